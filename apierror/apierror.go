@@ -1,0 +1,143 @@
+// Package apierror writes the JSON error bodies that caddy-air's HTTP API
+// answers with: the OpenAI shape ({"error":{"message","type","param","code"}})
+// on the OpenAI-compatible endpoints and the Anthropic shape
+// ({"type":"error","error":{"type","message"}}) on /v1/messages.
+package apierror
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Error types used in the "type" field of an OpenAI-style error.
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeAuthentication = "authentication_error"
+	TypePermission     = "permission_error"
+	TypeNotFound       = "not_found_error"
+	TypeRateLimit      = "rate_limit_error"
+	TypeInsufficient   = "insufficient_quota"
+	TypeServer         = "server_error"
+	TypeUpstream       = "upstream_error"
+)
+
+// Error is an API error with its HTTP status. It implements error so that
+// domain packages can return it and handlers can write it unchanged.
+type Error struct {
+	// Status is the HTTP status code to answer with.
+	Status int `json:"-"`
+	// Message is a human-readable explanation.
+	Message string `json:"message"`
+	// Type is the error class, one of the Type* constants.
+	Type string `json:"type"`
+	// Param names the offending request field, if any.
+	Param *string `json:"param"`
+	// Code is a stable machine-readable code, if any.
+	Code *string `json:"code"`
+	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
+	RetryAfter int `json:"-"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string { return e.Message }
+
+// New returns an Error with the given status, type, code and message. An
+// empty code leaves the code null.
+func New(status int, typ, code, message string) *Error {
+	e := &Error{Status: status, Type: typ, Message: message}
+	if code != "" {
+		e.Code = &code
+	}
+	return e
+}
+
+// WithParam returns e with its param field set.
+func (e *Error) WithParam(param string) *Error {
+	e.Param = &param
+	return e
+}
+
+// InvalidRequest returns a 400 invalid_request_error about param.
+func InvalidRequest(param, message string) *Error {
+	e := New(http.StatusBadRequest, TypeInvalidRequest, "invalid_request", message)
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
+// NotFound returns a 404 with the given code.
+func NotFound(code, message string) *Error {
+	return New(http.StatusNotFound, TypeNotFound, code, message)
+}
+
+// Internal returns a 500 server_error that reveals nothing about the cause.
+func Internal() *Error {
+	return New(http.StatusInternalServerError, TypeServer, "internal_error", "the gateway could not complete the request; it has been logged")
+}
+
+// Write answers w with e in the OpenAI error shape.
+func (e *Error) Write(w http.ResponseWriter) {
+	body, _ := json.Marshal(struct {
+		Error *Error `json:"error"`
+	}{e})
+	writeJSON(w, e, body)
+}
+
+// WriteAnthropic answers w with e in the Anthropic error shape.
+func (e *Error) WriteAnthropic(w http.ResponseWriter) {
+	body, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Type: "error", Error: struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}{Type: anthropicType(e), Message: e.Message}})
+	writeJSON(w, e, body)
+}
+
+func writeJSON(w http.ResponseWriter, e *Error, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(body)
+}
+
+// anthropicType maps a status to Anthropic's error type names.
+func anthropicType(e *Error) string {
+	switch e.Status {
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout, http.StatusBadGateway, http.StatusServiceUnavailable:
+		return "overloaded_error"
+	default:
+		return "api_error"
+	}
+}
+
+// Write answers w with err: an *Error as it is, anything else as a 500.
+func Write(w http.ResponseWriter, err error) {
+	if e, ok := err.(*Error); ok {
+		e.Write(w)
+		return
+	}
+	Internal().Write(w)
+}

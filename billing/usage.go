@@ -1,0 +1,54 @@
+package billing
+
+// Usage is a request's token usage normalized into disjoint buckets, whatever
+// protocol reported it. The prompt side is split into Input (not served from
+// or written to a cache), CacheCreation and CacheRead; their sum is the
+// request's total prompt tokens, which selects the price tier.
+type Usage struct {
+	// Input is the number of prompt tokens billed at the plain input price.
+	Input int64 `json:"input_tokens"`
+	// CacheCreation is the number of prompt tokens written to the cache.
+	CacheCreation int64 `json:"cache_creation_tokens,omitempty"`
+	// CacheRead is the number of prompt tokens read from the cache.
+	CacheRead int64 `json:"cache_read_tokens,omitempty"`
+	// Output is the number of generated tokens, reasoning tokens included.
+	Output int64 `json:"output_tokens"`
+	// Reasoning is the part of Output spent on reasoning (informational).
+	Reasoning int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// PromptTotal is the request's total prompt tokens: Input + CacheCreation +
+// CacheRead. It selects the price tier.
+func (u Usage) PromptTotal() int64 { return u.Input + u.CacheCreation + u.CacheRead }
+
+// Total is every token of the request, prompt and output.
+func (u Usage) Total() int64 { return u.PromptTotal() + u.Output }
+
+// Add returns the bucket-wise sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		Input:         u.Input + o.Input,
+		CacheCreation: u.CacheCreation + o.CacheCreation,
+		CacheRead:     u.CacheRead + o.CacheRead,
+		Output:        u.Output + o.Output,
+		Reasoning:     u.Reasoning + o.Reasoning,
+	}
+}
+
+// Source says how a request's usage was obtained.
+type Source string
+
+// Usage sources recorded in the ledger.
+const (
+	// SourceReported is usage reported by the upstream in full.
+	SourceReported Source = "reported"
+	// SourcePartial is usage of a response the client abandoned: what was
+	// delivered before the disconnect, reported or estimated.
+	SourcePartial Source = "partial"
+	// SourceEstimated is usage the gateway estimated because the upstream
+	// reported none.
+	SourceEstimated Source = "estimated"
+	// SourceUnits marks a task billed by units (images, video seconds)
+	// rather than tokens.
+	SourceUnits Source = "units"
+)

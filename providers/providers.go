@@ -1,0 +1,230 @@
+// Package providers holds the gateway's routing table: the upstream
+// providers (their protocol, base URLs, keys and timeouts) and the model
+// routes that map a client's model id, or a glob of ids, to one provider.
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Protocols a provider can speak.
+const (
+	// ProtocolOpenAI is OpenAI's HTTP API: chat completions, images, videos.
+	ProtocolOpenAI = "openai"
+	// ProtocolAnthropic is Anthropic's Messages API.
+	ProtocolAnthropic = "anthropic"
+	// ProtocolDashScope is Alibaba DashScope's native asynchronous
+	// generation API (image and video tasks).
+	ProtocolDashScope = "dashscope"
+)
+
+// Kinds of model, which decide the endpoint that serves them.
+const (
+	// KindChat models are served by /v1/chat/completions.
+	KindChat = "chat"
+	// KindMessages models are served by /v1/messages.
+	KindMessages = "messages"
+	// KindImage models are served synchronously by /v1/tasks.
+	KindImage = "image"
+	// KindVideo models are served asynchronously by /v1/tasks.
+	KindVideo = "video"
+)
+
+// Provider is one upstream service.
+type Provider struct {
+	// Name identifies the provider in model routes and the ledger.
+	Name string
+	// Protocol is one of the Protocol* constants.
+	Protocol string
+	// BaseURLs are tried in order; each ends before the API path, e.g.
+	// "https://api.openai.com/v1".
+	BaseURLs []string
+	// APIKeys are the provider credentials, tried in order together with
+	// BaseURLs when a request is retried.
+	APIKeys []string
+	// Timeout bounds a whole non-streaming request, and the wait for the
+	// response headers of a streaming one. Zero means the default.
+	Timeout time.Duration
+	// Retries is how many further attempts a request gets, on the next base
+	// URL or key, when an attempt fails before the first response byte.
+	Retries int
+
+	next atomic.Uint64
+}
+
+// Attempt is one (base URL, API key) pair to send a request to.
+type Attempt struct {
+	// BaseURL is the provider base URL, without a trailing slash.
+	BaseURL string
+	// APIKey is the credential to send with it.
+	APIKey string
+}
+
+// Attempts returns the ordered pairs a request should try: first one chosen
+// round-robin over the provider's base URLs and keys, then the following
+// ones, at most Retries+1 in all.
+func (p *Provider) Attempts() []Attempt {
+	n := len(p.BaseURLs)
+	if len(p.APIKeys) > n {
+		n = len(p.APIKeys)
+	}
+	if n == 0 {
+		return nil
+	}
+	total := p.Retries + 1
+	start := int(p.next.Add(1)-1) % n
+	out := make([]Attempt, 0, total)
+	for i := 0; i < total; i++ {
+		j := (start + i) % n
+		a := Attempt{BaseURL: strings.TrimRight(p.BaseURLs[j%len(p.BaseURLs)], "/")}
+		if len(p.APIKeys) > 0 {
+			a.APIKey = p.APIKeys[j%len(p.APIKeys)]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Route maps a model id or glob to a provider.
+type Route struct {
+	// Pattern is a model id, or a glob such as "qwen3-*" (path.Match syntax).
+	Pattern string
+	// Provider serves the model.
+	Provider *Provider
+	// UpstreamModel, if set, replaces the model id in the upstream request.
+	UpstreamModel string
+	// Kind is one of the Kind* constants.
+	Kind string
+	// Sizes lists the allowed "<width>x<height>" sizes of an image or video
+	// model; empty allows any well-formed size.
+	Sizes []string
+	// TypicalDuration is how long a video usually takes to generate; it is
+	// used to derive progress when the upstream reports none.
+	TypicalDuration time.Duration
+}
+
+// IsGlob reports whether the route's pattern is a glob rather than an id.
+func (r *Route) IsGlob() bool { return strings.ContainsAny(r.Pattern, "*?[") }
+
+// Table is an immutable routing table.
+type Table struct {
+	providers map[string]*Provider
+	exact     map[string]*Route
+	globs     []*Route
+	ordered   []*Route
+}
+
+// ErrUnknownModel is returned by Lookup for a model no route serves.
+var ErrUnknownModel = errors.New("unknown model")
+
+// NewTable builds a routing table. Exact ids win over globs; globs are tried
+// in the order given. It fails on a route naming an unknown provider, a
+// duplicate exact id, a malformed glob or an unknown kind.
+func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
+	t := &Table{providers: make(map[string]*Provider), exact: make(map[string]*Route)}
+	for _, p := range provs {
+		if p.Name == "" {
+			return nil, errors.New("provider without a name")
+		}
+		if _, dup := t.providers[p.Name]; dup {
+			return nil, fmt.Errorf("provider %q declared twice", p.Name)
+		}
+		switch p.Protocol {
+		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope:
+		default:
+			return nil, fmt.Errorf("provider %q: unknown protocol %q", p.Name, p.Protocol)
+		}
+		if len(p.BaseURLs) == 0 {
+			return nil, fmt.Errorf("provider %q: no base_url", p.Name)
+		}
+		t.providers[p.Name] = p
+	}
+	for _, r := range routes {
+		if r.Provider == nil {
+			return nil, fmt.Errorf("model %q: no provider", r.Pattern)
+		}
+		if _, ok := t.providers[r.Provider.Name]; !ok {
+			return nil, fmt.Errorf("model %q: unknown provider %q", r.Pattern, r.Provider.Name)
+		}
+		if r.Kind == "" {
+			r.Kind = DefaultKind(r.Provider.Protocol)
+		}
+		switch r.Kind {
+		case KindChat, KindMessages, KindImage, KindVideo:
+		default:
+			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
+		}
+		if r.IsGlob() {
+			if _, err := path.Match(r.Pattern, ""); err != nil {
+				return nil, fmt.Errorf("model %q: bad glob: %v", r.Pattern, err)
+			}
+			t.globs = append(t.globs, r)
+		} else {
+			if _, dup := t.exact[r.Pattern]; dup {
+				return nil, fmt.Errorf("model %q declared twice", r.Pattern)
+			}
+			t.exact[r.Pattern] = r
+		}
+		t.ordered = append(t.ordered, r)
+	}
+	return t, nil
+}
+
+// DefaultKind is the model kind a provider protocol serves when a route
+// names none.
+func DefaultKind(protocol string) string {
+	switch protocol {
+	case ProtocolAnthropic:
+		return KindMessages
+	case ProtocolDashScope:
+		return KindImage
+	default:
+		return KindChat
+	}
+}
+
+// Lookup returns the route serving model, or ErrUnknownModel.
+func (t *Table) Lookup(model string) (*Route, error) {
+	if t == nil {
+		return nil, ErrUnknownModel
+	}
+	if r, ok := t.exact[model]; ok {
+		return r, nil
+	}
+	for _, r := range t.globs {
+		if ok, _ := path.Match(r.Pattern, model); ok {
+			return r, nil
+		}
+	}
+	return nil, ErrUnknownModel
+}
+
+// Provider returns the named provider, or nil.
+func (t *Table) Provider(name string) *Provider { return t.providers[name] }
+
+// Providers returns every provider, sorted by name.
+func (t *Table) Providers() []*Provider {
+	out := make([]*Provider, 0, len(t.providers))
+	for _, p := range t.providers {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Models returns the exact (non-glob) model ids in declaration order.
+func (t *Table) Models() []*Route {
+	out := make([]*Route, 0, len(t.exact))
+	for _, r := range t.ordered {
+		if !r.IsGlob() {
+			out = append(out, r)
+		}
+	}
+	return out
+}

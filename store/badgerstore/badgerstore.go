@@ -1,0 +1,241 @@
+// Package badgerstore implements store.Store on an embedded Badger v4
+// database with lean memory options, value-log garbage collection and
+// logging through zap.
+package badgerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// Options tunes the database. Zero values take lean defaults that keep the
+// resident memory of an idle gateway in the tens of megabytes.
+type Options struct {
+	// Dir is the database directory; it is created if missing.
+	Dir string
+	// Logger receives Badger's log lines; nil discards them.
+	Logger *zap.Logger
+	// GCInterval is how often value-log garbage collection runs; zero means
+	// five minutes, negative disables it.
+	GCInterval time.Duration
+	// InMemory keeps everything in memory (for throwaway stores only).
+	InMemory bool
+}
+
+// DB is a store.Store backed by Badger.
+type DB struct {
+	db   *badger.DB
+	log  *zap.Logger
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens (or creates) the Badger database described by o.
+func Open(o Options) (*DB, error) {
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	opts := badger.DefaultOptions(o.Dir).
+		WithInMemory(o.InMemory).
+		WithLogger(zapLogger{log.Sugar()}).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithValueThreshold(1 << 10).
+		WithValueLogFileSize(64 << 20).
+		WithBlockCacheSize(0).
+		WithIndexCacheSize(0).
+		WithCompression(options.None).
+		WithNumCompactors(2).
+		WithDetectConflicts(true)
+	if o.InMemory {
+		opts = opts.WithDir("").WithValueDir("")
+	}
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
+	}
+	s := &DB{db: db, log: log, stop: make(chan struct{})}
+	if o.GCInterval >= 0 && !o.InMemory {
+		every := o.GCInterval
+		if every == 0 {
+			every = 5 * time.Minute
+		}
+		s.wg.Add(1)
+		go s.gcLoop(every)
+	}
+	return s, nil
+}
+
+// gcLoop runs value-log GC until it has nothing to rewrite, every interval.
+func (s *DB) gcLoop(every time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.RunGC()
+		}
+	}
+}
+
+// RunGC runs value-log garbage collection until Badger reports that nothing
+// is left to rewrite.
+func (s *DB) RunGC() {
+	for {
+		err := s.db.RunValueLogGC(0.5)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+			s.log.Warn("badger value log gc", zap.Error(err))
+		}
+		return
+	}
+}
+
+// Get implements store.Store.
+func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return mapErr(err)
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	return out, err
+}
+
+// Set implements store.Store.
+func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
+	return s.db.Update(func(txn *badger.Txn) error { return setEntry(txn, key, value, ttl) })
+}
+
+// Delete implements store.Store.
+func (s *DB) Delete(_ context.Context, key []byte) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
+}
+
+// maxConflictRetries bounds how often Update reruns a conflicting txn.
+const maxConflictRetries = 100
+
+// Update implements store.Store, retrying fn on transaction conflicts.
+func (s *DB) Update(ctx context.Context, fn func(store.Txn) error) error {
+	for i := 0; ; i++ {
+		err := s.db.Update(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
+		if !errors.Is(err, badger.ErrConflict) || i >= maxConflictRetries {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// Scan implements store.Store.
+func (s *DB) Scan(ctx context.Context, prefix []byte, o store.ScanOptions, fn func(key, value []byte) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		io := badger.DefaultIteratorOptions
+		io.Prefix = prefix
+		io.Reverse = o.Reverse
+		io.PrefetchValues = !o.KeysOnly
+		io.PrefetchSize = 16
+		it := txn.NewIterator(io)
+		defer it.Close()
+		seek := prefix
+		if o.Reverse {
+			// Seek to the last key with the prefix: prefix followed by 0xff bytes.
+			seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		}
+		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			var val []byte
+			if !o.KeysOnly {
+				var err error
+				if val, err = item.ValueCopy(nil); err != nil {
+					return err
+				}
+			}
+			if err := fn(item.Key(), val); err != nil {
+				if errors.Is(err, store.ErrStop) {
+					return nil
+				}
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Close stops garbage collection and closes the database.
+func (s *DB) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	return s.db.Close()
+}
+
+// Badger exposes the underlying database, for tests that read raw bytes.
+func (s *DB) Badger() *badger.DB { return s.db }
+
+type badgerTxn struct{ txn *badger.Txn }
+
+func (t badgerTxn) Get(key []byte) ([]byte, error) {
+	item, err := t.txn.Get(key)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return item.ValueCopy(nil)
+}
+
+func (t badgerTxn) Set(key, value []byte, ttl time.Duration) error {
+	return setEntry(t.txn, key, value, ttl)
+}
+
+func (t badgerTxn) Delete(key []byte) error { return t.txn.Delete(key) }
+
+func setEntry(txn *badger.Txn, key, value []byte, ttl time.Duration) error {
+	e := badger.NewEntry(key, value)
+	if ttl > 0 {
+		// Badger keeps expiry in whole seconds; round up so that a short
+		// TTL never expires early.
+		e = e.WithTTL((ttl + time.Second - 1).Truncate(time.Second))
+	}
+	return txn.SetEntry(e)
+}
+
+func mapErr(err error) error {
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// zapLogger adapts zap to badger.Logger (which needs Warningf).
+type zapLogger struct{ s *zap.SugaredLogger }
+
+func (l zapLogger) Errorf(f string, a ...any)   { l.s.Errorf(f, a...) }
+func (l zapLogger) Warningf(f string, a ...any) { l.s.Warnf(f, a...) }
+func (l zapLogger) Infof(f string, a ...any)    { l.s.Debugf(f, a...) }
+func (l zapLogger) Debugf(f string, a ...any)   { l.s.Debugf(f, a...) }
+
+// Interface guard.
+var _ store.Store = (*DB)(nil)
