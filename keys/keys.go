@@ -1,0 +1,95 @@
+// Package keys manages the gateway's API keys: "sk-air-" secrets drawn
+// from a CSPRNG, stored only as SHA-256 hashes, owned by a user, with a
+// short public id for listing, an optional expiry and revocation.
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Prefix starts every API key.
+const Prefix = "sk-air-"
+
+// secretBytes is the entropy of a key: 32 bytes, 43 base64url characters.
+const secretBytes = 32
+
+// secretLen is the length of a full key, prefix included.
+var secretLen = len(Prefix) + base64.RawURLEncoding.EncodedLen(secretBytes)
+
+// Key is the stored description of an API key. It never holds the secret.
+type Key struct {
+	// ID is the short public identifier, e.g. "key_3f9a1c2b7d4e".
+	ID string `json:"id"`
+	// User owns the key; task lists and budgets are per user.
+	User string `json:"user"`
+	// Name is a free-form label.
+	Name string `json:"name,omitempty"`
+	// CreatedAt is when the key was created.
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt, if set, is when the key stops working.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// RevokedAt, if set, is when the key was revoked.
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Active reports whether k authenticates requests at time now.
+func (k *Key) Active(now time.Time) bool {
+	if k.RevokedAt != nil {
+		return false
+	}
+	return k.ExpiresAt == nil || now.Before(*k.ExpiresAt)
+}
+
+// Errors returned by Authenticate. Their texts are safe to show to clients.
+var (
+	ErrMissing   = errors.New("missing API key: send it as 'Authorization: Bearer sk-air-…'")
+	ErrMalformed = errors.New("malformed API key: keys start with 'sk-air-'")
+	ErrUnknown   = errors.New("invalid API key")
+	ErrRevoked   = errors.New("this API key has been revoked")
+	ErrExpired   = errors.New("this API key has expired")
+)
+
+// newSecret returns a fresh key secret.
+func newSecret() (string, error) {
+	b := make([]byte, secretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return Prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// newID returns a fresh public key id.
+func newID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "key_" + hex.EncodeToString(b), nil
+}
+
+// Hash returns the hex SHA-256 of a secret, the only form in which keys are
+// stored. A plain hash suffices: the secret carries 256 bits of entropy, so
+// it cannot be guessed from its hash.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// WellFormed reports whether s looks like a key this gateway issues.
+func WellFormed(s string) bool {
+	if len(s) != secretLen || !strings.HasPrefix(s, Prefix) {
+		return false
+	}
+	for _, c := range s[len(Prefix):] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
