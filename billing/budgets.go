@@ -1,0 +1,388 @@
+package billing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// Budgets enforces the spend and rate limits of users and API keys. It
+// keeps every subject's spend of the current month and of all time in
+// memory, loaded from the store at start and updated as requests settle,
+// so admission never touches the store. The process must be the only
+// writer of its store, and one Budgets must serve it (keep it across config
+// reloads, as the Ledger).
+//
+// Admission reserves each request's estimated cost and tokens; settling
+// replaces the estimate by the actual cost. A request is admitted only
+// while spend plus reservations are below the limit, so concurrent requests
+// overspend by at most one request's cost when estimates hold.
+type Budgets struct {
+	s store.Store
+
+	// Now returns the current time. Tests replace it; set it before use.
+	Now func() time.Time
+
+	setMu    sync.Mutex // serializes SetLimits and DeleteLimits
+	mu       sync.Mutex // guards accounts
+	accounts map[subjectKey]*account
+}
+
+// subjectKey identifies a user or a key.
+type subjectKey struct {
+	scope Scope
+	id    string
+}
+
+// account is the in-memory state of one subject.
+type account struct {
+	limits    Limits
+	hasLimits bool
+	spent     map[spendSlot]Amount
+	reserved  map[string]Amount // by currency
+	rpm, tpm  bucket
+}
+
+// spendSlot is a currency and a period (a month or periodTotal).
+type spendSlot struct {
+	currency, period string
+}
+
+// NewBudgets loads the limits and the current spend kept in s.
+func NewBudgets(ctx context.Context, s store.Store) (*Budgets, error) {
+	b := &Budgets{s: s, Now: time.Now, accounts: map[subjectKey]*account{}}
+	err := s.Scan(ctx, []byte(prefixLimits), store.ScanOptions{}, func(k, v []byte) error {
+		sk, ok := parseSubject(strings.TrimPrefix(string(k), prefixLimits))
+		if !ok {
+			return nil
+		}
+		var lim Limits
+		if err := json.Unmarshal(v, &lim); err != nil {
+			return fmt.Errorf("decoding limits %s: %w", k, err)
+		}
+		acc := b.account(sk)
+		acc.limits, acc.hasLimits = lim, true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading limits: %w", err)
+	}
+	// Monthly counters expire a few months after their month, so loading all
+	// of them is cheap, and it does not depend on the clock.
+	err = s.Scan(ctx, []byte(prefixSpend), store.ScanOptions{}, func(k, v []byte) error {
+		parts := strings.Split(strings.TrimPrefix(string(k), prefixSpend), "/")
+		if len(parts) != 4 {
+			return nil
+		}
+		sk, ok := parseSubject(parts[0] + "/" + parts[1])
+		if !ok {
+			return nil
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("decoding spend %s: %w", k, err)
+		}
+		b.account(sk).spent[spendSlot{unesc(parts[2]), parts[3]}] = Amount(n)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading spend: %w", err)
+	}
+	return b, nil
+}
+
+// parseSubject parses "<u|k>/<escaped id>".
+func parseSubject(s string) (subjectKey, bool) {
+	short, id, ok := strings.Cut(s, "/")
+	switch {
+	case !ok:
+		return subjectKey{}, false
+	case short == "u":
+		return subjectKey{ScopeUser, unesc(id)}, true
+	case short == "k":
+		return subjectKey{ScopeKey, unesc(id)}, true
+	}
+	return subjectKey{}, false
+}
+
+// account returns the account of sk, creating it. b.mu must be held (or b
+// not yet shared).
+func (b *Budgets) account(sk subjectKey) *account {
+	acc := b.accounts[sk]
+	if acc == nil {
+		acc = &account{spent: map[spendSlot]Amount{}, reserved: map[string]Amount{}}
+		b.accounts[sk] = acc
+	}
+	return acc
+}
+
+// hold is what an admitted request reserved.
+type hold struct {
+	subjects []subjectKey
+	currency string
+	cost     Amount
+	tokens   int64
+}
+
+// subjectsOf lists the accounts that s's requests count against.
+func subjectsOf(s Subject) []subjectKey {
+	out := make([]subjectKey, 0, 2)
+	if s.User != "" {
+		out = append(out, subjectKey{ScopeUser, s.User})
+	}
+	if s.KeyID != "" {
+		out = append(out, subjectKey{ScopeKey, s.KeyID})
+	}
+	return out
+}
+
+// admit checks the limits of the subjects against a request estimated at
+// cost (in currency) and tokens, and reserves them if it may go ahead.
+// defaultCurrency is the currency of limits that name none.
+func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
+	now := b.Now()
+	month := monthOf(now)
+	tokens = clampTokens(tokens)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	accs := make([]*account, len(subjects))
+	for i, sk := range subjects {
+		accs[i] = b.account(sk)
+		if err := accs[i].checkSpend(sk, month, defaultCurrency); err != nil {
+			return nil, err
+		}
+	}
+	var limited *apierror.Error
+	var wait time.Duration
+	for i, sk := range subjects {
+		if what, w := accs[i].checkRate(now, tokens); w > 0 && w > wait {
+			wait = w
+			limited = rateLimited(sk, what, w)
+		}
+	}
+	if limited != nil {
+		return nil, limited
+	}
+	for _, acc := range accs {
+		if currency != "" {
+			acc.reserved[currency] += cost
+		}
+		if lim := acc.limits.RPM; lim > 0 {
+			acc.rpm.give(-1, lim)
+		}
+		if lim := acc.limits.TPM; lim > 0 {
+			acc.tpm.give(-tokens, lim)
+		}
+	}
+	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens}, nil
+}
+
+// clampTokens bounds a token count for the rate buckets.
+func clampTokens(n int64) int64 { return min(max(n, 0), maxRate) }
+
+// checkSpend returns an insufficient_quota error if a spend limit of the
+// account is reached.
+func (acc *account) checkSpend(sk subjectKey, month, defaultCurrency string) *apierror.Error {
+	if !acc.hasLimits || acc.limits.Monthly == 0 && acc.limits.Total == 0 {
+		return nil
+	}
+	cur := acc.limits.Currency
+	if cur == "" {
+		cur = defaultCurrency
+	}
+	reserved := acc.reserved[cur]
+	if lim := acc.limits.Monthly; lim > 0 && acc.spent[spendSlot{cur, month}]+reserved >= lim {
+		return overQuota(sk, "monthly", lim, cur)
+	}
+	if lim := acc.limits.Total; lim > 0 && acc.spent[spendSlot{cur, periodTotal}]+reserved >= lim {
+		return overQuota(sk, "total", lim, cur)
+	}
+	return nil
+}
+
+// checkRate refills the account's rate buckets and returns how long the
+// request must wait, and for which limit, or zero if it may go now.
+func (acc *account) checkRate(now time.Time, tokens int64) (string, time.Duration) {
+	if !acc.hasLimits {
+		return "", 0
+	}
+	var what string
+	var wait time.Duration
+	if lim := acc.limits.RPM; lim > 0 {
+		acc.rpm.refill(now, lim)
+		if w := acc.rpm.wait(1, lim); w > wait {
+			what, wait = fmt.Sprintf("%d requests per minute", lim), w
+		}
+	}
+	if lim := acc.limits.TPM; lim > 0 {
+		acc.tpm.refill(now, lim)
+		need := min(max(tokens, 1), lim)
+		if w := acc.tpm.wait(need, lim); w > wait {
+			what, wait = fmt.Sprintf("%d tokens per minute", lim), w
+		}
+	}
+	return what, wait
+}
+
+// settle ends hold h with the settled record rec: the reservation is
+// dropped and, if counted, rec's cost becomes spend and its tokens replace
+// the estimate in the token rate.
+func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sk := range h.subjects {
+		acc := b.account(sk)
+		if h.currency != "" {
+			acc.reserved[h.currency] -= h.cost
+		}
+		if !counted {
+			continue
+		}
+		acc.addSpend(rec, b.Now())
+		if lim := acc.limits.TPM; lim > 0 && acc.tpm.started {
+			acc.tpm.give(h.tokens-clampTokens(rec.Usage.Total()), lim)
+		}
+	}
+}
+
+// release drops hold h and gives back its request and tokens.
+func (b *Budgets) release(h *hold) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sk := range h.subjects {
+		acc := b.account(sk)
+		if h.currency != "" {
+			acc.reserved[h.currency] -= h.cost
+		}
+		if lim := acc.limits.RPM; lim > 0 && acc.rpm.started {
+			acc.rpm.give(1, lim)
+		}
+		if lim := acc.limits.TPM; lim > 0 && acc.tpm.started {
+			acc.tpm.give(h.tokens, lim)
+		}
+	}
+}
+
+// record counts rec, settled without a reservation, in its subjects.
+func (b *Budgets) record(rec *Record) {
+	now := b.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID}) {
+		acc := b.account(sk)
+		acc.addSpend(rec, now)
+		if lim := acc.limits.TPM; lim > 0 {
+			acc.tpm.refill(now, lim)
+			acc.tpm.give(-clampTokens(rec.Usage.Total()), lim)
+		}
+	}
+}
+
+// unspend takes back the spend of rec, which turned out to be a duplicate.
+func (b *Budgets) unspend(rec *Record) {
+	if !rec.Priced || rec.Cost == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID}) {
+		acc := b.account(sk)
+		acc.spent[spendSlot{rec.Currency, monthOf(rec.Time)}] -= rec.Cost
+		acc.spent[spendSlot{rec.Currency, periodTotal}] -= rec.Cost
+	}
+}
+
+// addSpend adds rec's cost to the account's spend, and forgets months
+// other than the current one and rec's.
+func (acc *account) addSpend(rec *Record, now time.Time) {
+	if !rec.Priced || rec.Cost == 0 {
+		return
+	}
+	month := monthOf(rec.Time)
+	acc.spent[spendSlot{rec.Currency, month}] += rec.Cost
+	acc.spent[spendSlot{rec.Currency, periodTotal}] += rec.Cost
+	if len(acc.spent) <= 8 {
+		return
+	}
+	current := monthOf(now)
+	for slot := range acc.spent {
+		if slot.period != periodTotal && slot.period != current && slot.period != month {
+			delete(acc.spent, slot)
+		}
+	}
+}
+
+// Status returns the limits and spend of id in scope.
+func (b *Budgets) Status(scope Scope, id string) BudgetStatus {
+	month := monthOf(b.Now())
+	st := BudgetStatus{Month: month, Spend: []CurrencySpend{}}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.accounts[subjectKey{scope, id}]
+	if acc == nil {
+		return st
+	}
+	if acc.hasLimits {
+		lim := acc.limits
+		st.Limits = &lim
+	}
+	byCur := map[string]*CurrencySpend{}
+	get := func(cur string) *CurrencySpend {
+		cs := byCur[cur]
+		if cs == nil {
+			cs = &CurrencySpend{Currency: cur}
+			byCur[cur] = cs
+		}
+		return cs
+	}
+	for slot, amt := range acc.spent {
+		switch slot.period {
+		case month:
+			get(slot.currency).Month = amt
+		case periodTotal:
+			get(slot.currency).Total = amt
+		}
+	}
+	for cur, amt := range acc.reserved {
+		if amt != 0 {
+			get(cur).Reserved = amt
+		}
+	}
+	for _, cs := range byCur {
+		st.Spend = append(st.Spend, *cs)
+	}
+	sort.Slice(st.Spend, func(i, j int) bool { return st.Spend[i].Currency < st.Spend[j].Currency })
+	return st
+}
+
+// describe names a subject in error messages.
+func describe(sk subjectKey) string {
+	if sk.scope == ScopeUser {
+		return "your account"
+	}
+	return "this API key"
+}
+
+// overQuota is the error of a request over a spend limit.
+func overQuota(sk subjectKey, period string, lim Amount, currency string) *apierror.Error {
+	msg := fmt.Sprintf("You exceeded your current quota: the %s spend limit of %s (%s %s) is reached.", period, describe(sk), lim, currency)
+	return apierror.New(http.StatusTooManyRequests, apierror.TypeInsufficient, "insufficient_quota", msg)
+}
+
+// rateLimited is the error of a request over a rate limit.
+func rateLimited(sk subjectKey, what string, wait time.Duration) *apierror.Error {
+	secs := retryAfterSeconds(wait)
+	msg := fmt.Sprintf("Rate limit reached for %s: %s. Please try again in %ds.", describe(sk), what, secs)
+	e := apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, "rate_limit_exceeded", msg)
+	e.RetryAfter = secs
+	return e
+}

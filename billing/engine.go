@@ -1,0 +1,176 @@
+package billing
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/caddy-air/caddy-air/apierror"
+)
+
+// Engine prices requests, admits them against budgets and rate limits and
+// settles them into the ledger. Create one per config: the price table may
+// change on reload, while the Ledger and the Budgets are long-lived and
+// shared by the engines of successive configs.
+type Engine struct {
+	prices  *PriceTable
+	ledger  *Ledger
+	budgets *Budgets
+}
+
+// Subject is who a request is billed to.
+type Subject struct {
+	// User owns the API key.
+	User string
+	// KeyID is the public id of the API key.
+	KeyID string
+}
+
+// NewEngine returns an engine. pt may be nil (every model unpriced) and b
+// may be nil (no limits); l is required.
+func NewEngine(pt *PriceTable, l *Ledger, b *Budgets) *Engine {
+	return &Engine{prices: pt, ledger: l, budgets: b}
+}
+
+// Prices returns the engine's price table.
+func (e *Engine) Prices() *PriceTable { return e.prices }
+
+// Ledger returns the engine's ledger.
+func (e *Engine) Ledger() *Ledger { return e.ledger }
+
+// Budgets returns the engine's budgets (nil if none).
+func (e *Engine) Budgets() *Budgets { return e.budgets }
+
+// Reservation is an admitted request's claim on its subject's budget and
+// rate limits. End it exactly once, with Settle, Charge or Release; later
+// calls are no-ops.
+type Reservation struct {
+	e     *Engine
+	s     Subject
+	model string
+	h     *hold
+
+	once  sync.Once
+	rec   Record
+	fresh bool
+	err   error
+}
+
+// Admit checks s's spend and rate limits before a request for model
+// reaches the upstream, and reserves the request's estimated cost and
+// tokens. A request over a spend limit gets a 429 insufficient_quota
+// error; one over a rate limit gets a 429 rate_limit_exceeded error with
+// RetryAfter set.
+func (e *Engine) Admit(ctx context.Context, s Subject, model string, estimate Usage) (*Reservation, *apierror.Error) {
+	return e.admit(s, model, e.prices.Quote(model, estimate), estimate.Total())
+}
+
+// AdmitTask is Admit for an image or video task that is expected to yield
+// the given number of images or milliseconds of video.
+func (e *Engine) AdmitTask(ctx context.Context, s Subject, model string, images int, videoMillis int64) (*Reservation, *apierror.Error) {
+	return e.admit(s, model, e.prices.QuoteTask(model, images, videoMillis), 0)
+}
+
+// admit reserves quote q and tokens for s.
+func (e *Engine) admit(s Subject, model string, q Quote, tokens int64) (*Reservation, *apierror.Error) {
+	r := &Reservation{e: e, s: s, model: model}
+	if e.budgets == nil {
+		return r, nil
+	}
+	h, err := e.budgets.admit(subjectsOf(s), e.prices.Currency(), q.Currency, q.Cost, tokens)
+	if err != nil {
+		return nil, err
+	}
+	r.h = h
+	return r, nil
+}
+
+// price completes rec from the reservation and prices it.
+func (r *Reservation) price(rec Record) Record {
+	if rec.User == "" && rec.KeyID == "" {
+		rec.User, rec.KeyID = r.s.User, r.s.KeyID
+	}
+	if rec.Model == "" {
+		rec.Model = r.model
+	}
+	return r.e.price(rec)
+}
+
+// price fills rec's defaults and its Tier, Priced, Currency and Cost.
+func (e *Engine) price(rec Record) Record {
+	rec.fillDefaults(e.now())
+	rec.applyQuote(e.prices.QuoteRecord(&rec))
+	return rec
+}
+
+// now is the budgets' clock, or the wall clock without budgets.
+func (e *Engine) now() time.Time {
+	if e.budgets != nil && e.budgets.Now != nil {
+		return e.budgets.Now()
+	}
+	return time.Now()
+}
+
+// Settle prices rec, queues its ledger write without waiting for it, and
+// turns the reservation into spend. It returns the priced record. User,
+// KeyID and Model default to the reservation's; a record without an ID
+// gets a random one. If the ledger already holds rec.ID, nothing is
+// counted. If the write fails, the failure is logged and the spend still
+// counts in memory.
+func (r *Reservation) Settle(rec Record) Record {
+	r.once.Do(func() {
+		r.rec = r.price(rec)
+		b := r.e.budgets
+		if b != nil && r.h != nil {
+			b.settle(r.h, &r.rec, true)
+		}
+		priced := r.rec
+		r.e.ledger.Enqueue(priced, func(isNew bool, err error) {
+			if b != nil && err == nil && !isNew {
+				b.unspend(&priced)
+			}
+		})
+	})
+	return r.rec
+}
+
+// Charge is Settle with a synchronous ledger write, for tasks. It reports
+// whether the record was new. On a write error the reservation is dropped
+// and nothing is counted.
+func (r *Reservation) Charge(ctx context.Context, rec Record) (Record, bool, error) {
+	r.once.Do(func() {
+		r.rec = r.price(rec)
+		r.fresh, r.err = r.e.ledger.Write(ctx, r.rec)
+		if b := r.e.budgets; b != nil && r.h != nil {
+			b.settle(r.h, &r.rec, r.fresh && r.err == nil)
+		}
+	})
+	return r.rec, r.fresh, r.err
+}
+
+// Release ends a reservation whose request never reached the upstream:
+// nothing is recorded and the reserved cost, request and tokens are given
+// back.
+func (r *Reservation) Release() {
+	r.once.Do(func() {
+		if b := r.e.budgets; b != nil && r.h != nil {
+			b.release(r.h)
+		}
+	})
+}
+
+// Charge prices rec and writes it to the ledger synchronously, without a
+// reservation (for tasks settled after a restart, say). It returns the
+// priced record and whether it was new; a record whose ID the ledger
+// already holds is not counted again.
+func (e *Engine) Charge(ctx context.Context, rec Record) (Record, bool, error) {
+	rec = e.price(rec)
+	fresh, err := e.ledger.Write(ctx, rec)
+	if err != nil {
+		return rec, false, err
+	}
+	if fresh && e.budgets != nil {
+		e.budgets.record(&rec)
+	}
+	return rec, fresh, nil
+}

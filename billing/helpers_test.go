@@ -1,0 +1,110 @@
+package billing
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/badgerstore"
+)
+
+// openStore opens a real Badger store in a temporary directory.
+func openStore(t testing.TB) *badgerstore.DB {
+	t.Helper()
+	db, err := badgerstore.Open(badgerstore.Options{Dir: t.TempDir(), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// newLedger returns a ledger on s that is closed before s.
+func newLedger(t testing.TB, s store.Store, retention time.Duration) *Ledger {
+	t.Helper()
+	l := NewLedger(s, retention, nil)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// fakeClock is a settable clock for rate limits and months.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// testEngine is an engine on a fresh store with the test prices and a fake
+// clock.
+type testEngine struct {
+	*Engine
+	s     store.Store
+	clock *fakeClock
+}
+
+func newTestEngine(t testing.TB) *testEngine {
+	t.Helper()
+	s := openStore(t)
+	b, err := NewBudgets(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)}
+	b.Now = clock.Now
+	return &testEngine{Engine: NewEngine(mustPrices(t, testPrices), newLedger(t, s, 0), b), s: s, clock: clock}
+}
+
+// flush waits for the engine's queued ledger writes.
+func (te *testEngine) flush(t testing.TB) {
+	t.Helper()
+	if err := te.Ledger().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countRecords counts the ledger's records.
+func countRecords(t testing.TB, l *Ledger) int {
+	t.Helper()
+	n := 0
+	err := l.Records(context.Background(), time.Time{}, time.Time{}, func(Record) error {
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// report runs a report and fails the test on error.
+func report(t testing.TB, l *Ledger, f ReportFilter) *Report {
+	t.Helper()
+	r, err := l.Report(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// totalIn returns a report's totals in currency (zero Totals if none).
+func totalIn(r *Report, currency string) Totals {
+	for _, t := range r.Totals {
+		if t.Currency == currency {
+			return t.Totals
+		}
+	}
+	return Totals{}
+}

@@ -1,0 +1,380 @@
+package billing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// DefaultRetention is how long ledger records are kept when NewLedger is
+// given no retention.
+const DefaultRetention = 90 * 24 * time.Hour
+
+// spendMonthTTL keeps a monthly spend counter past the end of its month.
+const spendMonthTTL = 93 * 24 * time.Hour
+
+// Ledger is the durable record of settled requests and tasks. Each record
+// is written exactly once, keyed by its ID, and expires after the
+// retention. In the same store transaction the ledger adds the record to its
+// day × user × key × model × currency aggregate and to the spend counters of
+// its user and key, so that these can never disagree with the records.
+//
+// Writes go through a bounded queue to a single writer goroutine that
+// commits them in batches (Enqueue), or straight to the store (Write). A
+// Ledger is long-lived: create one per store and Close it to drain it.
+type Ledger struct {
+	s         store.Store
+	retention time.Duration
+	log       *zap.Logger
+
+	mu     sync.RWMutex // guards closed, and sends on queue against close
+	closed bool
+	queue  chan job
+	done   chan struct{}
+}
+
+// job is a queued record, or a flush marker when flushed is set.
+type job struct {
+	rec     Record
+	done    func(isNew bool, err error)
+	flushed chan struct{}
+}
+
+// Sizes of the asynchronous writer.
+const (
+	queueSize = 4096
+	maxBatch  = 256
+)
+
+// NewLedger returns a ledger that keeps records in s for retention (zero
+// or negative: DefaultRetention) and starts its writer. log may be nil.
+func NewLedger(s store.Store, retention time.Duration, log *zap.Logger) *Ledger {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	l := &Ledger{
+		s:         s,
+		retention: retention,
+		log:       log,
+		queue:     make(chan job, queueSize),
+		done:      make(chan struct{}),
+	}
+	go l.run()
+	return l
+}
+
+// Write writes rec synchronously. It reports whether rec was new; writing a
+// record whose ID is already in the ledger changes nothing and reports
+// false. rec must be priced already (see Engine).
+func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
+	if rec.ID == "" {
+		return false, errors.New("ledger record without an id")
+	}
+	rec.fillDefaults(time.Now())
+	fresh, err := l.commit(ctx, []*Record{&rec})
+	if err != nil {
+		return false, err
+	}
+	return fresh[0], nil
+}
+
+// Enqueue queues rec for the writer and returns without waiting for the
+// store, unless the queue is full, in which case it blocks until there is
+// room: records are never dropped. done, if not nil, is called from the
+// writer once rec is committed (isNew false for a duplicate ID) or has
+// failed. After Close, Enqueue writes synchronously.
+func (l *Ledger) Enqueue(rec Record, done func(isNew bool, err error)) {
+	rec.fillDefaults(time.Now())
+	l.mu.RLock()
+	if !l.closed {
+		l.queue <- job{rec: rec, done: done}
+		l.mu.RUnlock()
+		return
+	}
+	l.mu.RUnlock()
+	fresh, err := l.Write(context.Background(), rec)
+	if err != nil {
+		l.log.Error("writing ledger record", zap.String("id", rec.ID), zap.Error(err))
+	}
+	if done != nil {
+		done(fresh, err)
+	}
+}
+
+// Flush waits until every record enqueued before the call is committed, or
+// ctx ends.
+func (l *Ledger) Flush(ctx context.Context) error {
+	ch := make(chan struct{})
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		<-l.done
+		return nil
+	}
+	l.queue <- job{flushed: ch}
+	l.mu.RUnlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting queued records, waits until the queue is drained
+// into the store and stops the writer. It does not close the store.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.queue)
+	}
+	l.mu.Unlock()
+	<-l.done
+	return nil
+}
+
+// run is the writer: it commits queued records in batches of up to
+// maxBatch, one store transaction each, until the queue is closed.
+func (l *Ledger) run() {
+	defer close(l.done)
+	batch := make([]job, 0, maxBatch)
+	for j := range l.queue {
+		batch = append(batch[:0], j)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case j, ok := <-l.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, j)
+			default:
+				break drain
+			}
+		}
+		l.writeBatch(batch)
+	}
+}
+
+// writeBatch commits the records of batch, then reports to their callbacks
+// and releases the flush markers.
+func (l *Ledger) writeBatch(batch []job) {
+	recs := make([]*Record, 0, len(batch))
+	for i := range batch {
+		if batch[i].flushed == nil {
+			recs = append(recs, &batch[i].rec)
+		}
+	}
+	fresh, errs := l.commitSplitting(recs)
+	k := 0
+	for i := range batch {
+		j := &batch[i]
+		if j.flushed != nil {
+			close(j.flushed)
+			continue
+		}
+		if errs[k] != nil {
+			l.log.Error("writing ledger record", zap.String("id", j.rec.ID), zap.String("user", j.rec.User),
+				zap.String("key_id", j.rec.KeyID), zap.String("cost", j.rec.Cost.String()), zap.Error(errs[k]))
+		}
+		if j.done != nil {
+			j.done(fresh[k], errs[k])
+		}
+		k++
+	}
+}
+
+// commitSplitting commits recs in one transaction; if that fails, it
+// halves the batch and tries again, so that one bad record or a batch too
+// large for a transaction does not fail the others.
+func (l *Ledger) commitSplitting(recs []*Record) ([]bool, []error) {
+	errs := make([]error, len(recs))
+	if len(recs) == 0 {
+		return nil, errs
+	}
+	fresh, err := l.commit(context.Background(), recs)
+	if err == nil {
+		return fresh, errs
+	}
+	if len(recs) == 1 {
+		errs[0] = err
+		return []bool{false}, errs
+	}
+	h := len(recs) / 2
+	f1, e1 := l.commitSplitting(recs[:h])
+	f2, e2 := l.commitSplitting(recs[h:])
+	return append(f1, f2...), append(e1, e2...)
+}
+
+// commit writes recs, their aggregates and their spend in one transaction,
+// skipping records whose ID is already present. It reports which were new.
+func (l *Ledger) commit(ctx context.Context, recs []*Record) ([]bool, error) {
+	var fresh []bool
+	err := l.s.Update(ctx, func(txn store.Txn) error {
+		fresh = make([]bool, len(recs))
+		aggs := map[aggKey]*Totals{}
+		spend := map[string]Amount{}
+		seen := make(map[string]bool, len(recs))
+		for i, rec := range recs {
+			if seen[rec.ID] {
+				continue
+			}
+			idKey := recordIDKey(rec.ID)
+			if _, err := txn.Get(idKey); err == nil {
+				continue
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			seen[rec.ID] = true
+			fresh[i] = true
+			val, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			key := recordKey(rec)
+			if err := txn.Set(key, val, l.retention); err != nil {
+				return err
+			}
+			if err := txn.Set(idKey, key, l.retention); err != nil {
+				return err
+			}
+			ak := aggKeyOf(rec)
+			t := aggs[ak]
+			if t == nil {
+				t = &Totals{}
+				aggs[ak] = t
+			}
+			t.add(rec)
+			addSpend(spend, rec)
+		}
+		for ak, t := range aggs {
+			if err := mergeAggregate(txn, ak.bytes(), t); err != nil {
+				return err
+			}
+		}
+		for key, amt := range spend {
+			if err := addSpendCounter(txn, []byte(key), amt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return fresh, err
+}
+
+// addSpend adds rec's cost to the spend counters it counts in, by key.
+func addSpend(spend map[string]Amount, rec *Record) {
+	if !rec.Priced || rec.Cost == 0 {
+		return
+	}
+	month := monthOf(rec.Time)
+	for _, sub := range [...]struct {
+		scope Scope
+		id    string
+	}{{ScopeUser, rec.User}, {ScopeKey, rec.KeyID}} {
+		if sub.id == "" {
+			continue
+		}
+		spend[string(spendKey(sub.scope, sub.id, rec.Currency, month))] += rec.Cost
+		spend[string(spendKey(sub.scope, sub.id, rec.Currency, periodTotal))] += rec.Cost
+	}
+}
+
+// mergeAggregate adds t to the aggregate stored under key.
+func mergeAggregate(txn store.Txn, key []byte, t *Totals) error {
+	old, err := txn.Get(key)
+	switch {
+	case err == nil:
+		var cur Totals
+		if err := json.Unmarshal(old, &cur); err != nil {
+			return fmt.Errorf("decoding aggregate %s: %w", key, err)
+		}
+		cur.merge(t)
+		t = &cur
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	val, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val, 0)
+}
+
+// addSpendCounter adds amt to the spend counter stored under key.
+func addSpendCounter(txn store.Txn, key []byte, amt Amount) error {
+	old, err := txn.Get(key)
+	switch {
+	case err == nil:
+		n, err := strconv.ParseInt(string(old), 10, 64)
+		if err != nil {
+			return fmt.Errorf("decoding spend counter %s: %w", key, err)
+		}
+		amt += Amount(n)
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	var ttl time.Duration
+	if !isTotalKey(key) {
+		ttl = spendMonthTTL
+	}
+	return txn.Set(key, strconv.AppendInt(nil, int64(amt), 10), ttl)
+}
+
+// isTotalKey reports whether a spend key is of the all-time period.
+func isTotalKey(key []byte) bool {
+	n := len(periodTotal)
+	return len(key) >= n && string(key[len(key)-n:]) == periodTotal
+}
+
+// Get returns the record with id, or store.ErrNotFound.
+func (l *Ledger) Get(ctx context.Context, id string) (Record, error) {
+	var rec Record
+	key, err := l.s.Get(ctx, recordIDKey(id))
+	if err != nil {
+		return rec, err
+	}
+	val, err := l.s.Get(ctx, key)
+	if err != nil {
+		return rec, err
+	}
+	err = json.Unmarshal(val, &rec)
+	return rec, err
+}
+
+// Records calls fn for every record with since <= Time < until, oldest
+// first. A zero since or until is unbounded. fn may return store.ErrStop.
+func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(Record) error) error {
+	var from, to string
+	if !since.IsZero() {
+		from = prefixRecords + since.UTC().Format(recordTimeLayout)
+	}
+	if !until.IsZero() {
+		to = prefixRecords + until.UTC().Format(recordTimeLayout)
+	}
+	return l.s.Scan(ctx, []byte(prefixRecords), store.ScanOptions{}, func(k, v []byte) error {
+		if string(k) < from {
+			return nil
+		}
+		if to != "" && string(k) >= to {
+			return store.ErrStop
+		}
+		var rec Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("decoding ledger record %s: %w", k, err)
+		}
+		return fn(rec)
+	})
+}

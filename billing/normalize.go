@@ -1,0 +1,134 @@
+package billing
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// errNotObject is returned for a usage payload that is not a JSON object.
+var errNotObject = errors.New("usage is not a json object")
+
+// NormalizeOpenAI converts the raw JSON of an OpenAI chat completions
+// "usage" object into disjoint buckets. The same wire protocol is spoken by
+// DashScope's OpenAI-compatible mode, whose cache fields are accepted too.
+//
+// In this protocol prompt_tokens is the whole prompt: it includes the cache
+// reads (prompt_tokens_details.cached_tokens) and the cache writes, so
+// Input = prompt_tokens - cache reads - cache writes. completion_tokens
+// includes completion_tokens_details.reasoning_tokens.
+//
+// Cache writes are taken from the first of these that is present, so that a
+// payload carrying several of them is never counted twice:
+//
+//	prompt_tokens_details.cache_write_tokens                      (OpenAI)
+//	prompt_tokens_details.cache_creation_input_tokens             (DashScope)
+//	prompt_tokens_details.cache_creation.cache_creation_input_tokens
+//	prompt_tokens_details.cache_creation.ephemeral_5m_input_tokens
+//	  + prompt_tokens_details.cache_creation.ephemeral_1h_input_tokens
+//	cache_creation_input_tokens, then cache_creation.ephemeral_*  (top level)
+//
+// Missing fields count as zero. Negative counts are clamped to zero, and the
+// buckets never exceed what the upstream billed: prompt_tokens is trusted as
+// the total (it selects the price tier), cache reads are capped at it, cache
+// writes at what remains, and reasoning tokens at completion_tokens.
+func NormalizeOpenAI(usage []byte) (Usage, error) {
+	u, err := parseObject(usage)
+	if err != nil {
+		return Usage{}, err
+	}
+	prompt := count(u.Get("prompt_tokens"))
+	details := u.Get("prompt_tokens_details")
+	cached := count(details.Get("cached_tokens"))
+	created, ok := firstCount(details, "cache_write_tokens", "cache_creation_input_tokens", "cache_creation.cache_creation_input_tokens")
+	if !ok {
+		created, ok = ephemeral(details.Get("cache_creation"))
+	}
+	if !ok {
+		created, ok = firstCount(u, "cache_creation_input_tokens")
+	}
+	if !ok {
+		created, _ = ephemeral(u.Get("cache_creation"))
+	}
+
+	var out Usage
+	out.CacheRead = min(cached, prompt)
+	out.CacheCreation = min(created, prompt-out.CacheRead)
+	out.Input = prompt - out.CacheRead - out.CacheCreation
+	out.Output = count(u.Get("completion_tokens"))
+	out.Reasoning = min(count(u.Get("completion_tokens_details.reasoning_tokens")), out.Output)
+	return out, nil
+}
+
+// NormalizeDashScope is NormalizeOpenAI: DashScope's compatible mode speaks
+// the OpenAI protocol, and its cache fields are handled there.
+func NormalizeDashScope(usage []byte) (Usage, error) { return NormalizeOpenAI(usage) }
+
+// NormalizeAnthropic converts the raw JSON of an Anthropic Messages "usage"
+// object into disjoint buckets. In this protocol the buckets are already
+// disjoint: input_tokens excludes cache_creation_input_tokens and
+// cache_read_input_tokens. cache_creation{ephemeral_5m_input_tokens,
+// ephemeral_1h_input_tokens} is a breakdown of cache_creation_input_tokens
+// and is used only when that total is absent. Anthropic does not report
+// reasoning tokens separately, so Reasoning stays zero. Missing fields count
+// as zero and negative counts are clamped to zero.
+func NormalizeAnthropic(usage []byte) (Usage, error) {
+	u, err := parseObject(usage)
+	if err != nil {
+		return Usage{}, err
+	}
+	var out Usage
+	out.Input = count(u.Get("input_tokens"))
+	out.CacheRead = count(u.Get("cache_read_input_tokens"))
+	var ok bool
+	if out.CacheCreation, ok = firstCount(u, "cache_creation_input_tokens"); !ok {
+		out.CacheCreation, _ = ephemeral(u.Get("cache_creation"))
+	}
+	out.Output = count(u.Get("output_tokens"))
+	return out, nil
+}
+
+// parseObject checks that b is a JSON object and parses it without copying:
+// the result aliases b and must not outlive it.
+func parseObject(b []byte) (gjson.Result, error) {
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	if !gjson.Valid(s) {
+		return gjson.Result{}, errNotObject
+	}
+	r := gjson.Parse(s)
+	if !r.IsObject() {
+		return gjson.Result{}, errNotObject
+	}
+	return r, nil
+}
+
+// count reads a token count: a number (or a numeric string), zero when
+// missing, null or negative.
+func count(r gjson.Result) int64 {
+	if r.Type != gjson.Number && r.Type != gjson.String {
+		return 0
+	}
+	return max(r.Int(), 0)
+}
+
+// firstCount returns the count of the first of paths present in obj.
+func firstCount(obj gjson.Result, paths ...string) (int64, bool) {
+	for _, p := range paths {
+		if r := obj.Get(p); r.Exists() && r.Type != gjson.Null {
+			return count(r), true
+		}
+	}
+	return 0, false
+}
+
+// ephemeral sums a cache_creation breakdown object; ok is false when neither
+// of its fields is present.
+func ephemeral(cc gjson.Result) (int64, bool) {
+	if !cc.IsObject() {
+		return 0, false
+	}
+	m5, ok5 := firstCount(cc, "ephemeral_5m_input_tokens")
+	h1, ok1 := firstCount(cc, "ephemeral_1h_input_tokens")
+	return m5 + h1, ok5 || ok1
+}

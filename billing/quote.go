@@ -1,0 +1,135 @@
+package billing
+
+import (
+	"math"
+
+	"github.com/shopspring/decimal"
+)
+
+// Quote is the price of one request or task.
+type Quote struct {
+	// Priced is false when the model has no price; Cost is then zero.
+	Priced bool `json:"priced"`
+	// Tier is the index of the token tier that applied, or -1 if none did.
+	Tier int `json:"tier"`
+	// Currency is the currency of Cost ("" when unpriced).
+	Currency string `json:"currency,omitempty"`
+	// Cost is the price, rounded once, half to even, to nano units.
+	Cost Amount `json:"cost"`
+}
+
+// units are the task quantities a price may apply to.
+type units struct {
+	images, videoMillis, tasks int64
+}
+
+// Quote prices token usage u of model. The request's total prompt tokens
+// select one tier, whose input and output prices then apply to all of its
+// input and output tokens:
+//
+//	cost = (Input×in + CacheCreation×creation×in + CacheRead×read×in + Output×out) / 1e6
+//
+// computed exactly and rounded once to an Amount. Negative counts count as
+// zero.
+func (pt *PriceTable) Quote(model string, u Usage) Quote {
+	return pt.quote(model, u, units{})
+}
+
+// QuoteTask prices a task of model that succeeds with the given number of
+// images and milliseconds of video, as an estimate before it runs.
+func (pt *PriceTable) QuoteTask(model string, images int, videoMillis int64) Quote {
+	return pt.quote(model, Usage{}, units{images: int64(images), videoMillis: videoMillis, tasks: 1})
+}
+
+// QuoteRecord prices a settled request or task: its token usage plus, by the
+// model's task price, rec.Images × the per-image price, rec.VideoMillis ×
+// the per-second price, or the per-task price if the outcome is OutcomeOK.
+func (pt *PriceTable) QuoteRecord(rec *Record) Quote {
+	un := units{images: int64(rec.Images), videoMillis: rec.VideoMillis}
+	if rec.Outcome == OutcomeOK {
+		un.tasks = 1
+	}
+	return pt.quote(rec.Model, rec.Usage, un)
+}
+
+// quote prices usage and units of model.
+func (pt *PriceTable) quote(model string, u Usage, un units) Quote {
+	mp := pt.lookup(model)
+	if mp == nil {
+		return Quote{Tier: -1}
+	}
+	var terms [5]term
+	n := 0
+	t := -1
+	if len(mp.tiers) > 0 {
+		t = mp.tierFor(u.PromptTotal())
+		tr := &mp.tiers[t]
+		terms[0] = term{u.Input, tr.input}
+		terms[1] = term{u.CacheCreation, tr.creation}
+		terms[2] = term{u.CacheRead, tr.read}
+		terms[3] = term{u.Output, tr.output}
+		n = 4
+	}
+	switch mp.unit {
+	case unitImage:
+		terms[n] = term{un.images, mp.unitRate}
+		n++
+	case unitVideoSecond:
+		terms[n] = term{un.videoMillis, mp.unitRate}
+		n++
+	case unitVideoTask:
+		terms[n] = term{un.tasks, mp.unitRate}
+		n++
+	}
+	return Quote{Priced: true, Tier: t, Currency: mp.currency, Cost: sum(terms[:n])}
+}
+
+// tierFor returns the index of the tier that covers prompt tokens.
+func (mp *modelPrice) tierFor(prompt int64) int {
+	for i, t := range mp.tiers {
+		if t.upTo == 0 || prompt <= t.upTo {
+			return i
+		}
+	}
+	return len(mp.tiers) - 1
+}
+
+// term is a quantity and its rate.
+type term struct {
+	n int64
+	r rate
+}
+
+// sum returns Σ n×rate over terms, rounded once to an Amount. It uses int64
+// arithmetic when every rate is a whole number of nanos and nothing
+// overflows, which is exact; otherwise it computes with decimals.
+func sum(terms []term) Amount {
+	var total int64
+	fast := true
+	for _, t := range terms {
+		n := max(t.n, 0)
+		if n == 0 {
+			continue
+		}
+		if !t.r.exact || t.r.i > 0 && n > math.MaxInt64/t.r.i {
+			fast = false
+			break
+		}
+		p := n * t.r.i
+		if total > math.MaxInt64-p {
+			fast = false
+			break
+		}
+		total += p
+	}
+	if fast {
+		return Amount(total)
+	}
+	d := decimal.Zero
+	for _, t := range terms {
+		if n := max(t.n, 0); n > 0 {
+			d = d.Add(decimal.NewFromInt(n).Mul(t.r.d))
+		}
+	}
+	return amountFromNanos(d)
+}

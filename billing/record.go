@@ -1,0 +1,90 @@
+package billing
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// Endpoints recorded in Record.Endpoint.
+const (
+	EndpointChat     = "chat"
+	EndpointMessages = "messages"
+	EndpointTasks    = "tasks"
+)
+
+// Outcomes recorded in Record.Outcome. Other values are allowed.
+const (
+	// OutcomeOK is a request or task that completed normally.
+	OutcomeOK = "ok"
+	// OutcomePartial is a response the client abandoned part way.
+	OutcomePartial = "partial"
+	// OutcomeUpstreamError is an error answered by the upstream.
+	OutcomeUpstreamError = "upstream_error"
+	// OutcomeFailed is a request or task that failed otherwise.
+	OutcomeFailed = "failed"
+)
+
+// Record is the ledger entry of one settled request or task. It is written
+// exactly once: a second write with the same ID is a no-op.
+type Record struct {
+	// ID identifies the request or task; it makes writes idempotent.
+	ID string `json:"id"`
+	// Time is when the request started (UTC); it picks the aggregate's day
+	// and the budget's month.
+	Time time.Time `json:"time"`
+	// Endpoint is EndpointChat, EndpointMessages or EndpointTasks.
+	Endpoint string `json:"endpoint"`
+	// User owns the key that made the request.
+	User string `json:"user"`
+	// KeyID is the public id of the API key.
+	KeyID string `json:"key_id"`
+	// Model is the model id the client asked for.
+	Model string `json:"model"`
+	// Provider is the name of the provider that served it.
+	Provider string `json:"provider,omitempty"`
+	// Usage is the normalized token usage.
+	Usage Usage `json:"usage"`
+	// Source says how Usage was obtained.
+	Source Source `json:"source,omitempty"`
+	// Status is the HTTP status answered to the client.
+	Status int `json:"status,omitempty"`
+	// Outcome is OutcomeOK, OutcomePartial, OutcomeUpstreamError,
+	// OutcomeFailed or another short word.
+	Outcome string `json:"outcome,omitempty"`
+	// Images is the number of images generated.
+	Images int `json:"images,omitempty"`
+	// VideoMillis is the duration of generated video in milliseconds.
+	VideoMillis int64 `json:"video_ms,omitempty"`
+	// Tier is the index of the price tier that applied, -1 if none.
+	Tier int `json:"tier"`
+	// Priced is false when the model had no price ("unpriced").
+	Priced bool `json:"priced"`
+	// Currency is the currency of Cost ("" when unpriced).
+	Currency string `json:"currency,omitempty"`
+	// Cost is what the request cost, in nano units of Currency.
+	Cost Amount `json:"cost"`
+}
+
+// applyQuote copies a quote's result into rec.
+func (rec *Record) applyQuote(q Quote) {
+	rec.Tier, rec.Priced, rec.Currency, rec.Cost = q.Tier, q.Priced, q.Currency, q.Cost
+}
+
+// fillDefaults gives rec an ID and a time if it lacks them.
+func (rec *Record) fillDefaults(now time.Time) {
+	if rec.ID == "" {
+		rec.ID = newRecordID()
+	}
+	if rec.Time.IsZero() {
+		rec.Time = now
+	}
+	rec.Time = rec.Time.UTC()
+}
+
+// newRecordID returns a random record id for a record that came without one.
+func newRecordID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "rec_" + hex.EncodeToString(b)
+}

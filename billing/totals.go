@@ -1,0 +1,68 @@
+package billing
+
+// Totals sums ledger records. Aggregates are stored as Totals and reports
+// are made of them.
+type Totals struct {
+	// Requests counts the records.
+	Requests int64 `json:"requests"`
+	// Unpriced counts the records of models without a price.
+	Unpriced int64 `json:"unpriced"`
+	// Usage sums the token usage, bucket by bucket.
+	Usage Usage `json:"usage"`
+	// Images sums the images generated.
+	Images int64 `json:"images"`
+	// VideoMillis sums the milliseconds of video generated.
+	VideoMillis int64 `json:"video_ms"`
+	// Cost sums the cost, exactly.
+	Cost Amount `json:"cost"`
+	// Sources counts the records by how their usage was obtained.
+	Sources map[Source]int64 `json:"sources,omitempty"`
+	// Outcomes counts the records by outcome.
+	Outcomes map[string]int64 `json:"outcomes,omitempty"`
+}
+
+// add counts rec in t.
+func (t *Totals) add(rec *Record) {
+	t.Requests++
+	if !rec.Priced {
+		t.Unpriced++
+	}
+	t.Usage = t.Usage.Add(rec.Usage)
+	t.Images += int64(rec.Images)
+	t.VideoMillis += rec.VideoMillis
+	t.Cost += rec.Cost
+	if rec.Source != "" {
+		if t.Sources == nil {
+			t.Sources = map[Source]int64{}
+		}
+		t.Sources[rec.Source]++
+	}
+	if rec.Outcome != "" {
+		if t.Outcomes == nil {
+			t.Outcomes = map[string]int64{}
+		}
+		t.Outcomes[rec.Outcome]++
+	}
+}
+
+// merge adds o to t.
+func (t *Totals) merge(o *Totals) {
+	t.Requests += o.Requests
+	t.Unpriced += o.Unpriced
+	t.Usage = t.Usage.Add(o.Usage)
+	t.Images += o.Images
+	t.VideoMillis += o.VideoMillis
+	t.Cost += o.Cost
+	for k, v := range o.Sources {
+		if t.Sources == nil {
+			t.Sources = map[Source]int64{}
+		}
+		t.Sources[k] += v
+	}
+	for k, v := range o.Outcomes {
+		if t.Outcomes == nil {
+			t.Outcomes = map[string]int64{}
+		}
+		t.Outcomes[k] += v
+	}
+}
