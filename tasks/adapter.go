@@ -1,0 +1,258 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+// adapter speaks one provider protocol's generation API.
+type adapter interface {
+	// submit sends a validated request upstream. An image may come back
+	// finished; otherwise the outcome is running with an upstream job id.
+	submit(ctx context.Context, c *call, r *request) (*outcome, error)
+	// poll reads the state of upstream job id.
+	poll(ctx context.Context, c *call, id string) (*outcome, error)
+}
+
+// adapterFor returns the adapter of a provider protocol, or nil.
+func adapterFor(protocol string) adapter {
+	switch protocol {
+	case providers.ProtocolOpenAI:
+		return openAI{}
+	case providers.ProtocolDashScope:
+		return dashScope{}
+	}
+	return nil
+}
+
+// call is who an upstream request goes to, and for what.
+type call struct {
+	// client sends the request.
+	client *http.Client
+	// attempt is the base URL and key to use.
+	attempt providers.Attempt
+	// kind is "image" or "video".
+	kind string
+	// model is the upstream model id.
+	model string
+}
+
+// outcome is what an upstream said about a job.
+type outcome struct {
+	// state is StatusRunning, StatusSucceeded or StatusFailed.
+	state string
+	// upstreamID is the provider's job id.
+	upstreamID string
+	// progress is the reported percentage, or -1 if none was reported.
+	progress int
+	// images are the generated images (succeeded image jobs).
+	images []mediaRef
+	// video is the generated video (succeeded video jobs).
+	video *mediaRef
+	// seconds is the reported video duration, or 0.
+	seconds int64
+	// errName and errMsg describe a failure.
+	errName, errMsg string
+}
+
+// mediaRef is a generated file as an upstream delivered it.
+type mediaRef struct {
+	// url is where the file can be downloaded.
+	url string
+	// keep means url stays valid for at least 24 hours and is returned to
+	// the client as it is.
+	keep bool
+	// header is sent with the download (credentials).
+	header http.Header
+	// data holds the file when the upstream sent it inline.
+	data []byte
+}
+
+// Error names used in a failed task's error (contract section 7).
+const (
+	errUpstream       = "UpstreamError"
+	errTimeout        = "UpstreamTimeout"
+	errContentPolicy  = "ContentPolicyViolation"
+	errInvalidParam   = "InvalidParameter"
+	errRateLimited    = "RateLimited"
+	errCanceled       = "Canceled"
+	errTaskExpired    = "TaskExpired"
+	maxErrMessageRune = 500
+)
+
+// upstreamError is a failed exchange with a provider.
+type upstreamError struct {
+	// status is the HTTP status, or 0 when no response arrived.
+	status int
+	// name and msg form the task's error text.
+	name, msg string
+	// retryAfter is the provider's Retry-After, if any.
+	retryAfter time.Duration
+	// permanent means retrying cannot help.
+	permanent bool
+	// cause is the underlying transport error, for logs.
+	cause error
+}
+
+func (e *upstreamError) Error() string {
+	if e.cause != nil {
+		return e.name + ": " + e.msg + ": " + e.cause.Error()
+	}
+	return e.name + ": " + e.msg
+}
+
+// text is the task error text: "<ErrorName>: <message>".
+func (e *upstreamError) text() string { return e.name + ": " + e.msg }
+
+// unanswered reports whether err means the request got no response at all,
+// so it may safely be sent again elsewhere.
+func unanswered(err error) bool {
+	var ue *upstreamError
+	return errors.As(err, &ue) && ue.status == 0 && !ue.permanent
+}
+
+// maxJSONBody bounds an upstream JSON answer; base64 images make it large.
+const maxJSONBody = 128 << 20
+
+// exchange sends one request and returns the status, headers and body of
+// the answer. A failure to get an answer is an *upstreamError with status 0.
+func exchange(ctx context.Context, c *call, method, url string, header http.Header, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, nil, &upstreamError{name: errUpstream, msg: "bad upstream request", permanent: true, cause: err}
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody+1))
+	if err != nil {
+		return 0, nil, nil, transportError(ctx, err)
+	}
+	if len(data) > maxJSONBody {
+		return 0, nil, nil, &upstreamError{status: resp.StatusCode, name: errUpstream, msg: "the provider's answer is too large", permanent: true}
+	}
+	return resp.StatusCode, resp.Header, data, nil
+}
+
+// transportError describes a request that got no usable answer.
+func transportError(ctx context.Context, err error) *upstreamError {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &upstreamError{name: errTimeout, msg: "the provider did not answer in time", cause: err}
+	}
+	return &upstreamError{name: errUpstream, msg: "the provider could not be reached", cause: err}
+}
+
+// httpError builds the error of a non-2xx answer from the provider's error
+// code and message.
+func httpError(status int, header http.Header, code, msg string) *upstreamError {
+	e := &upstreamError{status: status, name: errorName(status, code), msg: cleanMessage(msg)}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// The message may describe the gateway's own credentials.
+		e.name, e.msg = errUpstream, "the provider rejected the gateway's credentials"
+	case e.msg == "" && code != "":
+		e.msg = code
+	case e.msg == "":
+		e.msg = "the provider answered HTTP " + strconv.Itoa(status)
+	case e.name == errUpstream && code != "":
+		e.msg = code + ": " + e.msg
+	}
+	e.retryAfter = parseRetryAfter(header.Get("Retry-After"))
+	e.permanent = status == http.StatusBadRequest || status == http.StatusNotFound ||
+		status == http.StatusGone || status == http.StatusUnprocessableEntity ||
+		status == http.StatusRequestEntityTooLarge
+	return e
+}
+
+// fail marks o as failed with the provider's code and message.
+func (o *outcome) fail(code, msg string) *outcome {
+	o.state = StatusFailed
+	o.errName = errorName(0, code)
+	o.errMsg = cleanMessage(msg)
+	switch {
+	case o.errMsg == "" && code != "":
+		o.errMsg = code
+	case o.errMsg == "":
+		o.errMsg = "the provider reported a failure without a reason"
+	case o.errName == errUpstream && code != "":
+		o.errMsg = code + ": " + o.errMsg
+	}
+	return o
+}
+
+// errorName maps a provider status and error code to a task error name.
+func errorName(status int, code string) string {
+	c := strings.ToLower(code)
+	switch {
+	case c == "moderation_blocked" || c == "content_policy_violation" || c == "content_filter" ||
+		c == "datainspectionfailed" || c == "ipinfringementsuspect" || strings.Contains(c, "moderation"):
+		return errContentPolicy
+	case status == http.StatusTooManyRequests || strings.Contains(c, "throttl") || strings.Contains(c, "rate_limit"):
+		return errRateLimited
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout || strings.Contains(c, "timeout"):
+		return errTimeout
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity || strings.Contains(c, "invalid"):
+		return errInvalidParam
+	}
+	return errUpstream
+}
+
+// cleanMessage trims a provider message to one bounded line.
+func cleanMessage(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxErrMessageRune {
+		s = string(r[:maxErrMessageRune]) + "…"
+	}
+	return s
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// bearer returns the Authorization header of an attempt.
+func bearer(a providers.Attempt) http.Header {
+	h := http.Header{}
+	if a.APIKey != "" {
+		h.Set("Authorization", "Bearer "+a.APIKey)
+	}
+	return h
+}
+
+// badAnswer is the error of a 2xx answer that cannot be understood.
+func badAnswer(what string) *upstreamError {
+	return &upstreamError{status: http.StatusOK, name: errUpstream, msg: fmt.Sprintf("the provider sent an unexpected answer (%s)", what)}
+}

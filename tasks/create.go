@@ -1,0 +1,230 @@
+package tasks
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+// Create validates a POST /v1/tasks body and starts the task. The task is
+// persisted before anything is sent upstream. An image task is generated
+// before Create returns, so it comes back succeeded or failed; a video task
+// comes back running and is finished by Run. Once persisted, the work goes
+// on even if ctx is cancelled (the client hung up). mediaBase is the public
+// URL prefix under which Media serves re-hosted files.
+func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBase string) (*Task, *apierror.Error) {
+	r, aerr := parseRequest(body, s.routes)
+	if aerr != nil {
+		return nil, aerr
+	}
+	p := r.route.Provider
+	ad := adapterFor(p.Protocol)
+	if ad == nil {
+		s.log.Error("model routed to a provider that cannot generate media",
+			zap.String("model", r.model), zap.String("provider", p.Name), zap.String("protocol", p.Protocol))
+		return nil, apierror.Internal()
+	}
+	id, err := newTaskID()
+	if err != nil {
+		return nil, apierror.Internal()
+	}
+	now := s.now().UTC()
+	t := &Task{
+		ID: id, User: owner.User, KeyID: owner.KeyID, Model: r.model, Type: r.route.Kind,
+		Status: StatusRunning, CreatedAt: now, Provider: p.Name, Protocol: p.Protocol,
+		UpstreamModel: upstreamModel(r.route, r.model), MediaBase: mediaBase,
+		TypicalDuration: r.route.TypicalDuration, Seconds: r.seconds,
+		// Until the upstream accepted the job, only this call works on it.
+		NextPollAt: now.Add(timeout(p) + s.lease),
+	}
+	if err := s.insert(ctx, t); err != nil {
+		s.log.Error("storing task", zap.String("task", id), zap.Error(err))
+		return nil, apierror.Internal()
+	}
+	ctx = context.WithoutCancel(ctx)
+	if t.Type == providers.KindImage {
+		ctx, cancel := context.WithTimeout(ctx, timeout(p))
+		defer cancel()
+		return s.generateImage(ctx, t, r, ad, p), nil
+	}
+	return s.startVideo(ctx, t, r, ad, p), nil
+}
+
+// generateImage runs an image task to its end and returns it.
+func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) *Task {
+	out, c, err := s.submit(ctx, t, r, ad, p)
+	if err != nil {
+		return s.failWith(ctx, t, err)
+	}
+	if out.state == StatusRunning {
+		if t, err = s.accepted(ctx, t, out, c, t.NextPollAt); err != nil {
+			return t
+		}
+	}
+	for out.state == StatusRunning {
+		wait := s.imagePoll
+		select {
+		case <-ctx.Done():
+			return s.failWith(ctx, t, &upstreamError{name: errTimeout, msg: "the image was not generated within " + timeout(p).String()})
+		case <-time.After(wait):
+		}
+		next, err := ad.poll(ctx, c, out.upstreamID)
+		if err != nil {
+			var ue *upstreamError
+			if errors.As(err, &ue) && (ue.permanent || ctx.Err() != nil) {
+				return s.failWith(ctx, t, err)
+			}
+			s.log.Warn("polling image task", zap.String("task", t.ID), zap.Error(err))
+			continue
+		}
+		out = next
+	}
+	return s.conclude(ctx, t, out, c)
+}
+
+// startVideo submits a video task and returns it, normally running.
+func (s *Service) startVideo(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) *Task {
+	sctx, cancel := context.WithTimeout(ctx, timeout(p))
+	out, c, err := s.submit(sctx, t, r, ad, p)
+	cancel()
+	if err != nil {
+		return s.failWith(ctx, t, err)
+	}
+	if out.state != StatusRunning {
+		ctx, cancel := context.WithTimeout(ctx, timeout(p))
+		defer cancel()
+		return s.conclude(ctx, t, out, c)
+	}
+	t, _ = s.accepted(ctx, t, out, c, s.now().Add(s.pollInterval))
+	return t
+}
+
+// conclude applies a terminal outcome to t and returns the task.
+func (s *Service) conclude(ctx context.Context, t *Task, out *outcome, c *call) *Task {
+	if out.state == StatusFailed {
+		return s.fail(ctx, t, out.errName, out.errMsg)
+	}
+	done, err := s.finish(ctx, t, out, c)
+	if err != nil {
+		return s.failWith(ctx, t, err)
+	}
+	return done
+}
+
+// submit sends the job upstream, moving on to the provider's next base URL
+// or key only when an attempt got no answer at all.
+func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) (*outcome, *call, error) {
+	var last error = &upstreamError{name: errUpstream, msg: "the provider has no base URL", permanent: true}
+	for _, a := range p.Attempts() {
+		c := &call{client: s.client, attempt: a, kind: t.Type, model: t.UpstreamModel}
+		out, err := ad.submit(ctx, c, r)
+		if err == nil {
+			return out, c, nil
+		}
+		last = err
+		s.log.Warn("submitting task", zap.String("task", t.ID), zap.String("provider", p.Name), zap.Error(err))
+		if !unanswered(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, nil, last
+}
+
+// accepted records the upstream job of a running task, and when the poller
+// may next look at it. If the task is gone or already terminal it returns
+// the stored task and an error.
+func (s *Service) accepted(ctx context.Context, t *Task, out *outcome, c *call, next time.Time) (*Task, error) {
+	stored, changed, err := s.update(ctx, t.ID, func(t *Task, now time.Time) bool {
+		if t.Terminal() {
+			return false
+		}
+		t.UpstreamID = out.upstreamID
+		t.BaseURL = c.attempt.BaseURL
+		t.KeyHash = keyHash(c.attempt.APIKey)
+		t.NextPollAt = next
+		return true
+	})
+	if err != nil {
+		s.log.Error("recording upstream job", zap.String("task", t.ID), zap.Error(err))
+		return t, err
+	}
+	if !changed {
+		return stored, errors.New("task already ended")
+	}
+	return stored, nil
+}
+
+// failWith fails t with the error of an upstream exchange.
+func (s *Service) failWith(ctx context.Context, t *Task, err error) *Task {
+	var ue *upstreamError
+	if !errors.As(err, &ue) {
+		s.log.Error("task failed inside the gateway", zap.String("task", t.ID), zap.Error(err))
+		ue = &upstreamError{name: errUpstream, msg: "the gateway could not complete the task"}
+	}
+	return s.fail(ctx, t, ue.name, ue.msg)
+}
+
+// upstreamModel is the model id sent upstream.
+func upstreamModel(r *providers.Route, model string) string {
+	if r.UpstreamModel != "" {
+		return r.UpstreamModel
+	}
+	return model
+}
+
+// timeout bounds a whole image generation, a video submission and a
+// download.
+func timeout(p *providers.Provider) time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return defaultTimeout
+}
+
+// keyHash identifies a provider key without storing it.
+func keyHash(key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
+}
+
+// attemptFor returns the base URL and key a job was submitted with, so
+// that it is polled on the same account. If the configuration changed
+// since, it falls back to the same base URL with the first key, then to the
+// provider's first base URL and key.
+func attemptFor(p *providers.Provider, t *Task) providers.Attempt {
+	keys := p.APIKeys
+	if len(keys) == 0 {
+		keys = []string{""}
+	}
+	sameBase := false
+	for _, base := range p.BaseURLs {
+		base = strings.TrimRight(base, "/")
+		if base != t.BaseURL {
+			continue
+		}
+		sameBase = true
+		for _, key := range keys {
+			if keyHash(key) == t.KeyHash {
+				return providers.Attempt{BaseURL: base, APIKey: key}
+			}
+		}
+	}
+	if sameBase {
+		return providers.Attempt{BaseURL: t.BaseURL, APIKey: keys[0]}
+	}
+	if len(p.BaseURLs) == 0 {
+		return providers.Attempt{BaseURL: t.BaseURL}
+	}
+	return providers.Attempt{BaseURL: strings.TrimRight(p.BaseURLs[0], "/"), APIKey: keys[0]}
+}

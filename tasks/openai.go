@@ -1,0 +1,172 @@
+package tasks
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+// openAI speaks OpenAI Images (synchronous) and OpenAI Videos
+// (asynchronous). The client's body is forwarded with the model replaced
+// and the fields OpenAI would reject removed.
+type openAI struct{}
+
+func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error) {
+	if c.kind == providers.KindImage {
+		return openAIImage(ctx, c, r)
+	}
+	body, err := forwardBody(r, c.model, "negative_prompt", "seed", "n")
+	if err != nil {
+		return nil, err
+	}
+	// The Videos API takes seconds as a string ("4", "8", "12").
+	if s := gjson.GetBytes(body, "seconds"); s.Type == gjson.Number {
+		if body, err = sjson.SetBytes(body, "seconds", s.Raw); err != nil {
+			return nil, badRequest(err)
+		}
+	}
+	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+"/videos", bearer(c.attempt), body)
+	if err != nil {
+		return nil, err
+	}
+	if status/100 != 2 {
+		return nil, openAIError(status, header, data)
+	}
+	return openAIVideo(c, data)
+}
+
+func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
+	status, header, data, err := exchange(ctx, c, http.MethodGet, c.attempt.BaseURL+"/videos/"+url.PathEscape(id), bearer(c.attempt), nil)
+	if err != nil {
+		return nil, err
+	}
+	if status == http.StatusNotFound {
+		return nil, &upstreamError{status: status, name: errTaskExpired, msg: "the provider no longer knows this task", permanent: true}
+	}
+	if status/100 != 2 {
+		return nil, openAIError(status, header, data)
+	}
+	return openAIVideo(c, data)
+}
+
+// openAIImage generates images with POST /images/generations.
+func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
+	body, err := forwardBody(r, c.model, "negative_prompt", "seed")
+	if err != nil {
+		return nil, err
+	}
+	if !gjson.GetBytes(body, "size").Exists() && r.size != "" {
+		if body, err = sjson.SetBytes(body, "size", r.size); err != nil {
+			return nil, badRequest(err)
+		}
+	}
+	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
+	if err != nil {
+		return nil, err
+	}
+	if status/100 != 2 {
+		return nil, openAIError(status, header, data)
+	}
+	out := &outcome{state: StatusSucceeded, progress: 100}
+	for _, d := range gjson.GetBytes(data, "data").Array() {
+		if b64 := d.Get("b64_json").String(); b64 != "" {
+			raw, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				return nil, badAnswer("b64_json is not base64")
+			}
+			out.images = append(out.images, mediaRef{data: raw})
+			continue
+		}
+		if u := d.Get("url").String(); u != "" {
+			// OpenAI image links expire after an hour: re-host them.
+			out.images = append(out.images, mediaRef{url: u})
+		}
+	}
+	if len(out.images) == 0 {
+		return out.fail("", "the provider returned no image"), nil
+	}
+	return out, nil
+}
+
+// openAIVideo reads an OpenAI video object.
+func openAIVideo(c *call, data []byte) (*outcome, error) {
+	v := gjson.ParseBytes(data)
+	id := v.Get("id").String()
+	if id == "" {
+		return nil, badAnswer("no video id")
+	}
+	out := &outcome{upstreamID: id, progress: -1}
+	if p := v.Get("progress"); p.Type == gjson.Number {
+		out.progress = int(p.Int())
+	}
+	switch v.Get("status").String() {
+	case "queued", "in_progress":
+		out.state = StatusRunning
+	case "completed":
+		out.state = StatusSucceeded
+		out.video = &mediaRef{
+			url:    c.attempt.BaseURL + "/videos/" + url.PathEscape(id) + "/content",
+			header: bearer(c.attempt),
+		}
+		out.seconds = wholeSeconds(v.Get("seconds"))
+	case "failed":
+		out.fail(v.Get("error.code").String(), v.Get("error.message").String())
+	case "cancelled", "canceled":
+		out.state, out.errName, out.errMsg = StatusFailed, errCanceled, "the provider canceled the task"
+	case "expired":
+		out.state, out.errName, out.errMsg = StatusFailed, errTaskExpired, "the provider expired the task"
+	default:
+		return nil, badAnswer("unknown video status " + strconv.Quote(v.Get("status").String()))
+	}
+	return out, nil
+}
+
+// openAIError reads OpenAI's {"error":{"message","type","code"}}.
+func openAIError(status int, header http.Header, data []byte) *upstreamError {
+	e := gjson.GetBytes(data, "error")
+	code := e.Get("code").String()
+	if code == "" {
+		code = e.Get("type").String()
+	}
+	return httpError(status, header, code, e.Get("message").String())
+}
+
+// forwardBody returns a copy of the client's body with the upstream model
+// set and the given fields removed.
+func forwardBody(r *request, model string, drop ...string) ([]byte, error) {
+	body, err := sjson.SetBytes(append([]byte(nil), r.body...), "model", model)
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	for _, f := range drop {
+		if body, err = sjson.DeleteBytes(body, f); err != nil {
+			return nil, badRequest(err)
+		}
+	}
+	return body, nil
+}
+
+// wholeSeconds reads a duration given as a number or a numeric string.
+func wholeSeconds(v gjson.Result) int64 {
+	switch v.Type {
+	case gjson.Number:
+		return int64(v.Float() + 0.999)
+	case gjson.String:
+		if f, err := strconv.ParseFloat(v.Str, 64); err == nil && f > 0 {
+			return int64(f + 0.999)
+		}
+	}
+	return 0
+}
+
+// badRequest is the error of a request body the gateway failed to build.
+func badRequest(err error) *upstreamError {
+	return &upstreamError{name: errUpstream, msg: "the gateway could not build the upstream request", permanent: true, cause: err}
+}

@@ -1,0 +1,221 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// maxSweep bounds the tasks one sweep looks at; the rest wait for the next.
+const maxSweep = 10000
+
+// Run polls the upstream of running tasks and charges succeeded ones until
+// ctx is done. It picks up every task left in the running index, so a new
+// Service on the same store resumes what a stopped one left. Several
+// Services may run on one store: a task is claimed (compare-and-set on its
+// next poll time) before anyone works on it.
+func (s *Service) Run(ctx context.Context) {
+	every := max(s.pollInterval/4, time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		s.sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sweep works once on every task of the running index that is due.
+func (s *Service) sweep(ctx context.Context) {
+	var ids []string
+	err := s.store.Scan(ctx, []byte(runPrefix), store.ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+		ids = append(ids, string(k[len(runPrefix):]))
+		if len(ids) >= maxSweep {
+			return store.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("scanning running tasks", zap.Error(err))
+		}
+		return
+	}
+	sem := make(chan struct{}, s.concurrency)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.work(ctx, id)
+		}()
+	}
+	wg.Wait()
+}
+
+// work claims task id if it is due and advances it by one step.
+func (s *Service) work(ctx context.Context, id string) {
+	t, claimed, err := s.claim(ctx, id)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.log.Error("claiming task", zap.String("task", id), zap.Error(err))
+		}
+		return
+	}
+	if !claimed {
+		return
+	}
+	if t.Status == StatusSucceeded {
+		s.charge(ctx, t)
+		return
+	}
+	s.advance(ctx, t)
+}
+
+// claim takes task id for one lease if it needs work and is due. A task
+// that needs no work leaves the running index.
+func (s *Service) claim(ctx context.Context, id string) (*Task, bool, error) {
+	var claimed bool
+	t, _, err := s.update(ctx, id, func(t *Task, now time.Time) bool {
+		claimed = false
+		if !t.needsWork() {
+			return true // rewriting drops the stale running-index entry
+		}
+		if t.NextPollAt.After(now) {
+			return false
+		}
+		t.NextPollAt = now.Add(s.lease)
+		claimed = true
+		return true
+	})
+	return t, claimed, err
+}
+
+// advance polls the upstream of a claimed running task once and records
+// what it learned.
+func (s *Service) advance(ctx context.Context, t *Task) {
+	now := s.now()
+	if now.Sub(t.CreatedAt) > s.maxRunning {
+		s.fail(ctx, t, errTimeout, "the provider did not finish within "+s.maxRunning.String())
+		return
+	}
+	if t.UpstreamID == "" {
+		s.fail(ctx, t, errUpstream, "the gateway stopped before the provider accepted the task; it may be created again")
+		return
+	}
+	p := s.routes.Provider(t.Provider)
+	ad := adapterFor(t.Protocol)
+	if p == nil || ad == nil {
+		s.log.Warn("task's provider is no longer configured", zap.String("task", t.ID), zap.String("provider", t.Provider))
+		s.retry(ctx, t, 0)
+		return
+	}
+	c := &call{client: s.client, attempt: attemptFor(p, t), kind: t.Type, model: t.UpstreamModel}
+	pctx, cancel := context.WithTimeout(ctx, min(timeout(p), pollTimeout))
+	out, err := ad.poll(pctx, c, t.UpstreamID)
+	cancel()
+	if err == nil && out.state == StatusSucceeded {
+		dctx, cancel := context.WithTimeout(ctx, timeout(p))
+		_, err = s.finish(dctx, t, out, c)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	if err != nil {
+		s.pollFailed(ctx, t, err)
+		return
+	}
+	if out.state == StatusFailed {
+		s.fail(ctx, t, out.errName, out.errMsg)
+		return
+	}
+	s.progress(ctx, t, out.progress)
+}
+
+// pollFailed handles an upstream error: a lost or rejected job fails the
+// task, anything else is retried after a backoff; a shutdown hands the task
+// back at once.
+func (s *Service) pollFailed(ctx context.Context, t *Task, err error) {
+	if ctx.Err() != nil {
+		s.release(t)
+		return
+	}
+	var ue *upstreamError
+	if errors.As(err, &ue) && ue.permanent {
+		s.fail(ctx, t, ue.name, ue.msg)
+		return
+	}
+	s.log.Warn("polling task", zap.String("task", t.ID), zap.Int("failures", t.Failures+1), zap.Error(err))
+	var after time.Duration
+	if ue != nil {
+		after = ue.retryAfter
+	}
+	s.retry(ctx, t, after)
+}
+
+// retry schedules the next poll of t after a backoff.
+func (s *Service) retry(ctx context.Context, t *Task, retryAfter time.Duration) {
+	_, _, err := s.update(ctx, t.ID, func(t *Task, now time.Time) bool {
+		if t.Terminal() {
+			return false
+		}
+		t.Failures++
+		t.NextPollAt = now.Add(s.backoff(t.Failures, retryAfter))
+		return true
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("scheduling task retry", zap.String("task", t.ID), zap.Error(err))
+	}
+}
+
+// release hands a claimed task back so that the next poller (after a
+// restart, say) need not wait for the lease to run out.
+func (s *Service) release(t *Task) {
+	ctx := context.Background()
+	_, _, _ = s.update(ctx, t.ID, func(t *Task, now time.Time) bool {
+		if t.Terminal() {
+			return false
+		}
+		t.NextPollAt = now
+		return true
+	})
+}
+
+// progress records a running task's progress: the provider's when it
+// reports one, else derived from the elapsed time against the model's
+// typical duration; never above 99 before the end, never going back.
+func (s *Service) progress(ctx context.Context, t *Task, reported int) {
+	_, _, err := s.update(ctx, t.ID, func(t *Task, now time.Time) bool {
+		if t.Terminal() {
+			return false
+		}
+		p := reported
+		if p < 0 {
+			typical := t.TypicalDuration
+			if typical <= 0 {
+				typical = defaultTypicalDuration
+			}
+			p = int(100 * now.Sub(t.CreatedAt) / typical)
+		}
+		t.Progress = max(t.Progress, min(p, 99))
+		t.Failures = 0
+		t.NextPollAt = now.Add(s.pollInterval)
+		return true
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("recording task progress", zap.String("task", t.ID), zap.Error(err))
+	}
+}

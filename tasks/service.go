@@ -1,0 +1,367 @@
+package tasks
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// Store key layout:
+//
+//	t/<id>                       the task JSON (TTL: Config.TTL after creation)
+//	tu/<user>/<inverted time><id> empty; lists a user's tasks newest first
+//	tr/<id>                      empty; the poller has work on the task
+//	m/<id>                       re-hosted media (TTL: Config.MediaTTL)
+const (
+	taskPrefix  = "t/"
+	userPrefix  = "tu/"
+	runPrefix   = "tr/"
+	defaultTTL  = 24 * time.Hour
+	maxListScan = 1000
+)
+
+// List limits (contract section 8).
+const (
+	defaultListLimit = 20
+	maxListLimit     = 100
+)
+
+// Defaults of Config.
+const (
+	defaultPollInterval      = 5 * time.Second
+	defaultImagePollInterval = 2 * time.Second
+	defaultMaxBackoff        = 2 * time.Minute
+	defaultLease             = 2 * time.Minute
+	defaultMaxRunning        = 2 * time.Hour
+	defaultMaxMedia          = 60 << 20
+	defaultConcurrency       = 8
+	defaultTimeout           = 5 * time.Minute
+	defaultTypicalDuration   = 3 * time.Minute
+	pollTimeout              = 30 * time.Second
+)
+
+// Charge is what a finished task costs, handed to the Biller.
+type Charge struct {
+	// TaskID identifies the task; charges must be idempotent by it.
+	TaskID string
+	// User owns the task.
+	User string
+	// KeyID is the API key that created it.
+	KeyID string
+	// Model is the client's model id.
+	Model string
+	// Provider names the upstream provider.
+	Provider string
+	// Kind is "image" or "video".
+	Kind string
+	// Images is the number of images delivered (image tasks).
+	Images int
+	// VideoSeconds is the duration of the delivered video (video tasks).
+	VideoSeconds int64
+}
+
+// Biller records the charge of a succeeded task. ChargeTask must be
+// idempotent by Charge.TaskID: after a crash it may be called again for a
+// charge it already recorded.
+type Biller interface {
+	// ChargeTask records c; an error makes the poller try again later.
+	ChargeTask(ctx context.Context, c Charge) error
+}
+
+// Config configures a Service. Only Store and Routes are required.
+type Config struct {
+	// Store persists tasks and media.
+	Store store.Store
+	// Routes maps model ids to providers.
+	Routes *providers.Table
+	// Client sends upstream requests; nil means a new http.Client.
+	Client *http.Client
+	// Biller is charged for succeeded tasks; nil charges nothing.
+	Biller Biller
+	// TTL is how long a task can be queried after creation; zero means 24 h.
+	TTL time.Duration
+	// MediaTTL is how long re-hosted media stay available; zero means 24 h.
+	MediaTTL time.Duration
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+	// PollInterval is how often a running video task is polled upstream;
+	// zero means 5 s. It is also the first backoff step after an error.
+	PollInterval time.Duration
+	// ImagePollInterval is how often an image create polls an asynchronous
+	// upstream (DashScope) before answering; zero means 2 s.
+	ImagePollInterval time.Duration
+	// MaxBackoff bounds the wait between polls after upstream errors; zero
+	// means 2 min.
+	MaxBackoff time.Duration
+	// Lease is how long a poller owns a task it is working on before
+	// another poller may take it over; zero means 2 min.
+	Lease time.Duration
+	// MaxRunning is how long a task may run before it fails with
+	// UpstreamTimeout; zero means 2 h.
+	MaxRunning time.Duration
+	// MaxMediaBytes bounds a re-hosted file; zero means 60 MiB (a value must
+	// fit in one Badger value-log file).
+	MaxMediaBytes int64
+	// Concurrency bounds the tasks one poller works on at once; zero means 8.
+	Concurrency int
+	// Logger receives the service's logs; nil discards them.
+	Logger *zap.Logger
+}
+
+// Service creates, serves and finishes tasks.
+type Service struct {
+	store        store.Store
+	routes       *providers.Table
+	client       *http.Client
+	biller       Biller
+	ttl          time.Duration
+	mediaTTL     time.Duration
+	now          func() time.Time
+	pollInterval time.Duration
+	imagePoll    time.Duration
+	maxBackoff   time.Duration
+	lease        time.Duration
+	maxRunning   time.Duration
+	maxMedia     int64
+	concurrency  int
+	log          *zap.Logger
+}
+
+// New returns a Service for c.
+func New(c Config) (*Service, error) {
+	if c.Store == nil {
+		return nil, errors.New("tasks: no store")
+	}
+	if c.Routes == nil {
+		return nil, errors.New("tasks: no routing table")
+	}
+	s := &Service{
+		store: c.Store, routes: c.Routes, client: c.Client, biller: c.Biller,
+		ttl: or(c.TTL, defaultTTL), mediaTTL: or(c.MediaTTL, defaultMediaTTL),
+		now: c.Clock, pollInterval: or(c.PollInterval, defaultPollInterval),
+		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
+		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
+		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, log: c.Logger,
+	}
+	if s.client == nil {
+		s.client = &http.Client{}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxMedia <= 0 {
+		s.maxMedia = defaultMaxMedia
+	}
+	if s.concurrency <= 0 {
+		s.concurrency = defaultConcurrency
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	return s, nil
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func taskKey(id string) []byte { return []byte(taskPrefix + id) }
+func runKey(id string) []byte  { return []byte(runPrefix + id) }
+
+// userIndexPrefix is the prefix of a user's index keys; the user name is
+// encoded so that no user's prefix is a prefix of another's.
+func userIndexPrefix(user string) []byte {
+	return []byte(userPrefix + base64.RawURLEncoding.EncodeToString([]byte(user)) + "/")
+}
+
+// userKey orders a user's tasks newest first.
+func userKey(t *Task) []byte {
+	k := userIndexPrefix(t.User)
+	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(t.CreatedAt.UnixNano()))
+	return append(k, t.ID...)
+}
+
+// remaining is the TTL left to a task's keys at now (never zero, which
+// would mean no expiry).
+func (s *Service) remaining(t *Task, now time.Time) time.Duration {
+	d := t.CreatedAt.Add(s.ttl).Sub(now)
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	return d
+}
+
+// expired reports whether t is past its query validity.
+func (s *Service) expired(t *Task, now time.Time) bool {
+	return !now.Before(t.CreatedAt.Add(s.ttl))
+}
+
+// insert persists a new task with its indexes.
+func (s *Service) insert(ctx context.Context, t *Task) error {
+	val, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return s.store.Update(ctx, func(tx store.Txn) error {
+		if _, err := tx.Get(taskKey(t.ID)); err == nil {
+			return fmt.Errorf("task id collision: %s", t.ID)
+		}
+		ttl := s.remaining(t, s.now())
+		if err := tx.Set(taskKey(t.ID), val, ttl); err != nil {
+			return err
+		}
+		if err := tx.Set(userKey(t), []byte{}, ttl); err != nil {
+			return err
+		}
+		return tx.Set(runKey(t.ID), []byte{}, ttl)
+	})
+}
+
+// update applies fn to the stored task in one transaction, writing it back
+// (and keeping the running index in step) if fn reports a change. It
+// returns the task as fn left it and whether fn changed it; a missing task
+// is store.ErrNotFound.
+func (s *Service) update(ctx context.Context, id string, fn func(t *Task, now time.Time) bool) (*Task, bool, error) {
+	var out *Task
+	var changed bool
+	// A state change must not be lost because the work that led to it ran
+	// out of time.
+	err := s.store.Update(context.WithoutCancel(ctx), func(tx store.Txn) error {
+		out, changed = nil, false
+		raw, err := tx.Get(taskKey(id))
+		if errors.Is(err, store.ErrNotFound) {
+			return tx.Delete(runKey(id))
+		}
+		if err != nil {
+			return err
+		}
+		t := new(Task)
+		if err := json.Unmarshal(raw, t); err != nil {
+			return fmt.Errorf("decoding task %s: %w", id, err)
+		}
+		out = t
+		now := s.now()
+		if !fn(t, now) {
+			return nil
+		}
+		changed = true
+		val, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		ttl := s.remaining(t, now)
+		if err := tx.Set(taskKey(id), val, ttl); err != nil {
+			return err
+		}
+		if t.needsWork() {
+			return tx.Set(runKey(id), []byte{}, ttl)
+		}
+		return tx.Delete(runKey(id))
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if out == nil {
+		return nil, false, store.ErrNotFound
+	}
+	return out, changed, nil
+}
+
+// load reads a task, or returns store.ErrNotFound.
+func (s *Service) load(ctx context.Context, id string) (*Task, error) {
+	raw, err := s.store.Get(ctx, taskKey(id))
+	if err != nil {
+		return nil, err
+	}
+	t := new(Task)
+	if err := json.Unmarshal(raw, t); err != nil {
+		return nil, fmt.Errorf("decoding task %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// taskNotFound is the answer for a task that does not exist, expired or
+// belongs to someone else: the three cannot be told apart.
+func taskNotFound(id string) *apierror.Error {
+	return apierror.NotFound("task_not_found", "no task '"+id+"' was found; task ids can be queried for 24 hours").WithParam("task_id")
+}
+
+// Get returns one of owner's tasks. It only reads the store: clients may
+// poll it as often as they like without reaching the upstream.
+func (s *Service) Get(ctx context.Context, owner Owner, id string) (*Task, *apierror.Error) {
+	t, err := s.load(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, taskNotFound(id)
+	}
+	if err != nil {
+		s.log.Error("reading task", zap.String("task", id), zap.Error(err))
+		return nil, apierror.Internal()
+	}
+	if t.User != owner.User || s.expired(t, s.now()) {
+		return nil, taskNotFound(id)
+	}
+	return t, nil
+}
+
+// List returns owner's most recent tasks, newest first. limit must be from
+// 1 to 100 (see ParseLimit).
+func (s *Service) List(ctx context.Context, owner Owner, limit int) ([]*Task, *apierror.Error) {
+	if limit < 1 || limit > maxListLimit {
+		return nil, limitError()
+	}
+	prefix := userIndexPrefix(owner.User)
+	now := s.now()
+	out := make([]*Task, 0, limit)
+	var after []byte
+	for scanned := 0; len(out) < limit && scanned < maxListScan; {
+		var ids []string
+		err := s.store.Scan(ctx, prefix, store.ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+			if after != nil && string(k) <= string(after) {
+				return nil
+			}
+			after = append(after[:0], k...)
+			ids = append(ids, string(k[len(prefix)+8:]))
+			if len(ids) >= limit-len(out) {
+				return store.ErrStop
+			}
+			return nil
+		})
+		if err != nil {
+			s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
+			return nil, apierror.Internal()
+		}
+		if len(ids) == 0 {
+			break
+		}
+		scanned += len(ids)
+		for _, id := range ids {
+			t, err := s.load(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				s.log.Error("reading task", zap.String("task", id), zap.Error(err))
+				return nil, apierror.Internal()
+			}
+			if t.User == owner.User && !s.expired(t, now) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}

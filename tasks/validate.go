@@ -1,0 +1,222 @@
+package tasks
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+// defaultImageSize is the contract's default size for image models.
+const defaultImageSize = "1024x1024"
+
+// maxImages is the contract's limit on n.
+const maxImages = 4
+
+// knownFields are the request fields the gateway interprets itself; every
+// other field is forwarded to the provider as a model parameter.
+var knownFields = map[string]bool{
+	"model": true, "prompt": true, "negative_prompt": true, "size": true, "n": true, "seed": true,
+}
+
+// request is a validated POST /v1/tasks body.
+type request struct {
+	// body is the client's JSON, untouched.
+	body []byte
+	// route serves the model.
+	route *providers.Route
+	// model is the client's model id.
+	model string
+	// prompt is the text prompt.
+	prompt string
+	// negativePrompt is the optional negative prompt.
+	negativePrompt string
+	// size is "<width>x<height>", or empty for the provider's default.
+	size string
+	// n is the number of images, or 0 if the client did not say.
+	n int
+	// seed is the seed as a decimal integer, or empty.
+	seed string
+	// seconds is the video duration asked for (OpenAI "seconds" or
+	// DashScope "duration"), or 0.
+	seconds int64
+}
+
+// extras calls fn with the name and raw JSON of every field the gateway does
+// not interpret, in body order.
+func (r *request) extras(fn func(key string, raw string)) {
+	gjson.ParseBytes(r.body).ForEach(func(k, v gjson.Result) bool {
+		if !knownFields[k.String()] {
+			fn(k.String(), v.Raw)
+		}
+		return true
+	})
+}
+
+// parseRequest validates a create body against the routing table. Every
+// failure is a 400 naming the offending field, except an unknown model (404).
+func parseRequest(body []byte, routes *providers.Table) (*request, *apierror.Error) {
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		return nil, apierror.InvalidRequest("", "the request body must be a JSON object")
+	}
+	r := &request{body: body}
+	m := gjson.GetBytes(body, "model")
+	if m.Type != gjson.String || m.Str == "" {
+		return nil, apierror.InvalidRequest("model", "model is required and must be a string")
+	}
+	r.model = m.Str
+	route, err := routes.Lookup(r.model)
+	if err != nil {
+		return nil, apierror.NotFound("model_not_found", "the model '"+r.model+"' does not exist").WithParam("model")
+	}
+	switch route.Kind {
+	case providers.KindImage, providers.KindVideo:
+	case providers.KindChat:
+		return nil, apierror.InvalidRequest("model", "'"+r.model+"' is a chat model: use /v1/chat/completions; /v1/tasks serves image and video models only")
+	case providers.KindMessages:
+		return nil, apierror.InvalidRequest("model", "'"+r.model+"' is served by /v1/messages; /v1/tasks serves image and video models only")
+	default:
+		return nil, apierror.InvalidRequest("model", "'"+r.model+"' is not an image or video model")
+	}
+	r.route = route
+
+	p := gjson.GetBytes(body, "prompt")
+	if p.Type != gjson.String || strings.TrimSpace(p.Str) == "" {
+		return nil, apierror.InvalidRequest("prompt", "prompt is required and must be a non-empty string")
+	}
+	r.prompt = p.Str
+	if np := gjson.GetBytes(body, "negative_prompt"); np.Exists() && np.Type != gjson.Null {
+		if np.Type != gjson.String {
+			return nil, apierror.InvalidRequest("negative_prompt", "negative_prompt must be a string")
+		}
+		r.negativePrompt = np.Str
+	}
+	if e := r.parseSize(); e != nil {
+		return nil, e
+	}
+	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Type != gjson.Null {
+		v, ok := jsonInt(n)
+		if !ok || v < 1 || v > maxImages {
+			return nil, apierror.InvalidRequest("n", "n must be an integer from 1 to 4")
+		}
+		if route.Kind == providers.KindVideo && v != 1 {
+			return nil, apierror.InvalidRequest("n", "a video task generates one video: n must be 1")
+		}
+		r.n = int(v)
+	}
+	if s := gjson.GetBytes(body, "seed"); s.Exists() && s.Type != gjson.Null {
+		v, ok := jsonInt(s)
+		if !ok {
+			return nil, apierror.InvalidRequest("seed", "seed must be an integer")
+		}
+		r.seed = strconv.FormatInt(v, 10)
+	}
+	if route.Kind == providers.KindVideo {
+		for _, f := range []string{"seconds", "duration"} {
+			if e := r.parseSeconds(f); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return r, nil
+}
+
+// parseSeconds reads a video duration field (OpenAI "seconds", DashScope
+// "duration"): a positive whole number, or a string holding one.
+func (r *request) parseSeconds(field string) *apierror.Error {
+	d := gjson.GetBytes(r.body, field)
+	if !d.Exists() || d.Type == gjson.Null {
+		return nil
+	}
+	v, ok := jsonInt(d)
+	if d.Type == gjson.String {
+		n, err := strconv.ParseInt(d.Str, 10, 64)
+		v, ok = n, err == nil
+	}
+	if !ok || v < 1 {
+		return apierror.InvalidRequest(field, field+" must be a positive whole number of seconds")
+	}
+	r.seconds = v
+	return nil
+}
+
+// parseSize checks "size" and applies the image default.
+func (r *request) parseSize() *apierror.Error {
+	s := gjson.GetBytes(r.body, "size")
+	if !s.Exists() || s.Type == gjson.Null {
+		if r.route.Kind == providers.KindImage {
+			r.size = defaultImageSize
+			if len(r.route.Sizes) > 0 && !slices.Contains(r.route.Sizes, r.size) {
+				r.size = r.route.Sizes[0]
+			}
+		}
+		return nil
+	}
+	if s.Type != gjson.String || !wellFormedSize(s.Str) {
+		return apierror.InvalidRequest("size", "size must be a string '<width>x<height>' of positive integers, e.g. '1024x1024'")
+	}
+	if len(r.route.Sizes) > 0 && !slices.Contains(r.route.Sizes, s.Str) {
+		return apierror.InvalidRequest("size", "size '"+s.Str+"' is not supported by '"+r.model+"'; supported: "+strings.Join(r.route.Sizes, ", "))
+	}
+	r.size = s.Str
+	return nil
+}
+
+// wellFormedSize reports whether s is "<width>x<height>" with both positive
+// decimal integers.
+func wellFormedSize(s string) bool {
+	w, h, ok := strings.Cut(s, "x")
+	return ok && positiveInt(w) && positiveInt(h)
+}
+
+func positiveInt(s string) bool {
+	if s == "" || len(s) > 6 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	v, _ := strconv.Atoi(s)
+	return v > 0
+}
+
+// jsonInt returns the value of a JSON number that is a whole number fitting
+// in an int64 (1, 1.0 and 1e2 are whole; 1.5 is not).
+func jsonInt(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	if i, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+		return i, true
+	}
+	f, err := strconv.ParseFloat(v.Raw, 64)
+	if err != nil || f != float64(int64(f)) || f > 1<<53 || f < -(1<<53) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// ParseLimit parses the "limit" query parameter of GET /v1/tasks: empty
+// means the default of 20; otherwise an integer from 1 to 100.
+func ParseLimit(s string) (int, *apierror.Error) {
+	if s == "" {
+		return defaultListLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxListLimit {
+		return 0, limitError()
+	}
+	return n, nil
+}
+
+func limitError() *apierror.Error {
+	return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "invalid_request",
+		"limit must be an integer from 1 to 100").WithParam("limit")
+}
