@@ -1,0 +1,98 @@
+package chatproxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// benchBody is a realistic chat request of about 2 KB.
+var benchBody = []byte(`{"model":"qwen-plus","messages":[{"role":"system","content":"You are a helpful assistant. Answer concisely, cite sources when you can, and prefer metric units."},` +
+	`{"role":"user","content":"` + strings.Repeat("Tell me about the history of the Eiffel Tower and its construction. ", 16) + `"},` +
+	`{"role":"assistant","content":"The Eiffel Tower was built for the 1889 World's Fair."},` +
+	`{"role":"user","content":[{"type":"text","text":"And what about this picture?"},{"type":"image_url","image_url":{"url":"https://example.com/tower.jpg"}}]}],` +
+	`"tools":[{"type":"function","function":{"name":"search","description":"Search the web","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}}],` +
+	`"temperature":0.7,"top_p":0.9,"max_tokens":1024,"stop":["END"],"presence_penalty":0.1,"stream":true,"enable_thinking":true,"thinking_budget":512,"seed":42}`)
+
+func BenchmarkInspectChat(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	for b.Loop() {
+		if _, e := InspectChat(benchBody); e != nil {
+			b.Fatal(e.Message)
+		}
+	}
+}
+
+func BenchmarkPrepareBody(b *testing.B) {
+	in, e := InspectChat(benchBody)
+	if e != nil {
+		b.Fatal(e.Message)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, inj, err := PrepareBody(OpenAI, benchBody, in, "qwen-plus-2025-01-25"); err != nil || !inj {
+			b.Fatal(err)
+		}
+	}
+}
+
+// memTransport answers every request with a canned response, in memory.
+type memTransport struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (m *memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: m.status, Header: m.header, Body: io.NopCloser(bytes.NewReader(m.body)), Request: r}, nil
+}
+
+// discardWriter is a flushable ResponseWriter that drops the body.
+type discardWriter struct {
+	h http.Header
+	n int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
+func (d *discardWriter) Flush()                      {}
+
+func benchServe(b *testing.B, tr *memTransport, c *Call) {
+	p := &Proxy{Transport: tr}
+	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
+	w := &discardWriter{h: make(http.Header)}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(tr.body)))
+	for b.Loop() {
+		w.n = 0
+		res := p.Serve(w, r, c)
+		if res.Outcome != OutcomeOK || res.Source != "reported" {
+			b.Fatalf("result %+v", res)
+		}
+	}
+}
+
+func BenchmarkSSETap(b *testing.B) {
+	var s strings.Builder
+	s.WriteString(chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`, "null"))
+	for i := 0; i < 18; i++ {
+		s.WriteString(chunk(`[{"index":0,"delta":{"content":"token `+strings.Repeat("x", i%7)+`"},"finish_reason":null}]`, "null"))
+	}
+	s.WriteString(chunk(`[{"index":0,"delta":{},"finish_reason":"stop"}]`, "null"))
+	s.WriteString(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"prompt_tokens_details":{"cached_tokens":64}}`))
+	s.WriteString("data: [DONE]\n\n")
+	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(s.String())}
+	in, _ := InspectChat(benchBody)
+	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in, StripUsage: true})
+}
+
+func BenchmarkJSONTap(b *testing.B) {
+	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(chatJSON)}
+	in, _ := InspectChat(benchBody)
+	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in})
+}

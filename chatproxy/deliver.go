@@ -1,0 +1,239 @@
+package chatproxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/caddy-air/caddy-air/billing"
+)
+
+// copyHeader copies to dst the upstream response headers a client may use:
+// content type and encoding, request ids, rate limits, retry-after and the
+// provider's own openai-* / anthropic-* headers. Hop-by-hop headers are
+// never copied. Content-Length is copied only when withLength is true, i.e.
+// when the body passes through unchanged.
+func copyHeader(dst, src http.Header, withLength bool) {
+	for k, v := range src {
+		switch {
+		case k == "Content-Type", k == "Content-Encoding", k == "Cache-Control",
+			k == "X-Request-Id", k == "Request-Id", k == "Retry-After",
+			strings.HasPrefix(k, "Openai-"), strings.HasPrefix(k, "Anthropic-"), strings.HasPrefix(k, "X-Ratelimit-"):
+			dst[k] = v
+		case k == "Content-Length" && withLength:
+			dst[k] = v
+		}
+	}
+}
+
+// isEventStream reports an SSE content type.
+func isEventStream(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/event-stream"
+}
+
+// deliver writes an upstream response to the client and fills res.
+func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result) {
+	resp := at.resp
+	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
+	sse := isEventStream(resp.Header.Get("Content-Type"))
+	encoded := resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity")
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	copyHeader(w.Header(), resp.Header, !sse || !ok || encoded)
+	w.WriteHeader(resp.StatusCode)
+
+	t := tap{proto: c.Protocol, strip: c.StripUsage}
+	var readErr error
+	var gone bool
+	switch {
+	case !ok || encoded:
+		// Errors and bodies we cannot read pass through untouched.
+		readErr, gone = p.copyOpaque(w, at, res, sse)
+		if !ok {
+			res.Outcome, res.Source = OutcomeUpstreamError, billing.SourceReported
+			if gone || r.Context().Err() != nil {
+				res.Err = errClientGone
+			}
+			return
+		}
+		t.outBytes = res.BytesOut
+	case sse:
+		readErr, gone = p.copyStream(w, at, res, &t)
+	default:
+		readErr, gone = p.copyJSON(w, at, res, &t)
+	}
+	gone = gone || r.Context().Err() != nil
+	timedOut := !gone && context.Cause(at.ctx) == errTimeout
+	cut := gone || timedOut || readErr != nil
+	res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
+	switch {
+	case gone:
+		res.Outcome, res.Err = OutcomePartial, errClientGone
+	case timedOut:
+		res.Outcome, res.Err = OutcomeTimeout, errTimeout
+	case readErr != nil:
+		res.Outcome, res.Err = OutcomeUpstreamError, readErr
+	case t.upstreamError:
+		res.Outcome = OutcomeUpstreamError
+	default:
+		res.Outcome = OutcomeOK
+	}
+}
+
+// flush pushes buffered bytes to the client; a writer that cannot flush is
+// not an error.
+func flush(rc *http.ResponseController) error {
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// copyStream forwards an SSE response event by event, flushing each one,
+// and taps its usage. It returns the upstream read error (nil at a clean
+// end) and whether writing to the client failed.
+func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
+	rc := http.NewResponseController(w)
+	if err := flush(rc); err != nil {
+		at.cancel(errClientGone)
+		return nil, true
+	}
+	er := newEventReader(at.resp.Body, at.idle)
+	defer er.release()
+	for {
+		ev, whole, err := er.next()
+		if len(ev) > 0 {
+			out := ev
+			if whole {
+				out = t.event(ev)
+			} else {
+				t.outBytes += int64(len(ev))
+			}
+			if len(out) > 0 {
+				n, werr := w.Write(out)
+				res.BytesOut += int64(n)
+				if werr == nil {
+					werr = flush(rc)
+				}
+				if werr != nil {
+					at.cancel(errClientGone)
+					return nil, true
+				}
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil, false
+			}
+			return err, false
+		}
+	}
+}
+
+const (
+	// maxCapture bounds the copy of a non-streaming response kept to read
+	// its usage.
+	maxCapture = 1 << 20
+	// tailKeep is how much of the end of a larger response is kept to find
+	// its usage.
+	tailKeep = 64 << 10
+)
+
+// copyJSON forwards a non-streaming response while keeping a bounded copy
+// of it, then reads its usage. Past maxCapture only the last tailKeep bytes
+// are kept, where the usage object is.
+func (p *Proxy) copyJSON(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
+	bp := getBuf()
+	defer putBuf(bp)
+	capture := (*bp)[:0]
+	var tail []byte
+	for {
+		if len(capture) == cap(capture) && tail == nil {
+			if cap(capture) < maxCapture {
+				capture = append(capture, 0)[:len(capture)]
+			} else {
+				tail = make([]byte, 0, 2*tailKeep)
+				tail = append(tail, capture[len(capture)-tailKeep:]...)
+			}
+		}
+		var chunk []byte
+		if tail == nil {
+			chunk = capture[len(capture):cap(capture)]
+		} else {
+			chunk = capture[:min(cap(capture), bufSize)] // scratch once the capture is full
+		}
+		n, err := at.resp.Body.Read(chunk)
+		if n > 0 {
+			chunk = chunk[:n]
+			if tail == nil {
+				capture = capture[:len(capture)+n]
+			} else {
+				if len(tail)+n > cap(tail) {
+					keep := tail[max(len(tail)-tailKeep, 0):]
+					tail = append(tail[:0], keep...)
+				}
+				tail = append(tail, chunk...)
+			}
+			m, werr := w.Write(chunk)
+			res.BytesOut += int64(m)
+			if werr != nil {
+				at.cancel(errClientGone)
+				gone = true
+				break
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+	}
+	complete := readErr == nil && !gone
+	if tail == nil {
+		t.body(capture, complete)
+		if !complete {
+			t.outBytes = res.BytesOut
+		}
+	} else {
+		t.tailUsage(tail)
+		t.outBytes = res.BytesOut
+	}
+	return readErr, gone
+}
+
+// copyOpaque forwards a body untouched: upstream errors, and responses in
+// a content encoding the gateway cannot read. Streams are flushed on every
+// read.
+func (p *Proxy) copyOpaque(w http.ResponseWriter, at *attempt, res *Result, stream bool) (readErr error, gone bool) {
+	bp := getBuf()
+	defer putBuf(bp)
+	buf := *bp
+	rc := http.NewResponseController(w)
+	for {
+		n, err := at.resp.Body.Read(buf)
+		if n > 0 {
+			if stream {
+				at.idle()
+			}
+			m, werr := w.Write(buf[:n])
+			res.BytesOut += int64(m)
+			if werr == nil && stream {
+				werr = flush(rc)
+			}
+			if werr != nil {
+				at.cancel(errClientGone)
+				return nil, true
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil, false
+			}
+			return err, false
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package chatproxy
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/tidwall/gjson"
+)
+
+// includeUsage is the stream_options value injected into an OpenAI stream
+// request that did not ask for usage.
+const includeUsage = `{"include_usage":true}`
+
+// errUnlocatable means a field gjson found has no known byte offset.
+var errUnlocatable = errors.New("cannot locate a field in the request body")
+
+// edit replaces body[at:end] with text.
+type edit struct {
+	at, end int
+	text    string
+}
+
+// PrepareBody returns the body to send upstream: the client's bytes with
+// only targeted edits. The "model" value is replaced by upstreamModel when
+// one is given and differs from in.Model; an OpenAI streaming request that
+// does not set stream_options.include_usage to true gets it (injectedUsage
+// is then true and the caller must strip the usage from the stream, see
+// Call.StripUsage). When no edit applies, body itself is returned.
+// in must come from InspectChat or InspectMessages on the same body.
+func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+	root := gjson.Parse(str(body))
+	if !root.IsObject() {
+		return nil, false, errors.New("request body is not a json object")
+	}
+	var edits [2]edit
+	n := 0
+	if upstreamModel != "" && upstreamModel != in.Model {
+		m := root.Get("model")
+		if m.Index <= 0 {
+			return nil, false, errUnlocatable
+		}
+		edits[n] = edit{at: m.Index, end: m.Index + len(m.Raw), text: quote(upstreamModel)}
+		n++
+	}
+	if p == OpenAI && in.Stream && !in.IncludeUsage {
+		e, ok, err := usageEdit(body, root)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			edits[n] = e
+			n++
+			injectedUsage = true
+		}
+	}
+	if n == 0 {
+		return body, false, nil
+	}
+	es := edits[:n]
+	slices.SortFunc(es, func(a, b edit) int { return a.at - b.at })
+	size := len(body)
+	for _, e := range es {
+		size += len(e.text) - (e.end - e.at)
+	}
+	out = make([]byte, 0, size)
+	prev := 0
+	for _, e := range es {
+		out = append(out, body[prev:e.at]...)
+		out = append(out, e.text...)
+		prev = e.end
+	}
+	out = append(out, body[prev:]...)
+	return out, injectedUsage, nil
+}
+
+// usageEdit returns the edit that sets stream_options.include_usage to
+// true. ok is false when stream_options is neither absent, null nor an
+// object: the upstream will reject such a request anyway.
+func usageEdit(body []byte, root gjson.Result) (e edit, ok bool, err error) {
+	so := root.Get("stream_options")
+	switch {
+	case !so.Exists():
+		end := lastNonSpace(body)
+		if end < 0 || body[end] != '}' {
+			return edit{}, false, errUnlocatable
+		}
+		return edit{at: end, end: end, text: `,"stream_options":` + includeUsage}, true, nil
+	case so.Index <= 0:
+		return edit{}, false, errUnlocatable
+	case so.Type == gjson.Null:
+		return edit{at: so.Index, end: so.Index + len(so.Raw), text: includeUsage}, true, nil
+	case !so.IsObject():
+		return edit{}, false, nil
+	}
+	if iu := so.Get("include_usage"); iu.Exists() {
+		if iu.Index <= 0 {
+			return edit{}, false, errUnlocatable
+		}
+		return edit{at: iu.Index, end: iu.Index + len(iu.Raw), text: "true"}, true, nil
+	}
+	text := `"include_usage":true,`
+	if isEmptyObject(so.Raw) {
+		text = `"include_usage":true`
+	}
+	return edit{at: so.Index + 1, end: so.Index + 1, text: text}, true, nil
+}
+
+// lastNonSpace is the index of the last non-whitespace byte of b, or -1.
+func lastNonSpace(b []byte) int {
+	i := len(b) - 1
+	for i >= 0 && isSpace(b[i]) {
+		i--
+	}
+	return i
+}
+
+// isSpace reports JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// isEmptyObject reports whether raw is "{" whitespace "}".
+func isEmptyObject(raw string) bool {
+	for i := 1; i < len(raw)-1; i++ {
+		if !isSpace(raw[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// quote encodes s as a JSON string.
+func quote(s string) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(append(b, '"'))
+}

@@ -1,0 +1,116 @@
+package chatproxy
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// extBody is a client body full of extension fields, odd whitespace and
+// escapes, that must reach the upstream byte for byte.
+const extBody = "{ \"model\" :\t\"qwen3-max\",\n  \"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"caf\\u00e9 \\ud83d\\ude00 \\\"quoted\\\"\",\"cache_control\":{\"type\":\"ephemeral\"}}]}],\r\n" +
+	"\"enable_thinking\":true, \"thinking_budget\":  4096,\"enable_search\":true,\"search_options\":{\"forced_search\":true,\"search_strategy\":\"pro\"},\n" +
+	"\"seed\":12345678901234567890,\"top_k\":20,\"logprobs\":true,\"top_logprobs\":3,\"enable_context_caching\":true,\"temperature\":0.70,\n" +
+	"\"vendor\":{\"nested\":{\"deep\":[1,2.50,-0e0,{\"k\":null}],\"s\":\"\\/path\"}}  %s}\n\t"
+
+func TestPrepareBodyPassThrough(t *testing.T) {
+	body := []byte(strings.Replace(extBody, "%s", "", 1))
+	in, e := InspectChat(body)
+	if e != nil {
+		t.Fatal(e.Message)
+	}
+	for i, model := range []string{"", "qwen3-max"} {
+		out, injected, err := PrepareBody(OpenAI, body, in, model)
+		if err != nil || injected {
+			t.Fatalf("Test %d: err=%v injected=%v", i, err, injected)
+		}
+		if !bytes.Equal(out, body) {
+			t.Errorf("Test %d: body changed:\n%s", i, out)
+		}
+	}
+}
+
+func TestPrepareBodyEdits(t *testing.T) {
+	for i, tc := range []struct {
+		proto Protocol
+		body  string
+		model string
+		want  string
+		inj   bool
+	}{
+		{ // model replaced, nothing else touched
+			body:  strings.Replace(extBody, "%s", "", 1),
+			model: "qwen3-max-2025-09-23",
+			want:  strings.Replace(strings.Replace(extBody, "%s", "", 1), `"qwen3-max"`, `"qwen3-max-2025-09-23"`, 1),
+		},
+		{ // stream without stream_options: appended before the last brace
+			body: strings.Replace(extBody, "%s", `,"stream":true`, 1),
+			want: strings.Replace(extBody, "%s", `,"stream":true,"stream_options":{"include_usage":true}`, 1),
+			inj:  true,
+		},
+		{ // both edits
+			body:  `{"stream":true,"model":"a","messages":[]}`,
+			model: `b"\`,
+			want:  `{"stream":true,"model":"b\"\\","messages":[],"stream_options":{"include_usage":true}}`,
+			inj:   true,
+		},
+		{
+			body: `{"model":"a","messages":[],"stream":true,"stream_options":null}`,
+			want: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage":true}}`,
+			inj:  true,
+		},
+		{
+			body: `{"model":"a","messages":[],"stream":true,"stream_options":{ }}`,
+			want: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage":true }}`,
+			inj:  true,
+		},
+		{
+			body: `{"model":"a","messages":[],"stream":true,"stream_options":{"x":1}}`,
+			want: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage":true,"x":1}}`,
+			inj:  true,
+		},
+		{
+			body: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage": false ,"x":1}}`,
+			want: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage": true ,"x":1}}`,
+			inj:  true,
+		},
+		{ // already asked for
+			body: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage":true}}`,
+			want: `{"model":"a","messages":[],"stream":true,"stream_options":{"include_usage":true}}`,
+		},
+		{ // escaped key found and edited
+			body:  `{"mod\u0065l":"a","messages":[]}`,
+			model: "b",
+			want:  `{"mod\u0065l":"b","messages":[]}`,
+		},
+		{ // anthropic streams always carry usage: nothing injected
+			proto: Anthropic,
+			body:  `{"model":"a","messages":[],"stream":true}`,
+			want:  `{"model":"a","messages":[],"stream":true}`,
+		},
+	} {
+		inspect := InspectChat
+		if tc.proto == Anthropic {
+			inspect = InspectMessages
+		}
+		in, e := inspect([]byte(tc.body))
+		if e != nil {
+			t.Fatalf("Test %d: %s", i, e.Message)
+		}
+		out, inj, err := PrepareBody(tc.proto, []byte(tc.body), in, tc.model)
+		if err != nil {
+			t.Fatalf("Test %d: %v", i, err)
+		}
+		if string(out) != tc.want {
+			t.Errorf("Test %d: got\n%s\nwant\n%s", i, out, tc.want)
+		}
+		if inj != tc.inj {
+			t.Errorf("Test %d: injected=%v, want %v", i, inj, tc.inj)
+		}
+		if !gjson.ValidBytes(out) {
+			t.Errorf("Test %d: output is not valid JSON", i)
+		}
+	}
+}

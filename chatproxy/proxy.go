@@ -1,0 +1,286 @@
+package chatproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/providers"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// DefaultTimeout applies when a provider sets no Timeout.
+const DefaultTimeout = 10 * time.Minute
+
+// DefaultAnthropicVersion is sent upstream when an Anthropic client sends
+// no anthropic-version header.
+const DefaultAnthropicVersion = "2023-06-01"
+
+// Outcomes of a proxied request, reported in Result.Outcome.
+const (
+	// OutcomeOK is a response delivered in full.
+	OutcomeOK = "ok"
+	// OutcomePartial is a response the client abandoned midway.
+	OutcomePartial = "partial"
+	// OutcomeUpstreamError is an upstream error status passed through, an
+	// error event inside a stream, or a stream the upstream broke off.
+	OutcomeUpstreamError = "upstream_error"
+	// OutcomeTimeout is an upstream that did not answer, or fell silent,
+	// within the provider's timeout.
+	OutcomeTimeout = "timeout"
+	// OutcomeUnavailable is no upstream reachable at all.
+	OutcomeUnavailable = "unavailable"
+	// OutcomeCanceled is a client that left before any upstream answered;
+	// nothing was written and nothing is to be billed.
+	OutcomeCanceled = "canceled"
+)
+
+var (
+	errTimeout    = errors.New("upstream timed out")
+	errClientGone = errors.New("client went away")
+)
+
+// Proxy forwards chat requests to providers. Its zero value is usable.
+type Proxy struct {
+	// Transport sends upstream requests; nil means http.DefaultTransport.
+	// It is used as a RoundTripper: redirects are not followed.
+	Transport http.RoundTripper
+	// Logger receives debug logs of retried attempts; nil disables them.
+	Logger *zap.Logger
+}
+
+// Call is one request to proxy.
+type Call struct {
+	// Protocol selects the error shape, the auth headers and the usage
+	// format.
+	Protocol Protocol
+	// Provider serves the request.
+	Provider *providers.Provider
+	// Path is appended to the provider's base URL: "/chat/completions" or
+	// "/messages".
+	Path string
+	// Body is the upstream request body, from PrepareBody.
+	Body []byte
+	// Inspected describes the client's body.
+	Inspected Inspected
+	// StripUsage removes from an OpenAI stream the usage the gateway
+	// injected (PrepareBody's injectedUsage).
+	StripUsage bool
+	// ClientHeader is the client's request header; only anthropic-version
+	// and anthropic-beta are forwarded from it.
+	ClientHeader http.Header
+	// RequestID identifies the request in logs.
+	RequestID string
+}
+
+// Result is what happened to a call. Serve writes exactly one response.
+type Result struct {
+	// Reached is true when an upstream answered with a status, which the
+	// client received: the caller then writes one ledger record.
+	Reached bool
+	// Status is the HTTP status written to the client; 499 when the
+	// client left before any upstream answered and nothing was written.
+	Status int
+	// Usage is the request's token usage.
+	Usage billing.Usage
+	// Source says how Usage was obtained.
+	Source billing.Source
+	// Outcome is one of the Outcome* constants.
+	Outcome string
+	// Attempts is the number of upstream attempts made.
+	Attempts int
+	// Provider is the provider's name.
+	Provider string
+	// BytesOut counts the body bytes written to the client.
+	BytesOut int64
+	// Err is the last error met, for logs; nil on success.
+	Err error
+}
+
+// Serve sends c upstream and writes the response to w. Attempts that fail
+// before the response headers (connection refused or reset; not a timeout)
+// or answer 429 or 5xx are retried on the provider's next base URL
+// and key, as long as nothing has been written to the client; the last
+// failure is then passed through (a status and body) or answered with 502
+// upstream_unavailable (no connection). An upstream that does not answer
+// within the provider's timeout gets 504 upstream_timeout. Other upstream
+// statuses are passed through at once.
+func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
+	res := Result{Provider: c.Provider.Name}
+	timeout := c.Provider.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	attempts := c.Provider.Attempts()
+	var failed *failure
+	for i, a := range attempts {
+		res.Attempts = i + 1
+		at := p.send(r, c, a, timeout)
+		if at.err != nil {
+			at.close()
+			res.Err = at.err
+			if r.Context().Err() != nil {
+				res.Status, res.Outcome = 499, OutcomeCanceled
+				return res
+			}
+			if context.Cause(at.ctx) == errTimeout {
+				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
+				writeError(w, c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+					fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
+				return res
+			}
+			p.logRetry(c, a, i, at.err)
+			continue
+		}
+		if i < len(attempts)-1 && retryable(at.resp.StatusCode) {
+			failed = readFailure(at.resp)
+			at.close()
+			res.Err = fmt.Errorf("upstream answered %d", failed.status)
+			p.logRetry(c, a, i, res.Err)
+			continue
+		}
+		p.deliver(w, r, c, at, &res)
+		at.close()
+		return res
+	}
+	if failed != nil {
+		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
+		res.BytesOut = failed.write(w)
+		return res
+	}
+	res.Status, res.Outcome = http.StatusBadGateway, OutcomeUnavailable
+	if res.Err == nil {
+		res.Err = errors.New("provider has no base url")
+	}
+	writeError(w, c.Protocol, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_unavailable",
+		"no upstream provider could be reached"))
+	return res
+}
+
+// retryable reports a status worth another attempt.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// logRetry logs a failed attempt at debug level.
+func (p *Proxy) logRetry(c *Call, a providers.Attempt, i int, err error) {
+	if p.Logger == nil {
+		return
+	}
+	if ce := p.Logger.Check(zapcore.DebugLevel, "upstream attempt failed"); ce != nil {
+		ce.Write(zap.String("request_id", c.RequestID), zap.String("provider", c.Provider.Name),
+			zap.String("base_url", a.BaseURL), zap.Int("attempt", i+1), zap.Error(err))
+	}
+}
+
+// writeError writes e in the protocol's error shape.
+func writeError(w http.ResponseWriter, p Protocol, e *apierror.Error) {
+	if p == Anthropic {
+		e.WriteAnthropic(w)
+		return
+	}
+	e.Write(w)
+}
+
+// attempt is one upstream request in flight. Its context is cancelled with
+// errTimeout by the timer, or with errClientGone when the client leaves.
+type attempt struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	timeout time.Duration
+	resp    *http.Response
+	err     error
+}
+
+// close releases the attempt: timer, response body and context.
+func (at *attempt) close() {
+	at.timer.Stop()
+	if at.resp != nil {
+		at.resp.Body.Close()
+	}
+	at.cancel(nil)
+}
+
+// idle re-arms the timer: a stream is cancelled after timeout of silence.
+func (at *attempt) idle() { at.timer.Reset(at.timeout) }
+
+var (
+	jsonType = []string{"application/json"}
+	identity = []string{"identity"}
+)
+
+// send starts one attempt and waits for the response headers.
+func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time.Duration) *attempt {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	at := &attempt{ctx: ctx, cancel: cancel, timeout: timeout}
+	at.timer = time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.BaseURL+c.Path, bytes.NewReader(c.Body))
+	if err != nil {
+		at.err = err
+		return at
+	}
+	h := make(http.Header, 6)
+	h["Content-Type"] = jsonType
+	h["Accept-Encoding"] = identity
+	if c.Protocol == Anthropic {
+		if a.APIKey != "" {
+			h["X-Api-Key"] = []string{a.APIKey}
+		}
+		if v := c.ClientHeader.Values("Anthropic-Version"); len(v) > 0 {
+			h["Anthropic-Version"] = v
+		} else {
+			h["Anthropic-Version"] = []string{DefaultAnthropicVersion}
+		}
+		if v := c.ClientHeader.Values("Anthropic-Beta"); len(v) > 0 {
+			h["Anthropic-Beta"] = v
+		}
+	} else if a.APIKey != "" {
+		h["Authorization"] = []string{"Bearer " + a.APIKey}
+	}
+	req.Header = h
+	rt := p.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	at.resp, at.err = rt.RoundTrip(req)
+	return at
+}
+
+// maxFailureBody bounds the body kept from a failed attempt that may be
+// passed through after the next attempts fail to connect.
+const maxFailureBody = 64 << 10
+
+// failure is a retryable upstream answer kept in case it is the last one.
+type failure struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// readFailure keeps the status, headers and (bounded) body of resp.
+func readFailure(resp *http.Response) *failure {
+	f := &failure{status: resp.StatusCode, header: make(http.Header)}
+	copyHeader(f.header, resp.Header, false)
+	f.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
+	return f
+}
+
+// write passes the failure through to w.
+func (f *failure) write(w http.ResponseWriter) int64 {
+	h := w.Header()
+	for k, v := range f.header {
+		h[k] = v
+	}
+	h.Set("Content-Length", fmt.Sprint(len(f.body)))
+	w.WriteHeader(f.status)
+	n, _ := w.Write(f.body)
+	return int64(n)
+}

@@ -1,0 +1,297 @@
+package chatproxy
+
+import (
+	"bytes"
+	"unsafe"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/tidwall/gjson"
+)
+
+// tap follows a response as it is forwarded and collects its token usage,
+// reported or estimated.
+type tap struct {
+	proto Protocol
+	// strip removes the usage the gateway injected from an OpenAI stream.
+	strip bool
+	// usage is the usage reported so far.
+	usage billing.Usage
+	// reported is set once the complete usage has been reported.
+	reported bool
+	// started is set when an Anthropic message_start reported the prompt.
+	started bool
+	// outBytes counts the delivered output text (see estimate.go).
+	outBytes int64
+	// upstreamError is set when the stream carried an error event.
+	upstreamError bool
+	// scratch joins multi-line data fields.
+	scratch []byte
+}
+
+// event processes one whole SSE event and returns the bytes to forward:
+// ev itself, ev edited in place, or nil to drop it.
+func (t *tap) event(ev []byte) []byte {
+	a, b, multi := dataField(ev)
+	if a < 0 {
+		return ev
+	}
+	payload := ev[a:b]
+	if multi {
+		t.scratch = joinData(t.scratch[:0], ev)
+		payload = t.scratch
+	}
+	if len(payload) == 0 || payload[0] != '{' {
+		return ev // [DONE], or not JSON
+	}
+	root := gjson.Parse(str(payload))
+	if t.proto == Anthropic {
+		t.anthropicEvent(root)
+		return ev
+	}
+	if e := root.Get("error"); e.Exists() && e.Type != gjson.Null {
+		t.upstreamError = true
+	}
+	t.outBytes += int64(openAIDeltaBytes(root))
+	u := root.Get("usage")
+	if u.IsObject() {
+		if nu, err := billing.NormalizeOpenAI(rawBytes(u)); err == nil {
+			t.usage, t.reported = nu, true
+		}
+	}
+	if !t.strip || !u.Exists() || multi {
+		return ev
+	}
+	if u.IsObject() {
+		if ch := root.Get("choices"); !ch.Exists() || (ch.IsArray() && isEmptyArray(ch.Raw)) {
+			return nil // the usage-only chunk the client did not ask for
+		}
+	}
+	return deleteKey(ev, a, u)
+}
+
+// anthropicEvent collects usage and output size from a Messages event.
+func (t *tap) anthropicEvent(root gjson.Result) {
+	switch root.Get("type").Str {
+	case "message_start":
+		if u := root.Get("message.usage"); u.IsObject() {
+			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
+				t.usage, t.started = nu, true
+			}
+		}
+	case "message_delta":
+		if u := root.Get("usage"); u.IsObject() {
+			t.mergeDelta(u)
+		}
+	case "content_block_start", "content_block_delta":
+		t.outBytes += int64(anthropicDeltaBytes(root))
+	case "error":
+		t.upstreamError = true
+	}
+}
+
+// mergeDelta applies a message_delta usage: output_tokens is cumulative and
+// replaces the previous count; the prompt fields, which newer APIs repeat
+// there, replace the message_start ones when present.
+func (t *tap) mergeDelta(u gjson.Result) {
+	d, err := billing.NormalizeAnthropic(rawBytes(u))
+	if err != nil {
+		return
+	}
+	if present(u, "output_tokens") {
+		t.usage.Output = d.Output
+		t.reported = true
+	}
+	if present(u, "input_tokens") {
+		t.usage.Input = d.Input
+	}
+	if present(u, "cache_read_input_tokens") {
+		t.usage.CacheRead = d.CacheRead
+	}
+	if present(u, "cache_creation_input_tokens") || u.Get("cache_creation").IsObject() {
+		t.usage.CacheCreation = d.CacheCreation
+	}
+}
+
+// body collects usage and output size from a complete (or, when complete
+// is false, truncated) non-streaming response body.
+func (t *tap) body(b []byte, complete bool) {
+	root := gjson.Parse(str(b))
+	t.usageFrom(root.Get("usage"))
+	switch {
+	case !complete:
+		t.outBytes = int64(len(b))
+	case t.proto == Anthropic:
+		t.outBytes = int64(anthropicOutputBytes(root))
+	default:
+		t.outBytes = int64(openAIOutputBytes(root))
+	}
+}
+
+// usageFrom records a response's usage object.
+func (t *tap) usageFrom(u gjson.Result) {
+	if !u.IsObject() {
+		return
+	}
+	var nu billing.Usage
+	var err error
+	if t.proto == Anthropic {
+		nu, err = billing.NormalizeAnthropic(rawBytes(u))
+	} else {
+		nu, err = billing.NormalizeOpenAI(rawBytes(u))
+	}
+	if err == nil {
+		t.usage, t.reported = nu, true
+	}
+}
+
+// tailUsage finds the usage object in the last bytes of a response too
+// large to keep whole: the last `"usage"` key, parsed as if it opened an
+// object. A non-object value there is ignored.
+func (t *tap) tailUsage(tail []byte) {
+	i := bytes.LastIndex(tail, []byte(`"usage"`))
+	if i < 0 {
+		return
+	}
+	doc := append([]byte{'{'}, tail[i:]...)
+	t.usageFrom(gjson.Get(str(doc), "usage"))
+}
+
+// result returns the request's usage and how it was obtained. cut means the
+// response ended early (client gone, timeout, upstream failure); gone means
+// the client left.
+func (t *tap) result(promptBytes int, cut, gone bool) (billing.Usage, billing.Source) {
+	src := billing.SourceEstimated
+	if cut || gone {
+		src = billing.SourcePartial
+	}
+	switch {
+	case t.reported:
+		if !gone {
+			src = billing.SourceReported
+		}
+		return t.usage, src
+	case t.started:
+		u := t.usage
+		u.Output = max(u.Output, tokens(t.outBytes))
+		return u, src
+	}
+	return estimate(int64(promptBytes), t.outBytes), src
+}
+
+// dataField locates the value of the first "data:" line of an event. multi
+// is true when the event has several data lines. a is -1 when it has none.
+func dataField(ev []byte) (a, b int, multi bool) {
+	a = -1
+	for i := 0; i < len(ev); {
+		j := bytes.IndexByte(ev[i:], '\n')
+		end := len(ev)
+		if j >= 0 {
+			end = i + j
+		}
+		line := ev[i:end]
+		if bytes.HasPrefix(line, []byte("data:")) {
+			if a >= 0 {
+				return a, b, true
+			}
+			a = i + 5
+			if a < end && ev[a] == ' ' {
+				a++
+			}
+			b = end
+			if b > a && ev[b-1] == '\r' {
+				b--
+			}
+		}
+		i = end + 1
+	}
+	return a, b, false
+}
+
+// joinData appends the data lines of ev to dst, joined by newlines, as the
+// SSE specification does.
+func joinData(dst, ev []byte) []byte {
+	first := true
+	for len(ev) > 0 {
+		line := ev
+		if j := bytes.IndexByte(ev, '\n'); j >= 0 {
+			line, ev = ev[:j], ev[j+1:]
+		} else {
+			ev = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if !first {
+				dst = append(dst, '\n')
+			}
+			first = false
+			dst = append(dst, bytes.TrimPrefix(v, []byte{' '})...)
+		}
+	}
+	return dst
+}
+
+// deleteKey removes the member whose value is v from the JSON object that
+// starts at ev[off:], editing ev in place, and returns the shortened ev. It
+// leaves ev unchanged when the member cannot be located safely.
+func deleteKey(ev []byte, off int, v gjson.Result) []byte {
+	if v.Index <= 0 {
+		return ev
+	}
+	vs := off + v.Index
+	ve := vs + len(v.Raw)
+	i := vs - 1
+	for i > off && isSpace(ev[i]) {
+		i--
+	}
+	if ev[i] != ':' {
+		return ev
+	}
+	i--
+	for i > off && isSpace(ev[i]) {
+		i--
+	}
+	if ev[i] != '"' {
+		return ev
+	}
+	ks := bytes.LastIndexByte(ev[off:i], '"')
+	if ks < 0 {
+		return ev
+	}
+	ks += off
+	i = ks - 1
+	for i > off && isSpace(ev[i]) {
+		i--
+	}
+	from, to := ks, ve
+	switch ev[i] {
+	case ',':
+		from = i // drop the preceding comma
+	case '{':
+		j := ve
+		for j < len(ev) && isSpace(ev[j]) {
+			j++
+		}
+		if j < len(ev) && ev[j] == ',' {
+			to = j + 1 // first member: drop the following comma
+		}
+	default:
+		return ev
+	}
+	n := copy(ev[from:], ev[to:])
+	return ev[:from+n]
+}
+
+// rawBytes views a result's raw JSON as bytes without copying; they must
+// not be modified.
+func rawBytes(r gjson.Result) []byte {
+	return unsafe.Slice(unsafe.StringData(r.Raw), len(r.Raw))
+}
+
+// present reports whether obj has a non-null key.
+func present(obj gjson.Result, key string) bool {
+	r := obj.Get(key)
+	return r.Exists() && r.Type != gjson.Null
+}
+
+// isEmptyArray reports whether raw is "[" whitespace "]".
+func isEmptyArray(raw string) bool { return isEmptyObject(raw) }

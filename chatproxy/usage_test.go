@@ -1,0 +1,80 @@
+package chatproxy
+
+import (
+	"testing"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/tidwall/gjson"
+)
+
+func TestDeleteKey(t *testing.T) {
+	for i, tc := range []struct{ in, want string }{
+		{`data: {"id":"1","usage":null}` + "\n\n", `data: {"id":"1"}` + "\n\n"},
+		{`data: {"usage":null,"id":"1"}` + "\n\n", `data: {"id":"1"}` + "\n\n"},
+		{`data: {"id":"1" , "usage" : null }` + "\n\n", `data: {"id":"1"  }` + "\n\n"},
+		{`data: { "usage":null , "id":"1"}` + "\n\n", `data: {  "id":"1"}` + "\n\n"},
+		{`data: {"usage":null}` + "\n\n", `data: {}` + "\n\n"},
+		{`data: {"id":"1","usage":{"prompt_tokens":1},"x":[]}` + "\n\n", `data: {"id":"1","x":[]}` + "\n\n"},
+	} {
+		ev := []byte(tc.in)
+		a, b, _ := dataField(ev)
+		u := gjson.Get(str(ev[a:b]), "usage")
+		if got := string(deleteKey(ev, a, u)); got != tc.want {
+			t.Errorf("Test %d: got %q, want %q", i, got, tc.want)
+		}
+	}
+}
+
+func TestTapAnthropicDelta(t *testing.T) {
+	tp := tap{proto: Anthropic}
+	for _, ev := range []string{
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":5,\"output_tokens\":1}}}\n\n",
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n",
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"input_tokens\":12,\"cache_read_input_tokens\":6,\"output_tokens\":42}}\n\n",
+	} {
+		tp.event([]byte(ev))
+	}
+	u, src := tp.result(0, false, false)
+	want := billing.Usage{Input: 12, CacheCreation: 100, CacheRead: 6, Output: 42}
+	if u != want || src != billing.SourceReported {
+		t.Errorf("got %+v %s, want %+v reported", u, src, want)
+	}
+}
+
+func TestTapEstimates(t *testing.T) {
+	tp := tap{proto: OpenAI}
+	tp.event([]byte(`data: {"choices":[{"delta":{"content":"12345678","reasoning_content":"abcd"}}]}` + "\n\n"))
+	tp.event([]byte(`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{}"}}]}}]}` + "\n\n"))
+	u, src := tp.result(400, false, false)
+	if want := (billing.Usage{Input: 100, Output: 4}); u != want || src != billing.SourceEstimated {
+		t.Errorf("got %+v %s, want %+v estimated", u, src, want)
+	}
+	if _, src := tp.result(400, true, true); src != billing.SourcePartial {
+		t.Errorf("cut stream: source %s, want partial", src)
+	}
+	empty := tap{}
+	if u, _ := empty.result(0, false, false); u.Input != 1 || u.Output != 1 {
+		t.Errorf("empty estimate %+v, want at least 1 token each way", u)
+	}
+}
+
+func TestTapErrorEvents(t *testing.T) {
+	for i, tc := range []struct {
+		proto Protocol
+		ev    string
+		want  bool
+	}{
+		{OpenAI, `data: {"choices":[],"error":null}` + "\n\n", false},
+		{OpenAI, `data: {"error":{"message":"overloaded","code":"server_error"}}` + "\n\n", true},
+		{Anthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", true},
+		{Anthropic, "event: ping\ndata: {\"type\":\"ping\"}\n\n", false},
+	} {
+		tp := tap{proto: tc.proto}
+		if out := tp.event([]byte(tc.ev)); string(out) != tc.ev {
+			t.Errorf("Test %d: event changed to %q", i, out)
+		}
+		if tp.upstreamError != tc.want {
+			t.Errorf("Test %d: upstreamError=%v, want %v", i, tp.upstreamError, tc.want)
+		}
+	}
+}
