@@ -1,0 +1,234 @@
+// Package mockprovider is a deterministic, offline stand-in for real LLM and
+// media providers. Its Handler speaks the wire formats of OpenAI chat
+// completions, images and videos and of Anthropic messages, closely enough
+// for the official SDKs to parse every answer, so that the gateway can be
+// run, tested and benchmarked without network access or provider accounts.
+//
+// The handler routes on the part of the path after the last "/v1", so it
+// works mounted under any prefix: with base URL http://host/mock/v1, a
+// request to /mock/v1/chat/completions is a chat completion.
+//
+// Requests can steer the mock with extension fields in the JSON body:
+// mock_chunks (number of streamed content chunks, default 8),
+// mock_chunk_delay_ms (pause between streamed events), mock_status (answer
+// with that HTTP error status) and mock_usage (false omits usage).
+package mockprovider
+
+import (
+	"crypto/subtle"
+	"errors"
+	"hash/maphash"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Config configures a mock provider.
+type Config struct {
+	// APIKey, if set, is the key every request must carry, as
+	// "Authorization: Bearer <key>" or "x-api-key: <key>"; other requests
+	// get a 401 in the provider's error shape. Image files are served
+	// without a key, like the pre-signed URLs of real providers.
+	APIKey string
+	// VideoDuration is how long a mock video takes from creation to
+	// completion. Default: 10s.
+	VideoDuration time.Duration
+	// FailureRate is the probability, from 0 to 1, that a video fails. The
+	// draw is deterministic: a PRNG seeded by the video id.
+	FailureRate float64
+	// ChunkDelay is the pause between two streamed events. Default: none.
+	ChunkDelay time.Duration
+	// Clock returns the current time. Default: time.Now.
+	Clock func() time.Time
+	// OriginalPath, if set, returns the path of r as the client sent it,
+	// before a proxy stripped a prefix (Caddy's handle_path does). Image
+	// URLs point at the part of that path before its last "/v1", so that
+	// clients can fetch them. When nil or empty, r.URL.Path is used, and
+	// the X-Forwarded-Prefix header when the path has no prefix.
+	OriginalPath func(r *http.Request) string
+}
+
+// Handler is the mock provider. It implements http.Handler and is safe for
+// concurrent use.
+type Handler struct {
+	cfg    Config
+	clock  func() time.Time
+	seed   maphash.Seed
+	cache  *prefixCache
+	videos *videoStore
+}
+
+// maxBodyBytes bounds request bodies.
+const maxBodyBytes = 32 << 20
+
+// New returns a mock provider configured by c.
+func New(c Config) *Handler {
+	if c.VideoDuration <= 0 {
+		c.VideoDuration = 10 * time.Second
+	}
+	if c.FailureRate < 0 {
+		c.FailureRate = 0
+	}
+	clock := c.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Handler{
+		cfg:    c,
+		clock:  clock,
+		seed:   maphash.MakeSeed(),
+		cache:  newPrefixCache(maxCacheEntries),
+		videos: newVideoStore(maxVideos),
+	}
+}
+
+// ServeHTTP answers r as the provider whose endpoint the path names.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	i := strings.LastIndex(path, "/v1/")
+	if i < 0 {
+		h.notFound(w, r)
+		return
+	}
+	rest := path[i+3:]
+	if rest == "/messages" || rest == "/messages/count_tokens" {
+		w.Header().Set("Request-Id", newID("req_011", 24))
+		if !h.authorized(r) {
+			writeAnthropicError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+			return
+		}
+		if !allow(w, r, http.MethodPost, true) {
+			return
+		}
+		if r.Header.Get("Anthropic-Version") == "" {
+			writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
+			return
+		}
+		if rest == "/messages" {
+			h.messages(w, r)
+		} else {
+			h.countTokens(w, r)
+		}
+		return
+	}
+	w.Header().Set("X-Request-Id", newID("req_", 32))
+	if name, ok := strings.CutPrefix(rest, "/files/"); ok {
+		if allow(w, r, http.MethodGet, false) {
+			h.file(w, r, name)
+		}
+		return
+	}
+	serve := h.route(r, rest)
+	if serve == nil {
+		h.notFound(w, r)
+		return
+	}
+	if !h.authorized(r) {
+		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect API key provided.")
+		return
+	}
+	serve(w, r)
+}
+
+// route returns the function answering the OpenAI endpoint rest (the path
+// after "/v1"), or nil when there is none.
+func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
+	only := func(method string, f http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if allow(w, r, method, false) {
+				f(w, r)
+			}
+		}
+	}
+	switch {
+	case rest == "/chat/completions":
+		return only(http.MethodPost, h.chat)
+	case rest == "/images/generations":
+		return only(http.MethodPost, h.images)
+	case rest == "/videos" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		return h.listVideos
+	case rest == "/videos":
+		return only(http.MethodPost, h.createVideo)
+	case strings.HasPrefix(rest, "/videos/"):
+		id, sub, _ := strings.Cut(rest[len("/videos/"):], "/")
+		if id == "" || (sub != "" && sub != "content") {
+			return nil
+		}
+		return func(w http.ResponseWriter, r *http.Request) { h.video(w, r, id, sub) }
+	case rest == "/models":
+		return only(http.MethodGet, h.listModels)
+	case strings.HasPrefix(rest, "/models/"):
+		id := rest[len("/models/"):]
+		return only(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { h.getModel(w, r, id) })
+	}
+	return nil
+}
+
+// notFound answers an unknown endpoint in the OpenAI error shape.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Invalid URL ("+r.Method+" "+r.URL.Path+")")
+}
+
+// authorized reports whether r carries the configured API key.
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.cfg.APIKey == "" {
+		return true
+	}
+	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		auth := r.Header.Get("Authorization")
+		if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			key = strings.TrimSpace(auth[7:])
+		}
+	}
+	return subtle.ConstantTimeCompare([]byte(key), []byte(h.cfg.APIKey)) == 1
+}
+
+// allow reports whether r uses method, answering 405 otherwise (HEAD is
+// accepted for GET).
+func allow(w http.ResponseWriter, r *http.Request, method string, anthropic bool) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	msg := "method " + r.Method + " not allowed; use " + method
+	if anthropic {
+		writeAnthropicError(w, http.StatusMethodNotAllowed, "invalid_request_error", msg)
+	} else {
+		writeOpenAIError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", msg)
+	}
+	return false
+}
+
+// readBody reads r's body, bounded by maxBodyBytes. The returned status is
+// the HTTP status to answer with when err is not nil.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil {
+		return body, 0, nil
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, http.StatusRequestEntityTooLarge, errors.New("request body too large")
+	}
+	return nil, http.StatusBadRequest, errors.New("reading request body: " + err.Error())
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// newID returns prefix followed by n random base62 characters.
+func newID(prefix string, n int) string {
+	b := make([]byte, len(prefix), len(prefix)+n)
+	copy(b, prefix)
+	var x uint64
+	for i := range n {
+		if i%10 == 0 {
+			x = rand.Uint64()
+		}
+		b = append(b, base62[x%62])
+		x /= 62
+	}
+	return string(b)
+}
