@@ -1,0 +1,146 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-air/caddy-air/keys"
+)
+
+func init() {
+	caddy.RegisterModule(Admin{})
+}
+
+// running is the air app of the active config, for the admin API: admin
+// modules are provisioned before apps exist, so they look it up per request.
+var running atomic.Pointer[App]
+
+// Admin is the `admin.api.air` module: key management, usage reports and
+// budgets over Caddy's admin API. The `caddy air` command is its client.
+//
+//	POST   /air/keys            {"user","name","expires_at"|"expires_in"} → the new key, once
+//	GET    /air/keys[?user=]    → the keys, without secrets
+//	DELETE /air/keys/<id>       → revokes the key
+type Admin struct{}
+
+// CaddyModule returns the Caddy module information.
+func (Admin) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.air",
+		New: func() caddy.Module { return new(Admin) },
+	}
+}
+
+// Routes returns the admin routes of caddy-air.
+func (a Admin) Routes() []caddy.AdminRoute {
+	return append([]caddy.AdminRoute{
+		{Pattern: "/air/keys", Handler: caddy.AdminHandlerFunc(a.handleKeys)},
+		{Pattern: "/air/keys/", Handler: caddy.AdminHandlerFunc(a.handleKey)},
+	}, a.billingRoutes()...)
+}
+
+// startedState returns the running app's state, or an API error.
+func startedState() (*App, *state, error) {
+	app := running.Load()
+	if app == nil {
+		return nil, nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is not running: configure a global `air` option"))
+	}
+	st := app.current()
+	if st == nil {
+		return nil, nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is starting"))
+	}
+	return app, st, nil
+}
+
+// createKeyRequest is the body of POST /air/keys.
+type createKeyRequest struct {
+	keys.CreateOptions
+	// ExpiresIn is an alternative to expires_at: a duration from now such
+	// as "720h" or "30d".
+	ExpiresIn string `json:"expires_in,omitempty"`
+}
+
+// createKeyResponse is the answer to POST /air/keys: the secret, shown once.
+type createKeyResponse struct {
+	*keys.Key
+	// Secret is the API key itself. It is not stored and cannot be shown
+	// again.
+	Secret string `json:"key"`
+}
+
+func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := startedState()
+	if err != nil {
+		return err
+	}
+	switch r.Method {
+	case http.MethodGet:
+		list, err := st.keys.List(r.Context(), r.URL.Query().Get("user"))
+		if err != nil {
+			return apiErr(http.StatusInternalServerError, err)
+		}
+		if list == nil {
+			list = []*keys.Key{}
+		}
+		return writeAdminJSON(w, http.StatusOK, list)
+	case http.MethodPost:
+		var req createKeyRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return apiErr(http.StatusBadRequest, fmt.Errorf("decoding request: %v", err))
+		}
+		if req.ExpiresIn != "" {
+			d, err := caddy.ParseDuration(req.ExpiresIn)
+			if err != nil || d <= 0 {
+				return apiErr(http.StatusBadRequest, fmt.Errorf("expires_in: bad duration %q", req.ExpiresIn))
+			}
+			t := time.Now().Add(d).UTC()
+			req.ExpiresAt = &t
+		}
+		secret, k, err := st.keys.Create(r.Context(), req.CreateOptions)
+		if err != nil {
+			return apiErr(http.StatusBadRequest, err)
+		}
+		return writeAdminJSON(w, http.StatusCreated, createKeyResponse{Key: k, Secret: secret})
+	default:
+		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+	}
+}
+
+func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := startedState()
+	if err != nil {
+		return err
+	}
+	id := strings.TrimPrefix(r.URL.Path, "/air/keys/")
+	if r.Method != http.MethodDelete {
+		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+	}
+	k, err := st.keys.Revoke(r.Context(), id)
+	if errors.Is(err, keys.ErrNoSuchKey) {
+		return apiErr(http.StatusNotFound, fmt.Errorf("no key with id %q", id))
+	}
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, err)
+	}
+	return writeAdminJSON(w, http.StatusOK, k)
+}
+
+func apiErr(status int, err error) caddy.APIError {
+	return caddy.APIError{HTTPStatus: status, Err: err}
+}
+
+func writeAdminJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+// Interface guard.
+var _ caddy.AdminRouter = Admin{}

@@ -1,0 +1,326 @@
+// Package caddymodule adapts caddy-air's domain packages to Caddy: the
+// `air` app that owns shared state, the HTTP handlers (air_auth, air_chat,
+// air_messages, air_tasks, air_models, air_media, air_mock), the admin API
+// and the `caddy air` command. It holds Caddy glue only; the behaviour lives
+// in the domain packages.
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// Defaults of the app's settings.
+const (
+	defaultMaxRequestBody  = 16 << 20
+	defaultLedgerRetention = 90 * 24 * time.Hour
+	defaultTaskTTL         = 24 * time.Hour
+	defaultPollInterval    = 5 * time.Second
+	defaultProviderTimeout = 10 * time.Minute
+	defaultRetries         = 2
+)
+
+// App is the `air` app: it owns the state shared by caddy-air's handlers
+// (the store, keys, prices, ledger, budgets, provider routes and the task
+// poller). Configure it with the global Caddyfile option `air { … }`.
+type App struct {
+	// Storage selects where state is kept. Default: Badger in the "air"
+	// folder of Caddy's data directory.
+	Storage *Storage `json:"storage,omitempty"`
+	// Prices is the path of the JSON price file. Without one, every model is
+	// served unpriced.
+	Prices string `json:"prices,omitempty"`
+	// LedgerRetention is how long ledger records are kept. Default: 90 days.
+	LedgerRetention caddy.Duration `json:"ledger_retention,omitempty"`
+	// MaxRequestBody is the largest request body accepted, in bytes.
+	// Default: 16 MiB. Larger bodies get 413.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// Providers are the upstream services.
+	Providers []*ProviderConfig `json:"providers,omitempty"`
+	// Models map model ids or globs to providers.
+	Models []*ModelConfig `json:"models,omitempty"`
+	// Tasks tunes the image and video task service.
+	Tasks *TasksConfig `json:"tasks,omitempty"`
+
+	ctx       caddy.Context
+	logger    *zap.Logger
+	routes    *providers.Table
+	transport *reverseproxy.HTTPTransport
+	poolKey   string
+	prices    *billing.PriceTable
+	live      *live
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// live is what a started config serves with; handlers read it per request.
+type live struct {
+	state atomic.Pointer[state]
+	rt    atomic.Pointer[runtime]
+}
+
+// Storage selects the state backend.
+type Storage struct {
+	// Backend is the store implementation; only "badger" exists today.
+	Backend string `json:"backend,omitempty"`
+	// Dir is the Badger database directory.
+	Dir string `json:"dir,omitempty"`
+}
+
+// ProviderConfig declares one upstream provider.
+type ProviderConfig struct {
+	// Name identifies the provider in model lines and the ledger.
+	Name string `json:"name"`
+	// Protocol is "openai", "anthropic" or "dashscope".
+	Protocol string `json:"protocol"`
+	// BaseURLs are the provider's API base URLs, e.g.
+	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
+	BaseURLs []string `json:"base_urls"`
+	// APIKeys are the provider's credentials, used in turn with BaseURLs.
+	// Placeholders like {env.X} are expanded.
+	APIKeys []string `json:"api_keys,omitempty"`
+	// Timeout bounds a non-streaming request, the wait for response headers
+	// and the silence between two stream events. Default: 10 minutes.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Retries is how many more attempts a request gets on the next base URL
+	// or key after a connection error, 429 or 5xx before the first response
+	// byte. Default: 2.
+	Retries *int `json:"retries,omitempty"`
+}
+
+// ModelConfig maps a model id or glob to a provider.
+type ModelConfig struct {
+	// Pattern is a model id or a glob such as "qwen3-*".
+	Pattern string `json:"pattern"`
+	// Provider is the name of the provider serving the model.
+	Provider string `json:"provider"`
+	// UpstreamModel, if set, is the model name sent upstream.
+	UpstreamModel string `json:"upstream_model,omitempty"`
+	// Kind is "chat", "messages", "image" or "video". Default: "chat" for
+	// openai providers, "messages" for anthropic, "image" for dashscope.
+	Kind string `json:"kind,omitempty"`
+	// Sizes lists the allowed "<width>x<height>" sizes of a task model.
+	Sizes []string `json:"sizes,omitempty"`
+	// TypicalDuration is how long the model's videos usually take; it
+	// drives the progress of tasks whose upstream reports none.
+	TypicalDuration caddy.Duration `json:"typical_duration,omitempty"`
+}
+
+// TasksConfig tunes the task service.
+type TasksConfig struct {
+	// TTL is how long tasks can be queried. Default: 24h.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// MediaTTL is how long re-hosted images and videos are served.
+	// Default: 24h.
+	MediaTTL caddy.Duration `json:"media_ttl,omitempty"`
+	// PollInterval is the base interval between two upstream polls of a
+	// running video task. Default: 5s.
+	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "air",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// Provision sets up the app. It does not open the store: that happens in
+// Start, so that `caddy validate` beside a running server does not fight
+// over Badger's directory lock.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	a.logger = ctx.Logger()
+	a.live = new(live)
+	if a.Storage == nil {
+		a.Storage = &Storage{}
+	}
+	if a.Storage.Backend == "" {
+		a.Storage.Backend = "badger"
+	}
+	if a.Storage.Dir == "" {
+		a.Storage.Dir = filepath.Join(caddy.AppDataDir(), "air")
+	}
+	dir, err := filepath.Abs(a.Storage.Dir)
+	if err != nil {
+		return fmt.Errorf("storage dir: %v", err)
+	}
+	a.Storage.Dir = dir
+	a.poolKey = a.Storage.Backend + ":" + filepath.Clean(dir)
+	if a.LedgerRetention == 0 {
+		a.LedgerRetention = caddy.Duration(defaultLedgerRetention)
+	}
+	if a.MaxRequestBody == 0 {
+		a.MaxRequestBody = defaultMaxRequestBody
+	}
+	if a.Tasks == nil {
+		a.Tasks = &TasksConfig{}
+	}
+	if a.Tasks.TTL == 0 {
+		a.Tasks.TTL = caddy.Duration(defaultTaskTTL)
+	}
+	if a.Tasks.MediaTTL == 0 {
+		a.Tasks.MediaTTL = a.Tasks.TTL
+	}
+	if a.Tasks.PollInterval == 0 {
+		a.Tasks.PollInterval = caddy.Duration(defaultPollInterval)
+	}
+	if a.routes, err = a.buildRoutes(); err != nil {
+		return err
+	}
+	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
+	if err := a.transport.Provision(ctx); err != nil {
+		return fmt.Errorf("provider transport: %v", err)
+	}
+	a.prices, err = a.loadPrices()
+	return err
+}
+
+// buildRoutes turns the provider and model config into a routing table.
+func (a *App) buildRoutes() (*providers.Table, error) {
+	repl := caddy.NewReplacer()
+	byName := make(map[string]*providers.Provider)
+	provs := make([]*providers.Provider, 0, len(a.Providers))
+	for _, pc := range a.Providers {
+		p := &providers.Provider{
+			Name:     pc.Name,
+			Protocol: pc.Protocol,
+			Timeout:  time.Duration(pc.Timeout),
+			Retries:  defaultRetries,
+		}
+		if p.Timeout == 0 {
+			p.Timeout = defaultProviderTimeout
+		}
+		if pc.Retries != nil {
+			p.Retries = *pc.Retries
+		}
+		for _, u := range pc.BaseURLs {
+			p.BaseURLs = append(p.BaseURLs, repl.ReplaceAll(u, ""))
+		}
+		for _, k := range pc.APIKeys {
+			p.APIKeys = append(p.APIKeys, repl.ReplaceAll(k, ""))
+		}
+		byName[p.Name] = p
+		provs = append(provs, p)
+	}
+	routes := make([]*providers.Route, 0, len(a.Models))
+	for _, mc := range a.Models {
+		p, ok := byName[mc.Provider]
+		if !ok {
+			return nil, fmt.Errorf("model %q: unknown provider %q", mc.Pattern, mc.Provider)
+		}
+		routes = append(routes, &providers.Route{
+			Pattern:         mc.Pattern,
+			Provider:        p,
+			UpstreamModel:   mc.UpstreamModel,
+			Kind:            mc.Kind,
+			Sizes:           mc.Sizes,
+			TypicalDuration: time.Duration(mc.TypicalDuration),
+		})
+	}
+	return providers.NewTable(provs, routes)
+}
+
+// Validate checks the configuration.
+func (a *App) Validate() error {
+	if a.Storage.Backend != "badger" {
+		return fmt.Errorf("storage backend %q is not supported (only badger)", a.Storage.Backend)
+	}
+	if a.MaxRequestBody < 0 {
+		return errors.New("max_request_body must be positive")
+	}
+	return nil
+}
+
+// Start opens (or shares, across a reload) the store and starts background
+// work.
+func (a *App) Start() error {
+	val, _, err := statePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
+		return openState(a.Storage.Dir, time.Duration(a.LedgerRetention), a.logger)
+	})
+	if err != nil {
+		return err
+	}
+	st := val.(*state)
+	rt, err := a.startRuntime(st)
+	if err != nil {
+		_, _ = statePool.Delete(a.poolKey)
+		return err
+	}
+	a.live.state.Store(st)
+	a.live.rt.Store(rt)
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.done = make(chan struct{})
+	go func() {
+		defer close(a.done)
+		a.runBackground(ctx, rt)
+	}()
+	running.Store(a)
+	a.logAtStart()
+	return nil
+}
+
+// Stop stops background work and releases this config's hold on the store;
+// the store closes when no config uses it any more.
+func (a *App) Stop() error {
+	running.CompareAndSwap(a, nil)
+	if a.cancel != nil {
+		a.cancel()
+		<-a.done
+	}
+	if a.live.state.Load() == nil {
+		return nil
+	}
+	if st := a.live.state.Load(); st != nil {
+		// Records of requests that finished under this config are written
+		// before the config lets go of the store.
+		_ = st.ledger.Flush(context.Background())
+	}
+	a.live.rt.Store(nil)
+	a.live.state.Store(nil)
+	_, err := statePool.Delete(a.poolKey)
+	return err
+}
+
+// Cleanup releases the provider transport.
+func (a *App) Cleanup() error {
+	if a.transport != nil {
+		return a.transport.Cleanup()
+	}
+	return nil
+}
+
+// current returns the started app's state, or nil before Start.
+func (a *App) current() *state { return a.live.state.Load() }
+
+// Routes returns the provider routing table.
+func (a *App) Routes() *providers.Table { return a.routes }
+
+// Transport returns the round tripper used to reach providers.
+func (a *App) Transport() http.RoundTripper { return a.transport.Transport }
+
+// Interface guards.
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

@@ -1,0 +1,213 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/dustin/go-humanize"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("air", parseGlobalOption)
+}
+
+// parseGlobalOption turns the global `air { … }` block into the air app.
+func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "air", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// UnmarshalCaddyfile sets up the app from the global option block. Syntax:
+//
+//	air {
+//		storage badger <dir>
+//		prices <file.json>
+//		ledger_retention <duration>
+//		max_request_body <size>
+//		provider <name> {
+//			protocol openai|anthropic|dashscope
+//			base_url <url> [<url>…]
+//			api_key <key> [<key>…]
+//			timeout <duration>
+//			retries <n>
+//		}
+//		model <id|glob> <provider> [<upstream_model>] [{
+//			kind chat|messages|image|video
+//			sizes <width>x<height> [...]
+//			typical_duration <duration>
+//		}]
+//		tasks {
+//			ttl <duration>
+//			media_ttl <duration>
+//			poll_interval <duration>
+//		}
+//	}
+//
+// `provider` and `model` repeat. Keys and URLs may use placeholders such as
+// {env.OPENAI_API_KEY}.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "storage":
+			a.Storage = &Storage{}
+			if !d.Args(&a.Storage.Backend, &a.Storage.Dir) {
+				return d.ArgErr()
+			}
+		case "prices":
+			if !d.AllArgs(&a.Prices) {
+				return d.ArgErr()
+			}
+		case "ledger_retention":
+			a.LedgerRetention, err = parseDuration(d)
+		case "max_request_body":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			size, perr := humanize.ParseBytes(d.Val())
+			if perr != nil || size == 0 {
+				return d.Errf("max_request_body: bad size %q", d.Val())
+			}
+			a.MaxRequestBody = int64(size)
+		case "provider":
+			err = a.parseProvider(d)
+		case "model":
+			err = a.parseModel(d)
+		case "tasks":
+			err = a.parseTasks(d)
+		default:
+			return d.Errf("unrecognized air option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *App) parseProvider(d *caddyfile.Dispenser) error {
+	p := &ProviderConfig{}
+	if !d.Args(&p.Name) {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "protocol":
+			if !d.AllArgs(&p.Protocol) {
+				return d.ArgErr()
+			}
+		case "base_url":
+			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
+		case "api_key":
+			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
+		case "timeout":
+			p.Timeout, err = parseDuration(d)
+		case "retries":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, perr := strconv.Atoi(s)
+			if perr != nil || n < 0 {
+				return d.Errf("retries: want a non-negative integer, got %q", s)
+			}
+			p.Retries = &n
+		default:
+			return d.Errf("unrecognized provider option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if p.Protocol == "" {
+		return d.Errf("provider %s: protocol is required", p.Name)
+	}
+	if len(p.BaseURLs) == 0 {
+		return d.Errf("provider %s: base_url is required", p.Name)
+	}
+	a.Providers = append(a.Providers, p)
+	return nil
+}
+
+func (a *App) parseModel(d *caddyfile.Dispenser) error {
+	m := &ModelConfig{}
+	args := d.RemainingArgs()
+	switch len(args) {
+	case 3:
+		m.UpstreamModel = args[2]
+		fallthrough
+	case 2:
+		m.Pattern, m.Provider = args[0], args[1]
+	default:
+		return d.Errf("model: want <id|glob> <provider> [<upstream_model>], got %d arguments", len(args))
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "kind":
+			if !d.AllArgs(&m.Kind) {
+				return d.ArgErr()
+			}
+		case "sizes":
+			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
+		case "typical_duration":
+			m.TypicalDuration, err = parseDuration(d)
+		default:
+			return d.Errf("unrecognized model option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	a.Models = append(a.Models, m)
+	return nil
+}
+
+func (a *App) parseTasks(d *caddyfile.Dispenser) error {
+	a.Tasks = &TasksConfig{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "ttl":
+			a.Tasks.TTL, err = parseDuration(d)
+		case "media_ttl":
+			a.Tasks.MediaTTL, err = parseDuration(d)
+		case "poll_interval":
+			a.Tasks.PollInterval, err = parseDuration(d)
+		default:
+			return d.Errf("unrecognized tasks option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseDuration reads one duration argument (Caddy syntax, so "90d" works).
+func parseDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: bad duration %q", name, s)
+	}
+	return caddy.Duration(dur), nil
+}
+
+// Interface guard.
+var _ caddyfile.Unmarshaler = (*App)(nil)

@@ -1,0 +1,141 @@
+package caddymodule
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/keys"
+)
+
+func init() {
+	caddy.RegisterModule(Auth{})
+	httpcaddyfile.RegisterHandlerDirective("air_auth", parseHandler[Auth])
+	httpcaddyfile.RegisterDirectiveOrder("air_auth", httpcaddyfile.After, "basic_auth")
+}
+
+// Auth is the `air_auth` handler: it requires a valid `sk-air-` key on
+// every request, as `Authorization: Bearer sk-air-…` or, as Anthropic's
+// SDKs send it, `x-api-key: sk-air-…`. It leaves the key's user and id in
+// the variables air.user and air.key_id (and in the access log), and
+// requires `Content-Type: application/json` on requests with a body.
+type Auth struct {
+	app *App
+	log *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Auth) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.air_auth",
+		New: func() caddy.Module { return new(Auth) },
+	}
+}
+
+// Provision finds the air app.
+func (h *Auth) Provision(ctx caddy.Context) (err error) {
+	h.log = ctx.Logger()
+	h.app, err = appFrom(ctx)
+	return err
+}
+
+// ServeHTTP authenticates the request and passes it on.
+func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	st := h.app.current()
+	if st == nil {
+		writeError(w, r, errNotStarted)
+		return nil
+	}
+	k, err := st.keys.Authenticate(r.Context(), secretOf(r))
+	if err != nil {
+		h.reject(w, r, err)
+		return nil
+	}
+	if e := checkContentType(r); e != nil {
+		writeError(w, r, e)
+		return nil
+	}
+	caddyhttp.SetVar(r.Context(), varKey, k)
+	caddyhttp.SetVar(r.Context(), varUser, k.User)
+	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
+	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
+	return next.ServeHTTP(w, r)
+}
+
+// reject answers a request whose key did not authenticate. Nothing of the
+// presented secret is logged.
+func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) {
+	typ := apierror.TypeAuthentication
+	if errors.Is(err, keys.ErrMissing) || errors.Is(err, keys.ErrMalformed) {
+		typ = apierror.TypeInvalidRequest
+	}
+	var known bool
+	for _, e := range []error{keys.ErrMissing, keys.ErrMalformed, keys.ErrUnknown, keys.ErrRevoked, keys.ErrExpired} {
+		known = known || errors.Is(err, e)
+	}
+	if !known {
+		h.log.Error("authenticating a request", zap.Error(err))
+		writeError(w, r, apierror.Internal())
+		return
+	}
+	if ce := h.log.Check(zap.DebugLevel, "rejected API key"); ce != nil {
+		ce.Write(zap.String("reason", err.Error()), zap.String("remote", r.RemoteAddr))
+	}
+	writeError(w, r, apierror.New(http.StatusUnauthorized, typ, "invalid_api_key", err.Error()))
+}
+
+// secretOf returns the API key a request presents.
+func secretOf(r *http.Request) string {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, token, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "malformed"
+		}
+		return strings.TrimSpace(token)
+	}
+	return strings.TrimSpace(r.Header.Get("x-api-key"))
+}
+
+// checkContentType requires JSON on requests that carry a body.
+func checkContentType(r *http.Request) *apierror.Error {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && mt == "application/json" {
+		return nil
+	}
+	return apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "unsupported_media_type",
+		"requests with a body must have 'Content-Type: application/json'")
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_auth [<matcher>]
+//
+// It takes no options: keys are managed with `caddy air key …`.
+func (h *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(0) {
+		return d.Errf("air_auth takes no options")
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Auth)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Auth)(nil)
+	_ caddyfile.Unmarshaler       = (*Auth)(nil)
+)

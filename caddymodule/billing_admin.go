@@ -1,0 +1,273 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// billingRoutes are the admin routes over the ledger and budgets:
+//
+//	GET /air/usage?user=&key=&model=&since=&until=   → the usage report, by day and model
+//	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, oldest first
+//	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
+func (a Admin) billingRoutes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{
+		{Pattern: "/air/usage", Handler: caddy.AdminHandlerFunc(a.handleUsage)},
+		{Pattern: "/air/ledger", Handler: caddy.AdminHandlerFunc(a.handleLedger)},
+		{Pattern: "/air/budgets/", Handler: caddy.AdminHandlerFunc(a.handleBudget)},
+	}
+}
+
+// parseWhen reads a since/until parameter: RFC 3339 or a date.
+func parseWhen(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bad time %q: want YYYY-MM-DD or RFC 3339", s)
+	}
+	return t, nil
+}
+
+func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+	}
+	_, st, err := startedState()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := billing.ReportFilter{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model")}
+	if f.Since, err = parseWhen(q.Get("since")); err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	if f.Until, err = parseWhen(q.Get("until")); err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	if err := st.ledger.Flush(r.Context()); err != nil {
+		return apiErr(http.StatusServiceUnavailable, err)
+	}
+	rep, err := st.ledger.Report(r.Context(), f)
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, err)
+	}
+	return writeAdminJSON(w, http.StatusOK, rep)
+}
+
+func (Admin) handleLedger(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+	}
+	_, st, err := startedState()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	since, err := parseWhen(q.Get("since"))
+	if err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	until, err := parseWhen(q.Get("until"))
+	if err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	limit := 1000
+	if s := q.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 {
+			return apiErr(http.StatusBadRequest, fmt.Errorf("bad limit %q", s))
+		}
+	}
+	if q.Get("flush") != "" {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		if err := st.ledger.Flush(ctx); err != nil {
+			return apiErr(http.StatusServiceUnavailable, err)
+		}
+	}
+	user, keyID := q.Get("user"), q.Get("key")
+	out := []billing.Record{}
+	err = st.ledger.Records(r.Context(), since, until, func(rec billing.Record) error {
+		if (user != "" && rec.User != user) || (keyID != "" && rec.KeyID != keyID) {
+			return nil
+		}
+		out = append(out, rec)
+		if len(out) >= limit {
+			return store.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, err)
+	}
+	return writeAdminJSON(w, http.StatusOK, out)
+}
+
+// handleBudget serves /air/budgets/<user|key>/<id>: PUT sets the limits
+// (billing.Limits as JSON), GET shows limits and spend, DELETE lifts them.
+func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := startedState()
+	if err != nil {
+		return err
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/air/budgets/")
+	scopeName, id, ok := strings.Cut(rest, "/")
+	scope, serr := billing.ParseScope(scopeName)
+	if !ok || id == "" || serr != nil {
+		return apiErr(http.StatusNotFound, fmt.Errorf("use /air/budgets/user/<user> or /air/budgets/key/<key id>"))
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
+	case http.MethodPut, http.MethodPost:
+		var lim billing.Limits
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&lim); err != nil {
+			return apiErr(http.StatusBadRequest, fmt.Errorf("decoding limits: %v", err))
+		}
+		if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
+			return apiErr(http.StatusBadRequest, err)
+		}
+		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
+	case http.MethodDelete:
+		if err := st.budgets.DeleteLimits(r.Context(), scope, id); err != nil {
+			return apiErr(http.StatusInternalServerError, err)
+		}
+		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
+	default:
+		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+	}
+}
+
+func usageCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "usage [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
+		Short: "Shows requests, tokens and cost by day and model",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			for _, f := range []string{"user", "key", "model", "since", "until"} {
+				if v, _ := cmd.Flags().GetString(f); v != "" {
+					q.Set(f, v)
+				}
+			}
+			var rep billing.Report
+			if err := adminCall(cmd, http.MethodGet, "/air/usage?"+q.Encode(), nil, &rep); err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "DAY\tMODEL\tREQUESTS\tINPUT\tCACHE WRITE\tCACHE READ\tOUTPUT\tCOST\t")
+			for _, row := range rep.Rows {
+				u := row.Usage
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", row.Day, row.Model, row.Requests,
+					u.Input, u.CacheCreation, u.CacheRead, u.Output, row.Cost, row.Currency)
+			}
+			for _, tot := range rep.Totals {
+				u := tot.Usage
+				fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", tot.Requests,
+					u.Input, u.CacheCreation, u.CacheRead, u.Output, tot.Cost, tot.Currency)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().String("user", "", "Only this user")
+	cmd.Flags().String("key", "", "Only this key id")
+	cmd.Flags().String("model", "", "Only this model")
+	cmd.Flags().String("since", "", "First day (YYYY-MM-DD), inclusive")
+	cmd.Flags().String("until", "", "Last day (YYYY-MM-DD), inclusive")
+	cmd.Flags().Bool("json", false, "Print JSON")
+	return cmd
+}
+
+func budgetCommand() *cobra.Command {
+	budget := &cobra.Command{Use: "budget", Short: "Sets, shows and lifts spend and rate limits of a user or key"}
+	target := func(cmd *cobra.Command) (string, error) {
+		user, _ := cmd.Flags().GetString("user")
+		key, _ := cmd.Flags().GetString("key")
+		if (user == "") == (key == "") {
+			return "", fmt.Errorf("give exactly one of --user or --key")
+		}
+		if user != "" {
+			return "/air/budgets/user/" + url.PathEscape(user), nil
+		}
+		return "/air/budgets/key/" + url.PathEscape(key), nil
+	}
+	addTarget := func(cmd *cobra.Command) {
+		cmd.Flags().String("user", "", "The user")
+		cmd.Flags().String("key", "", "The key id")
+	}
+	show := func(method string) func(cmd *cobra.Command, _ []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			path, err := target(cmd)
+			if err != nil {
+				return err
+			}
+			var out billing.BudgetStatus
+			if err := adminCall(cmd, method, path, nil, &out); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), out)
+		}
+	}
+	set := &cobra.Command{
+		Use:   "set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>]",
+		Short: "Sets limits (replacing earlier ones); amounts are decimals such as 12.50",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := target(cmd)
+			if err != nil {
+				return err
+			}
+			var lim billing.Limits
+			lim.Currency, _ = cmd.Flags().GetString("currency")
+			for flag, dst := range map[string]*billing.Amount{"monthly": &lim.Monthly, "total": &lim.Total} {
+				if v, _ := cmd.Flags().GetString(flag); v != "" {
+					if *dst, err = billing.ParseAmount(v); err != nil {
+						return fmt.Errorf("--%s: %v", flag, err)
+					}
+				}
+			}
+			lim.RPM, _ = cmd.Flags().GetInt64("rpm")
+			lim.TPM, _ = cmd.Flags().GetInt64("tpm")
+			body, _ := json.Marshal(lim)
+			var out billing.BudgetStatus
+			if err := adminCall(cmd, http.MethodPut, path, body, &out); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), out)
+		},
+	}
+	addTarget(set)
+	set.Flags().String("monthly", "", "Spend limit per calendar month (UTC)")
+	set.Flags().String("total", "", "Spend limit over all time")
+	set.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
+	set.Flags().Int64("rpm", 0, "Requests per minute")
+	set.Flags().Int64("tpm", 0, "Tokens per minute")
+	get := &cobra.Command{Use: "get --user <u> | --key <id>", Short: "Shows limits and spend", Args: cobra.NoArgs, RunE: show(http.MethodGet)}
+	del := &cobra.Command{Use: "delete --user <u> | --key <id>", Short: "Lifts the limits", Args: cobra.NoArgs, RunE: show(http.MethodDelete)}
+	addTarget(get)
+	addTarget(del)
+	budget.AddCommand(set, get, del)
+	return budget
+}

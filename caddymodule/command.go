@@ -1,0 +1,166 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-air/caddy-air/keys"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "air",
+		Usage: "key|usage|budget …",
+		Short: "Manages caddy-air keys, usage reports and budgets",
+		Long: `
+Manages caddy-air through the admin API of a running Caddy (it never opens
+the database itself). The admin address is taken from --address, or from the
+config given with --config (and --adapter), or is the default localhost:2019.
+
+  caddy air key create --user <user> [--name <name>] [--expires <duration>]
+  caddy air key list [--user <user>] [--json]
+  caddy air key revoke <key id>
+  caddy air usage [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
+  caddy air budget set --user <u> | --key <id> [--spend <amount>] [--period month|total] [--rpm <n>] [--tpm <n>]
+  caddy air budget get|delete --user <u> | --key <id>
+`,
+		CobraFunc: func(cmd *cobra.Command) {
+			cmd.PersistentFlags().String("address", "", "The address of the admin API")
+			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
+			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
+			cmd.AddCommand(keyCommand(), usageCommand(), budgetCommand())
+		},
+	})
+}
+
+func keyCommand() *cobra.Command {
+	key := &cobra.Command{Use: "key", Short: "Creates, lists and revokes API keys"}
+
+	create := &cobra.Command{
+		Use:   "create --user <user> [--name <name>] [--expires <duration>]",
+		Short: "Creates a key and prints it once, on the last line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			user, _ := cmd.Flags().GetString("user")
+			name, _ := cmd.Flags().GetString("name")
+			expires, _ := cmd.Flags().GetString("expires")
+			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name}, ExpiresIn: expires})
+			var out createKeyResponse
+			if err := adminCall(cmd, http.MethodPost, "/air/keys", body, &out); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "id:      %s\nuser:    %s\n", out.ID, out.User)
+			if out.ExpiresAt != nil {
+				fmt.Fprintf(w, "expires: %s\n", out.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
+			}
+			fmt.Fprintln(w, "Store this key now: it is not shown again.")
+			fmt.Fprintln(w, out.Secret)
+			return nil
+		},
+	}
+	create.Flags().String("user", "", "The user who owns the key (required)")
+	create.Flags().String("name", "", "A label for the key")
+	create.Flags().String("expires", "", "Lifetime of the key, e.g. 720h or 30d (default: no expiry)")
+	_ = create.MarkFlagRequired("user")
+
+	list := &cobra.Command{
+		Use:   "list [--user <user>] [--json]",
+		Short: "Lists keys (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			user, _ := cmd.Flags().GetString("user")
+			var out []keys.Key
+			if err := adminCall(cmd, http.MethodGet, "/air/keys?user="+url.QueryEscape(user), nil, &out); err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tSTATUS")
+			for _, k := range out {
+				status := "active"
+				switch {
+				case k.RevokedAt != nil:
+					status = "revoked"
+				case k.ExpiresAt != nil:
+					status = "expires " + k.ExpiresAt.Format("2006-01-02")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.User, k.Name, k.CreatedAt.Format("2006-01-02 15:04"), status)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().String("user", "", "Only this user's keys")
+	list.Flags().Bool("json", false, "Print JSON")
+
+	revoke := &cobra.Command{
+		Use:   "revoke <key id>",
+		Short: "Revokes a key; it stops working on the next request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var out keys.Key
+			if err := adminCall(cmd, http.MethodDelete, "/air/keys/"+url.PathEscape(args[0]), nil, &out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (user %s)\n", out.ID, out.User)
+			return nil
+		},
+	}
+	key.AddCommand(create, list, revoke)
+	return key
+}
+
+// adminCall sends one request to the admin API and decodes the answer into
+// out. Non-2xx answers become errors carrying the API's message.
+func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) error {
+	addrFlag, _ := cmd.Flags().GetString("address")
+	configFile, _ := cmd.Flags().GetString("config")
+	adapter, _ := cmd.Flags().GetString("adapter")
+	addr, err := caddycmd.DetermineAdminAPIAddress(addrFlag, nil, configFile, adapter)
+	if err != nil {
+		return fmt.Errorf("finding the admin address: %v", err)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
+	if err != nil {
+		return fmt.Errorf("is caddy running? %v", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var apiError struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &apiError) == nil && apiError.Error != "" {
+			return fmt.Errorf("%s", apiError.Error)
+		}
+		return fmt.Errorf("admin API answered %s: %s", resp.Status, strings.TrimSpace(string(data)))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

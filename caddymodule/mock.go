@@ -1,0 +1,124 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-air/caddy-air/mockprovider"
+)
+
+func init() {
+	caddy.RegisterModule(Mock{})
+	httpcaddyfile.RegisterHandlerDirective("air_mock", parseHandler[Mock])
+	httpcaddyfile.RegisterDirectiveOrder("air_mock", httpcaddyfile.Before, "respond")
+}
+
+// Mock is the `air_mock` handler: a deterministic offline provider that
+// speaks the wire formats of OpenAI chat completions, images and videos and
+// of Anthropic messages. Mount it under a path and point a provider's
+// base_url at "<that path>/v1". It answers every request itself.
+type Mock struct {
+	// APIKey, if set, is the key the mock requires from callers.
+	APIKey string `json:"api_key,omitempty"`
+	// VideoDuration is how long a mock video takes. Default: 10s.
+	VideoDuration caddy.Duration `json:"video_duration,omitempty"`
+	// FailureRate is the share of videos that fail, from 0 to 1.
+	FailureRate float64 `json:"failure_rate,omitempty"`
+	// ChunkDelay is the pause between two streamed events.
+	ChunkDelay caddy.Duration `json:"chunk_delay,omitempty"`
+
+	handler http.Handler
+}
+
+// CaddyModule returns the Caddy module information.
+func (Mock) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.air_mock",
+		New: func() caddy.Module { return new(Mock) },
+	}
+}
+
+// Provision builds the mock provider.
+func (m *Mock) Provision(caddy.Context) error {
+	m.handler = mockprovider.New(mockprovider.Config{
+		APIKey:        caddy.NewReplacer().ReplaceAll(m.APIKey, ""),
+		VideoDuration: time.Duration(m.VideoDuration),
+		FailureRate:   m.FailureRate,
+		ChunkDelay:    time.Duration(m.ChunkDelay),
+		OriginalPath:  originalPath,
+	})
+	return nil
+}
+
+// originalPath is the request path before handle_path stripped its prefix,
+// so that the mock's file URLs point back at itself.
+func originalPath(r *http.Request) string {
+	orig, _ := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
+	if orig.URL == nil {
+		return ""
+	}
+	return orig.URL.Path
+}
+
+// ServeHTTP answers the request as a provider would.
+func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	m.handler.ServeHTTP(w, r)
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_mock [<matcher>] {
+//		api_key <key>
+//		video_duration <duration>
+//		failure_rate <0..1>
+//		chunk_delay <duration>
+//	}
+func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "api_key":
+			if !d.AllArgs(&m.APIKey) {
+				return d.ArgErr()
+			}
+		case "video_duration":
+			m.VideoDuration, err = parseDuration(d)
+		case "chunk_delay":
+			m.ChunkDelay, err = parseDuration(d)
+		case "failure_rate":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			f, perr := strconv.ParseFloat(s, 64)
+			if perr != nil || f < 0 || f > 1 {
+				return d.Errf("failure_rate: want a number from 0 to 1, got %q", s)
+			}
+			m.FailureRate = f
+		default:
+			return d.Errf("unrecognized air_mock option %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Mock)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Mock)(nil)
+	_ caddyfile.Unmarshaler       = (*Mock)(nil)
+)

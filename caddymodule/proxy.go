@@ -1,0 +1,235 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+func init() {
+	caddy.RegisterModule(Chat{})
+	caddy.RegisterModule(Messages{})
+	httpcaddyfile.RegisterHandlerDirective("air_chat", parseHandler[Chat])
+	httpcaddyfile.RegisterHandlerDirective("air_messages", parseHandler[Messages])
+	httpcaddyfile.RegisterDirectiveOrder("air_chat", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("air_messages", httpcaddyfile.Before, "respond")
+}
+
+// Chat is the `air_chat` handler: `POST /v1/chat/completions`, passed
+// through to the provider that serves the model, byte for byte, with usage
+// captured and settled in the ledger.
+type Chat struct{ proxyHandler }
+
+// Messages is the `air_messages` handler: `POST /v1/messages`, Anthropic's
+// Messages API passed through the same way, with prompt-cache accounting.
+type Messages struct{ proxyHandler }
+
+// CaddyModule returns the Caddy module information.
+func (Chat) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_chat", New: func() caddy.Module { return new(Chat) }}
+}
+
+// CaddyModule returns the Caddy module information.
+func (Messages) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_messages", New: func() caddy.Module { return new(Messages) }}
+}
+
+// Provision sets the handler up for OpenAI chat completions.
+func (h *Chat) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, protocolSpec{
+		protocol: chatproxy.OpenAI, endpoint: "chat", path: "/chat/completions",
+		kind: providers.KindChat, inspect: chatproxy.InspectChat,
+	})
+}
+
+// Provision sets the handler up for Anthropic messages.
+func (h *Messages) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, protocolSpec{
+		protocol: chatproxy.Anthropic, endpoint: "messages", path: "/messages",
+		kind: providers.KindMessages, inspect: chatproxy.InspectMessages,
+	})
+}
+
+// protocolSpec is what differs between the chat and messages endpoints.
+type protocolSpec struct {
+	protocol chatproxy.Protocol
+	endpoint string // ledger endpoint name
+	path     string // upstream path below the provider base URL
+	kind     string // model kind this endpoint serves
+	inspect  func([]byte) (chatproxy.Inspected, *apierror.Error)
+}
+
+// proxyHandler is the shared body of Chat and Messages.
+type proxyHandler struct {
+	spec  protocolSpec
+	app   *App
+	proxy *chatproxy.Proxy
+	log   *zap.Logger
+}
+
+func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	h.spec, h.app, h.log = spec, app, ctx.Logger()
+	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log}
+	return nil
+}
+
+// ServeHTTP validates, admits, proxies and settles one request.
+func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
+		return nil
+	}
+	key := identity(r)
+	if key == nil {
+		writeError(w, r, errNoIdentity)
+		return nil
+	}
+	rt := h.app.runtimeState()
+	if rt == nil {
+		writeError(w, r, errNotStarted)
+		return nil
+	}
+	body, err := readBody(w, r, h.app.MaxRequestBody)
+	if err != nil {
+		writeError(w, r, err)
+		return nil
+	}
+	in, aerr := h.spec.inspect(body)
+	if aerr != nil {
+		writeError(w, r, aerr)
+		return nil
+	}
+	route, aerr := h.route(in.Model)
+	if aerr != nil {
+		writeError(w, r, aerr)
+		return nil
+	}
+	upstreamBody, injected, err := chatproxy.PrepareBody(h.spec.protocol, body, in, route.UpstreamModel)
+	if err != nil {
+		writeError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+		return nil
+	}
+	subject := billing.Subject{User: key.User, KeyID: key.ID}
+	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, chatproxy.EstimateRequest(in))
+	if aerr != nil {
+		writeError(w, r, aerr)
+		return nil
+	}
+	requestID := requestIDOf(r)
+	start := time.Now()
+	res := h.proxy.Serve(w, r, &chatproxy.Call{
+		Protocol:     h.spec.protocol,
+		Provider:     route.Provider,
+		Path:         h.spec.path,
+		Body:         upstreamBody,
+		Inspected:    in,
+		StripUsage:   injected,
+		ClientHeader: r.Header,
+		RequestID:    requestID,
+	})
+	if !res.Reached {
+		reservation.Release()
+		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
+		return nil
+	}
+	rec := reservation.Settle(billing.Record{
+		ID:       requestID,
+		Time:     start.UTC(),
+		Endpoint: h.spec.endpoint,
+		User:     key.User,
+		KeyID:    key.ID,
+		Model:    in.Model,
+		Provider: route.Provider.Name,
+		Usage:    res.Usage,
+		Source:   res.Source,
+		Status:   res.Status,
+		Outcome:  res.Outcome,
+	})
+	logFields(r,
+		zap.String("air_model", in.Model),
+		zap.String("air_provider", route.Provider.Name),
+		zap.Int64("air_prompt_tokens", res.Usage.PromptTotal()),
+		zap.Int64("air_output_tokens", res.Usage.Output),
+		zap.String("air_usage_source", string(res.Source)),
+		zap.String("air_cost", rec.Cost.String()),
+		zap.String("air_outcome", res.Outcome),
+	)
+	return nil
+}
+
+// route finds the provider for model and checks that this endpoint serves
+// models of its kind.
+func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
+	route, err := h.app.Routes().Lookup(model)
+	if err != nil {
+		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
+	}
+	if route.Kind != h.spec.kind {
+		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", model, route.Kind, endpointFor(route.Kind)))
+	}
+	return route, nil
+}
+
+// endpointFor names the endpoint that serves a model kind.
+func endpointFor(kind string) string {
+	switch kind {
+	case providers.KindMessages:
+		return "POST /v1/messages"
+	case providers.KindImage, providers.KindVideo:
+		return "POST /v1/tasks"
+	default:
+		return "POST /v1/chat/completions"
+	}
+}
+
+// requestIDOf returns the request's unique id, the one Caddy logs.
+func requestIDOf(r *http.Request) string {
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if !ok {
+		return ""
+	}
+	return "req_" + repl.ReplaceAll("{http.request.uuid}", "")
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_chat [<matcher>]
+//	air_messages [<matcher>]
+//
+// Providers and models are configured in the global `air` option.
+func (h *proxyHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(0) {
+		return d.Errf("%s takes no options; configure providers in the global air option", d.Val())
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Chat)(nil)
+	_ caddy.Provisioner           = (*Messages)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Chat)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Messages)(nil)
+	_ caddyfile.Unmarshaler       = (*Chat)(nil)
+	_ caddyfile.Unmarshaler       = (*Messages)(nil)
+)

@@ -1,0 +1,118 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/keys"
+)
+
+// Variable names under which air_auth leaves the caller's identity for
+// later handlers, placeholders ({http.vars.air.user}) and the access log.
+const (
+	varKey   = "air.key"
+	varUser  = "air.user"
+	varKeyID = "air.key_id"
+)
+
+// identity returns the key that air_auth authenticated for r, or nil.
+func identity(r *http.Request) *keys.Key {
+	k, _ := caddyhttp.GetVar(r.Context(), varKey).(*keys.Key)
+	return k
+}
+
+// logFields adds fields to the request's access log entry.
+func logFields(r *http.Request, fields ...zap.Field) {
+	extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields)
+	if !ok {
+		return
+	}
+	for _, f := range fields {
+		extra.Set(f)
+	}
+}
+
+// anthropicShaped reports whether errors for r use the Anthropic shape: on
+// the /v1/messages endpoint, as its SDKs expect.
+func anthropicShaped(r *http.Request) bool {
+	return strings.HasSuffix(r.URL.Path, "/messages")
+}
+
+// writeError answers r with err in the shape its endpoint's clients expect.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *apierror.Error
+	if !errors.As(err, &e) {
+		e = apierror.Internal()
+	}
+	if anthropicShaped(r) {
+		e.WriteAnthropic(w)
+		return
+	}
+	e.Write(w)
+}
+
+// readBody reads r's body up to limit bytes: a larger one gives a 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge(limit)
+	}
+	if err != nil {
+		return nil, apierror.InvalidRequest("", "could not read the request body: "+err.Error())
+	}
+	return body, nil
+}
+
+func tooLarge(limit int64) *apierror.Error {
+	return apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeInvalidRequest, "request_too_large",
+		fmt.Sprintf("request body is larger than the limit of %d bytes", limit))
+}
+
+// appFrom returns the air app of ctx, which every handler needs.
+func appFrom(ctx caddy.Context) (*App, error) {
+	v, err := ctx.App("air")
+	if err != nil {
+		return nil, fmt.Errorf("getting the air app: %v", err)
+	}
+	return v.(*App), nil
+}
+
+// errNotStarted answers requests that arrive before the app has started.
+var errNotStarted = apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "not_ready", "the gateway is starting; retry shortly")
+
+// errNoIdentity answers a request that reached an air handler without
+// passing air_auth: a configuration mistake, so the handler fails closed.
+var errNoIdentity = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_api_key",
+	"this endpoint requires an API key, but air_auth is not configured in front of it")
+
+// writeJSON answers with v encoded as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeRawJSON(w, status, body)
+}
+
+// writeRawJSON answers with body, which is JSON already.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	return err
+}

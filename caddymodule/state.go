@@ -1,0 +1,54 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/store/badgerstore"
+)
+
+// statePool holds the state of each storage directory across config
+// reloads. Badger locks its directory even within one process, and during a
+// reload the new config starts before the old one stops, so both must share
+// one open database.
+var statePool = caddy.NewUsagePool()
+
+// state is what outlives a config: the open store and the services whose
+// in-memory data must stay consistent with it.
+type state struct {
+	store   *badgerstore.DB
+	keys    *keys.Service
+	ledger  *billing.Ledger
+	budgets *billing.Budgets
+}
+
+// openState opens the Badger store in dir and the services on top of it.
+func openState(dir string, ledgerRetention time.Duration, log *zap.Logger) (*state, error) {
+	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: log.Named("badger")})
+	if err != nil {
+		return nil, err
+	}
+	budgets, err := billing.NewBudgets(context.Background(), db)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("loading budgets: %w", err)
+	}
+	return &state{
+		store:   db,
+		keys:    keys.NewService(db),
+		ledger:  billing.NewLedger(db, ledgerRetention, log.Named("ledger")),
+		budgets: budgets,
+	}, nil
+}
+
+// Destruct closes the store once no config uses it.
+func (s *state) Destruct() error {
+	return errors.Join(s.ledger.Close(), s.store.Close())
+}

@@ -1,0 +1,223 @@
+package caddymodule
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/tasks"
+)
+
+func init() {
+	caddy.RegisterModule(Tasks{})
+	caddy.RegisterModule(Media{})
+	httpcaddyfile.RegisterHandlerDirective("air_tasks", parseHandler[Tasks])
+	httpcaddyfile.RegisterHandlerDirective("air_media", parseHandler[Media])
+	httpcaddyfile.RegisterDirectiveOrder("air_tasks", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("air_media", httpcaddyfile.Before, "respond")
+}
+
+// Tasks is the `air_tasks` handler: `POST /v1/tasks` creates an image
+// (synchronous) or video (asynchronous) task, `GET /v1/tasks/{id}` reads
+// one, `GET /v1/tasks?limit=N` lists the caller's user's most recent ones.
+type Tasks struct {
+	// MediaPath is the path prefix under which air_media serves re-hosted
+	// media on this site. Default: /media.
+	MediaPath string `json:"media_path,omitempty"`
+
+	app *App
+}
+
+// CaddyModule returns the Caddy module information.
+func (Tasks) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_tasks", New: func() caddy.Module { return new(Tasks) }}
+}
+
+// Provision finds the air app.
+func (h *Tasks) Provision(ctx caddy.Context) (err error) {
+	if h.MediaPath == "" {
+		h.MediaPath = "/media"
+	}
+	h.MediaPath = "/" + strings.Trim(h.MediaPath, "/")
+	h.app, err = appFrom(ctx)
+	return err
+}
+
+// ServeHTTP dispatches on method and path.
+func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	key := identity(r)
+	if key == nil {
+		writeError(w, r, errNoIdentity)
+		return nil
+	}
+	rt := h.app.runtimeState()
+	if rt == nil {
+		writeError(w, r, errNotStarted)
+		return nil
+	}
+	owner := tasks.Owner{User: key.User, KeyID: key.ID}
+	id := ""
+	if i := strings.Index(r.URL.Path, "/tasks/"); i >= 0 {
+		id = r.URL.Path[i+len("/tasks/"):]
+	}
+	switch {
+	case r.Method == http.MethodPost && id == "":
+		body, err := readBody(w, r, h.app.MaxRequestBody)
+		if err != nil {
+			writeError(w, r, err)
+			return nil
+		}
+		// Spend and rate limits apply before any upstream call; the task is
+		// charged when it succeeds, by the task service.
+		subject := billing.Subject{User: key.User, KeyID: key.ID}
+		reservation, aerr := rt.billing.AdmitTask(r.Context(), subject, gjson.GetBytes(body, "model").String(), 1, 0)
+		if aerr != nil {
+			writeError(w, r, aerr)
+			return nil
+		}
+		task, aerr := rt.tasks.Create(r.Context(), owner, body, h.mediaBase(r))
+		reservation.Release()
+		if aerr != nil {
+			writeError(w, r, aerr)
+			return nil
+		}
+		return writeJSON(w, http.StatusAccepted, task.CreateView())
+	case r.Method == http.MethodGet && id != "":
+		task, aerr := rt.tasks.Get(r.Context(), owner, id)
+		if aerr != nil {
+			writeError(w, r, aerr)
+			return nil
+		}
+		return writeJSON(w, http.StatusOK, task.QueryView())
+	case r.Method == http.MethodGet:
+		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
+		if aerr != nil {
+			writeError(w, r, aerr)
+			return nil
+		}
+		list, aerr := rt.tasks.List(r.Context(), owner, limit)
+		if aerr != nil {
+			writeError(w, r, aerr)
+			return nil
+		}
+		return writeJSON(w, http.StatusOK, tasks.NewListView(list))
+	default:
+		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
+			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
+		return nil
+	}
+}
+
+// mediaBase is the absolute URL prefix of re-hosted media for r's site.
+func (h *Tasks) mediaBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + h.MediaPath
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_tasks [<matcher>] [{
+//		media_path <path>
+//	}]
+func (h *Tasks) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "media_path":
+			if !d.AllArgs(&h.MediaPath) {
+				return d.ArgErr()
+			}
+		default:
+			return d.Errf("unrecognized air_tasks option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// Media is the `air_media` handler: it serves the images and videos that
+// tasks re-hosted, by their unguessable id, without an API key, until their
+// TTL ends.
+type Media struct {
+	app *App
+}
+
+// CaddyModule returns the Caddy module information.
+func (Media) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_media", New: func() caddy.Module { return new(Media) }}
+}
+
+// Provision finds the air app.
+func (h *Media) Provision(ctx caddy.Context) (err error) {
+	h.app, err = appFrom(ctx)
+	return err
+}
+
+// ServeHTTP serves one media object.
+func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET"))
+		return nil
+	}
+	rt := h.app.runtimeState()
+	if rt == nil {
+		writeError(w, r, errNotStarted)
+		return nil
+	}
+	id := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+	contentType, data, err := rt.tasks.Media(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, r, apierror.NotFound("media_not_found", "no such media, or its link has expired"))
+		return nil
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return nil
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_media [<matcher>]
+func (h *Media) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Tasks)(nil)
+	_ caddy.Provisioner           = (*Media)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Tasks)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Media)(nil)
+	_ caddyfile.Unmarshaler       = (*Tasks)(nil)
+	_ caddyfile.Unmarshaler       = (*Media)(nil)
+)

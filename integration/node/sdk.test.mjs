@@ -1,0 +1,127 @@
+// The official npm SDKs as clients of caddy-air. Run by the Go test
+// TestNodeSDKs, which starts the gateway and passes GATEWAY_URL and AIR_KEY.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+
+const base = process.env.GATEWAY_URL;
+const key = process.env.AIR_KEY;
+assert.ok(base && key, 'GATEWAY_URL and AIR_KEY must be set');
+
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
+
+test('openai: chat completion', async () => {
+  const r = await openai.chat.completions.create({
+    model: 'mock-gpt',
+    messages: [{ role: 'user', content: 'Hello from node' }],
+  });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.match(r.choices[0].message.content, /Hello from node/);
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.ok(r.usage.prompt_tokens > 0 && r.usage.completion_tokens > 0);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+test('openai: streaming without include_usage sees no usage chunk', async () => {
+  const stream = await openai.chat.completions.create({
+    model: 'mock-reasoner',
+    stream: true,
+    messages: [{ role: 'user', content: 'Stream please' }],
+  });
+  let text = '', reasoning = '', finish = null, chunks = 0, ids = new Set();
+  for await (const c of stream) {
+    chunks++;
+    ids.add(c.id);
+    assert.equal(c.usage, undefined, 'the gateway injected include_usage; the client must not see it');
+    assert.ok(c.choices.length > 0, 'a usage-only chunk reached the client');
+    text += c.choices[0].delta.content ?? '';
+    reasoning += c.choices[0].delta.reasoning_content ?? '';
+    finish = c.choices[0].finish_reason ?? finish;
+  }
+  assert.ok(chunks > 2);
+  assert.equal(ids.size, 1);
+  assert.match(text, /Stream please/);
+  assert.ok(reasoning.length > 0, 'reasoning_content was lost');
+  assert.equal(finish, 'stop');
+});
+
+test('openai: streaming with include_usage', async () => {
+  const stream = await openai.chat.completions.create({
+    model: 'mock-gpt',
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: 'user', content: 'Count tokens' }],
+  });
+  let usage = null;
+  for await (const c of stream) if (c.usage) usage = c.usage;
+  assert.ok(usage && usage.prompt_tokens > 0 && usage.completion_tokens > 0);
+});
+
+test('openai: tool calls', async () => {
+  const r = await openai.chat.completions.create({
+    model: 'mock-gpt',
+    messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+  });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  JSON.parse(r.choices[0].message.tool_calls[0].function.arguments);
+});
+
+test('openai: models and errors', async () => {
+  const models = [];
+  for await (const m of openai.models.list()) models.push(m.id);
+  assert.ok(models.includes('mock-gpt'));
+  const bad = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-air-' + 'x'.repeat(43), maxRetries: 0 });
+  await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key');
+  await assert.rejects(
+    openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
+  await assert.rejects(
+    openai.chat.completions.create({ model: 'mock-gpt', temperature: 2, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
+});
+
+const cachedSystem = [{ type: 'text', text: 'You are a careful assistant. '.repeat(40), cache_control: { type: 'ephemeral' } }];
+
+test('anthropic: message with prompt caching', async () => {
+  const nonce = `nonce-${Date.now()}-${Math.random()}`;
+  const system = [{ ...cachedSystem[0], text: cachedSystem[0].text + nonce }];
+  const first = await anthropic.messages.create({
+    model: 'mock-claude', max_tokens: 256, system,
+    messages: [{ role: 'user', content: 'Hello Claude' }],
+  });
+  assert.equal(first.type, 'message');
+  assert.equal(first.content[0].type, 'text');
+  assert.ok(first.usage.cache_creation_input_tokens > 0, 'first call writes the cache');
+  const second = await anthropic.messages.create({
+    model: 'mock-claude', max_tokens: 256, system,
+    messages: [{ role: 'user', content: 'Hello again' }],
+  });
+  assert.ok(second.usage.cache_read_input_tokens > 0, 'second call reads the cache');
+});
+
+test('anthropic: streaming', async () => {
+  const stream = anthropic.messages.stream({
+    model: 'mock-claude', max_tokens: 256,
+    messages: [{ role: 'user', content: 'Stream to me' }],
+  });
+  const events = [];
+  stream.on('streamEvent', (e) => events.push(e.type));
+  const msg = await stream.finalMessage();
+  assert.equal(events[0], 'message_start');
+  assert.ok(events.includes('content_block_delta'));
+  assert.equal(events.at(-1), 'message_stop');
+  assert.ok(msg.content[0].text.length > 0);
+  assert.ok(msg.usage.output_tokens > 0);
+});
+
+test('anthropic: errors in Anthropic shape', async () => {
+  const bad = new Anthropic({ baseURL: base, apiKey: 'sk-air-' + 'y'.repeat(43), maxRetries: 0 });
+  await assert.rejects(
+    bad.messages.create({ model: 'mock-claude', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.AuthenticationError && e.error?.type === 'error' && e.error?.error?.type === 'authentication_error');
+});

@@ -1,0 +1,202 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Ports of gateway processes started by these tests; distinct from the
+// in-process Caddy's.
+const (
+	procHTTPPort  = "18080"
+	procAdminAddr = "localhost:12019"
+)
+
+// process is a caddy-air gateway running as its own OS process.
+type process struct {
+	t       *testing.T
+	config  string
+	dataDir string
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+}
+
+// quickstartConfig returns Caddyfile.example with the test's ports and data
+// dir, written to a temporary file, plus extra text for the global air
+// block. The data dir is written literally: `caddy reload` adapts the
+// Caddyfile in the CLI's own environment.
+func quickstartConfig(t *testing.T, dataDir, airExtra string) string {
+	t.Helper()
+	src, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(src), "8080", procHTTPPort)
+	cfg = strings.Replace(cfg, "admin localhost:2019", "admin "+procAdminAddr, 1)
+	cfg = strings.Replace(cfg, "video_duration 10s", "video_duration 2s", 1)
+	cfg = strings.Replace(cfg, "{$AIR_DATA_DIR:.data/air}", dataDir, 1)
+	if airExtra != "" {
+		cfg = strings.Replace(cfg, "\tair {\n", "\tair {\n"+airExtra+"\n", 1)
+	}
+	path := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startProcess runs `caddy run` on config, from the repository root (so
+// relative paths in the config resolve as in the README), and waits until
+// it answers.
+func startProcess(t *testing.T, config, dataDir string) *process {
+	t.Helper()
+	p := &process{t: t, config: config, dataDir: dataDir, log: new(bytes.Buffer)}
+	p.cmd = exec.Command(caddyBin, "run", "--config", config, "--adapter", "caddyfile")
+	p.cmd.Dir = ".."
+	p.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dataDir, "xdg"))
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	eventually(t, 30*time.Second, "the gateway process answers", func() bool {
+		resp, err := http.Get(p.url("/v1/models"))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+	return p
+}
+
+func (p *process) url(path string) string { return "http://localhost:" + procHTTPPort + path }
+
+// kill ends the process abruptly (SIGKILL) if it still runs.
+func (p *process) kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+	if p.t.Failed() {
+		p.t.Logf("gateway log:\n%s", p.log.String())
+	}
+}
+
+// stop ends the process gracefully.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		p.kill()
+	}
+}
+
+// caddyCLI runs the caddy binary with args and returns its stdout.
+func caddyCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, caddyBin, args...)
+	cmd.Dir = ".."
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("caddy %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			last = l
+		}
+	}
+	return last
+}
+
+func getStatus(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestQuickstart follows the README: start the gateway from
+// Caddyfile.example, create a key with the CLI, call the API with and
+// without it, reload with the same and a changed config.
+func TestQuickstart(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := quickstartConfig(t, dataDir, "")
+	p := startProcess(t, cfg, dataDir)
+
+	out := caddyCLI(t, "air", "key", "create", "--user", "alice", "--name", "quickstart", "--config", cfg)
+	key := lastLine(out)
+	if !strings.HasPrefix(key, "sk-air-") {
+		t.Fatalf("key create: last line %q is not a key:\n%s", key, out)
+	}
+	if status, body := getStatus(t, p.url("/v1/models"), key); status != http.StatusOK || !strings.Contains(body, "mock-gpt") {
+		t.Fatalf("with the key: %d %s", status, body)
+	}
+	if status, body := getStatus(t, p.url("/v1/models"), ""); status != http.StatusUnauthorized || !strings.Contains(body, `"invalid_api_key"`) {
+		t.Fatalf("without a key: %d %s", status, body)
+	}
+
+	list := caddyCLI(t, "air", "key", "list", "--user", "alice", "--config", cfg)
+	if !strings.Contains(list, "alice") || !strings.Contains(list, "quickstart") || strings.Contains(list, key) {
+		t.Fatalf("key list:\n%s", list)
+	}
+
+	// Reload with the same config, then with a changed one.
+	caddyCLI(t, "reload", "--config", cfg, "--adapter", "caddyfile", "--force")
+	changed := quickstartConfig(t, dataDir, "\t\tmodel reloaded-model mock")
+	caddyCLI(t, "reload", "--config", changed, "--adapter", "caddyfile")
+	if status, body := getStatus(t, p.url("/v1/models"), key); status != http.StatusOK || !strings.Contains(body, "reloaded-model") {
+		t.Fatalf("after reloads: %d %s", status, body)
+	}
+	if strings.Contains(p.log.String(), "Cannot acquire directory lock") {
+		t.Fatalf("a reload fought over the Badger lock:\n%s", p.log.String())
+	}
+
+	// Keys survive a restart of the process.
+	p.stop()
+	p = startProcess(t, changed, p.dataDir)
+	if status, body := getStatus(t, p.url("/v1/models"), key); status != http.StatusOK {
+		t.Fatalf("after a restart: %d %s", status, body)
+	}
+
+	id := strings.Fields(strings.Split(caddyCLI(t, "air", "key", "list", "--config", changed), "\n")[1])[0]
+	if got := caddyCLI(t, "air", "key", "revoke", id, "--config", changed); !strings.Contains(got, fmt.Sprintf("revoked %s", id)) {
+		t.Fatalf("revoke: %s", got)
+	}
+	if status, _ := getStatus(t, p.url("/v1/models"), key); status != http.StatusUnauthorized {
+		t.Fatalf("revoked key: %d", status)
+	}
+}

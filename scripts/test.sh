@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every test of caddy-air on a fresh machine: installs what the tests
+# need (Go modules, the npm SDKs), then unit tests with the race detector,
+# then the integration tests in one real Caddy (-p 1: caddytest uses fixed
+# ports), which also drive the official Node SDKs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v go >/dev/null || { echo "go is required (1.26+)"; exit 1; }
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	echo "installing node and npm from Debian"
+	if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; else sudo apt-get update -qq && sudo apt-get install -y -qq nodejs npm; fi
+fi
+
+echo "== go modules"
+go mod download
+
+echo "== npm SDKs (integration/node)"
+(cd integration/node && npm ci --no-audit --no-fund --loglevel=error)
+
+echo "== vet and format"
+go vet ./...
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './integration/node/*'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+
+echo "== unit tests"
+go test -race -count=1 $(go list ./... | grep -v /integration)
+
+echo "== integration tests (real Caddy, loopback, official SDKs)"
+log=$(mktemp)
+set +e
+go test -p 1 -count=1 -timeout 30m -v ./integration/ 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+if grep -q -- '--- SKIP' "$log"; then
+	echo "integration tests were skipped; that is a failure here:"
+	grep -- '--- SKIP' "$log"
+	exit 1
+fi
+passed=$(grep -c -- '--- PASS' "$log" || true)
+failed=$(grep -c -- '--- FAIL' "$log" || true)
+rm -f "$log"
+echo "integration: $passed passed, $failed failed"
+exit "$status"
