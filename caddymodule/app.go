@@ -79,7 +79,8 @@ type live struct {
 type Storage struct {
 	// Backend is the store implementation; only "badger" exists today.
 	Backend string `json:"backend,omitempty"`
-	// Dir is the Badger database directory.
+	// Dir is the Badger database directory. Placeholders such as
+	// {env.AIR_DATA_DIR} are expanded at load time.
 	Dir string `json:"dir,omitempty"`
 }
 
@@ -158,7 +159,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Storage.Dir == "" {
 		a.Storage.Dir = filepath.Join(caddy.AppDataDir(), "air")
 	}
-	dir, err := filepath.Abs(a.Storage.Dir)
+	dir, err := filepath.Abs(caddy.NewReplacer().ReplaceAll(a.Storage.Dir, ""))
 	if err != nil {
 		return fmt.Errorf("storage dir: %v", err)
 	}
