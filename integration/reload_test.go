@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,5 +31,43 @@ func TestReloadKeepsKeys(t *testing.T) {
 		if status, _, body := call(t, http.MethodGet, "/v1/models", k, ""); status != http.StatusOK {
 			t.Fatalf("key after reload: %d %s", status, body)
 		}
+	}
+}
+
+// TestReloadWhileStreaming reloads the config while a stream is open: the
+// stream finishes (within the grace period) and is billed exactly once.
+func TestReloadWhileStreaming(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	key, _ := createKey(t, "reloader")
+	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/chat/completions", strings.NewReader(
+		`{"model":"mock-gpt","stream":true,"mock_chunks":10,"mock_chunk_delay_ms":100,"messages":[{"role":"user","content":"slow stream"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() {
+		t.Fatal("no first event")
+	}
+	changed := g.opts
+	changed.Models = "model during-stream mock"
+	g.reload(changed)
+	done := false
+	for sc.Scan() {
+		if sc.Text() == "data: [DONE]" {
+			done = true
+		}
+	}
+	if !done {
+		t.Fatal("the stream was cut by the reload")
+	}
+	if rec := waitLedger(t, "reloader", 1)[0]; rec.Source != "reported" || rec.Outcome != "ok" {
+		t.Fatalf("ledger %+v", rec)
+	}
+	if status, _, body := call(t, http.MethodGet, "/v1/models", key, ""); status != http.StatusOK || !strings.Contains(string(body), "during-stream") {
+		t.Fatalf("after the reload: %d %s", status, body)
 	}
 }

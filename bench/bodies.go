@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// systemPrompt and userPrompt make a realistic chat request of about 1 KB.
+const (
+	systemPrompt = "You are a helpful assistant for an online bookshop. Answer questions about orders, " +
+		"shipping, returns and book recommendations. Be concise and friendly, and never invent order " +
+		"numbers or tracking codes. If the customer asks about something unrelated to the shop, say " +
+		"politely that you can only help with the shop."
+	userPrompt = "Hello! I ordered three books last Tuesday: a hardcover edition of The Left Hand of " +
+		"Darkness, a used paperback of Middlemarch and a new copy of The Structure of Scientific " +
+		"Revolutions. The confirmation email said they would ship together within two business days, " +
+		"but the order page still shows 'processing'. Could you tell me whether one of them is out " +
+		"of stock, and if so, whether the others can ship first? Also, if the hardcover turns out to " +
+		"be damaged on arrival, what is your return policy for it?"
+)
+
+// chatBody returns a chat completion request body for benchModel; stream
+// asks for SSE, and extra (raw JSON members, may be empty) is appended.
+func chatBody(stream bool, extra string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"model":%q,"messages":[{"role":"system","content":%q},{"role":"user","content":%q}],"temperature":0.7,"max_tokens":512`,
+		benchModel, systemPrompt, userPrompt)
+	if stream {
+		b.WriteString(`,"stream":true`)
+	}
+	if extra != "" {
+		b.WriteString(",")
+		b.WriteString(extra)
+	}
+	b.WriteString("}")
+	return []byte(b.String())
+}
+
+// slowChunks returns how many content chunks make a stream with delay
+// between events last about life: the role chunk, the content chunks, the
+// finish chunk and [DONE], with delay between each two.
+func slowChunks(life, delay time.Duration) int {
+	if delay <= 0 {
+		return 1
+	}
+	return max(int(life/delay)-2, 1)
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// benchModel is the model every request asks for; caddy-air routes it to
+// the mock provider and prices it.
+const benchModel = "mock-gpt"
+
+// upstreamKey is the API key the mock provider expects. Bare Caddy's
+// clients send it themselves; caddy-air sends it in place of the client's
+// sk-air- key.
+const upstreamKey = "bench-upstream-key"
+
+// pricesJSON prices benchModel so that caddy-air bills every request.
+const pricesJSON = `{
+  "currency": "USD",
+  "models": {
+    "` + benchModel + `": {
+      "tiers": [
+        {"up_to": 32000, "input": "0.80", "output": "2.00"},
+        {"input": "2.40", "output": "9.60"}
+      ]
+    }
+  }
+}
+`
+
+// globalOptions are the global options both Caddy processes share:
+// loopback admin, logs at WARN and above, no config autosave.
+const globalOptions = `	admin 127.0.0.1:%d
+	persist_config off
+	grace_period 2s
+	log {
+		level WARN
+	}
+`
+
+// bareCaddyfile is bare Caddy: a reverse proxy to the upstream, no access
+// log.
+func bareCaddyfile(adminPort, port, upstreamPort int) string {
+	return fmt.Sprintf("{\n"+globalOptions+"}\n\n"+`http://:%d {
+	bind 127.0.0.1
+	route /v1/* {
+		reverse_proxy 127.0.0.1:%d
+	}
+}
+`, adminPort, port, upstreamPort)
+}
+
+// airCaddyfile is caddy-air: key authentication, the chat proxy with its
+// usage tap, ledger and billing, state in Badger under dataDir, no access
+// log.
+func airCaddyfile(adminPort, port, upstreamPort int, dataDir, pricesFile string) string {
+	return fmt.Sprintf("{\n"+globalOptions+`	air {
+		storage badger %s
+		prices %s
+		provider mock {
+			protocol openai
+			base_url http://127.0.0.1:%d/v1
+			api_key %s
+		}
+		model %s mock
+	}
+}
+
+http://:%d {
+	bind 127.0.0.1
+	route /v1/* {
+		air_auth
+		air_chat /v1/chat/completions
+	}
+}
+`, adminPort, dataDir, pricesFile, upstreamPort, upstreamKey, benchModel, port)
+}
+
+// writeFile writes content to name in dir and returns its path.
+func writeFile(dir, name, content string) (string, error) {
+	path := filepath.Join(dir, name)
+	return path, os.WriteFile(path, []byte(content), 0o600)
+}

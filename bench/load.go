@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// request is what one load-generating call sends.
+type request struct {
+	// URL is the chat completions endpoint.
+	URL string
+	// Key is the bearer token.
+	Key string
+	// Body is the JSON body.
+	Body []byte
+	// Stream says the answer is an SSE stream that must end with
+	// "data: [DONE]".
+	Stream bool
+}
+
+// result is the outcome of a batch of requests.
+type result struct {
+	// OK counts the requests answered 2xx with a complete body.
+	OK int
+	// Errors counts the others: transport errors, non-2xx statuses,
+	// truncated streams.
+	Errors int
+	// FirstError describes the first error.
+	FirstError string
+	// Latencies are the durations of the OK requests, from sending to the
+	// end of the body, sorted.
+	Latencies []time.Duration
+	// Elapsed is the wall time from the first send to the last answer.
+	Elapsed time.Duration
+}
+
+// collector gathers the outcomes of concurrent requests.
+type collector struct {
+	mu  sync.Mutex
+	res result
+}
+
+func (c *collector) add(d time.Duration, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.res.Errors++
+		if c.res.FirstError == "" {
+			c.res.FirstError = err.Error()
+		}
+		return
+	}
+	c.res.OK++
+	c.res.Latencies = append(c.res.Latencies, d)
+}
+
+func (c *collector) result(elapsed time.Duration) result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.res
+	r.Elapsed = elapsed
+	slices.Sort(r.Latencies)
+	return r
+}
+
+// newClient returns an HTTP/1.1 client keeping up to conns idle
+// connections to one host.
+func newClient(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}}
+}
+
+// do sends r once and reads the whole answer. If opened is not nil, it is
+// called once the answer's headers arrived.
+func do(ctx context.Context, client *http.Client, r request, opened func()) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.Key)
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	if opened != nil {
+		opened()
+	}
+	body, err := readBody(resp.Body, r.Stream)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+	}
+	if r.Stream && !bytes.HasSuffix(bytes.TrimSpace(body), []byte("data: [DONE]")) {
+		return 0, fmt.Errorf("stream not ended by [DONE]: ...%.200s", tail(body, 200))
+	}
+	if !r.Stream && !bytes.Contains(body, []byte(`"choices"`)) {
+		return 0, fmt.Errorf("answer without choices: %.200s", body)
+	}
+	return d, nil
+}
+
+// readBody reads body to its end. For a stream it keeps only the last
+// bytes, enough to check the end marker, so that long streams cost the
+// harness no memory.
+func readBody(body io.Reader, stream bool) ([]byte, error) {
+	if !stream {
+		return io.ReadAll(body)
+	}
+	var last []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			last = append(last, buf[:n]...)
+			last = append(last[:0], tail(last, 256)...)
+		}
+		if err == io.EOF {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// constantRate sends r at rate requests per second for d (rate*d requests
+// in all), open loop: a request is sent when due whether or not earlier
+// ones were answered, with at most maxInFlight outstanding (beyond that the
+// schedule slips, which shows as a lower request rate). Each request may
+// take at most timeout.
+func constantRate(ctx context.Context, client *http.Client, r request, rate int, d time.Duration, maxInFlight int, timeout time.Duration) result {
+	n := int(int64(rate) * int64(d) / int64(time.Second))
+	interval := time.Second / time.Duration(rate)
+	sem := make(chan struct{}, maxInFlight)
+	var c collector
+	var wg sync.WaitGroup
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+send:
+	for i := range n {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				break send
+			case <-timer.C:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			break send
+		case sem <- struct{}{}:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			c.add(do(rctx, client, r, nil))
+		}()
+	}
+	wg.Wait()
+	return c.result(time.Since(start))
+}

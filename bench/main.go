@@ -1,0 +1,293 @@
+// Command bench measures what caddy-air costs over bare Caddy: it serves
+// the mock provider on loopback, starts a bare Caddy reverse_proxy and a
+// caddy-air gateway in front of it from the same binary, drives both
+// alternately with the same load and prints requests/s, latency, CPU per
+// request, peak RSS and errors, and the ratios caddy-air / bare Caddy.
+//
+//	go run ./bench [-build] [-rounds 3] [-duration 5s] [-write-readme]
+//
+// See bench/README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/caddy-air/caddy-air/mockprovider"
+)
+
+// options are the command-line flags.
+type options struct {
+	caddyBin       string
+	build          bool
+	rounds         int
+	duration       time.Duration
+	warmup         time.Duration
+	rate           int
+	streamRate     int
+	inflight       int
+	streams        int
+	streamLife     time.Duration
+	streamDelay    time.Duration
+	ramp           time.Duration
+	scenarios      string
+	cpuProfile     string
+	heapProfile    string
+	profileSeconds int
+	writeReadme    bool
+	quiet          bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.caddyBin, "caddy", "/tmp/bench-caddy", "caddy binary with caddy-air (`go build -o FILE ./cmd/caddy`)")
+	flag.BoolVar(&o.build, "build", false, "build the -caddy binary from ./cmd/caddy first")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds per scenario and target (medians are reported)")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "load duration of one round of scenarios 1 and 2")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load per target before scenarios 1 and 2")
+	flag.IntVar(&o.rate, "rate", 1000, "requests per second of scenario 1 (non-streaming)")
+	flag.IntVar(&o.streamRate, "stream-rate", 500, "requests per second of scenario 2 (SSE, 20 chunks)")
+	flag.IntVar(&o.inflight, "inflight", 512, "most requests outstanding at once in scenarios 1 and 2")
+	flag.IntVar(&o.streams, "streams", 2000, "concurrent slow streams of scenario 3")
+	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
+	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
+	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3", "comma-separated scenarios to run")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of caddy-air under scenario 2 to `file`")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of caddy-air under scenario 2 to `file`")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
+	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
+	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := benchmark(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// repoRoot returns the directory of the caddy-air module.
+func repoRoot() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if gomod := strings.TrimSpace(string(out)); err == nil && gomod != "" && gomod != os.DevNull {
+		return filepath.Dir(gomod)
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// validate rejects flag values that would make the run unbounded or
+// meaningless.
+func (o options) validate() error {
+	switch {
+	case o.rounds < 1:
+		return errors.New("-rounds must be at least 1")
+	case o.rate < 1 || o.streamRate < 1 || o.inflight < 1 || o.streams < 1:
+		return errors.New("-rate, -stream-rate, -inflight and -streams must be positive")
+	case o.duration <= 0 || o.duration > 5*time.Minute || o.warmup < 0 || o.warmup > time.Minute:
+		return errors.New("-duration must be in (0, 5m] and -warmup in [0, 1m]")
+	case o.streamLife <= 0 || o.streamLife > 5*time.Minute || o.streamDelay <= 0 || o.ramp <= 0 || o.ramp >= o.streamLife:
+		return errors.New("-stream-life must be in (0, 5m], -stream-delay positive, -ramp in (0, stream-life)")
+	case o.profileSeconds < 1 || o.profileSeconds > 120:
+		return errors.New("-profile-seconds must be in [1, 120]")
+	}
+	return nil
+}
+
+func benchmark(ctx context.Context, o options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	root := repoRoot()
+	logf := func(format string, args ...any) {
+		if !o.quiet {
+			fmt.Fprintf(os.Stderr, format+"\n", args...)
+		}
+	}
+	if o.build {
+		logf("building %s from %s/cmd/caddy", o.caddyBin, root)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", o.caddyBin, "./cmd/caddy")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building caddy: %v", err)
+		}
+	}
+	version, err := exec.Command(o.caddyBin, "version").Output()
+	if err != nil {
+		return fmt.Errorf("%s: %v (build it with -build or `go build -o %s ./cmd/caddy`)", o.caddyBin, err, o.caddyBin)
+	}
+	want := map[int]bool{}
+	for _, s := range strings.Split(o.scenarios, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "1", "2", "3":
+			want[int(s[0]-'0')] = true
+		default:
+			return fmt.Errorf("-scenarios: unknown scenario %q", s)
+		}
+	}
+
+	tmp, err := os.MkdirTemp("", "caddy-air-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	// The upstream: the mock provider, in this process.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	upstream := &http.Server{
+		Handler:           mockprovider.New(mockprovider.Config{APIKey: upstreamKey}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go upstream.Serve(ln)
+	defer upstream.Close()
+	upPort := ln.Addr().(*net.TCPAddr).Port
+
+	bare, air, err := newProcesses(o.caddyBin, tmp, upPort)
+	if err != nil {
+		return err
+	}
+	defer bare.Stop()
+	defer air.Stop()
+	for _, p := range []*caddyProcess{bare, air} {
+		logf("starting %s Caddy on 127.0.0.1:%d (admin %d)", p.Name, p.Port, p.AdminPort)
+		if err := p.Start(ctx); err != nil {
+			return err
+		}
+	}
+	key, err := createKey(ctx, air)
+	if err != nil {
+		return err
+	}
+	b := &bench{
+		opts: o,
+		targets: []*target{
+			{proc: bare, key: upstreamKey, client: newClient(o.inflight)},
+			{proc: air, key: key, client: newClient(o.inflight)},
+		},
+		logf: logf,
+	}
+	b.restart = func(ctx context.Context) error {
+		for _, t := range b.targets {
+			t.client.CloseIdleConnections()
+			t.proc.Stop()
+			if err := t.proc.Start(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	var scenarios []*scenario
+	if want[1] {
+		title := fmt.Sprintf("1. chat, JSON, %d req/s", o.rate)
+		sc, err := b.rateScenario(ctx, 1, title, chatBody(false, ""), false, o.rate)
+		if err != nil {
+			return err
+		}
+		scenarios = append(scenarios, sc)
+	}
+	streamBody := chatBody(true, `"mock_chunks":20`)
+	if want[2] {
+		title := fmt.Sprintf("2. chat, SSE 20 chunks, %d req/s", o.streamRate)
+		sc, err := b.rateScenario(ctx, 2, title, streamBody, true, o.streamRate)
+		if err != nil {
+			return err
+		}
+		scenarios = append(scenarios, sc)
+	}
+	if o.cpuProfile != "" || o.heapProfile != "" {
+		if err := b.profileStreams(ctx, b.targets[1], streamBody); err != nil {
+			return err
+		}
+	}
+	if want[3] {
+		sc, err := b.slowScenario(ctx)
+		if err != nil {
+			return err
+		}
+		scenarios = append(scenarios, sc)
+	}
+
+	host := machine(strings.TrimSpace(string(version)))
+	params := fmt.Sprintf("Parameters: %d rounds per scenario and target, alternating which goes first; "+
+		"scenarios 1 and 2: %v of constant-rate load per round (after %v of warm-up), at most %d requests in flight; "+
+		"scenario 3: %d streams opened over %v, %v between events, ~%v each, fresh processes each round. "+
+		"Command: `go run ./bench %s`.",
+		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife, strings.Join(os.Args[1:], " "))
+	tbl, verdict := table(scenarios), verdicts(scenarios)
+	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
+	if o.writeReadme {
+		path := filepath.Join(root, "bench", "README.md")
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out, err := replaceSection(string(doc), resultsSection(time.Now(), host, params, tbl, verdict))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s", path)
+	}
+	return nil
+}
+
+// newProcesses prepares the bare and the caddy-air Caddy processes, with
+// their configs and working directories under tmp.
+func newProcesses(bin, tmp string, upPort int) (bare, air *caddyProcess, err error) {
+	var ports [4]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return nil, nil, err
+		}
+	}
+	mk := func(name string, port, admin int, config func(dir string) (string, error)) (*caddyProcess, error) {
+		dir := filepath.Join(tmp, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		path, err := config(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
+			workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+	}
+	bare, err = mk("bare", ports[0], ports[1], func(dir string) (string, error) {
+		return writeFile(dir, "Caddyfile", bareCaddyfile(ports[1], ports[0], upPort))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	air, err = mk("air", ports[2], ports[3], func(dir string) (string, error) {
+		prices, err := writeFile(dir, "prices.json", pricesJSON)
+		if err != nil {
+			return "", err
+		}
+		return writeFile(dir, "Caddyfile", airCaddyfile(ports[3], ports[2], upPort, filepath.Join(dir, "badger"), prices))
+	})
+	return bare, air, err
+}

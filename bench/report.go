@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// summary is the median of a target's runs in one scenario.
+type summary struct {
+	RPS, P50, P99, CPU float64 // req/s, ms, ms, µs per request
+	PeakRSS, HWM       float64 // MiB
+	IdleRSS, OpenRSS   float64 // bytes
+	Errors             int     // over all rounds
+	FirstError         string
+	HWMReset           bool
+}
+
+// summarize returns the medians of runs.
+func summarize(runs []run) summary {
+	var rps, p50, p99, cpu, peak, hwm, idle, open []float64
+	s := summary{HWMReset: len(runs) > 0}
+	for _, r := range runs {
+		rps = append(rps, r.RPS())
+		p50 = append(p50, ms(percentile(r.Latencies, 0.5)))
+		p99 = append(p99, ms(percentile(r.Latencies, 0.99)))
+		cpu = append(cpu, r.CPUPerRequest())
+		peak = append(peak, mib(r.PeakRSS))
+		hwm = append(hwm, mib(r.HWM))
+		idle = append(idle, float64(r.IdleRSS))
+		open = append(open, float64(r.OpenRSS))
+		s.Errors += r.Errors
+		if s.FirstError == "" {
+			s.FirstError = r.FirstError
+		}
+		s.HWMReset = s.HWMReset && r.HWMReset
+	}
+	s.RPS, s.P50, s.P99, s.CPU = median(rps), median(p50), median(p99), median(cpu)
+	s.PeakRSS, s.HWM = median(peak), median(hwm)
+	s.IdleRSS, s.OpenRSS = median(idle), median(open)
+	return s
+}
+
+// Labels of the two targets, bare first.
+const (
+	bareLabel = "bare Caddy"
+	airLabel  = "caddy-air"
+)
+
+// The targets.
+const (
+	maxCPURatio       = 1.15
+	maxRSSRatio       = 1.25
+	maxStreamOverhead = 64 // KiB per open stream beyond bare Caddy
+)
+
+// streamOverhead returns, in KiB per stream, what caddy-air's RSS grows by
+// per open stream beyond what bare Caddy's grows by, and the raw
+// difference of their RSS with all streams open, per stream.
+func streamOverhead(bare, air summary, streams int) (delta, raw float64) {
+	n := float64(streams) * 1024
+	delta = ((air.OpenRSS - air.IdleRSS) - (bare.OpenRSS - bare.IdleRSS)) / n
+	raw = (air.OpenRSS - bare.OpenRSS) / n
+	return delta, raw
+}
+
+// f formats x with prec decimals, or "n/a" for NaN.
+func f(x float64, prec int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.*f", prec, x)
+}
+
+// table renders the results as Markdown.
+func table(scenarios []*scenario) string {
+	var b strings.Builder
+	b.WriteString("| Scenario | Target | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | VmHWM MiB | errors |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, sc := range scenarios {
+		bare, air := summarize(sc.Runs[bareLabel]), summarize(sc.Runs[airLabel])
+		lat := 2
+		if sc.ID == 3 {
+			lat = 0
+		}
+		for i, x := range []struct {
+			label string
+			s     summary
+		}{{bareLabel, bare}, {airLabel, air}} {
+			title := ""
+			if i == 0 {
+				title = sc.Title
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", title, x.label,
+				f(x.s.RPS, 0), f(x.s.P50, lat), f(x.s.P99, lat), f(x.s.CPU, 0),
+				f(x.s.PeakRSS, 1), f(x.s.HWM, 1), x.s.Errors)
+		}
+		fmt.Fprintf(&b, "| | **ratio** | %s | %s | %s | **%s** | **%s** | %s | |\n",
+			f(ratio(air.RPS, bare.RPS), 2), f(ratio(air.P50, bare.P50), 2), f(ratio(air.P99, bare.P99), 2),
+			f(ratio(air.CPU, bare.CPU), 2), f(ratio(air.PeakRSS, bare.PeakRSS), 2), f(ratio(air.HWM, bare.HWM), 2))
+	}
+	for _, sc := range scenarios {
+		if sc.ID != 3 {
+			continue
+		}
+		bare, air := summarize(sc.Runs[bareLabel]), summarize(sc.Runs[airLabel])
+		delta, raw := streamOverhead(bare, air, sc.Streams)
+		fmt.Fprintf(&b, "\nScenario 3, memory with %d streams open (medians; RSS before the first stream / while all are open):\n\n", sc.Streams)
+		b.WriteString("| Target | idle RSS MiB | open RSS MiB | growth per stream KiB |\n|---|--:|--:|--:|\n")
+		for _, x := range []struct {
+			label string
+			s     summary
+		}{{bareLabel, bare}, {airLabel, air}} {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.label, f(mib(int64(x.s.IdleRSS)), 1), f(mib(int64(x.s.OpenRSS)), 1),
+				f((x.s.OpenRSS-x.s.IdleRSS)/float64(sc.Streams)/1024, 1))
+		}
+		fmt.Fprintf(&b, "\nPer open stream beyond bare Caddy: **%s KiB** (growth of caddy-air minus growth of bare Caddy, per stream); "+
+			"raw (RSS_air − RSS_bare)/N with all open: %s KiB (includes the fixed difference at idle).\n", f(delta, 1), f(raw, 1))
+	}
+	return b.String()
+}
+
+// verdicts checks the results against the targets.
+func verdicts(scenarios []*scenario) string {
+	var b strings.Builder
+	check := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "**MISS**"
+	}
+	errs := 0
+	for _, sc := range scenarios {
+		bare, air := summarize(sc.Runs[bareLabel]), summarize(sc.Runs[airLabel])
+		errs += bare.Errors + air.Errors
+		if sc.ID != 3 {
+			r := ratio(air.CPU, bare.CPU)
+			fmt.Fprintf(&b, "- Scenario %d CPU/req: %s× bare (target ≤ %.2f×): %s\n", sc.ID, f(r, 2), maxCPURatio, check(r <= maxCPURatio))
+		}
+		r := ratio(air.PeakRSS, bare.PeakRSS)
+		fmt.Fprintf(&b, "- Scenario %d peak RSS: %s× bare (target ≤ %.2f×): %s\n", sc.ID, f(r, 2), maxRSSRatio, check(r <= maxRSSRatio))
+		if sc.ID == 3 {
+			delta, _ := streamOverhead(bare, air, sc.Streams)
+			fmt.Fprintf(&b, "- Scenario 3 memory per open stream beyond bare: %s KiB (target ≤ %d KiB): %s\n", f(delta, 1), maxStreamOverhead, check(delta <= maxStreamOverhead))
+		}
+		for _, x := range []struct {
+			label string
+			s     summary
+		}{{bareLabel, bare}, {airLabel, air}} {
+			if x.s.Errors > 0 {
+				fmt.Fprintf(&b, "  - scenario %d, %s: %d errors, first: %s\n", sc.ID, x.label, x.s.Errors, x.s.FirstError)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "- Errors: %d (target 0): %s\n", errs, check(errs == 0))
+	return b.String()
+}
+
+// machine describes the host and toolchain.
+func machine(caddyVersion string) string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		model = cpuModel(b)
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				mem = ", " + strings.TrimSpace(v) + " RAM"
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d × %s%s, %s %s/%s, Caddy %s", runtime.NumCPU(), model, mem,
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, caddyVersion)
+}
+
+// cpuModel returns the first "model name" of /proc/cpuinfo content.
+func cpuModel(cpuinfo []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(cpuinfo))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+// Markers of the generated section of bench/README.md.
+const (
+	beginMarker = "<!-- bench:results:begin -->"
+	endMarker   = "<!-- bench:results:end -->"
+)
+
+// replaceSection returns doc with the text between the markers replaced
+// by section.
+func replaceSection(doc, section string) (string, error) {
+	i := strings.Index(doc, beginMarker)
+	j := strings.Index(doc, endMarker)
+	if i < 0 || j < 0 || j < i {
+		return "", errors.New("README: results markers missing or out of order")
+	}
+	return doc[:i+len(beginMarker)] + "\n" + section + doc[j:], nil
+}
+
+// resultsSection is the generated README section.
+func resultsSection(when time.Time, host, params, tbl, verdict string) string {
+	return fmt.Sprintf("Run of %s on %s.\n\n%s\n\n%s\n%s\n", when.UTC().Format("2006-01-02 15:04 MST"), host, params, tbl, verdict)
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReplaceSection(t *testing.T) {
+	doc := "# Bench\n\nintro\n\n" + beginMarker + "\nold table\n" + endMarker + "\n\nafter\n"
+	got, err := replaceSection(doc, "new table\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Bench\n\nintro\n\n" + beginMarker + "\nnew table\n" + endMarker + "\n\nafter\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for i, bad := range []string{"no markers", endMarker + beginMarker, beginMarker + " only"} {
+		if _, err := replaceSection(bad, "x"); err == nil {
+			t.Errorf("Test %d: no error for %q", i, bad)
+		}
+	}
+}
+
+func TestCPUModel(t *testing.T) {
+	info := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 85\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n\nprocessor\t: 1\nmodel name\t: other\n"
+	if got := cpuModel([]byte(info)); got != "Intel(R) Xeon(R) CPU @ 2.20GHz" {
+		t.Errorf("cpuModel = %q", got)
+	}
+	if got := cpuModel([]byte("processor\t: 0\n")); got != "unknown CPU" {
+		t.Errorf("cpuModel without a model name = %q", got)
+	}
+}
+
+func TestStreamOverhead(t *testing.T) {
+	bare := summary{IdleRSS: 40 << 20, OpenRSS: 140 << 20}
+	air := summary{IdleRSS: 90 << 20, OpenRSS: 240 << 20}
+	delta, raw := streamOverhead(bare, air, 1024)
+	// caddy-air grew by 150 MiB, bare by 100 MiB: 50 MiB / 1024 streams.
+	if delta != 50 {
+		t.Errorf("delta = %v KiB, want 50", delta)
+	}
+	if raw != 100 {
+		t.Errorf("raw = %v KiB, want 100", raw)
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	runs := func(cpu time.Duration, rss int64, errs int) []run {
+		r := run{CPU: cpu, PeakRSS: rss, result: result{OK: 1000 - errs, Errors: errs, Elapsed: time.Second}}
+		return []run{r, r, r}
+	}
+	sc := &scenario{ID: 1, Runs: map[string][]run{
+		bareLabel: runs(100*time.Millisecond, 100<<20, 0),
+		airLabel:  runs(120*time.Millisecond, 110<<20, 2),
+	}}
+	got := verdicts([]*scenario{sc})
+	for _, want := range []string{
+		"Scenario 1 CPU/req: 1.20× bare (target ≤ 1.15×): **MISS**",
+		"Scenario 1 peak RSS: 1.10× bare (target ≤ 1.25×): PASS",
+		"Errors: 6 (target 0): **MISS**",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestSlowChunks(t *testing.T) {
+	for i, tc := range []struct {
+		life, delay time.Duration
+		want        int
+	}{
+		{10 * time.Second, 100 * time.Millisecond, 98},
+		{time.Second, time.Second, 1},
+		{time.Second, 0, 1},
+	} {
+		if got := slowChunks(tc.life, tc.delay); got != tc.want {
+			t.Errorf("Test %d: slowChunks(%v, %v) = %d, want %d", i, tc.life, tc.delay, got, tc.want)
+		}
+	}
+}
