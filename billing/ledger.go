@@ -52,6 +52,9 @@ type job struct {
 const (
 	queueSize = 4096
 	maxBatch  = 256
+	// batchLinger is how long the writer waits for more records before it
+	// commits a batch: the most a record can wait in memory.
+	batchLinger = 20 * time.Millisecond
 )
 
 // NewLedger returns a ledger that keeps records in s for retention (zero
@@ -150,18 +153,30 @@ func (l *Ledger) Close() error {
 func (l *Ledger) run() {
 	defer close(l.done)
 	batch := make([]job, 0, maxBatch)
+	linger := time.NewTimer(0)
+	<-linger.C
 	for j := range l.queue {
 		batch = append(batch[:0], j)
+		// Wait up to batchLinger for more records, so that one store
+		// transaction carries many under load; a flush request ends the
+		// wait at once.
+		linger.Reset(batchLinger)
 	drain:
-		for len(batch) < maxBatch {
+		for len(batch) < maxBatch && batch[len(batch)-1].flushed == nil {
 			select {
-			case j, ok := <-l.queue:
+			case next, ok := <-l.queue:
 				if !ok {
 					break drain
 				}
-				batch = append(batch, j)
-			default:
+				batch = append(batch, next)
+			case <-linger.C:
 				break drain
+			}
+		}
+		if !linger.Stop() {
+			select {
+			case <-linger.C:
+			default:
 			}
 		}
 		l.writeBatch(batch)

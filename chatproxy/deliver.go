@@ -92,8 +92,10 @@ func flush(rc *http.ResponseController) error {
 	return nil
 }
 
-// copyStream forwards an SSE response event by event, flushing each one,
-// and taps its usage. It returns the upstream read error (nil at a clean
+// copyStream forwards an SSE response event by event, and taps its usage.
+// It flushes as soon as no further whole event is already buffered: each
+// event reaches the client as soon as the upstream sent it, and events that
+// arrived together leave in one write, as with reverse_proxy. It returns the upstream read error (nil at a clean
 // end) and whether writing to the client failed.
 func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
 	rc := http.NewResponseController(w)
@@ -103,6 +105,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 	}
 	er := newEventReader(at.resp.Body, at.idle)
 	defer er.release()
+	dirty := false // written but not flushed
 	for {
 		ev, whole, err := er.next()
 		if len(ev) > 0 {
@@ -112,19 +115,26 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			} else {
 				t.outBytes += int64(len(ev))
 			}
+			var werr error
 			if len(out) > 0 {
-				n, werr := w.Write(out)
+				var n int
+				n, werr = w.Write(out)
 				res.BytesOut += int64(n)
-				if werr == nil {
-					werr = flush(rc)
-				}
-				if werr != nil {
-					at.cancel(errClientGone)
-					return nil, true
-				}
+				dirty = true
+			}
+			if werr == nil && dirty && !er.buffered() {
+				werr, dirty = flush(rc), false
+			}
+			if werr != nil {
+				at.cancel(errClientGone)
+				return nil, true
 			}
 		}
 		if err != nil {
+			if dirty && flush(rc) != nil {
+				at.cancel(errClientGone)
+				return nil, true
+			}
 			if err == io.EOF {
 				return nil, false
 			}

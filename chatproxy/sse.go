@@ -73,6 +73,15 @@ func (er *eventReader) next() (ev []byte, whole bool, err error) {
 	}
 }
 
+// buffered reports whether another whole event is already in the buffer:
+// the caller writes it before flushing, so that events the upstream sent
+// together reach the client in one write, and every event is flushed as
+// soon as the upstream has sent it.
+func (er *eventReader) buffered() bool {
+	_, ok := er.terminator()
+	return ok
+}
+
 // terminator looks for the end of the pending event, returning the index
 // just past its blank line.
 func (er *eventReader) terminator() (int, bool) {

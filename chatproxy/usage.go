@@ -28,6 +28,13 @@ type tap struct {
 	scratch []byte
 }
 
+// Keys whose presence in a chunk is checked with a byte search first. A
+// match may be inside a string; gjson then decides.
+var (
+	keyError = []byte(`"error"`)
+	keyUsage = []byte(`"usage"`)
+)
+
 // event processes one whole SSE event and returns the bytes to forward:
 // ev itself, ev edited in place, or nil to drop it.
 func (t *tap) event(ev []byte) []byte {
@@ -48,10 +55,16 @@ func (t *tap) event(ev []byte) []byte {
 		t.anthropicEvent(root)
 		return ev
 	}
-	if e := root.Get("error"); e.Exists() && e.Type != gjson.Null {
-		t.upstreamError = true
+	// The byte searches spare most chunks a gjson lookup that cannot match.
+	if bytes.Contains(payload, keyError) {
+		if e := root.Get("error"); e.Exists() && e.Type != gjson.Null {
+			t.upstreamError = true
+		}
 	}
 	t.outBytes += int64(openAIDeltaBytes(root))
+	if !bytes.Contains(payload, keyUsage) {
+		return ev
+	}
 	u := root.Get("usage")
 	if u.IsObject() {
 		if nu, err := billing.NormalizeOpenAI(rawBytes(u)); err == nil {

@@ -48,7 +48,7 @@ func Open(o Options) (*DB, error) {
 	opts := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
 		WithLogger(zapLogger{log.Sugar()}).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(4 << 20).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
