@@ -46,6 +46,15 @@ func parseWhen(s string) (time.Time, error) {
 	return t, nil
 }
 
+// parseRange reads the since and until parameters of q.
+func parseRange(q url.Values) (since, until time.Time, err error) {
+	if since, err = parseWhen(q.Get("since")); err != nil {
+		return
+	}
+	until, err = parseWhen(q.Get("until"))
+	return
+}
+
 func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
@@ -56,10 +65,7 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := billing.ReportFilter{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model")}
-	if f.Since, err = parseWhen(q.Get("since")); err != nil {
-		return apiErr(http.StatusBadRequest, err)
-	}
-	if f.Until, err = parseWhen(q.Get("until")); err != nil {
+	if f.Since, f.Until, err = parseRange(q); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
 	if err := st.ledger.Flush(r.Context()); err != nil {
@@ -81,11 +87,7 @@ func (Admin) handleLedger(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	since, err := parseWhen(q.Get("since"))
-	if err != nil {
-		return apiErr(http.StatusBadRequest, err)
-	}
-	until, err := parseWhen(q.Get("until"))
+	since, until, err := parseRange(q)
 	if err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}

@@ -183,14 +183,7 @@ func TestChatFlushesEachEvent(t *testing.T) {
 	startGateway(t, recOptions(up))
 	key, _ := createKey(t, "flush")
 
-	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"rec-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openStream(t, context.Background(), key, `{"model":"rec-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	k := 0
@@ -240,14 +233,7 @@ func TestChatDisconnectSettlesPartialOnce(t *testing.T) {
 	key, _ := createKey(t, "leaver")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"rec-model","stream":true,"messages":[{"role":"user","content":"tell me a long story"}]}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openStream(t, ctx, key, `{"model":"rec-model","stream":true,"messages":[{"role":"user","content":"tell me a long story"}]}`)
 	sc := bufio.NewScanner(resp.Body)
 	for n := 0; n < 3 && sc.Scan(); {
 		if strings.HasPrefix(sc.Text(), "data: ") {

@@ -312,3 +312,20 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// openStream posts a streaming chat request and returns the open response;
+// the caller reads and closes it.
+func openStream(t testing.TB, ctx context.Context, key, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}

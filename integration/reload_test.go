@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,14 +40,8 @@ func TestReloadKeepsKeys(t *testing.T) {
 func TestReloadWhileStreaming(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	key, _ := createKey(t, "reloader")
-	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/chat/completions", strings.NewReader(
-		`{"model":"mock-gpt","stream":true,"mock_chunks":10,"mock_chunk_delay_ms":100,"messages":[{"role":"user","content":"slow stream"}]}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openStream(t, context.Background(), key,
+		`{"model":"mock-gpt","stream":true,"mock_chunks":10,"mock_chunk_delay_ms":100,"messages":[{"role":"user","content":"slow stream"}]}`)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	if !sc.Scan() {
