@@ -2,12 +2,13 @@ package billing
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badgerstore"
+
+	"github.com/caddy-air/caddy-air/internal/fakeclock"
 )
 
 // openStore opens a real Badger store in a temporary directory.
@@ -29,30 +30,12 @@ func newLedger(t testing.TB, s store.Store, retention time.Duration) *Ledger {
 	return l
 }
 
-// fakeClock is a settable clock for rate limits and months.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // testEngine is an engine on a fresh store with the test prices and a fake
 // clock.
 type testEngine struct {
 	*Engine
 	s     store.Store
-	clock *fakeClock
+	clock *fakeclock.Clock
 }
 
 func newTestEngine(t testing.TB) *testEngine {
@@ -62,7 +45,7 @@ func newTestEngine(t testing.TB) *testEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC))
 	b.Now = clock.Now
 	return &testEngine{Engine: NewEngine(mustPrices(t, testPrices), newLedger(t, s, 0), b), s: s, clock: clock}
 }

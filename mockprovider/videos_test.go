@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/internal/fakeclock"
 )
 
 // newVideoServer starts a mock with a fake clock and 10 s videos.
-func newVideoServer(t *testing.T, failureRate float64) (string, *fakeClock) {
+func newVideoServer(t *testing.T, failureRate float64) (string, *fakeclock.Clock) {
 	t.Helper()
-	clk := &fakeClock{now: time.Unix(1_750_000_000, 0)}
+	clk := fakeclock.New(time.Unix(1_750_000_000, 0))
 	return newServer(t, Config{Clock: clk.Now, VideoDuration: 10 * time.Second, FailureRate: failureRate}), clk
 }
 
@@ -39,7 +41,7 @@ func TestVideoLifecycle(t *testing.T) {
 		{1 * time.Second, "completed", 100, true},
 		{time.Hour, "completed", 100, true},
 	} {
-		clk.advance(tc.advance)
+		clk.Advance(tc.advance)
 		status, _, body := do(t, http.MethodGet, base+"/videos/"+id, "", "")
 		v := gjson.Parse(body)
 		if status != http.StatusOK || v.Get("id").Str != id || v.Get("status").Str != tc.status || v.Get("progress").Int() != tc.progress {
@@ -76,7 +78,7 @@ func TestVideoLifecycle(t *testing.T) {
 	if gjson.Get(list, "object").Str != "list" || gjson.Get(list, "data.0.id").Str != id {
 		t.Errorf("list %s", list)
 	}
-	clk.advance(24 * time.Hour)
+	clk.Advance(24 * time.Hour)
 	if status, _, _ := do(t, http.MethodGet, base+"/videos/"+id, "", ""); status != http.StatusNotFound {
 		t.Errorf("after 24 h: status %d, want 404", status)
 	}
@@ -96,7 +98,7 @@ func TestVideoFailures(t *testing.T) {
 		base, clk := newVideoServer(t, tc.rate)
 		_, _, body := post(t, base+"/videos", `{"model":"sora-2","prompt":"`+tc.prompt+`"}`)
 		id := gjson.Get(body, "id").Str
-		clk.advance(10 * time.Second)
+		clk.Advance(10 * time.Second)
 		_, _, body = do(t, http.MethodGet, base+"/videos/"+id, "", "")
 		v := gjson.Parse(body)
 		if v.Get("status").Str != tc.status || v.Get("error.code").Str != tc.code || (tc.code != "" && v.Get("error.message").Str == "") {

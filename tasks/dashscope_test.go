@@ -10,6 +10,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/providers"
+
+	"github.com/caddy-air/caddy-air/internal/fakeclock"
 )
 
 // fakeDashScope is a DashScope async upstream: creation answers PENDING,
@@ -220,7 +222,7 @@ func TestDerivedProgress(t *testing.T) {
 	f := &fakeDashScope{}
 	f.install(e)
 	f.setScript(dsRunning)
-	clock := &fakeClock{now: time.Now()}
+	clock := fakeclock.New(time.Now())
 	s := e.service(func(c *Config) { c.Clock = clock.Now; c.PollInterval = 40 * time.Millisecond })
 	e.run(s)
 	ctx := context.Background()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
+
+	"github.com/caddy-air/caddy-air/internal/fakeclock"
 )
 
 // imageEnv is an OpenAI upstream that answers every image request with one
@@ -42,7 +44,7 @@ func createImage(t *testing.T, s *Service, o Owner, prompt string) *Task {
 
 func TestListOrderLimitAndIsolation(t *testing.T) {
 	e := imageEnv(t)
-	clock := &fakeClock{now: time.Now()}
+	clock := fakeclock.New(time.Now())
 	s := e.service(func(c *Config) { c.Clock = clock.Now })
 	ctx := context.Background()
 	var ids []string
@@ -317,7 +319,7 @@ func TestBackoffAndRetryAfter(t *testing.T) {
 		answers[min(polls, len(answers)-1)](w)
 		polls++
 	})
-	clock := &fakeClock{now: time.Now()}
+	clock := fakeclock.New(time.Now())
 	const interval = time.Second
 	s := e.service(func(c *Config) {
 		c.Clock = clock.Now
