@@ -287,14 +287,13 @@ func (a *App) Stop() error {
 		a.cancel()
 		<-a.done
 	}
-	if a.live.state.Load() == nil {
+	st := a.live.state.Load()
+	if st == nil {
 		return nil
 	}
-	if st := a.live.state.Load(); st != nil {
-		// Records of requests that finished under this config are written
-		// before the config lets go of the store.
-		_ = st.ledger.Flush(context.Background())
-	}
+	// Records of requests that finished under this config are written
+	// before the config lets go of the store.
+	_ = st.ledger.Flush(context.Background())
 	a.live.rt.Store(nil)
 	a.live.state.Store(nil)
 	_, err := statePool.Delete(a.poolKey)
