@@ -55,11 +55,17 @@ func parseRange(q url.Values) (since, until time.Time, err error) {
 	return
 }
 
-func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
+// readState checks that r is a GET and returns the running app's state.
+func readState(r *http.Request) (*state, error) {
 	if r.Method != http.MethodGet {
-		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+		return nil, apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
 	_, st, err := startedState()
+	return st, err
+}
+
+func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
+	st, err := readState(r)
 	if err != nil {
 		return err
 	}
@@ -79,10 +85,7 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (Admin) handleLedger(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
-	}
-	_, st, err := startedState()
+	st, err := readState(r)
 	if err != nil {
 		return err
 	}
