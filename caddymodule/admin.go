@@ -47,16 +47,16 @@ func (a Admin) Routes() []caddy.AdminRoute {
 }
 
 // startedState returns the running app's state, or an API error.
-func startedState() (*App, *state, error) {
+func startedState() (*state, error) {
 	app := running.Load()
 	if app == nil {
-		return nil, nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is not running: configure a global `air` option"))
+		return nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is not running: configure a global `air` option"))
 	}
 	st := app.current()
 	if st == nil {
-		return nil, nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is starting"))
+		return nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is starting"))
 	}
-	return app, st, nil
+	return st, nil
 }
 
 // createKeyRequest is the body of POST /air/keys.
@@ -76,7 +76,7 @@ type createKeyResponse struct {
 }
 
 func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
-	_, st, err := startedState()
+	st, err := startedState()
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
-	_, st, err := startedState()
+	st, err := startedState()
 	if err != nil {
 		return err
 	}

@@ -60,8 +60,7 @@ func readState(r *http.Request) (*state, error) {
 	if r.Method != http.MethodGet {
 		return nil, apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
-	_, st, err := startedState()
-	return st, err
+	return startedState()
 }
 
 func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
@@ -128,7 +127,7 @@ func (Admin) handleLedger(w http.ResponseWriter, r *http.Request) error {
 // handleBudget serves /air/budgets/<user|key>/<id>: PUT sets the limits
 // (billing.Limits as JSON), GET shows limits and spend, DELETE lifts them.
 func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
-	_, st, err := startedState()
+	st, err := startedState()
 	if err != nil {
 		return err
 	}
