@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/keys"
@@ -31,15 +32,31 @@ func identity(r *http.Request) *keys.Key {
 	return k
 }
 
-// logFields adds fields to the request's access log entry.
+// logFields adds fields to the request's access and error log entries.
+// It does nothing when the server keeps no such logs, and adds all fields
+// as one inline field: every change to Caddy's extra fields clears a cache
+// of log handlers, which allocates, so one change per call is cheaper than
+// one per field.
 func logFields(r *http.Request, fields ...zap.Field) {
+	if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv.Logs == nil {
+		return
+	}
 	extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields)
 	if !ok {
 		return
 	}
-	for _, f := range fields {
-		extra.Set(f)
+	extra.Add(zap.Inline(inlineFields(fields)))
+}
+
+// inlineFields marshals a list of fields into the enclosing log entry.
+type inlineFields []zap.Field
+
+// MarshalLogObject adds the fields to enc.
+func (fs inlineFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	for _, f := range fs {
+		f.AddTo(enc)
 	}
+	return nil
 }
 
 // anthropicShaped reports whether errors for r use the Anthropic shape: on
@@ -62,17 +79,33 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // readBody reads r's body up to limit bytes: a larger one gives a 413.
+// When the client declared the length, the body is read into a buffer of
+// exactly that size.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, tooLarge(limit)
 	}
 	if err != nil {
 		return nil, apierror.InvalidRequest("", "could not read the request body: "+err.Error())
+	}
+	return body, nil
+}
+
+// readAllSized is io.ReadAll for a body that declares its length: net/http
+// ends such a body after length bytes and fails one that ends sooner, so
+// one buffer of that size holds it.
+func readAllSized(rd io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(rd)
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +31,26 @@ type process struct {
 	config  string
 	dataDir string
 	cmd     *exec.Cmd
-	log     *bytes.Buffer
+	log     *lockedBuffer
+}
+
+// lockedBuffer collects a process's output; the test reads it while the
+// process writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // quickstartConfig returns Caddyfile.example with the test's ports and data
@@ -61,7 +82,7 @@ func quickstartConfig(t *testing.T, dataDir, airExtra string) string {
 // it answers.
 func startProcess(t *testing.T, config, dataDir string) *process {
 	t.Helper()
-	p := &process{t: t, config: config, dataDir: dataDir, log: new(bytes.Buffer)}
+	p := &process{t: t, config: config, dataDir: dataDir, log: new(lockedBuffer)}
 	p.cmd = exec.Command(caddyBin, "run", "--config", config, "--adapter", "caddyfile")
 	p.cmd.Dir = ".."
 	p.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dataDir, "xdg"))
@@ -169,6 +190,8 @@ func TestQuickstart(t *testing.T) {
 		t.Fatalf("without a key: %d %s", status, body)
 	}
 
+	checkAccessLog(t, p, key)
+
 	list := caddyCLI(t, "air", "key", "list", "--user", "alice", "--config", cfg)
 	if !strings.Contains(list, "alice") || !strings.Contains(list, "quickstart") || strings.Contains(list, key) {
 		t.Fatalf("key list:\n%s", list)
@@ -198,5 +221,60 @@ func TestQuickstart(t *testing.T) {
 	}
 	if status, _ := getStatus(t, p.url("/v1/models"), key); status != http.StatusUnauthorized {
 		t.Fatalf("revoked key: %d", status)
+	}
+}
+
+// checkAccessLog makes one chat request with key and checks that its entry
+// in the access log (Caddyfile.example's `log`, JSON on stderr) says who
+// called, which model and provider served it, the tokens, the cost and the
+// outcome, and never the key itself.
+func checkAccessLog(t *testing.T, p *process, key string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.url("/v1/chat/completions"),
+		strings.NewReader(`{"model":"mock-gpt","messages":[{"role":"user","content":"log me"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("chat: status %d", resp.StatusCode)
+	}
+	var entry map[string]any
+	eventually(t, 10*time.Second, "the chat request's access log entry", func() bool {
+		for _, line := range strings.Split(p.log.String(), "\n") {
+			if !strings.Contains(line, `"uri":"/v1/chat/completions"`) {
+				continue
+			}
+			entry = nil
+			return json.Unmarshal([]byte(line), &entry) == nil
+		}
+		return false
+	})
+	for field, want := range map[string]any{
+		"air_user":         "alice",
+		"air_model":        "mock-gpt",
+		"air_provider":     "mock",
+		"air_usage_source": "reported",
+		"air_outcome":      "ok",
+		"status":           float64(http.StatusOK),
+	} {
+		if entry[field] != want {
+			t.Errorf("access log %s = %v, want %v", field, entry[field], want)
+		}
+	}
+	for _, field := range []string{"air_key_id", "air_cost", "air_prompt_tokens", "air_output_tokens"} {
+		if entry[field] == nil || entry[field] == "" {
+			t.Errorf("access log has no %s", field)
+		}
+	}
+	if prompt, _ := entry["air_prompt_tokens"].(float64); prompt <= 0 {
+		t.Errorf("access log air_prompt_tokens = %v, want > 0", entry["air_prompt_tokens"])
+	}
+	if strings.Contains(p.log.String(), key) {
+		t.Error("the log contains the API key")
 	}
 }
