@@ -45,6 +45,7 @@ type options struct {
 	cpuProfile     string
 	heapProfile    string
 	profileSeconds int
+	profileTarget  string
 	writeReadme    bool
 	quiet          bool
 }
@@ -64,8 +65,9 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
 	flag.StringVar(&o.scenarios, "scenarios", "1,2,3", "comma-separated scenarios to run")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of caddy-air under scenario 2 to `file`")
-	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of caddy-air under scenario 2 to `file`")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
+	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
@@ -108,6 +110,8 @@ func (o options) validate() error {
 		return errors.New("-stream-life must be in (0, 5m], -stream-delay positive, -ramp in (0, stream-life)")
 	case o.profileSeconds < 1 || o.profileSeconds > 120:
 		return errors.New("-profile-seconds must be in [1, 120]")
+	case o.profileTarget != "air" && o.profileTarget != "bare":
+		return errors.New("-profile-target must be air or bare")
 	}
 	return nil
 }
@@ -217,7 +221,11 @@ func benchmark(ctx context.Context, o options) error {
 		scenarios = append(scenarios, sc)
 	}
 	if o.cpuProfile != "" || o.heapProfile != "" {
-		if err := b.profileStreams(ctx, b.targets[1], streamBody); err != nil {
+		profiled := b.targets[1]
+		if o.profileTarget == "bare" {
+			profiled = b.targets[0]
+		}
+		if err := b.profileStreams(ctx, profiled, streamBody); err != nil {
 			return err
 		}
 	}

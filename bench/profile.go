@@ -37,7 +37,7 @@ func fetchProfile(ctx context.Context, p *caddyProcess, path, file string) error
 	return out.Close()
 }
 
-// profileStreams runs the SSE load of scenario 2 against caddy-air alone
+// profileStreams runs the SSE load of scenario 2 against one target alone
 // for the profile's duration plus two seconds, and meanwhile fetches a CPU
 // profile (from the first second on) and a heap profile (half-way) from
 // its admin endpoint. This run is not measured.

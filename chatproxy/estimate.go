@@ -91,11 +91,19 @@ func rawLen(r gjson.Result) int {
 	return len(r.Raw)
 }
 
-// openAIDeltaBytes sizes the text a chat completion chunk delivers.
-func openAIDeltaBytes(chunk gjson.Result) int {
+// openAIChoicesBytes sizes the text of a choices array: the member named
+// field ("delta" in a chunk, "message" in a whole completion) of each
+// choice.
+func openAIChoicesBytes(choices gjson.Result, field string) int {
 	n := 0
-	chunk.Get("choices").ForEach(func(_, c gjson.Result) bool {
-		n += openAIMessageBytes(c.Get("delta"))
+	choices.ForEach(func(_, c gjson.Result) bool {
+		c.ForEach(func(k, v gjson.Result) bool {
+			if k.Str != field {
+				return true
+			}
+			n += openAIMessageBytes(v)
+			return false
+		})
 		return true
 	})
 	return n
@@ -103,21 +111,24 @@ func openAIDeltaBytes(chunk gjson.Result) int {
 
 // openAIOutputBytes sizes the text of a whole chat completion.
 func openAIOutputBytes(resp gjson.Result) int {
-	n := 0
-	resp.Get("choices").ForEach(func(_, c gjson.Result) bool {
-		n += openAIMessageBytes(c.Get("message"))
-		return true
-	})
-	return n
+	return openAIChoicesBytes(resp.Get("choices"), "message")
 }
 
 // openAIMessageBytes sizes a message or delta: its content, reasoning and
-// tool call names and arguments.
+// tool call names and arguments. It reads the message in one pass.
 func openAIMessageBytes(m gjson.Result) int {
-	n := textLen(m.Get("content")) + textLen(m.Get("reasoning_content")) + textLen(m.Get("reasoning"))
-	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		f := tc.Get("function")
-		n += textLen(f.Get("name")) + textLen(f.Get("arguments"))
+	n := 0
+	m.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "content", "reasoning_content", "reasoning":
+			n += textLen(v)
+		case "tool_calls":
+			v.ForEach(func(_, tc gjson.Result) bool {
+				f := tc.Get("function")
+				n += textLen(f.Get("name")) + textLen(f.Get("arguments"))
+				return true
+			})
+		}
 		return true
 	})
 	return n

@@ -28,13 +28,6 @@ type tap struct {
 	scratch []byte
 }
 
-// Keys whose presence in a chunk is checked with a byte search first. A
-// match may be inside a string; gjson then decides.
-var (
-	keyError = []byte(`"error"`)
-	keyUsage = []byte(`"usage"`)
-)
-
 // event processes one whole SSE event and returns the bytes to forward:
 // ev itself, ev edited in place, or nil to drop it.
 func (t *tap) event(ev []byte) []byte {
@@ -55,31 +48,39 @@ func (t *tap) event(ev []byte) []byte {
 		t.anthropicEvent(root)
 		return ev
 	}
-	// The byte searches spare most chunks a gjson lookup that cannot match.
-	if bytes.Contains(payload, keyError) {
-		if e := root.Get("error"); e.Exists() && e.Type != gjson.Null {
-			t.upstreamError = true
+	return t.openAIChunk(ev, a, root, multi)
+}
+
+// openAIChunk collects usage, output size and errors from a chat completion
+// chunk in one pass over its members, and strips the usage the gateway
+// injected. It returns the bytes to forward, as event does.
+func (t *tap) openAIChunk(ev []byte, off int, root gjson.Result, multi bool) []byte {
+	var usage gjson.Result
+	choices := false
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "choices":
+			choices = !v.IsArray() || !isEmptyArray(v.Raw)
+			t.outBytes += int64(openAIChoicesBytes(v, "delta"))
+		case "usage":
+			usage = v
+		case "error":
+			t.upstreamError = t.upstreamError || v.Type != gjson.Null
 		}
-	}
-	t.outBytes += int64(openAIDeltaBytes(root))
-	if !bytes.Contains(payload, keyUsage) {
-		return ev
-	}
-	u := root.Get("usage")
-	if u.IsObject() {
-		if nu, err := billing.NormalizeOpenAI(rawBytes(u)); err == nil {
+		return true
+	})
+	if usage.IsObject() {
+		if nu, err := billing.NormalizeOpenAI(rawBytes(usage)); err == nil {
 			t.usage, t.reported = nu, true
 		}
 	}
-	if !t.strip || !u.Exists() || multi {
+	if !t.strip || !usage.Exists() || multi {
 		return ev
 	}
-	if u.IsObject() {
-		if ch := root.Get("choices"); !ch.Exists() || (ch.IsArray() && isEmptyArray(ch.Raw)) {
-			return nil // the usage-only chunk the client did not ask for
-		}
+	if usage.IsObject() && !choices {
+		return nil // the usage-only chunk the client did not ask for
 	}
-	return deleteKey(ev, a, u)
+	return deleteKey(ev, off, usage)
 }
 
 // anthropicEvent collects usage and output size from a Messages event.
