@@ -9,8 +9,8 @@ import (
 // Store layout. Every component that comes from outside (ids, model names,
 // currencies) is path-escaped, so "/" only ever separates components.
 //
-//	l/t/<20060102T150405.000000000Z>/<id>        record (JSON), with the retention TTL
-//	l/i/<id>                                     the record's l/t key, with the retention TTL
+//	l/t/<20060102T150405.000000000Z>/<id>        record (see stored.go), with the retention TTL
+//	l/i/<id>                                     the record's time (Unix ns, big-endian), with the retention TTL
 //	a/<2006-01-02>/<user>/<key>/<model>/<currency> aggregate (JSON), kept forever
 //	b/l/<u|k>/<id>                               limits of a user or key (JSON)
 //	b/s/<u|k>/<id>/<currency>/<2006-01|total>    spend of a user or key (nanos)
@@ -45,8 +45,11 @@ func unesc(s string) string {
 }
 
 // recordKey is the time-ordered key of rec.
-func recordKey(rec *Record) []byte {
-	return []byte(prefixRecords + rec.Time.UTC().Format(recordTimeLayout) + "/" + esc(rec.ID))
+func recordKey(rec *Record) []byte { return recordKeyAt(rec.Time, rec.ID) }
+
+// recordKeyAt is the key of the record with id and time t.
+func recordKeyAt(t time.Time, id string) []byte {
+	return []byte(prefixRecords + t.UTC().Format(recordTimeLayout) + "/" + esc(id))
 }
 
 // recordIDKey is the key of the index entry of the record with id.

@@ -254,15 +254,14 @@ func (l *Ledger) commit(ctx context.Context, recs []*Record) ([]bool, error) {
 			}
 			seen[rec.ID] = true
 			fresh[i] = true
-			val, err := json.Marshal(rec)
+			val, err := encodeRecord(rec)
 			if err != nil {
 				return err
 			}
-			key := recordKey(rec)
-			if err := txn.Set(key, val, l.retention); err != nil {
+			if err := txn.Set(recordKey(rec), val, l.retention); err != nil {
 				return err
 			}
-			if err := txn.Set(idKey, key, l.retention); err != nil {
+			if err := txn.Set(idKey, indexValue(rec), l.retention); err != nil {
 				return err
 			}
 			ak := aggKeyOf(rec)
@@ -356,17 +355,16 @@ func isTotalKey(key []byte) bool {
 
 // Get returns the record with id, or store.ErrNotFound.
 func (l *Ledger) Get(ctx context.Context, id string) (Record, error) {
-	var rec Record
-	key, err := l.s.Get(ctx, recordIDKey(id))
+	idx, err := l.s.Get(ctx, recordIDKey(id))
 	if err != nil {
-		return rec, err
+		return Record{}, err
 	}
+	key := recordKeyFromIndex(id, idx)
 	val, err := l.s.Get(ctx, key)
 	if err != nil {
-		return rec, err
+		return Record{}, err
 	}
-	err = json.Unmarshal(val, &rec)
-	return rec, err
+	return decodeRecord(key, val)
 }
 
 // Records calls fn for every record with since <= Time < until, oldest
@@ -386,8 +384,8 @@ func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(Re
 		if to != "" && string(k) >= to {
 			return store.ErrStop
 		}
-		var rec Record
-		if err := json.Unmarshal(v, &rec); err != nil {
+		rec, err := decodeRecord(k, v)
+		if err != nil {
 			return fmt.Errorf("decoding ledger record %s: %w", k, err)
 		}
 		return fn(rec)
