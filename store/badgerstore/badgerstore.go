@@ -45,10 +45,17 @@ func Open(o Options) (*DB, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// Sized for a gateway, not a database server: Badger's defaults
+	// (64 MiB memtables, 256 MiB block cache) would multiply Caddy's
+	// memory. A memtable flush holds the old and the new memtable and a
+	// table builder of twice the memtable's size at once, so the memtable
+	// size sets the memory peak under sustained writes; 2 MiB holds
+	// several thousand ledger records (see billing/stored.go). Reads need no cache:
+	// tables are memory-mapped.
 	opts := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
 		WithLogger(zapLogger{log.Sugar()}).
-		WithMemTableSize(4 << 20).
+		WithMemTableSize(2 << 20).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
