@@ -95,8 +95,9 @@ func flush(rc *http.ResponseController) error {
 // copyStream forwards an SSE response event by event, and taps its usage.
 // It flushes as soon as no further whole event is already buffered: each
 // event reaches the client as soon as the upstream sent it, and events that
-// arrived together leave in one write, as with reverse_proxy. It returns the upstream read error (nil at a clean
-// end) and whether writing to the client failed.
+// arrived together leave in one write, as with reverse_proxy. It returns the
+// upstream read error (nil at a clean end) and whether writing to the client
+// failed.
 func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
 	rc := http.NewResponseController(w)
 	if err := flush(rc); err != nil {
