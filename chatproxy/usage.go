@@ -132,6 +132,8 @@ func (t *tap) body(b []byte, complete bool) {
 	root := gjson.Parse(str(b))
 	t.usageFrom(root.Get("usage"))
 	switch {
+	case t.reported:
+		// The output size only matters for an estimate.
 	case !complete:
 		t.outBytes = int64(len(b))
 	case t.proto == Anthropic:
