@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,8 +80,6 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // readBody reads r's body up to limit bytes: a larger one gives a 413.
-// When the client declared the length, the body is read into a buffer of
-// exactly that size.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
@@ -96,18 +95,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
-// readAllSized is io.ReadAll for a body that declares its length: net/http
-// ends such a body after length bytes and fails one that ends sooner, so
-// one buffer of that size holds it.
+// maxPresize caps the buffer allocated up front for a request body: the
+// declared length is the client's word, and a client that declares much and
+// sends little must not hold much memory.
+const maxPresize = 256 << 10
+
+// readAllSized is io.ReadAll with the buffer sized from the declared length
+// (up to maxPresize), so that a typical body is read without regrowing.
 func readAllSized(rd io.Reader, length int64) ([]byte, error) {
-	if length <= 0 {
-		return io.ReadAll(rd)
-	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(rd, body); err != nil {
-		return nil, err
-	}
-	return body, nil
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(length, 0), maxPresize)) + bytes.MinRead)
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
 }
 
 func tooLarge(limit int64) *apierror.Error {
