@@ -238,14 +238,22 @@ func adminJSON(t testing.TB, method, path, body string, out any) int {
 	return resp.StatusCode
 }
 
-// call sends a request to the gateway and returns status, headers and body.
+// call sends a request to the in-process gateway and returns status,
+// headers and body.
 func call(t testing.TB, method, path, key, body string, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	return callURL(t, method, baseURL+path, key, body, header...)
+}
+
+// callURL sends a request to url with key, a JSON body if not empty, and
+// header name/value pairs, and returns status, headers and body.
+func callURL(t testing.TB, method, url, key, body string, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, baseURL+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -157,17 +156,8 @@ func lastLine(s string) string {
 
 func getStatus(t *testing.T, url, key string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	status, _, body := callURL(t, http.MethodGet, url, key, "")
+	return status, string(body)
 }
 
 // TestQuickstart follows the README: start the gateway from
@@ -230,18 +220,10 @@ func TestQuickstart(t *testing.T) {
 // outcome, and never the key itself.
 func checkAccessLog(t *testing.T, p *process, key string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, p.url("/v1/chat/completions"),
-		strings.NewReader(`{"model":"mock-gpt","messages":[{"role":"user","content":"log me"}]}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("chat: status %d", resp.StatusCode)
+	status, _, body := callURL(t, http.MethodPost, p.url("/v1/chat/completions"), key,
+		`{"model":"mock-gpt","messages":[{"role":"user","content":"log me"}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("chat: status %d %s", status, body)
 	}
 	var entry map[string]any
 	eventually(t, 10*time.Second, "the chat request's access log entry", func() bool {
