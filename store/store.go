@@ -36,6 +36,10 @@ type ScanOptions struct {
 	Reverse bool
 	// KeysOnly skips reading values; the callback gets a nil value.
 	KeysOnly bool
+	// Start, if it sorts after the prefix, is where a forward scan begins:
+	// keys before it are skipped without being read. Reverse scans ignore
+	// it.
+	Start []byte
 }
 
 // Store is a durable, ordered key-value store with TTLs.
