@@ -287,20 +287,6 @@ func (b *Budgets) record(rec *Record) {
 	}
 }
 
-// unspend takes back the spend of rec, which turned out to be a duplicate.
-func (b *Budgets) unspend(rec *Record) {
-	if !rec.Priced || rec.Cost == 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID}) {
-		acc := b.account(sk)
-		acc.spent[spendSlot{rec.Currency, monthOf(rec.Time)}] -= rec.Cost
-		acc.spent[spendSlot{rec.Currency, periodTotal}] -= rec.Cost
-	}
-}
-
 // addSpend adds rec's cost to the account's spend, and forgets months
 // other than the current one and rec's.
 func (acc *account) addSpend(rec *Record, now time.Time) {

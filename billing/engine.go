@@ -114,22 +114,17 @@ func (e *Engine) now() time.Time {
 // Settle prices rec, queues its ledger write without waiting for it, and
 // turns the reservation into spend. It returns the priced record. User,
 // KeyID and Model default to the reservation's; a record without an ID
-// gets a random one. If the ledger already holds rec.ID, nothing is
-// counted. If the write fails, the failure is logged and the spend still
+// gets a random one. rec.ID must be new, like a request's random ID: the
+// record is appended, not looked up (tasks, whose IDs may come again, use
+// Charge). If the write fails, the failure is logged and the spend still
 // counts in memory.
 func (r *Reservation) Settle(rec Record) Record {
 	r.once.Do(func() {
 		r.rec = r.price(rec)
-		b := r.e.budgets
-		if b != nil && r.h != nil {
+		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, true)
 		}
-		priced := r.rec
-		r.e.ledger.Enqueue(priced, func(isNew bool, err error) {
-			if b != nil && err == nil && !isNew {
-				b.unspend(&priced)
-			}
-		})
+		r.e.ledger.Enqueue(r.rec, nil)
 	})
 	return r.rec
 }

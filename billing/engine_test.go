@@ -249,12 +249,8 @@ func TestSettleOnceAndDuplicates(t *testing.T) {
 	}
 	res.Release()
 
-	// Two reservations settling the same ID count once, in the ledger and in
-	// the budget.
-	res2, _ := te.Admit(ctx, s, "claude-x", claudeUsage)
-	res2.Settle(Record{ID: "once", Usage: claudeUsage, Outcome: OutcomeOK})
-
-	// The synchronous path for tasks.
+	// The synchronous path for tasks is idempotent by ID, in the ledger and
+	// in the budget.
 	task := Record{ID: "task-1", Endpoint: EndpointTasks, User: "alice", KeyID: "key_1", Model: "gpt-image-1",
 		Images: 2, Source: SourceUnits, Outcome: OutcomeOK}
 	got, fresh, err := te.Charge(ctx, task)

@@ -9,17 +9,30 @@ import (
 // Store layout. Every component that comes from outside (ids, model names,
 // currencies) is path-escaped, so "/" only ever separates components.
 //
-//	l/t/<20060102T150405.000000000Z>/<id>        record (see stored.go), with the retention TTL
-//	l/i/<id>                                     the record's time (Unix ns, big-endian), with the retention TTL
+//	0/r/<20060102T150405.000000000Z>/<id>        record (see stored.go), with the retention TTL
+//	l/i/<id>                                     time of a record written with Write (Unix ns, big-endian), with the retention TTL
 //	a/<2006-01-02>/<user>/<key>/<model>/<currency> aggregate (JSON), kept forever
 //	b/l/<u|k>/<id>                               limits of a user or key (JSON)
 //	b/s/<u|k>/<id>/<currency>/<2006-01|total>    spend of a user or key (nanos)
+//	l/t/<20060102T150405.000000000Z>/<id>        record written by an earlier version (read, never written)
+//
+// Records sort before every other key of the store, on purpose. A memtable
+// flush makes one table spanning its smallest to its largest key, and
+// compaction rewrites every older table that span overlaps. Records are
+// appended in time order, so a flush's records are the newest; if anything
+// written along with them (aggregates, spend counters) sorted before them,
+// every flush would span, and compaction rewrite, all older records. Badger
+// builds those tables in the Go heap, so that rewriting is what the ledger
+// added to the gateway's memory under load. For the same reason records
+// written with Enqueue have no ID index entry: random IDs would make every
+// flush span the whole index.
 const (
-	prefixRecords    = "l/t/"
-	prefixRecordIDs  = "l/i/"
-	prefixAggregates = "a/"
-	prefixLimits     = "b/l/"
-	prefixSpend      = "b/s/"
+	prefixRecords       = "0/r/"
+	prefixLegacyRecords = "l/t/"
+	prefixRecordIDs     = "l/i/"
+	prefixAggregates    = "a/"
+	prefixLimits        = "b/l/"
+	prefixSpend         = "b/s/"
 )
 
 // recordTimeLayout makes record keys sort by time.
@@ -48,8 +61,11 @@ func unesc(s string) string {
 func recordKey(rec *Record) []byte { return recordKeyAt(rec.Time, rec.ID) }
 
 // recordKeyAt is the key of the record with id and time t.
-func recordKeyAt(t time.Time, id string) []byte {
-	return []byte(prefixRecords + t.UTC().Format(recordTimeLayout) + "/" + esc(id))
+func recordKeyAt(t time.Time, id string) []byte { return recordKeyIn(prefixRecords, t, id) }
+
+// recordKeyIn is the key under prefix of the record with id and time t.
+func recordKeyIn(prefix string, t time.Time, id string) []byte {
+	return []byte(prefix + t.UTC().Format(recordTimeLayout) + "/" + esc(id))
 }
 
 // recordIDKey is the key of the index entry of the record with id.

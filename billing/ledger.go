@@ -22,13 +22,15 @@ const DefaultRetention = 90 * 24 * time.Hour
 const spendMonthTTL = 93 * 24 * time.Hour
 
 // Ledger is the durable record of settled requests and tasks. Each record
-// is written exactly once, keyed by its ID, and expires after the
-// retention. In the same store transaction the ledger adds the record to its
+// is written once and expires after the retention. Records of requests
+// are appended (Enqueue): their IDs are new by construction. Records whose
+// ID may come again, such as a task's, are written idempotently by ID
+// (Write). In the same store transaction the ledger adds the record to its
 // day × user × key × model × currency aggregate and to the spend counters of
 // its user and key, so that these can never disagree with the records.
 //
-// Writes go through a bounded queue to a single writer goroutine that
-// commits them in batches (Enqueue), or straight to the store (Write). A
+// Appends go through a bounded queue to a single writer goroutine that
+// commits them in batches (Enqueue); Write goes straight to the store. A
 // Ledger is long-lived: create one per store and Close it to drain it.
 type Ledger struct {
 	s         store.Store
@@ -41,10 +43,11 @@ type Ledger struct {
 	done   chan struct{}
 }
 
-// job is a queued record, or a flush marker when flushed is set.
+// job is a queued record, or a flush marker when flushed is set. It holds
+// a pointer so that the queue's buffer stays small.
 type job struct {
-	rec     Record
-	done    func(isNew bool, err error)
+	rec     *Record
+	done    func(err error)
 	flushed chan struct{}
 }
 
@@ -77,15 +80,15 @@ func NewLedger(s store.Store, retention time.Duration, log *zap.Logger) *Ledger 
 	return l
 }
 
-// Write writes rec synchronously. It reports whether rec was new; writing a
-// record whose ID is already in the ledger changes nothing and reports
-// false. rec must be priced already (see Engine).
+// Write writes rec synchronously and idempotently: it reports whether rec
+// was new, and writing a record whose ID an earlier Write wrote changes
+// nothing and reports false. rec must be priced already (see Engine).
 func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 	if rec.ID == "" {
 		return false, errors.New("ledger record without an id")
 	}
 	rec.fillDefaults(time.Now())
-	fresh, err := l.commit(ctx, []*Record{&rec})
+	fresh, err := l.commit(ctx, []*Record{&rec}, true)
 	if err != nil {
 		return false, err
 	}
@@ -94,24 +97,26 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 
 // Enqueue queues rec for the writer and returns without waiting for the
 // store, unless the queue is full, in which case it blocks until there is
-// room: records are never dropped. done, if not nil, is called from the
-// writer once rec is committed (isNew false for a duplicate ID) or has
-// failed. After Close, Enqueue writes synchronously.
-func (l *Ledger) Enqueue(rec Record, done func(isNew bool, err error)) {
+// room: records are never dropped. rec is appended: its ID must be new,
+// like a request's random ID, for it is not looked up (see the store
+// layout in keys.go for why). done, if not nil, is called from the writer
+// once rec is committed or has failed. After Close, Enqueue writes
+// synchronously.
+func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	rec.fillDefaults(time.Now())
 	l.mu.RLock()
 	if !l.closed {
-		l.queue <- job{rec: rec, done: done}
+		l.queue <- job{rec: &rec, done: done}
 		l.mu.RUnlock()
 		return
 	}
 	l.mu.RUnlock()
-	fresh, err := l.Write(context.Background(), rec)
+	_, err := l.commit(context.Background(), []*Record{&rec}, false)
 	if err != nil {
 		l.log.Error("writing ledger record", zap.String("id", rec.ID), zap.Error(err))
 	}
 	if done != nil {
-		done(fresh, err)
+		done(err)
 	}
 }
 
@@ -189,10 +194,10 @@ func (l *Ledger) writeBatch(batch []job) {
 	recs := make([]*Record, 0, len(batch))
 	for i := range batch {
 		if batch[i].flushed == nil {
-			recs = append(recs, &batch[i].rec)
+			recs = append(recs, batch[i].rec)
 		}
 	}
-	fresh, errs := l.commitSplitting(recs)
+	errs := l.commitSplitting(recs)
 	k := 0
 	for i := range batch {
 		j := &batch[i]
@@ -205,63 +210,59 @@ func (l *Ledger) writeBatch(batch []job) {
 				zap.String("key_id", j.rec.KeyID), zap.String("cost", j.rec.Cost.String()), zap.Error(errs[k]))
 		}
 		if j.done != nil {
-			j.done(fresh[k], errs[k])
+			j.done(errs[k])
 		}
 		k++
 	}
 }
 
-// commitSplitting commits recs in one transaction; if that fails, it
+// commitSplitting appends recs in one transaction; if that fails, it
 // halves the batch and tries again, so that one bad record or a batch too
-// large for a transaction does not fail the others.
-func (l *Ledger) commitSplitting(recs []*Record) ([]bool, []error) {
+// large for a transaction does not fail the others. It returns each
+// record's error.
+func (l *Ledger) commitSplitting(recs []*Record) []error {
 	errs := make([]error, len(recs))
 	if len(recs) == 0 {
-		return nil, errs
+		return errs
 	}
-	fresh, err := l.commit(context.Background(), recs)
+	_, err := l.commit(context.Background(), recs, false)
 	if err == nil {
-		return fresh, errs
+		return errs
 	}
 	if len(recs) == 1 {
 		errs[0] = err
-		return []bool{false}, errs
+		return errs
 	}
 	h := len(recs) / 2
-	f1, e1 := l.commitSplitting(recs[:h])
-	f2, e2 := l.commitSplitting(recs[h:])
-	return append(f1, f2...), append(e1, e2...)
+	return append(l.commitSplitting(recs[:h]), l.commitSplitting(recs[h:])...)
 }
 
-// commit writes recs, their aggregates and their spend in one transaction,
-// skipping records whose ID is already present. It reports which were new.
-func (l *Ledger) commit(ctx context.Context, recs []*Record) ([]bool, error) {
+// commit writes recs, their aggregates and their spend in one transaction
+// and reports which were new. If idempotent, it skips records whose ID an
+// earlier idempotent commit wrote, and indexes the IDs of the others;
+// otherwise every record is new.
+func (l *Ledger) commit(ctx context.Context, recs []*Record, idempotent bool) ([]bool, error) {
 	var fresh []bool
 	err := l.s.Update(ctx, func(txn store.Txn) error {
 		fresh = make([]bool, len(recs))
 		aggs := map[aggKey]*Totals{}
 		spend := map[string]Amount{}
-		seen := make(map[string]bool, len(recs))
 		for i, rec := range recs {
-			if seen[rec.ID] {
-				continue
+			if idempotent {
+				isNew, err := l.index(txn, rec)
+				if err != nil {
+					return err
+				}
+				if !isNew {
+					continue
+				}
 			}
-			idKey := recordIDKey(rec.ID)
-			if _, err := txn.Get(idKey); err == nil {
-				continue
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			seen[rec.ID] = true
 			fresh[i] = true
 			val, err := encodeRecord(rec)
 			if err != nil {
 				return err
 			}
 			if err := txn.Set(recordKey(rec), val, l.retention); err != nil {
-				return err
-			}
-			if err := txn.Set(idKey, indexValue(rec), l.retention); err != nil {
 				return err
 			}
 			ak := aggKeyOf(rec)
@@ -286,6 +287,20 @@ func (l *Ledger) commit(ctx context.Context, recs []*Record) ([]bool, error) {
 		return nil
 	})
 	return fresh, err
+}
+
+// index adds rec's ID to the ID index in txn, unless it is there already;
+// it reports whether it was new.
+func (l *Ledger) index(txn store.Txn, rec *Record) (bool, error) {
+	idKey := recordIDKey(rec.ID)
+	_, err := txn.Get(idKey)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	return true, txn.Set(idKey, indexValue(rec), l.retention)
 }
 
 // addSpend adds rec's cost to the spend counters it counts in, by key.
@@ -353,34 +368,57 @@ func isTotalKey(key []byte) bool {
 	return len(key) >= n && string(key[len(key)-n:]) == periodTotal
 }
 
-// Get returns the record with id, or store.ErrNotFound.
+// Get returns the record with id that Write wrote, or store.ErrNotFound.
+// Appended records (Enqueue) have no ID index; find them with Records.
 func (l *Ledger) Get(ctx context.Context, id string) (Record, error) {
 	idx, err := l.s.Get(ctx, recordIDKey(id))
 	if err != nil {
 		return Record{}, err
 	}
-	key := recordKeyFromIndex(id, idx)
-	val, err := l.s.Get(ctx, key)
-	if err != nil {
-		return Record{}, err
+	for _, key := range recordKeysFromIndex(id, idx) {
+		val, err := l.s.Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Record{}, err
+		}
+		return decodeRecord(key, val)
 	}
-	return decodeRecord(key, val)
+	return Record{}, store.ErrNotFound
 }
 
 // Records calls fn for every record with since <= Time < until, oldest
 // first. A zero since or until is unbounded. fn may return store.ErrStop.
+// Records written by earlier versions come first: they are older than
+// every record under the current prefix.
 func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(Record) error) error {
-	var from, to string
-	if !since.IsZero() {
-		from = prefixRecords + since.UTC().Format(recordTimeLayout)
-	}
-	if !until.IsZero() {
-		to = prefixRecords + until.UTC().Format(recordTimeLayout)
-	}
-	return l.s.Scan(ctx, []byte(prefixRecords), store.ScanOptions{}, func(k, v []byte) error {
-		if string(k) < from {
-			return nil
+	stopped := false
+	stopAware := func(rec Record) error {
+		err := fn(rec)
+		if errors.Is(err, store.ErrStop) {
+			stopped = true
 		}
+		return err
+	}
+	if err := l.recordsIn(ctx, prefixLegacyRecords, since, until, stopAware); err != nil || stopped {
+		return err
+	}
+	return l.recordsIn(ctx, prefixRecords, since, until, fn)
+}
+
+// recordsIn calls fn for every record under prefix with since <= Time <
+// until, oldest first, seeking straight to since.
+func (l *Ledger) recordsIn(ctx context.Context, prefix string, since, until time.Time, fn func(Record) error) error {
+	var from []byte
+	if !since.IsZero() {
+		from = []byte(prefix + since.UTC().Format(recordTimeLayout))
+	}
+	var to string
+	if !until.IsZero() {
+		to = prefix + until.UTC().Format(recordTimeLayout)
+	}
+	return l.s.Scan(ctx, []byte(prefix), store.ScanOptions{Start: from}, func(k, v []byte) error {
 		if to != "" && string(k) >= to {
 			return store.ErrStop
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,47 +23,23 @@ func testRecord(id string, cost Amount) Record {
 	}
 }
 
-func TestLedgerIdempotent(t *testing.T) {
+func TestLedgerWriteIdempotent(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, openStore(t), 0)
 
-	// Synchronous path: the second write of the same ID is a no-op.
+	// The second write of the same ID is a no-op.
 	for i, want := range []bool{true, false} {
 		fresh, err := l.Write(ctx, testRecord("sync-1", 1000))
 		if err != nil || fresh != want {
 			t.Fatalf("Test %d: Write = %v, %v; want %v", i, fresh, err, want)
 		}
 	}
-
-	// Asynchronous path, including a duplicate of a synchronous write and a
-	// duplicate within one batch.
-	var mu sync.Mutex
-	got := map[string][]bool{}
-	done := func(id string) func(bool, error) {
-		return func(fresh bool, err error) {
-			if err != nil {
-				t.Errorf("write %s: %v", id, err)
-			}
-			mu.Lock()
-			got[id] = append(got[id], fresh)
-			mu.Unlock()
-		}
+	// So is a write of a known ID with other content.
+	if fresh, err := l.Write(ctx, testRecord("sync-1", 5)); err != nil || fresh {
+		t.Errorf("Write of a known ID with another cost = %v, %v", fresh, err)
 	}
-	l.Enqueue(testRecord("async-1", 2000), done("async-1"))
-	l.Enqueue(testRecord("async-1", 2000), done("async-1"))
-	l.Enqueue(testRecord("sync-1", 1000), done("sync-1"))
-	if err := l.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l.Enqueue(testRecord("async-1", 2000), done("async-1"))
-	if err := l.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got["async-1"]) != "[true false false]" || fmt.Sprint(got["sync-1"]) != "[false]" {
-		t.Errorf("reported freshness %v", got)
-	}
-	if fresh, err := l.Write(ctx, testRecord("async-1", 2000)); err != nil || fresh {
-		t.Errorf("sync write of an async record: %v, %v", fresh, err)
+	if fresh, err := l.Write(ctx, testRecord("sync-2", 2000)); err != nil || !fresh {
+		t.Fatalf("Write(sync-2) = %v, %v", fresh, err)
 	}
 
 	if n := countRecords(t, l); n != 2 {
@@ -72,12 +49,102 @@ func TestLedgerIdempotent(t *testing.T) {
 	if tot.Requests != 2 || tot.Cost != 3000 || tot.Usage.Input != 200 {
 		t.Errorf("aggregate counted duplicates: %+v", tot)
 	}
-	rec, err := l.Get(ctx, "async-1")
+	rec, err := l.Get(ctx, "sync-2")
 	if err != nil || rec.Cost != 2000 || rec.User != "alice" || !rec.Time.Equal(day0) {
 		t.Errorf("Get = %+v, %v", rec, err)
 	}
 	if _, err := l.Get(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get(missing) error %v", err)
+	}
+}
+
+// TestLedgerEnqueueAppends checks that queued records are all written and
+// counted, without an ID index entry, under keys that sort before every
+// other key the ledger writes.
+func TestLedgerEnqueueAppends(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	l := newLedger(t, s, 0)
+	var mu sync.Mutex
+	acked := map[string]int{}
+	for i := range 50 {
+		id := fmt.Sprintf("req-%02d", i)
+		l.Enqueue(testRecord(id, Amount(i+1)), func(err error) {
+			if err != nil {
+				t.Errorf("write %s: %v", id, err)
+			}
+			mu.Lock()
+			acked[id]++
+			mu.Unlock()
+		})
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(acked) != 50 {
+		t.Errorf("%d records acknowledged, want 50", len(acked))
+	}
+	if n := countRecords(t, l); n != 50 {
+		t.Errorf("%d records, want 50", n)
+	}
+	if tot := totalIn(report(t, l, ReportFilter{}), "USD"); tot.Requests != 50 || tot.Cost != 50*51/2 {
+		t.Errorf("aggregate %+v, want 50 requests costing %d", tot, 50*51/2)
+	}
+
+	var keys []string
+	if err := s.Scan(ctx, nil, store.ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+		keys = append(keys, string(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if strings.HasPrefix(k, prefixRecordIDs) {
+			t.Errorf("appended record has an ID index entry %q", k)
+		}
+		if isRecord := strings.HasPrefix(k, prefixRecords); isRecord != (i < 50) {
+			t.Errorf("key %d of the store is %q: records must sort before every other key", i, k)
+		}
+	}
+	if _, err := l.Get(ctx, "req-00"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get of an appended record: %v, want not found (no index)", err)
+	}
+}
+
+// TestLedgerRecordsRange checks that Records returns exactly the records
+// of [since, until), oldest first.
+func TestLedgerRecordsRange(t *testing.T) {
+	ctx := context.Background()
+	l := newLedger(t, openStore(t), 0)
+	for i := range 10 {
+		rec := testRecord(fmt.Sprintf("r%d", i), 1)
+		rec.Time = day0.Add(time.Duration(i) * time.Hour)
+		l.Enqueue(rec, nil)
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		since, until time.Time
+		want         string
+	}{
+		{time.Time{}, time.Time{}, "[r0 r1 r2 r3 r4 r5 r6 r7 r8 r9]"},
+		{day0.Add(3 * time.Hour), day0.Add(6 * time.Hour), "[r3 r4 r5]"},
+		{day0.Add(3*time.Hour + time.Nanosecond), time.Time{}, "[r4 r5 r6 r7 r8 r9]"},
+		{time.Time{}, day0.Add(time.Hour), "[r0]"},
+		{day0.Add(20 * time.Hour), time.Time{}, "[]"},
+	}
+	for i, tt := range tests {
+		var ids []string
+		if err := l.Records(ctx, tt.since, tt.until, func(r Record) error {
+			ids = append(ids, r.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(ids); got != tt.want {
+			t.Errorf("Test %d: Records(%v, %v) = %s, want %s", i, tt.since, tt.until, got, tt.want)
+		}
 	}
 }
 
@@ -110,16 +177,16 @@ func TestLedgerCloseDrains(t *testing.T) {
 	var acked sync.WaitGroup
 	acked.Add(n)
 	for i := range n {
-		l.Enqueue(testRecord(fmt.Sprintf("r%d", i), 1), func(bool, error) { acked.Done() })
+		l.Enqueue(testRecord(fmt.Sprintf("r%d", i), 1), func(error) { acked.Done() })
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	acked.Wait()
 	// Enqueue after Close still writes, synchronously.
-	fresh := make(chan bool, 1)
-	l.Enqueue(testRecord("late", 1), func(f bool, err error) { fresh <- f && err == nil })
-	if !<-fresh {
+	written := make(chan bool, 1)
+	l.Enqueue(testRecord("late", 1), func(err error) { written <- err == nil })
+	if !<-written {
 		t.Error("record enqueued after Close was not written")
 	}
 	l2 := newLedger(t, s, 0)
@@ -131,9 +198,10 @@ func TestLedgerCloseDrains(t *testing.T) {
 	}
 }
 
-// TestAggregatesEqualRecords writes random usage streams, with duplicates,
-// through the engine and the real ledger on Badger, and checks that every
-// report equals the sum of the distinct records it covers, exactly.
+// TestAggregatesEqualRecords writes random usage streams through the engine
+// and the real ledger on Badger, resending some task records (the path
+// whose IDs may come again), and checks that every report equals the sum of
+// the distinct records it covers, exactly.
 func TestAggregatesEqualRecords(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { checkAggregates(t, seed) })
@@ -148,28 +216,29 @@ func checkAggregates(t *testing.T, seed int64) {
 	models := []string{"qwen3-max", "claude-x", "claude-y", "tiny", "unpriced-model", "gpt-image-1", "veo-3-fast"}
 	sources := []Source{SourceReported, SourcePartial, SourceEstimated}
 	distinct := map[string]Record{}
-	var ids []string
+	var charged []string
 	for i := range 400 {
-		var rec Record
-		if len(ids) > 0 && r.Intn(10) == 0 {
-			// Resend an earlier record: it must not count twice.
-			rec = distinct[ids[r.Intn(len(ids))]]
-		} else {
-			rec = Record{
-				ID:       fmt.Sprintf("req-%d-%d", seed, i),
-				Time:     day0.Add(time.Duration(r.Intn(5*24)) * time.Hour),
-				Endpoint: EndpointChat,
-				User:     users[r.Intn(len(users))],
-				KeyID:    keys[r.Intn(len(keys))],
-				Model:    models[r.Intn(len(models))],
-				Usage: Usage{
-					Input: r.Int63n(200_000), CacheCreation: r.Int63n(5_000), CacheRead: r.Int63n(50_000),
-					Output: r.Int63n(20_000),
-				},
-				Source:  sources[r.Intn(len(sources))],
-				Outcome: OutcomeOK,
-				Images:  r.Intn(3),
+		if len(charged) > 0 && r.Intn(10) == 0 {
+			// Charge an earlier task record again: it must not count twice.
+			if _, _, err := te.Charge(context.Background(), distinct[charged[r.Intn(len(charged))]]); err != nil {
+				t.Fatal(err)
 			}
+			continue
+		}
+		rec := Record{
+			ID:       fmt.Sprintf("req-%d-%d", seed, i),
+			Time:     day0.Add(time.Duration(r.Intn(5*24)) * time.Hour),
+			Endpoint: EndpointChat,
+			User:     users[r.Intn(len(users))],
+			KeyID:    keys[r.Intn(len(keys))],
+			Model:    models[r.Intn(len(models))],
+			Usage: Usage{
+				Input: r.Int63n(200_000), CacheCreation: r.Int63n(5_000), CacheRead: r.Int63n(50_000),
+				Output: r.Int63n(20_000),
+			},
+			Source:  sources[r.Intn(len(sources))],
+			Outcome: OutcomeOK,
+			Images:  r.Intn(3),
 		}
 		switch r.Intn(3) {
 		case 0:
@@ -183,14 +252,12 @@ func checkAggregates(t *testing.T, seed int64) {
 			if rec, _, err = te.Charge(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}
+			charged = append(charged, rec.ID)
 		default:
 			rec = te.price(rec)
 			te.Ledger().Enqueue(rec, nil)
 		}
-		if _, ok := distinct[rec.ID]; !ok {
-			distinct[rec.ID] = rec
-			ids = append(ids, rec.ID)
-		}
+		distinct[rec.ID] = rec
 	}
 	te.flush(t)
 

@@ -101,14 +101,20 @@ func decodeRecord(key, v []byte) (Record, error) {
 	}, nil
 }
 
-// recordIDOf returns the record ID in a record key.
+// recordIDOf returns the record ID in a record key, current or legacy.
 func recordIDOf(key []byte) (string, bool) {
 	k := string(key)
-	if !strings.HasPrefix(k, prefixRecords) {
+	var n int
+	switch {
+	case strings.HasPrefix(k, prefixRecords):
+		n = len(prefixRecords)
+	case strings.HasPrefix(k, prefixLegacyRecords):
+		n = len(prefixLegacyRecords)
+	default:
 		return "", false
 	}
 	i := strings.LastIndexByte(k, '/')
-	if i < len(prefixRecords) {
+	if i < n {
 		return "", false
 	}
 	return unesc(k[i+1:]), true
@@ -120,12 +126,14 @@ func indexValue(rec *Record) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(rec.Time.UnixNano()))
 }
 
-// recordKeyFromIndex returns the record key that the ID index entry v of
-// the record with id points to.
-func recordKeyFromIndex(id string, v []byte) []byte {
+// recordKeysFromIndex returns the keys, most likely first, under which the
+// record with id and ID index entry v may be stored.
+func recordKeysFromIndex(id string, v []byte) [][]byte {
 	if len(v) != 8 {
-		return v // written by an earlier version: the key itself
+		return [][]byte{v} // written by an earlier version: the key itself
 	}
 	t := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
-	return recordKeyAt(t, id)
+	// Before records moved to prefixRecords, index entries of this form
+	// pointed into prefixLegacyRecords.
+	return [][]byte{recordKeyAt(t, id), recordKeyIn(prefixLegacyRecords, t, id)}
 }

@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -64,29 +65,43 @@ func TestDecodeRecordRejects(t *testing.T) {
 }
 
 // TestLedgerReadsEarlierFormat checks that records and index entries that
-// earlier versions wrote (JSON, index holding the key) are still read, and
-// still count for idempotency.
+// earlier versions wrote (JSON or version 1 values under the legacy prefix,
+// index entries holding the key or the time) are still read, come first in
+// Records, and still count for idempotency.
 func TestLedgerReadsEarlierFormat(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	old := testRecord("old-1", 700)
 	j, _ := json.Marshal(old)
-	if err := s.Set(ctx, recordKey(&old), j, 0); err != nil {
+	oldKey := recordKeyIn(prefixLegacyRecords, old.Time, old.ID)
+	if err := s.Set(ctx, oldKey, j, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Set(ctx, recordIDKey(old.ID), recordKey(&old), 0); err != nil {
+	if err := s.Set(ctx, recordIDKey(old.ID), oldKey, 0); err != nil {
 		t.Fatal(err)
 	}
+	// A version 1 record under the legacy prefix, indexed by its time.
+	old2 := testRecord("old-2", 200)
+	v, _ := encodeRecord(&old2)
+	if err := s.Set(ctx, recordKeyIn(prefixLegacyRecords, old2.Time, old2.ID), v, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set(ctx, recordIDKey(old2.ID), indexValue(&old2), 0); err != nil {
+		t.Fatal(err)
+	}
+
 	l := newLedger(t, s, 0)
 	if fresh, err := l.Write(ctx, testRecord("new-1", 300)); err != nil || !fresh {
 		t.Fatalf("Write(new-1) = %v, %v", fresh, err)
 	}
-	if fresh, err := l.Write(ctx, old); err != nil || fresh {
-		t.Errorf("Write(old-1) again = %v, %v; want a no-op", fresh, err)
-	}
-	got, err := l.Get(ctx, "old-1")
-	if err != nil || !reflect.DeepEqual(got, old) {
-		t.Errorf("Get(old-1) = %+v, %v; want %+v", got, err, old)
+	for _, rec := range []Record{old, old2} {
+		if fresh, err := l.Write(ctx, rec); err != nil || fresh {
+			t.Errorf("Write(%s) again = %v, %v; want a no-op", rec.ID, fresh, err)
+		}
+		got, err := l.Get(ctx, rec.ID)
+		if err != nil || !reflect.DeepEqual(got, rec) {
+			t.Errorf("Get(%s) = %+v, %v; want %+v", rec.ID, got, err, rec)
+		}
 	}
 	var ids []string
 	if err := l.Records(ctx, time.Time{}, time.Time{}, func(r Record) error {
@@ -95,7 +110,7 @@ func TestLedgerReadsEarlierFormat(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 2 {
-		t.Errorf("Records = %v, want old-1 and new-1", ids)
+	if fmt.Sprint(ids) != "[old-1 old-2 new-1]" {
+		t.Errorf("Records = %v, want [old-1 old-2 new-1]", ids)
 	}
 }
