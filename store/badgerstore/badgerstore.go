@@ -48,15 +48,19 @@ func Open(o Options) (*DB, error) {
 	}
 	// Sized for a gateway, not a database server: Badger's defaults
 	// (64 MiB memtables, 256 MiB block cache) would multiply Caddy's
-	// memory. A memtable flush holds the old and the new memtable and a
-	// table builder of twice the memtable's size at once, so the memtable
-	// size sets the memory peak under sustained writes; 2 MiB holds
-	// several thousand ledger records (see billing/stored.go). Reads need no cache:
-	// tables are memory-mapped.
+	// memory. Badger builds tables in the Go heap, and the garbage
+	// collector lets the heap grow to twice what is live when it runs, so
+	// what is live during a memtable flush sets the memory peak under
+	// sustained writes: the old and the new memtable, a table builder of at
+	// least twice the table size, and a fixed 3 MiB index builder. 1 MiB
+	// memtables hold a few thousand ledger records (see billing/stored.go);
+	// 512 KiB tables keep the builders small. Reads need no cache: tables
+	// are memory-mapped.
 	opts := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
 		WithLogger(zapLogger{log.Sugar()}).
-		WithMemTableSize(2 << 20).
+		WithMemTableSize(1 << 20).
+		WithBaseTableSize(512 << 10).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
