@@ -2,8 +2,11 @@ package billing
 
 import (
 	"context"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func BenchmarkQuote(b *testing.B) {
@@ -48,4 +51,59 @@ func BenchmarkSettle(b *testing.B) {
 		i++
 	}
 	te.flush(b)
+}
+
+// BenchmarkLedgerPeakHeap appends records at 5,000 a second, about five
+// times the harness's non-streaming rate, to a ledger on a real Badger, and
+// reports the largest Go heap in use and the largest heap goal it saw
+// (sampled every 10 ms): what Badger's memtable flushes and compactions add
+// to the gateway's memory; ns/op is only the pace. Run it long enough to
+// include several flushes:
+//
+//	go test -run XXX -bench LedgerPeakHeap -benchtime 30000x ./billing
+func BenchmarkLedgerPeakHeap(b *testing.B) {
+	l := newLedger(b, openStore(b), 0)
+	runtime.GC()
+	var peakInuse, peakGoal atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peakInuse.Load() {
+				peakInuse.Store(ms.HeapInuse)
+			}
+			if ms.NextGC > peakGoal.Load() {
+				peakGoal.Store(ms.NextGC)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	const every = time.Second / 5000
+	start := time.Now()
+	i := 0
+	for b.Loop() {
+		rec := testRecord("req_"+strconv.Itoa(i)+"-4f1c2d9e-8b7a-4e6f-9c3d-2a1b0e9f8d7c", 12345)
+		rec.Time = time.Time{}
+		l.Enqueue(rec, nil)
+		i++
+		if d := time.Until(start.Add(time.Duration(i) * every)); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	if err := l.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	close(stop)
+	<-sampled
+	b.ReportMetric(float64(peakInuse.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(peakGoal.Load())/(1<<20), "peak-gc-goal-MiB")
 }
