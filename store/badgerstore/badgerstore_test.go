@@ -79,6 +79,11 @@ func TestScanOrder(t *testing.T) {
 		{store.ScanOptions{Reverse: true}, 0, "p/3,p/2,p/1,"},
 		{store.ScanOptions{Reverse: true}, 2, "p/3,p/2,"},
 		{store.ScanOptions{KeysOnly: true}, 1, "p/1,"},
+		{store.ScanOptions{Start: []byte("p/2")}, 0, "p/2,p/3,"},
+		{store.ScanOptions{Start: []byte("p/15")}, 0, "p/2,p/3,"},
+		{store.ScanOptions{Start: []byte("p/4")}, 0, ""},
+		{store.ScanOptions{Start: []byte("a")}, 0, "p/1,p/2,p/3,"},
+		{store.ScanOptions{Start: []byte("p/2"), Reverse: true}, 0, "p/3,p/2,p/1,"},
 	} {
 		got := ""
 		n := 0
