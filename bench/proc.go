@@ -47,17 +47,37 @@ type memStatus struct {
 	// HWM is VmHWM, the peak resident set size since the process started
 	// or since it was last reset through clear_refs.
 	HWM int64
+	// Anon is RssAnon, the resident anonymous memory (Go heap, stacks);
+	// File is RssFile plus RssShmem, the resident pages of mapped files
+	// (the binary, Badger's tables and write-ahead log). Zero when the
+	// kernel does not report them.
+	Anon, File int64
 }
 
-// parseStatus reads VmRSS and VmHWM from the content of
-// /proc/<pid>/status.
+// parseStatus reads VmRSS and VmHWM, and RssAnon, RssFile and RssShmem
+// where present, from the content of /proc/<pid>/status.
 func parseStatus(status []byte) (memStatus, error) {
 	var m memStatus
 	var seen int
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch name {
+		case "VmRSS":
+			dst = &m.RSS
+			seen++
+		case "VmHWM":
+			dst = &m.HWM
+			seen++
+		case "RssAnon":
+			dst = &m.Anon
+		case "RssFile", "RssShmem":
+			dst = &m.File
+		default:
 			continue
 		}
 		f := strings.Fields(val)
@@ -68,12 +88,7 @@ func parseStatus(status []byte) (memStatus, error) {
 		if err != nil {
 			return m, fmt.Errorf("status: %s: %v", name, err)
 		}
-		if name == "VmRSS" {
-			m.RSS = kb << 10
-		} else {
-			m.HWM = kb << 10
-		}
-		seen++
+		*dst += kb << 10
 	}
 	if seen != 2 {
 		return m, fmt.Errorf("status: VmRSS or VmHWM missing")
@@ -106,10 +121,10 @@ func resetHWM(pid int) bool {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 }
 
-// rssSample is one VmRSS reading.
+// rssSample is one reading of a process's resident memory.
 type rssSample struct {
-	At  time.Time
-	RSS int64
+	At              time.Time
+	RSS, Anon, File int64
 }
 
 // sampler reads the RSS of a process at a fixed interval until stopped.
@@ -149,7 +164,7 @@ func (s *sampler) sample() {
 		return
 	}
 	s.mu.Lock()
-	s.samples = append(s.samples, rssSample{At: time.Now(), RSS: m.RSS})
+	s.samples = append(s.samples, rssSample{At: time.Now(), RSS: m.RSS, Anon: m.Anon, File: m.File})
 	s.mu.Unlock()
 }
 
@@ -162,11 +177,13 @@ func (s *sampler) Stop() []rssSample {
 	return s.samples
 }
 
-// peakRSS returns the largest RSS among samples.
-func peakRSS(samples []rssSample) int64 {
-	var peak int64
+// peakSample returns the sample with the largest RSS.
+func peakSample(samples []rssSample) rssSample {
+	var peak rssSample
 	for _, s := range samples {
-		peak = max(peak, s.RSS)
+		if s.RSS > peak.RSS {
+			peak = s
+		}
 	}
 	return peak
 }

@@ -45,6 +45,9 @@ func TestParseStatus(t *testing.T) {
 		"VmPeak:\t 1500000 kB",
 		"VmHWM:\t   81920 kB",
 		"VmRSS:\t   40960 kB",
+		"RssAnon:\t   10240 kB",
+		"RssFile:\t   29696 kB",
+		"RssShmem:\t    1024 kB",
 		"Threads:\t12",
 	}, "\n")
 	for i, tc := range []struct {
@@ -52,7 +55,8 @@ func TestParseStatus(t *testing.T) {
 		want    memStatus
 		wantErr bool
 	}{
-		{status: status, want: memStatus{RSS: 40 << 20, HWM: 80 << 20}},
+		{status: status, want: memStatus{RSS: 40 << 20, HWM: 80 << 20, Anon: 10 << 20, File: 30 << 20}},
+		{status: "VmHWM:\t 2 kB\nVmRSS:\t 1 kB\n", want: memStatus{RSS: 1 << 10, HWM: 2 << 10}},
 		{status: "Name:\tcaddy\nVmRSS:\t 1 kB\n", wantErr: true},
 		{status: "VmRSS:\t 1 MB\nVmHWM:\t 1 kB\n", wantErr: true},
 	} {
@@ -88,14 +92,17 @@ func TestOwnProcess(t *testing.T) {
 
 func TestMedianRSS(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	samples := []rssSample{{t0, 10}, {t0.Add(time.Second), 50}, {t0.Add(2 * time.Second), 30}, {t0.Add(3 * time.Second), 40}, {t0.Add(4 * time.Second), 90}}
+	samples := []rssSample{
+		{At: t0, RSS: 10}, {At: t0.Add(time.Second), RSS: 50}, {At: t0.Add(2 * time.Second), RSS: 30},
+		{At: t0.Add(3 * time.Second), RSS: 40}, {At: t0.Add(4 * time.Second), RSS: 90, Anon: 60, File: 30},
+	}
 	if got := medianRSS(samples, t0.Add(time.Second), t0.Add(4*time.Second)); got != 40 {
 		t.Errorf("median of the window = %d, want 40 (the samples from 1 s up to, not including, 4 s)", got)
 	}
 	if got := medianRSS(samples, t0.Add(10*time.Second), t0.Add(11*time.Second)); got != 0 {
 		t.Errorf("median of an empty window = %d, want 0", got)
 	}
-	if got := peakRSS(samples); got != 90 {
-		t.Errorf("peakRSS = %d, want 90", got)
+	if got := peakSample(samples); got != samples[4] {
+		t.Errorf("peakSample = %+v, want %+v", got, samples[4])
 	}
 }

@@ -16,6 +16,7 @@ import (
 type summary struct {
 	RPS, P50, P99, CPU float64 // req/s, ms, ms, µs per request
 	PeakRSS, HWM       float64 // MiB
+	PeakAnon, PeakFile float64 // MiB
 	IdleRSS, OpenRSS   float64 // bytes
 	Errors             int     // over all rounds
 	FirstError         string
@@ -24,7 +25,7 @@ type summary struct {
 
 // summarize returns the medians of runs.
 func summarize(runs []run) summary {
-	var rps, p50, p99, cpu, peak, hwm, idle, open []float64
+	var rps, p50, p99, cpu, peak, anon, file, hwm, idle, open []float64
 	s := summary{HWMReset: len(runs) > 0}
 	for _, r := range runs {
 		rps = append(rps, r.RPS())
@@ -32,6 +33,8 @@ func summarize(runs []run) summary {
 		p99 = append(p99, ms(percentile(r.Latencies, 0.99)))
 		cpu = append(cpu, r.CPUPerRequest())
 		peak = append(peak, mib(r.PeakRSS))
+		anon = append(anon, mib(r.PeakAnon))
+		file = append(file, mib(r.PeakFile))
 		hwm = append(hwm, mib(r.HWM))
 		idle = append(idle, float64(r.IdleRSS))
 		open = append(open, float64(r.OpenRSS))
@@ -43,6 +46,7 @@ func summarize(runs []run) summary {
 	}
 	s.RPS, s.P50, s.P99, s.CPU = median(rps), median(p50), median(p99), median(cpu)
 	s.PeakRSS, s.HWM = median(peak), median(hwm)
+	s.PeakAnon, s.PeakFile = median(anon), median(file)
 	s.IdleRSS, s.OpenRSS = median(idle), median(open)
 	return s
 }
@@ -105,6 +109,7 @@ func table(scenarios []*scenario) string {
 			f(ratio(air.RPS, bare.RPS), 2), f(ratio(air.P50, bare.P50), 2), f(ratio(air.P99, bare.P99), 2),
 			f(ratio(air.CPU, bare.CPU), 2), f(ratio(air.PeakRSS, bare.PeakRSS), 2), f(ratio(air.HWM, bare.HWM), 2))
 	}
+	b.WriteString(peakSplit(scenarios))
 	for _, sc := range scenarios {
 		if sc.ID != 3 {
 			continue
@@ -122,6 +127,27 @@ func table(scenarios []*scenario) string {
 		}
 		fmt.Fprintf(&b, "\nPer open stream beyond bare Caddy: **%s KiB** (growth of caddy-air minus growth of bare Caddy, per stream); "+
 			"raw (RSS_air − RSS_bare)/N with all open: %s KiB (includes the fixed difference at idle).\n", f(delta, 1), f(raw, 1))
+	}
+	return b.String()
+}
+
+// peakSplit renders, for the constant-rate scenarios, what the peak RSS of
+// each target consists of, and what caddy-air adds.
+func peakSplit(scenarios []*scenario) string {
+	var b strings.Builder
+	for _, sc := range scenarios {
+		if sc.ID == 3 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nPeak RSS split (medians, from the sample with the largest RSS): anonymous memory (Go heap, stacks) " +
+				"and mapped-file pages (the binary; for caddy-air also Badger's memory-mapped tables and write-ahead log):\n\n" +
+				"| Scenario | Target | anon MiB | file MiB |\n|---|---|--:|--:|\n")
+		}
+		bare, air := summarize(sc.Runs[bareLabel]), summarize(sc.Runs[airLabel])
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", sc.Title, bareLabel, f(bare.PeakAnon, 1), f(bare.PeakFile, 1))
+		fmt.Fprintf(&b, "| | %s | %s | %s |\n", airLabel, f(air.PeakAnon, 1), f(air.PeakFile, 1))
+		fmt.Fprintf(&b, "| | difference | %+.1f | %+.1f |\n", air.PeakAnon-bare.PeakAnon, air.PeakFile-bare.PeakFile)
 	}
 	return b.String()
 }

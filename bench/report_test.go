@@ -67,6 +67,31 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+func TestPeakSplit(t *testing.T) {
+	runs := func(anon, file int64) []run {
+		r := run{PeakRSS: anon + file, PeakAnon: anon, PeakFile: file}
+		return []run{r, r, r}
+	}
+	sc := &scenario{ID: 1, Title: "1. chat", Runs: map[string][]run{
+		bareLabel: runs(15<<20, 45<<20),
+		airLabel:  runs(24<<20, 52<<20),
+	}}
+	slow := &scenario{ID: 3, Title: "3. slow", Runs: sc.Runs}
+	got := peakSplit([]*scenario{sc, slow})
+	for _, want := range []string{
+		"| 1. chat | bare Caddy | 15.0 | 45.0 |",
+		"| | caddy-air | 24.0 | 52.0 |",
+		"| | difference | +9.0 | +7.0 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("peak split lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "3. slow") {
+		t.Errorf("peak split covers the slow streams:\n%s", got)
+	}
+}
+
 func TestSlowChunks(t *testing.T) {
 	for i, tc := range []struct {
 		life, delay time.Duration

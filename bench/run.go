@@ -27,8 +27,9 @@ type run struct {
 	result
 	// CPU is the user+system time the Caddy process used during the run.
 	CPU time.Duration
-	// PeakRSS is the largest VmRSS sampled during the run.
-	PeakRSS int64
+	// PeakRSS is the largest VmRSS sampled during the run; PeakAnon and
+	// PeakFile split the sample it came from (see memStatus).
+	PeakRSS, PeakAnon, PeakFile int64
 	// HWM is VmHWM at the end of the run; the peak of the run when
 	// HWMReset, else the peak of the process's life.
 	HWM int64
@@ -80,7 +81,8 @@ func measure(t *target, load func() result) (run, []rssSample, error) {
 		return r, nil, err
 	}
 	r.CPU = cpu1 - cpu0
-	r.PeakRSS = max(peakRSS(samples), m.RSS)
+	peak := peakSample(append(samples, rssSample{RSS: m.RSS, Anon: m.Anon, File: m.File}))
+	r.PeakRSS, r.PeakAnon, r.PeakFile = peak.RSS, peak.Anon, peak.File
 	r.HWM = m.HWM
 	return r, samples, nil
 }
