@@ -171,12 +171,12 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o store.ScanOptions, fn fu
 		it := txn.NewIterator(io)
 		defer it.Close()
 		seek := prefix
-		if !o.Reverse && bytes.Compare(o.Start, prefix) > 0 {
-			seek = o.Start
-		}
-		if o.Reverse {
+		switch {
+		case o.Reverse:
 			// Seek to the last key with the prefix: prefix followed by 0xff bytes.
 			seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		case bytes.Compare(o.Start, prefix) > 0:
+			seek = o.Start
 		}
 		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
 			if err := ctx.Err(); err != nil {
