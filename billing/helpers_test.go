@@ -61,15 +61,22 @@ func (te *testEngine) flush(t testing.TB) {
 // countRecords counts the ledger's records.
 func countRecords(t testing.TB, l *Ledger) int {
 	t.Helper()
-	n := 0
-	err := l.Records(context.Background(), time.Time{}, time.Time{}, func(Record) error {
-		n++
+	return len(recordIDs(t, l, time.Time{}, time.Time{}))
+}
+
+// recordIDs returns the IDs of the ledger's records with since <= Time <
+// until, in the order Records gives them.
+func recordIDs(t testing.TB, l *Ledger, since, until time.Time) []string {
+	t.Helper()
+	var ids []string
+	err := l.Records(context.Background(), since, until, func(r Record) error {
+		ids = append(ids, r.ID)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return ids
 }
 
 // report runs a report and fails the test on error.

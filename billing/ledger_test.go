@@ -135,14 +135,7 @@ func TestLedgerRecordsRange(t *testing.T) {
 		{day0.Add(20 * time.Hour), time.Time{}, "[]"},
 	}
 	for i, tt := range tests {
-		var ids []string
-		if err := l.Records(ctx, tt.since, tt.until, func(r Record) error {
-			ids = append(ids, r.ID)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(ids); got != tt.want {
+		if got := fmt.Sprint(recordIDs(t, l, tt.since, tt.until)); got != tt.want {
 			t.Errorf("Test %d: Records(%v, %v) = %s, want %s", i, tt.since, tt.until, got, tt.want)
 		}
 	}

@@ -103,14 +103,7 @@ func TestLedgerReadsEarlierFormat(t *testing.T) {
 			t.Errorf("Get(%s) = %+v, %v; want %+v", rec.ID, got, err, rec)
 		}
 	}
-	var ids []string
-	if err := l.Records(ctx, time.Time{}, time.Time{}, func(r Record) error {
-		ids = append(ids, r.ID)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(ids) != "[old-1 old-2 new-1]" {
+	if ids := recordIDs(t, l, time.Time{}, time.Time{}); fmt.Sprint(ids) != "[old-1 old-2 new-1]" {
 		t.Errorf("Records = %v, want [old-1 old-2 new-1]", ids)
 	}
 }
