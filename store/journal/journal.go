@@ -1,0 +1,558 @@
+// Package journal is an append-only log of opaque entries in segment files,
+// written with plain write(2) calls and read with plain reads.
+//
+// It exists for data that is written once, read rarely and in order, and
+// expires by age, such as the billing ledger's records. Kept in the
+// key-value store, such data passes through memtables, is flushed into
+// tables and rewritten by compactions, all of which Badger does in the Go
+// heap and in memory-mapped files. A journal costs one buffered write per
+// batch and no resident memory: the kernel's page cache holds its pages,
+// which do not count towards the process's memory.
+//
+// Each entry is framed by its length and a CRC-32C of its bytes, so that a
+// write torn by a crash is found and cut off when the journal is opened.
+// The journal keeps no index: a caller that needs to find entries again
+// keeps their positions (Pos) elsewhere, and a caller that keeps derived
+// state in another store records there the position up to which that
+// state includes the journal (see billing.Ledger).
+//
+// Append does not sync: like Badger without SyncWrites, the journal
+// survives a crash of the process but may lose its last writes in a crash
+// of the machine. Finished segments are synced when the next one starts.
+//
+// A Journal allows one writer (Append, Truncate) and any number of
+// concurrent readers (Scan, Read).
+package journal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultSegmentSize = 64 << 20
+	DefaultSegmentAge  = 24 * time.Hour
+)
+
+// MaxEntrySize is the largest entry Append accepts.
+const MaxEntrySize = 16 << 20
+
+// frameHeader is the size of an entry's frame header: the entry's length
+// and its CRC-32C, both little-endian uint32.
+const frameHeader = 8
+
+// segmentExt ends the name of every segment file.
+const segmentExt = ".seg"
+
+// segmentTimeLayout is the layout of the creation time in a segment's name.
+const segmentTimeLayout = "20060102T150405.000000000Z"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is returned when an entry's frame or checksum is wrong before
+// the end of the data a reader was asked for.
+var ErrCorrupt = errors.New("journal: corrupt entry")
+
+// ErrStop may be returned by a Scan callback to end the scan without an
+// error.
+var ErrStop = errors.New("journal: stop scan")
+
+// Pos is a position in the journal: a segment's sequence number and a byte
+// offset in it. Positions order like the entries they point to.
+type Pos struct {
+	// Segment is the sequence number of a segment, from 1.
+	Segment uint64
+	// Offset is a byte offset into the segment.
+	Offset int64
+}
+
+// Less reports whether p comes before q.
+func (p Pos) Less(q Pos) bool {
+	return p.Segment < q.Segment || p.Segment == q.Segment && p.Offset < q.Offset
+}
+
+// IsZero reports whether p is the zero position, which comes before every
+// entry.
+func (p Pos) IsZero() bool { return p == Pos{} }
+
+// AppendBinary appends the 16-byte form of p to b.
+func (p Pos) AppendBinary(b []byte) ([]byte, error) {
+	b = binary.BigEndian.AppendUint64(b, p.Segment)
+	return binary.BigEndian.AppendUint64(b, uint64(p.Offset)), nil
+}
+
+// UnmarshalBinary reads the 16-byte form of a position.
+func (p *Pos) UnmarshalBinary(b []byte) error {
+	if len(b) != 16 {
+		return fmt.Errorf("journal: position of %d bytes, want 16", len(b))
+	}
+	p.Segment = binary.BigEndian.Uint64(b)
+	p.Offset = int64(binary.BigEndian.Uint64(b[8:]))
+	return nil
+}
+
+// String shows p as segment:offset.
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Segment, p.Offset) }
+
+// Options configures a Journal.
+type Options struct {
+	// Dir is the directory of the segment files; it is created if missing.
+	Dir string
+	// SegmentSize is the size after which a new segment is started
+	// (zero: DefaultSegmentSize).
+	SegmentSize int64
+	// SegmentAge is the age after which a new segment is started, so that
+	// RemoveBefore can free space in steps of at most this age (zero:
+	// DefaultSegmentAge).
+	SegmentAge time.Duration
+	// Now returns the current time (nil: time.Now).
+	Now func() time.Time
+}
+
+// segment is one segment file.
+type segment struct {
+	seq     uint64
+	created time.Time
+	size    int64 // bytes of whole entries; only the last segment grows
+}
+
+// name is the segment's file name.
+func (s segment) name() string {
+	return fmt.Sprintf("%016x-%s%s", s.seq, s.created.UTC().Format(segmentTimeLayout), segmentExt)
+}
+
+// parseSegmentName parses a segment's file name.
+func parseSegmentName(name string) (segment, bool) {
+	base, ok := strings.CutSuffix(name, segmentExt)
+	if !ok {
+		return segment{}, false
+	}
+	seqHex, ts, ok := strings.Cut(base, "-")
+	if !ok {
+		return segment{}, false
+	}
+	seq, err := strconv.ParseUint(seqHex, 16, 64)
+	if err != nil || seq == 0 {
+		return segment{}, false
+	}
+	created, err := time.Parse(segmentTimeLayout, ts)
+	if err != nil {
+		return segment{}, false
+	}
+	return segment{seq: seq, created: created}, true
+}
+
+// Journal is an open journal directory.
+type Journal struct {
+	opts Options
+
+	mu   sync.RWMutex // guards segs and the size of the last one
+	segs []segment
+	file *os.File // the last segment, open for appending; nil until the first append
+	buf  []byte   // the writer's frame buffer, reused
+}
+
+// Open opens the journal in opts.Dir, creating the directory if needed.
+// If the last segment ends in a torn entry, as after a crash during a
+// write, Open cuts it off.
+func Open(opts Options) (*Journal, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("journal: no directory")
+	}
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.SegmentAge <= 0 {
+		opts.SegmentAge = DefaultSegmentAge
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	entries, err := os.ReadDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j := &Journal{opts: opts}
+	for _, e := range entries {
+		if s, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+			j.segs = append(j.segs, s)
+		}
+	}
+	slices.SortFunc(j.segs, func(a, b segment) int { return cmpUint(a.seq, b.seq) })
+	for i := range j.segs {
+		fi, err := os.Stat(j.path(j.segs[i]))
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		j.segs[i].size = fi.Size()
+	}
+	if err := j.repairLast(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// cmpUint compares two sequence numbers.
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// repairLast finds the end of the last whole entry of the last segment,
+// cuts off anything after it and opens the segment for appending.
+func (j *Journal) repairLast() error {
+	if len(j.segs) == 0 {
+		return nil
+	}
+	last := &j.segs[len(j.segs)-1]
+	f, err := os.OpenFile(j.path(*last), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	end := validEnd(f, last.size)
+	if end < last.size {
+		if err := f.Truncate(end); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("journal: cutting torn entry off %s: %w", last.name(), err)
+		}
+		last.size = end
+	}
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.file = f
+	return nil
+}
+
+// validEnd returns the offset after the last whole, intact entry among the
+// first size bytes of f.
+func validEnd(f *os.File, size int64) int64 {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10)
+	var off int64
+	var payload []byte
+	for {
+		n, err := readFrame(r, &payload)
+		if err != nil {
+			// io.EOF at an entry boundary, or a torn or corrupt tail.
+			return off
+		}
+		off += n
+	}
+}
+
+// readFrame reads one frame from r into *payload (reusing its memory) and
+// returns the frame's size. It returns io.EOF at the end of r, and
+// ErrCorrupt or io.ErrUnexpectedEOF for a bad or torn frame.
+func readFrame(r *bufio.Reader, payload *[]byte) (int64, error) {
+	var hdr [frameHeader]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, err
+	}
+	n := binary.LittleEndian.Uint32(hdr[:4])
+	if n > MaxEntrySize {
+		return 0, ErrCorrupt
+	}
+	if cap(*payload) < int(n) {
+		*payload = make([]byte, n)
+	}
+	*payload = (*payload)[:n]
+	if _, err := io.ReadFull(r, *payload); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	if crc32.Checksum(*payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+		return 0, ErrCorrupt
+	}
+	return frameHeader + int64(n), nil
+}
+
+// path is the file path of s.
+func (j *Journal) path(s segment) string { return filepath.Join(j.opts.Dir, s.name()) }
+
+// End returns the position after the last entry.
+func (j *Journal) End() Pos {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return j.endLocked()
+}
+
+// endLocked is End with j.mu held.
+func (j *Journal) endLocked() Pos {
+	if len(j.segs) == 0 {
+		return Pos{}
+	}
+	last := j.segs[len(j.segs)-1]
+	return Pos{Segment: last.seq, Offset: last.size}
+}
+
+// Append writes entries at the end of the journal, in one write when they
+// fit the current segment, and returns the position of each and the end
+// after them. On an error nothing is appended: a partial write is cut off
+// again. Entries may not be empty.
+func (j *Journal) Append(entries [][]byte) (pos []Pos, end Pos, err error) {
+	size := int64(0)
+	for _, e := range entries {
+		if len(e) == 0 || len(e) > MaxEntrySize {
+			return nil, Pos{}, fmt.Errorf("journal: entry of %d bytes", len(e))
+		}
+		size += frameHeader + int64(len(e))
+	}
+	if err := j.rotateFor(size); err != nil {
+		return nil, Pos{}, err
+	}
+	j.mu.RLock()
+	last := j.segs[len(j.segs)-1]
+	j.mu.RUnlock()
+	pos = make([]Pos, len(entries))
+	buf := j.buf[:0]
+	off := last.size
+	for i, e := range entries {
+		pos[i] = Pos{Segment: last.seq, Offset: off}
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(e)))
+		buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(e, crcTable))
+		buf = append(buf, e...)
+		off += frameHeader + int64(len(e))
+	}
+	if cap(buf) <= 1<<20 {
+		j.buf = buf
+	}
+	if _, err := j.file.Write(buf); err != nil {
+		if terr := j.cut(last.size); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return nil, Pos{}, fmt.Errorf("journal: appending: %w", err)
+	}
+	j.mu.Lock()
+	j.segs[len(j.segs)-1].size = off
+	j.mu.Unlock()
+	return pos, Pos{Segment: last.seq, Offset: off}, nil
+}
+
+// rotateFor starts a new segment if there is none yet, or if the current
+// one is not empty and would grow past SegmentSize by size bytes or is
+// older than SegmentAge.
+func (j *Journal) rotateFor(size int64) error {
+	now := j.opts.Now()
+	j.mu.RLock()
+	n := len(j.segs)
+	var last segment
+	if n > 0 {
+		last = j.segs[n-1]
+	}
+	j.mu.RUnlock()
+	if n > 0 && (last.size == 0 || last.size+size <= j.opts.SegmentSize && now.Sub(last.created) < j.opts.SegmentAge) {
+		return nil
+	}
+	next := segment{seq: last.seq + 1, created: now.UTC()}
+	f, err := os.OpenFile(j.path(next), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: starting a segment: %w", err)
+	}
+	if j.file != nil {
+		// The finished segment is synced so that a crash loses at most the
+		// current one's unsynced tail.
+		if err := errors.Join(j.file.Sync(), j.file.Close()); err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+			return fmt.Errorf("journal: closing a segment: %w", err)
+		}
+	}
+	j.file = f
+	j.mu.Lock()
+	j.segs = append(j.segs, next)
+	j.mu.Unlock()
+	return syncDir(j.opts.Dir)
+}
+
+// syncDir makes a directory's new entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// Truncate removes every entry from to onward, undoing the appends since
+// the journal ended at to. to must be in the last segment.
+func (j *Journal) Truncate(to Pos) error {
+	j.mu.RLock()
+	end := j.endLocked()
+	j.mu.RUnlock()
+	if to == end {
+		return nil
+	}
+	if to.Segment != end.Segment || end.Offset < to.Offset {
+		return fmt.Errorf("journal: cannot truncate to %s, the end is %s", to, end)
+	}
+	return j.cut(to.Offset)
+}
+
+// cut truncates the last segment file to off bytes.
+func (j *Journal) cut(off int64) error {
+	if err := j.file.Truncate(off); err != nil {
+		return fmt.Errorf("journal: truncating: %w", err)
+	}
+	if _, err := j.file.Seek(off, io.SeekStart); err != nil {
+		return fmt.Errorf("journal: truncating: %w", err)
+	}
+	j.mu.Lock()
+	j.segs[len(j.segs)-1].size = off
+	j.mu.Unlock()
+	return nil
+}
+
+// Sync flushes the last segment to disk.
+func (j *Journal) Sync() error {
+	if j.file == nil {
+		return nil
+	}
+	return j.file.Sync()
+}
+
+// Close syncs and closes the journal.
+func (j *Journal) Close() error {
+	if j.file == nil {
+		return nil
+	}
+	err := errors.Join(j.file.Sync(), j.file.Close())
+	j.file = nil
+	return err
+}
+
+// Scan calls fn with the position and bytes of every entry from from
+// (inclusive) up to to (exclusive), in order; a zero to scans to the end
+// of the journal as it is when Scan starts. Segments whose every entry was
+// appended before appendedSince are skipped without being read (zero: none
+// are skipped). entry is valid only during the call. fn may return
+// ErrStop.
+func (j *Journal) Scan(from, to Pos, appendedSince time.Time, fn func(pos Pos, entry []byte) error) error {
+	j.mu.RLock()
+	segs := slices.Clone(j.segs)
+	if to.IsZero() {
+		to = j.endLocked()
+	}
+	j.mu.RUnlock()
+	var payload []byte
+	for i, s := range segs {
+		if s.seq < from.Segment || s.seq > to.Segment {
+			continue
+		}
+		// Segment i holds only entries appended before segment i+1 was
+		// started.
+		if i+1 < len(segs) && !appendedSince.IsZero() && !segs[i+1].created.After(appendedSince) {
+			continue
+		}
+		start := int64(0)
+		if s.seq == from.Segment {
+			start = from.Offset
+		}
+		limit := s.size
+		if s.seq == to.Segment {
+			limit = to.Offset
+		}
+		if err := j.scanSegment(s, start, limit, &payload, fn); err != nil {
+			if errors.Is(err, ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// scanSegment calls fn for the entries of s between the offsets start and
+// limit.
+func (j *Journal) scanSegment(s segment, start, limit int64, payload *[]byte, fn func(Pos, []byte) error) error {
+	if start >= limit {
+		return nil
+	}
+	f, err := os.Open(j.path(s))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // removed by RemoveBefore meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(io.NewSectionReader(f, start, limit-start), 64<<10)
+	off := start
+	for off < limit {
+		n, err := readFrame(r, payload)
+		if err != nil {
+			return fmt.Errorf("%w in %s at offset %d: %v", ErrCorrupt, s.name(), off, err)
+		}
+		if err := fn(Pos{Segment: s.seq, Offset: off}, *payload); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+// Read returns a copy of the entry at pos.
+func (j *Journal) Read(pos Pos) ([]byte, error) {
+	j.mu.RLock()
+	i, found := slices.BinarySearchFunc(j.segs, pos.Segment, func(s segment, seq uint64) int { return cmpUint(s.seq, seq) })
+	var s segment
+	if found {
+		s = j.segs[i]
+	}
+	j.mu.RUnlock()
+	if !found || pos.Offset < 0 || pos.Offset+frameHeader > s.size {
+		return nil, fmt.Errorf("journal: no entry at %s", pos)
+	}
+	f, err := os.Open(j.path(s))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	var payload []byte
+	if _, err := readFrame(bufio.NewReader(io.NewSectionReader(f, pos.Offset, s.size-pos.Offset)), &payload); err != nil {
+		return nil, fmt.Errorf("%w at %s: %v", ErrCorrupt, pos, err)
+	}
+	return payload, nil
+}
+
+// RemoveBefore deletes the segments whose every entry was appended before
+// t, except the last segment, and returns how many it deleted.
+func (j *Journal) RemoveBefore(t time.Time) (int, error) {
+	j.mu.Lock()
+	n := 0
+	for n+1 < len(j.segs) && !j.segs[n+1].created.After(t) {
+		n++
+	}
+	gone := slices.Clone(j.segs[:n])
+	j.segs = slices.Delete(j.segs, 0, n)
+	j.mu.Unlock()
+	var errs []error
+	for _, s := range gone {
+		if err := os.Remove(j.path(s)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}

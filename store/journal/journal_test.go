@@ -1,0 +1,283 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// clock is a settable time source.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func open(t *testing.T, dir string, size int64, c *clock) *Journal {
+	t.Helper()
+	j, err := Open(Options{Dir: dir, SegmentSize: size, SegmentAge: time.Hour, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+func entries(names ...string) [][]byte {
+	out := make([][]byte, len(names))
+	for i, n := range names {
+		out[i] = []byte(n)
+	}
+	return out
+}
+
+// scanAll returns the entries from from to the end, as strings.
+func scanAll(t *testing.T, j *Journal, from Pos, appendedSince time.Time) []string {
+	t.Helper()
+	var got []string
+	err := j.Scan(from, Pos{}, appendedSince, func(_ Pos, e []byte) error {
+		got = append(got, string(e))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestAppendScanRead(t *testing.T) {
+	c := &clock{t0}
+	dir := t.TempDir()
+	j := open(t, dir, 0, c)
+	if !j.End().IsZero() {
+		t.Fatalf("empty journal ends at %s", j.End())
+	}
+	pos, end, err := j.Append(entries("alpha", "beta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos2, end2, err := j.Append(entries("gamma"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pos[0].Less(pos[1]) || !pos[1].Less(end) || end != pos2[0] || !pos2[0].Less(end2) || end2 != j.End() {
+		t.Errorf("positions out of order: %v %v %v %v", pos, end, pos2, end2)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"alpha", "beta", "gamma"}) {
+		t.Errorf("scan = %q", got)
+	}
+	if got := scanAll(t, j, pos[1], time.Time{}); !slices.Equal(got, []string{"beta", "gamma"}) {
+		t.Errorf("scan from beta = %q", got)
+	}
+	for i, want := range []string{"alpha", "beta"} {
+		if e, err := j.Read(pos[i]); err != nil || string(e) != want {
+			t.Errorf("Read(%s) = %q, %v; want %q", pos[i], e, err, want)
+		}
+	}
+	if _, err := j.Read(end2); err == nil {
+		t.Errorf("Read at the end succeeded")
+	}
+
+	// Scanning up to a position stops before it; ErrStop stops early.
+	var got []string
+	if err := j.Scan(Pos{}, pos[1], time.Time{}, func(_ Pos, e []byte) error { got = append(got, string(e)); return nil }); err != nil || !slices.Equal(got, []string{"alpha"}) {
+		t.Errorf("scan to beta = %q, %v", got, err)
+	}
+	calls := 0
+	if err := j.Scan(Pos{}, Pos{}, time.Time{}, func(Pos, []byte) error { calls++; return ErrStop }); err != nil || calls != 1 {
+		t.Errorf("ErrStop: %d calls, %v", calls, err)
+	}
+
+	// Everything is there after reopening.
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j = open(t, dir, 0, c)
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"alpha", "beta", "gamma"}) || j.End() != end2 {
+		t.Errorf("after reopening: %q, end %s", got, j.End())
+	}
+}
+
+func TestAppendRejects(t *testing.T) {
+	j := open(t, t.TempDir(), 0, &clock{t0})
+	for _, e := range [][]byte{{}, make([]byte, MaxEntrySize+1)} {
+		if _, _, err := j.Append([][]byte{[]byte("ok"), e}); err == nil {
+			t.Errorf("entry of %d bytes accepted", len(e))
+		}
+	}
+	if !j.End().IsZero() {
+		t.Errorf("a rejected batch wrote something: end %s", j.End())
+	}
+}
+
+func TestTruncateUndoesAppend(t *testing.T) {
+	j := open(t, t.TempDir(), 0, &clock{t0})
+	_, mid, err := j.Append(entries("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.Append(entries("undone", "undone too")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Truncate(mid); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.Append(entries("next")); err != nil {
+		t.Fatal(err)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"kept", "next"}) {
+		t.Errorf("after truncate: %q", got)
+	}
+	if err := j.Truncate(Pos{Segment: 9, Offset: 0}); err == nil {
+		t.Errorf("truncating to another segment succeeded")
+	}
+}
+
+// TestOpenCutsTornTail checks that a write torn by a crash is cut off and
+// that appends continue after the last whole entry.
+func TestOpenCutsTornTail(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tail []byte
+	}{
+		{"half a header", []byte{5, 0, 0}},
+		{"header without payload", []byte{5, 0, 0, 0, 1, 2, 3, 4, 'a'}},
+		{"bad checksum", []byte{1, 0, 0, 0, 1, 2, 3, 4, 'a'}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c := &clock{t0}
+			j := open(t, dir, 0, c)
+			_, end, err := j.Append(entries("whole"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			name := filepath.Join(dir, segment{seq: 1, created: t0}.name())
+			f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(tc.tail)
+			f.Close()
+
+			j = open(t, dir, 0, c)
+			if j.End() != end {
+				t.Errorf("end %s after reopening, want %s", j.End(), end)
+			}
+			if _, _, err := j.Append(entries("after")); err != nil {
+				t.Fatal(err)
+			}
+			if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"whole", "after"}) {
+				t.Errorf("entries %q", got)
+			}
+		})
+	}
+}
+
+func TestScanReportsCorruption(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, 0, &clock{t0})
+	if _, _, err := j.Append(entries("first", "second")); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, segment{seq: 1, created: t0}.name())
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[frameHeader] ^= 0xff // first byte of "first"
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = j.Scan(Pos{}, Pos{}, time.Time{}, func(Pos, []byte) error { return nil })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Errorf("scan of a corrupt entry: %v", err)
+	}
+}
+
+// TestSegments checks rotation by size and by age, skipping old segments
+// in Scan and removing them with RemoveBefore.
+func TestSegments(t *testing.T) {
+	c := &clock{t0}
+	dir := t.TempDir()
+	// Each entry takes 8+4 bytes: two fit a segment of 24.
+	j := open(t, dir, 24, c)
+	for i := range 5 {
+		if _, _, err := j.Append(entries(fmt.Sprintf("e%03d", i))); err != nil {
+			t.Fatal(err)
+		}
+		c.t = c.t.Add(time.Minute)
+	}
+	// e000 e001 | e002 e003 | e004, started at t0, t0+2m and t0+4m.
+	if n := len(j.segs); n != 3 {
+		t.Fatalf("%d segments, want 3", n)
+	}
+	// The age starts a segment too.
+	c.t = c.t.Add(2 * time.Hour)
+	if _, _, err := j.Append(entries("late")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(j.segs); n != 4 {
+		t.Fatalf("%d segments after an hour, want 4", n)
+	}
+
+	for _, tc := range []struct {
+		since time.Time
+		want  []string
+	}{
+		{time.Time{}, []string{"e000", "e001", "e002", "e003", "e004", "late"}},
+		{t0.Add(90 * time.Second), []string{"e000", "e001", "e002", "e003", "e004", "late"}},
+		{t0.Add(2 * time.Minute), []string{"e002", "e003", "e004", "late"}},
+		{t0.Add(5 * time.Minute), []string{"e004", "late"}},
+		{c.t.Add(time.Hour), []string{"late"}},
+	} {
+		if got := scanAll(t, j, Pos{}, tc.since); !slices.Equal(got, tc.want) {
+			t.Errorf("scan appended since %s: %q, want %q", tc.since.Format(time.TimeOnly), got, tc.want)
+		}
+	}
+
+	n, err := j.RemoveBefore(t0.Add(3 * time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveBefore = %d, %v; want 1", n, err)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"e002", "e003", "e004", "late"}) {
+		t.Errorf("after removing: %q", got)
+	}
+	// The last segment stays, however old.
+	if n, err := j.RemoveBefore(c.t.Add(48 * time.Hour)); err != nil || n != 2 {
+		t.Fatalf("RemoveBefore(all) = %d, %v; want 2", n, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+segmentExt))
+	if len(files) != 1 {
+		t.Errorf("files left: %q", files)
+	}
+
+	// Reopening finds the segments and their order.
+	j.Close()
+	j = open(t, dir, 24, c)
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"late"}) || j.End().Segment != 4 {
+		t.Errorf("after reopening: %q, end %s", got, j.End())
+	}
+}
+
+func TestPosBinary(t *testing.T) {
+	for _, p := range []Pos{{}, {1, 0}, {1 << 40, 1<<62 + 3}} {
+		b, _ := p.AppendBinary(nil)
+		var q Pos
+		if err := q.UnmarshalBinary(b); err != nil || q != p {
+			t.Errorf("round trip of %s: %s, %v", p, q, err)
+		}
+	}
+	var q Pos
+	if err := q.UnmarshalBinary([]byte{1, 2}); err == nil {
+		t.Errorf("short position accepted")
+	}
+	if !(Pos{1, 9}).Less(Pos{2, 0}) || (Pos{2, 0}).Less(Pos{1, 9}) || (Pos{1, 1}).Less(Pos{1, 1}) {
+		t.Errorf("Less is wrong")
+	}
+}
