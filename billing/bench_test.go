@@ -56,9 +56,10 @@ func BenchmarkSettle(b *testing.B) {
 // BenchmarkLedgerPeakHeap appends records at 5,000 a second, about five
 // times the harness's non-streaming rate, to a ledger on a real Badger, and
 // reports the largest Go heap in use and the largest heap goal it saw
-// (sampled every 10 ms): what Badger's memtable flushes and compactions add
-// to the gateway's memory; ns/op is only the pace. Run it long enough to
-// include several flushes:
+// (sampled every 10 ms): what the ledger adds to the gateway's memory
+// under load, which used to be dominated by Badger's memtable flushes and
+// compactions of the records; ns/op is only the pace. Run it long enough
+// to include several flushes of the store's memtable:
 //
 //	go test -run XXX -bench LedgerPeakHeap -benchtime 30000x ./billing
 func BenchmarkLedgerPeakHeap(b *testing.B) {

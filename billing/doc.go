@@ -10,7 +10,7 @@
 // (429 insufficient_quota or rate_limit_exceeded when over a limit), then
 // exactly one of Reservation.Settle (asynchronous ledger write),
 // Reservation.Charge (synchronous, for tasks) or Reservation.Release (the
-// upstream was never reached). The Ledger writes each record once, by ID,
-// together with its daily aggregate and its spend counters in one store
-// transaction; Ledger.Report sums the aggregates.
+// upstream was never reached). The Ledger appends each record once to its
+// journal and, in one store transaction per batch, adds it to its daily
+// aggregate and its spend counters; Ledger.Report sums the aggregates.
 package billing

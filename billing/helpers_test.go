@@ -22,10 +22,21 @@ func openStore(t testing.TB) *badgerstore.DB {
 	return db
 }
 
-// newLedger returns a ledger on s that is closed before s.
+// newLedger returns a ledger on s, with its journal in a new temporary
+// directory, that is closed before s.
 func newLedger(t testing.TB, s store.Store, retention time.Duration) *Ledger {
 	t.Helper()
-	l := NewLedger(s, retention, nil)
+	return newLedgerIn(t, s, t.TempDir(), retention)
+}
+
+// newLedgerIn returns a ledger on s with its journal in dir that is closed
+// before s.
+func newLedgerIn(t testing.TB, s store.Store, dir string, retention time.Duration) *Ledger {
+	t.Helper()
+	l, err := NewLedger(s, dir, retention, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { l.Close() })
 	return l
 }

@@ -9,33 +9,28 @@ import (
 // Store layout. Every component that comes from outside (ids, model names,
 // currencies) is path-escaped, so "/" only ever separates components.
 //
-//	0/r/<20060102T150405.000000000Z>/<id>        record (see stored.go), with the retention TTL
-//	l/i/<id>                                     time of a record written with Write (Unix ns, big-endian), with the retention TTL
+//	l/j                                          journal position up to which the store counts records (16 bytes)
+//	l/i/<id>                                     journal position of a record written with Write ('j' + 16 bytes), with the retention TTL
 //	a/<2006-01-02>/<user>/<key>/<model>/<currency> aggregate (JSON), kept forever
 //	b/l/<u|k>/<id>                               limits of a user or key (JSON)
 //	b/s/<u|k>/<id>/<currency>/<2006-01|total>    spend of a user or key (nanos)
+//	0/r/<20060102T150405.000000000Z>/<id>        record written by an earlier version (read, never written)
 //	l/t/<20060102T150405.000000000Z>/<id>        record written by an earlier version (read, never written)
 //
-// Records sort before every other key of the store, on purpose. A memtable
-// flush makes one table spanning its smallest to its largest key, and
-// compaction rewrites every older table that span overlaps. Records are
-// appended in time order, so a flush's records are the newest; if anything
-// written along with them (aggregates, spend counters) sorted before them,
-// every flush would span, and compaction rewrite, all older records. Badger
-// builds those tables in the Go heap, so that rewriting is what the ledger
-// added to the gateway's memory under load. For the same reason records
-// written with Enqueue have no ID index entry: random IDs would make every
-// flush span the whole index.
+// The records themselves are in the ledger's journal, not in the store;
+// package store/journal says why. Index entries written by earlier
+// versions hold a record's time (8 bytes) or its key.
 const (
-	prefixRecords       = "0/r/"
-	prefixLegacyRecords = "l/t/"
-	prefixRecordIDs     = "l/i/"
-	prefixAggregates    = "a/"
-	prefixLimits        = "b/l/"
-	prefixSpend         = "b/s/"
+	prefixRecordsV2  = "0/r/"
+	prefixRecordsV1  = "l/t/"
+	prefixRecordIDs  = "l/i/"
+	keyJournalCount  = "l/j"
+	prefixAggregates = "a/"
+	prefixLimits     = "b/l/"
+	prefixSpend      = "b/s/"
 )
 
-// recordTimeLayout makes record keys sort by time.
+// recordTimeLayout makes the record keys of earlier versions sort by time.
 const recordTimeLayout = "20060102T150405.000000000Z"
 
 // dayLayout names an aggregate's day, monthLayout a spend period.
@@ -56,12 +51,6 @@ func unesc(s string) string {
 	}
 	return u
 }
-
-// recordKey is the time-ordered key of rec.
-func recordKey(rec *Record) []byte { return recordKeyAt(rec.Time, rec.ID) }
-
-// recordKeyAt is the key of the record with id and time t.
-func recordKeyAt(t time.Time, id string) []byte { return recordKeyIn(prefixRecords, t, id) }
 
 // recordKeyIn is the key under prefix of the record with id and time t.
 func recordKeyIn(prefix string, t time.Time, id string) []byte {

@@ -7,10 +7,12 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/journal"
 )
 
 var day0 = time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
@@ -59,8 +61,8 @@ func TestLedgerWriteIdempotent(t *testing.T) {
 }
 
 // TestLedgerEnqueueAppends checks that queued records are all written and
-// counted, without an ID index entry, under keys that sort before every
-// other key the ledger writes.
+// counted, and that the store gets no key per record, not even an ID
+// index entry.
 func TestLedgerEnqueueAppends(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
@@ -91,6 +93,7 @@ func TestLedgerEnqueueAppends(t *testing.T) {
 		t.Errorf("aggregate %+v, want 50 requests costing %d", tot, 50*51/2)
 	}
 
+	// The store holds what the records add up to, never the records.
 	var keys []string
 	if err := s.Scan(ctx, nil, store.ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
 		keys = append(keys, string(k))
@@ -98,12 +101,9 @@ func TestLedgerEnqueueAppends(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for i, k := range keys {
-		if strings.HasPrefix(k, prefixRecordIDs) {
-			t.Errorf("appended record has an ID index entry %q", k)
-		}
-		if isRecord := strings.HasPrefix(k, prefixRecords); isRecord != (i < 50) {
-			t.Errorf("key %d of the store is %q: records must sort before every other key", i, k)
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefixAggregates) && !strings.HasPrefix(k, prefixSpend) && k != keyJournalCount {
+			t.Errorf("the store has key %q: appended records must only be counted there", k)
 		}
 	}
 	if _, err := l.Get(ctx, "req-00"); !errors.Is(err, store.ErrNotFound) {
@@ -112,7 +112,7 @@ func TestLedgerEnqueueAppends(t *testing.T) {
 }
 
 // TestLedgerRecordsRange checks that Records returns exactly the records
-// of [since, until), oldest first.
+// of [since, until), in the order they were written.
 func TestLedgerRecordsRange(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, openStore(t), 0)
@@ -165,7 +165,11 @@ func TestLedgerRetention(t *testing.T) {
 
 func TestLedgerCloseDrains(t *testing.T) {
 	s := openStore(t)
-	l := NewLedger(s, 0, nil)
+	dir := t.TempDir()
+	l, err := NewLedger(s, dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const n = 3 * maxBatch
 	var acked sync.WaitGroup
 	acked.Add(n)
@@ -176,18 +180,138 @@ func TestLedgerCloseDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked.Wait()
-	// Enqueue after Close still writes, synchronously.
-	written := make(chan bool, 1)
-	l.Enqueue(testRecord("late", 1), func(err error) { written <- err == nil })
-	if !<-written {
-		t.Error("record enqueued after Close was not written")
+	// Enqueue after Close reports the failure.
+	failed := make(chan error, 1)
+	l.Enqueue(testRecord("late", 1), func(err error) { failed <- err })
+	if err := <-failed; err == nil {
+		t.Error("record enqueued after Close reported success")
 	}
-	l2 := newLedger(t, s, 0)
-	if got := countRecords(t, l2); got != n+1 {
-		t.Errorf("%d records after Close, want %d", got, n+1)
+	l2 := newLedgerIn(t, s, dir, 0)
+	if got := countRecords(t, l2); got != n {
+		t.Errorf("%d records after Close, want %d", got, n)
 	}
-	if tot := totalIn(report(t, l2, ReportFilter{}), "USD"); tot.Requests != n+1 || tot.Cost != n+1 {
+	if tot := totalIn(report(t, l2, ReportFilter{}), "USD"); tot.Requests != n || tot.Cost != n {
 		t.Errorf("aggregate after Close: %+v", tot)
+	}
+}
+
+// TestLedgerCountsUncountedRecords checks that records that reached the
+// journal but not the store, as when the gateway is killed between the
+// two, are counted when the ledger is opened again, once.
+func TestLedgerCountsUncountedRecords(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	dir := t.TempDir()
+	l := newLedgerIn(t, s, dir, 0)
+	if _, err := l.Write(ctx, testRecord("counted", 100)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	// Append what a killed gateway left: records beyond the store's count,
+	// one of them written with Write, the other appended.
+	j, err := journal.Open(journal.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries [][]byte
+	for _, e := range []struct {
+		id      string
+		indexed bool
+	}{{"task-1", true}, {"req-1", false}} {
+		rec := testRecord(e.id, 10)
+		b, err := encodeEntry(&rec, e.indexed, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, b)
+	}
+	if _, _, err := j.Append(entries); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+
+	for round := range 2 {
+		l := newLedgerIn(t, s, dir, 0)
+		if ids := fmt.Sprint(recordIDs(t, l, time.Time{}, time.Time{})); ids != "[counted task-1 req-1]" {
+			t.Errorf("round %d: records %s", round, ids)
+		}
+		if tot := totalIn(report(t, l, ReportFilter{}), "USD"); tot.Requests != 3 || tot.Cost != 120 {
+			t.Errorf("round %d: aggregate %+v, want 3 requests costing 120", round, tot)
+		}
+		if rec, err := l.Get(ctx, "task-1"); err != nil || rec.Cost != 10 {
+			t.Errorf("round %d: Get(task-1) = %+v, %v", round, rec, err)
+		}
+		if fresh, err := l.Write(ctx, testRecord("task-1", 10)); err != nil || fresh {
+			t.Errorf("round %d: Write(task-1) again = %v, %v; want a no-op", round, fresh, err)
+		}
+		l.Close()
+	}
+}
+
+// failingStore fails the next fail transactions of its Store.
+type failingStore struct {
+	store.Store
+	fail atomic.Int32
+}
+
+func (f *failingStore) Update(ctx context.Context, fn func(store.Txn) error) error {
+	if f.fail.Add(-1) >= 0 {
+		return errors.New("disk on fire")
+	}
+	return f.Store.Update(ctx, fn)
+}
+
+// TestLedgerFailedCommitLeavesNoRecord checks that a batch the store could
+// not count is cut off the journal again: it is reported as failed, and
+// neither read nor counted later.
+func TestLedgerFailedCommitLeavesNoRecord(t *testing.T) {
+	ctx := context.Background()
+	fs := &failingStore{Store: openStore(t)}
+	dir := t.TempDir()
+	l := newLedgerIn(t, fs, dir, 0)
+	if _, err := l.Write(ctx, testRecord("before", 1)); err != nil {
+		t.Fatal(err)
+	}
+	fs.fail.Store(1)
+	if _, err := l.Write(ctx, testRecord("failed", 50)); err == nil {
+		t.Fatal("Write succeeded on a failing store")
+	}
+	errs := make(chan error, 1)
+	l.Enqueue(testRecord("after", 2), func(err error) { errs <- err })
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Ledger, when string) {
+		if ids := fmt.Sprint(recordIDs(t, l, time.Time{}, time.Time{})); ids != "[before after]" {
+			t.Errorf("%s: records %s", when, ids)
+		}
+		if tot := totalIn(report(t, l, ReportFilter{}), "USD"); tot.Requests != 2 || tot.Cost != 3 {
+			t.Errorf("%s: aggregate %+v", when, tot)
+		}
+	}
+	check(l, "at once")
+	l.Close()
+	check(newLedgerIn(t, fs, dir, 0), "after reopening")
+}
+
+// TestLedgerJournalLost checks that a ledger whose journal lost records
+// the store counts, as after a crash of the machine, still opens and
+// writes.
+func TestLedgerJournalLost(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	l := newLedger(t, s, 0)
+	if _, err := l.Write(ctx, testRecord("lost", 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = newLedger(t, s, 0) // an empty journal
+	if _, err := l.Write(ctx, testRecord("new", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if ids := fmt.Sprint(recordIDs(t, l, time.Time{}, time.Time{})); ids != "[new]" {
+		t.Errorf("records %s", ids)
 	}
 }
 

@@ -9,18 +9,18 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/caddy-air/caddy-air/store/journal"
 )
 
 // How records are stored. The ledger writes one record per billed request,
-// so its size is the gateway's write volume: each byte goes to Badger's
-// memtable, its write-ahead log and, later, its tables, and the memtable
-// flushes and compactions it causes are most of what the gateway adds to
-// Caddy's memory under load. A record is therefore stored as a CBOR array
-// without field names and without its ID (the key holds it), about a third
-// of its JSON, and the ID index holds the record's time rather than its key.
+// so its size is the gateway's write volume. A record is stored as a CBOR
+// array without field names, about a third of its JSON.
 //
-// Values written by earlier versions (JSON records, index entries holding
-// the record key) are still read.
+// Records are entries of the ledger's journal (package store/journal): a
+// header with the record's ID, then the CBOR array. Earlier versions kept records
+// in the store, as JSON and then as version 1 values (storedRecordV1 and
+// the array, the ID in the key); those are still read.
 
 // storedRecordV1 marks a value as a version 1 stored record: this byte,
 // then the CBOR array of storedRecord. A JSON record starts with '{'.
@@ -52,9 +52,9 @@ type storedRecord struct {
 	Cost          Amount
 }
 
-// encodeRecord returns the stored value of rec.
-func encodeRecord(rec *Record) ([]byte, error) {
-	b, err := cbor.Marshal(storedRecord{
+// marshalStored returns the CBOR array of rec, without its ID.
+func marshalStored(rec *Record) ([]byte, error) {
+	return cbor.Marshal(storedRecord{
 		TimeNanos: rec.Time.UnixNano(), Endpoint: rec.Endpoint,
 		User: rec.User, KeyID: rec.KeyID, Model: rec.Model, Provider: rec.Provider,
 		Input: rec.Usage.Input, CacheCreation: rec.Usage.CacheCreation, CacheRead: rec.Usage.CacheRead,
@@ -63,13 +63,80 @@ func encodeRecord(rec *Record) ([]byte, error) {
 		Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: rec.Cost,
 	})
+}
+
+// unmarshalStored decodes the CBOR array of a record with id.
+func unmarshalStored(id string, b []byte) (Record, error) {
+	var s storedRecord
+	if err := cbor.Unmarshal(b, &s); err != nil {
+		return Record{}, err
+	}
+	return Record{
+		ID: id, Time: time.Unix(0, s.TimeNanos).UTC(), Endpoint: s.Endpoint,
+		User: s.User, KeyID: s.KeyID, Model: s.Model, Provider: s.Provider,
+		Usage:  Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
+		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
+		Images: s.Images, VideoMillis: s.VideoMillis,
+		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost,
+	}, nil
+}
+
+// journalEntryV1 marks a journal entry of version 1: this byte, a flags
+// byte (entryIndexed), the time the entry was appended (Unix nanoseconds,
+// big-endian), the length of the record's ID as a uvarint, the ID, then the
+// CBOR array of storedRecord.
+const journalEntryV1 = 0x02
+
+// entryIndexed flags an entry whose record was written with Write and so
+// has an ID index entry.
+const entryIndexed = 1
+
+// entry is a decoded journal entry.
+type entry struct {
+	rec      Record
+	appended time.Time
+	indexed  bool
+}
+
+// encodeEntry returns the journal entry of rec, appended at appended.
+func encodeEntry(rec *Record, indexed bool, appended time.Time) ([]byte, error) {
+	arr, err := marshalStored(rec)
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte{storedRecordV1}, b...), nil
+	var flags byte
+	if indexed {
+		flags |= entryIndexed
+	}
+	b := make([]byte, 0, 2+8+binary.MaxVarintLen64+len(rec.ID)+len(arr))
+	b = append(b, journalEntryV1, flags)
+	b = binary.BigEndian.AppendUint64(b, uint64(appended.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(len(rec.ID)))
+	b = append(b, rec.ID...)
+	return append(b, arr...), nil
 }
 
-// decodeRecord returns the record stored under key with value v.
+// decodeEntry decodes a journal entry.
+func decodeEntry(b []byte) (entry, error) {
+	if len(b) < 2+8+1 || b[0] != journalEntryV1 {
+		return entry{}, errors.New("not a version 1 journal entry")
+	}
+	e := entry{indexed: b[1]&entryIndexed != 0, appended: time.Unix(0, int64(binary.BigEndian.Uint64(b[2:10])))}
+	n, k := binary.Uvarint(b[10:])
+	if k <= 0 || uint64(len(b)-10-k) < n {
+		return entry{}, errors.New("journal entry with a malformed record id")
+	}
+	idEnd := 10 + k + int(n)
+	rec, err := unmarshalStored(string(b[10+k:idEnd]), b[idEnd:])
+	if err != nil {
+		return entry{}, err
+	}
+	e.rec = rec
+	return e, nil
+}
+
+// decodeRecord returns the record stored, by an earlier version, under key
+// with value v.
 func decodeRecord(key, v []byte) (Record, error) {
 	var rec Record
 	if len(v) == 0 {
@@ -83,22 +150,11 @@ func decodeRecord(key, v []byte) (Record, error) {
 	default:
 		return rec, fmt.Errorf("unknown record format %#x", v[0])
 	}
-	var s storedRecord
-	if err := cbor.Unmarshal(v[1:], &s); err != nil {
-		return rec, err
-	}
 	id, ok := recordIDOf(key)
 	if !ok {
 		return rec, fmt.Errorf("malformed record key %q", key)
 	}
-	return Record{
-		ID: id, Time: time.Unix(0, s.TimeNanos).UTC(), Endpoint: s.Endpoint,
-		User: s.User, KeyID: s.KeyID, Model: s.Model, Provider: s.Provider,
-		Usage:  Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
-		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
-		Images: s.Images, VideoMillis: s.VideoMillis,
-		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost,
-	}, nil
+	return unmarshalStored(id, v[1:])
 }
 
 // recordIDOf returns the record ID in a record key, current or legacy.
@@ -106,10 +162,10 @@ func recordIDOf(key []byte) (string, bool) {
 	k := string(key)
 	var n int
 	switch {
-	case strings.HasPrefix(k, prefixRecords):
-		n = len(prefixRecords)
-	case strings.HasPrefix(k, prefixLegacyRecords):
-		n = len(prefixLegacyRecords)
+	case strings.HasPrefix(k, prefixRecordsV2):
+		n = len(prefixRecordsV2)
+	case strings.HasPrefix(k, prefixRecordsV1):
+		n = len(prefixRecordsV1)
 	default:
 		return "", false
 	}
@@ -120,20 +176,36 @@ func recordIDOf(key []byte) (string, bool) {
 	return unesc(k[i+1:]), true
 }
 
-// indexValue is the value of a record's ID index entry: its time, in Unix
-// nanoseconds, big-endian.
-func indexValue(rec *Record) []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(rec.Time.UnixNano()))
+// indexJournal marks an ID index entry that holds a journal position: this
+// byte, then the position's 16 bytes.
+const indexJournal = 'j'
+
+// indexValue is the value of the ID index entry of a record at pos in the
+// journal.
+func indexValue(pos journal.Pos) []byte {
+	b, _ := pos.AppendBinary([]byte{indexJournal})
+	return b
 }
 
-// recordKeysFromIndex returns the keys, most likely first, under which the
-// record with id and ID index entry v may be stored.
+// journalPosFromIndex returns the journal position in an ID index entry,
+// if it holds one.
+func journalPosFromIndex(v []byte) (journal.Pos, bool) {
+	var pos journal.Pos
+	if len(v) != 17 || v[0] != indexJournal || pos.UnmarshalBinary(v[1:]) != nil {
+		return pos, false
+	}
+	return pos, true
+}
+
+// recordKeysFromIndex returns the store keys, most likely first, under
+// which an earlier version may have stored the record with id and ID index
+// entry v.
 func recordKeysFromIndex(id string, v []byte) [][]byte {
 	if len(v) != 8 {
-		return [][]byte{v} // written by an earlier version: the key itself
+		return [][]byte{v} // the key itself
 	}
 	t := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
-	// Before records moved to prefixRecords, index entries of this form
-	// pointed into prefixLegacyRecords.
-	return [][]byte{recordKeyAt(t, id), recordKeyIn(prefixLegacyRecords, t, id)}
+	// Index entries of this form pointed into prefixRecordsV2, or, before
+	// that prefix, into prefixRecordsV1.
+	return [][]byte{recordKeyIn(prefixRecordsV2, t, id), recordKeyIn(prefixRecordsV1, t, id)}
 }

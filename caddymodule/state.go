@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -29,7 +30,12 @@ type state struct {
 	budgets *billing.Budgets
 }
 
-// openState opens the Badger store in dir and the services on top of it.
+// ledgerDir is the folder of the storage directory that holds the ledger's
+// journal. Badger ignores folders in its directory.
+const ledgerDir = "ledger"
+
+// openState opens the Badger store in dir, the ledger's journal in its
+// ledger folder, and the services on top of them.
 func openState(dir string, ledgerRetention time.Duration, log *zap.Logger) (*state, error) {
 	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: log.Named("badger")})
 	if err != nil {
@@ -40,10 +46,15 @@ func openState(dir string, ledgerRetention time.Duration, log *zap.Logger) (*sta
 		_ = db.Close()
 		return nil, fmt.Errorf("loading budgets: %w", err)
 	}
+	ledger, err := billing.NewLedger(db, filepath.Join(dir, ledgerDir), ledgerRetention, log.Named("ledger"))
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	return &state{
 		store:   db,
 		keys:    keys.NewService(db),
-		ledger:  billing.NewLedger(db, ledgerRetention, log.Named("ledger")),
+		ledger:  ledger,
 		budgets: budgets,
 	}, nil
 }

@@ -52,10 +52,11 @@ func Open(o Options) (*DB, error) {
 	// collector lets the heap grow to twice what is live when it runs, so
 	// what is live during a memtable flush sets the memory peak under
 	// sustained writes: the old and the new memtable, a table builder of at
-	// least twice the table size, and a fixed 3 MiB index builder. 1 MiB
-	// memtables hold a few thousand ledger records (see billing/stored.go);
-	// 512 KiB tables keep the builders small. Reads need no cache: tables
-	// are memory-mapped.
+	// least twice the table size, and a fixed 3 MiB index builder. The
+	// store gets no key per request (the ledger's records go to its
+	// journal), only aggregates, counters, keys and tasks, so 1 MiB
+	// memtables flush rarely and 512 KiB tables keep the builders small.
+	// Reads need no cache: tables are memory-mapped.
 	opts := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
 		WithLogger(zapLogger{log.Sugar()}).
