@@ -65,6 +65,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // the end of the data a reader was asked for.
 var ErrCorrupt = errors.New("journal: corrupt entry")
 
+// ErrNoEntry is returned by Read for a position where no entry is, for
+// example in a segment that RemoveBefore deleted.
+var ErrNoEntry = errors.New("journal: no entry at this position")
+
 // ErrStop may be returned by a Scan callback to end the scan without an
 // error.
 var ErrStop = errors.New("journal: stop scan")
@@ -523,9 +527,12 @@ func (j *Journal) Read(pos Pos) ([]byte, error) {
 	}
 	j.mu.RUnlock()
 	if !found || pos.Offset < 0 || pos.Offset+frameHeader > s.size {
-		return nil, fmt.Errorf("journal: no entry at %s", pos)
+		return nil, fmt.Errorf("%w: %s", ErrNoEntry, pos)
 	}
 	f, err := os.Open(j.path(s))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoEntry, pos)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
