@@ -7,6 +7,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
 )
@@ -92,18 +94,23 @@ func flush(rc *http.ResponseController) error {
 	return nil
 }
 
+// headerFlushDelay is how long a stream's response headers wait for the
+// first event before they are sent alone.
+const headerFlushDelay = 100 * time.Millisecond
+
 // copyStream forwards an SSE response event by event, and taps its usage.
 // It flushes as soon as no further whole event is already buffered: each
 // event reaches the client as soon as the upstream sent it, and events that
-// arrived together leave in one write, as with reverse_proxy. It returns the
-// upstream read error (nil at a clean end) and whether writing to the client
-// failed.
+// arrived together leave in one write, as with reverse_proxy. The response
+// headers leave with the first event, or alone after headerFlushDelay if
+// the upstream has not sent one by then (a model that thinks first), so
+// that the client knows its request is being answered; flushing them alone
+// at once would cost a write per stream. It returns the upstream read error
+// (nil at a clean end) and whether writing to the client failed.
 func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
 	rc := http.NewResponseController(w)
-	if err := flush(rc); err != nil {
-		at.cancel(errClientGone)
-		return nil, true
-	}
+	headers := newHeaderFlusher(rc)
+	defer headers.cancel()
 	er := newEventReader(at.resp.Body, at.idle)
 	defer er.release()
 	dirty := false // written but not flushed
@@ -118,6 +125,9 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			}
 			var werr error
 			if len(out) > 0 {
+				if res.BytesOut == 0 {
+					headers.cancel()
+				}
 				var n int
 				n, werr = w.Write(out)
 				res.BytesOut += int64(n)
@@ -132,6 +142,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			}
 		}
 		if err != nil {
+			headers.cancel()
 			if dirty && flush(rc) != nil {
 				at.cancel(errClientGone)
 				return nil, true
@@ -142,6 +153,38 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			return err, false
 		}
 	}
+}
+
+// headerFlusher flushes a stream's response headers after
+// headerFlushDelay unless cancelled first.
+type headerFlusher struct {
+	mu    sync.Mutex
+	done  bool
+	timer *time.Timer
+}
+
+// newHeaderFlusher starts the delay.
+func newHeaderFlusher(rc *http.ResponseController) *headerFlusher {
+	h := &headerFlusher{}
+	h.timer = time.AfterFunc(headerFlushDelay, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.done {
+			h.done = true
+			// An error shows again in the next write.
+			_ = flush(rc)
+		}
+	})
+	return h
+}
+
+// cancel stops the delay. Once it returns, the flusher does not touch the
+// response writer: the caller may write, and return from the handler.
+func (h *headerFlusher) cancel() {
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+	h.timer.Stop()
 }
 
 const (

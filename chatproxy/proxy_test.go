@@ -532,6 +532,74 @@ func TestServeFlushesEachEvent(t *testing.T) {
 	}
 }
 
+// TestServeStreamHeadersBeforeSlowFirstEvent checks that a client gets the
+// response headers while the upstream has not sent an event yet, as from a
+// model that thinks before it answers.
+func TestServeStreamHeadersBeforeSlowFirstEvent(t *testing.T) {
+	gotHeaders := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select {
+		case <-gotHeaders:
+		case <-r.Context().Done():
+			return
+		case <-time.After(20 * time.Second):
+			t.Error("the client never got the headers")
+		}
+		_, _ = io.WriteString(w, chunk(`[{"index":0,"delta":{"content":"late"}}]`, `{"prompt_tokens":1,"completion_tokens":1}`)+"data: [DONE]\n\n")
+	})
+	body := `{"model":"m","messages":[],"stream":true}`
+	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("headers: %d %v", resp.StatusCode, resp.Header)
+	}
+	close(gotHeaders)
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `"late"`) {
+		t.Errorf("body %q", b)
+	}
+	<-results
+}
+
+// flushCounter is a discardWriter that counts flushes and notes whether
+// any came before the first write.
+type flushCounter struct {
+	discardWriter
+	flushes    int
+	emptyFlush bool
+}
+
+func (f *flushCounter) Flush() {
+	f.flushes++
+	f.emptyFlush = f.emptyFlush || f.n == 0
+}
+
+// TestServeStreamHeadersLeaveWithFirstEvent checks that when the upstream's
+// events are there at once, the headers are not flushed alone: the whole
+// response leaves in one flush, as from reverse_proxy.
+func TestServeStreamHeadersLeaveWithFirstEvent(t *testing.T) {
+	stream := chunk(`[{"index":0,"delta":{"content":"a"}}]`, "") + chunk(`[{"index":0,"delta":{"content":"b"}}]`, "") +
+		chunk(`[]`, `{"prompt_tokens":1,"completion_tokens":2}`) + "data: [DONE]\n\n"
+	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(stream)}
+	body := `{"model":"m","messages":[],"stream":true}`
+	call := chatCall(t, OpenAI, provider("openai", 0, "http://up/v1"), body, "")
+	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
+	w := &flushCounter{discardWriter: discardWriter{h: make(http.Header)}}
+	res := (&Proxy{Transport: tr}).Serve(w, r, call)
+	if res.Outcome != OutcomeOK || w.n == 0 {
+		t.Fatalf("result %+v, %d bytes", res, w.n)
+	}
+	if w.flushes != 1 || w.emptyFlush {
+		t.Errorf("%d flushes (one before the first write: %v), want one after the events", w.flushes, w.emptyFlush)
+	}
+}
+
 func TestServeClientDisconnect(t *testing.T) {
 	cancelled := make(chan struct{})
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
