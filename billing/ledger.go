@@ -197,37 +197,53 @@ func (l *Ledger) Close() error {
 }
 
 // run is the writer: it commits queued records in batches of up to
-// maxBatch, one store transaction each, until the queue is closed.
+// maxBatch, one commit each, until the queue is closed.
+//
+// Once a record arrives it sleeps batchLinger, then takes what is queued:
+// records enqueued meanwhile wait in the channel's buffer and wake no one.
+// Receiving each as it came, as it did before, cost a goroutine wake-up
+// (futex calls, a spinning thread) per request. A flush marker that
+// arrives first is served at once.
 func (l *Ledger) run() {
 	defer close(l.done)
 	batch := make([]job, 0, maxBatch)
-	linger := time.NewTimer(0)
-	<-linger.C
-	for j := range l.queue {
+	linger := time.NewTimer(batchLinger)
+	linger.Stop()
+	for {
+		j, ok := <-l.queue
+		if !ok {
+			return
+		}
+		if j.flushed == nil {
+			linger.Reset(batchLinger)
+			<-linger.C
+		}
 		batch = append(batch[:0], j)
-		// Wait up to batchLinger for more records, so that one store
-		// transaction carries many under load; a flush request ends the
-		// wait at once.
-		linger.Reset(batchLinger)
-	drain:
-		for len(batch) < maxBatch && batch[len(batch)-1].flushed == nil {
-			select {
-			case next, ok := <-l.queue:
-				if !ok {
+		for {
+			closed := false
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case next, ok := <-l.queue:
+					if !ok {
+						closed = true
+						break drain
+					}
+					batch = append(batch, next)
+				default:
 					break drain
 				}
-				batch = append(batch, next)
-			case <-linger.C:
-				break drain
+			}
+			full := len(batch) == maxBatch
+			l.writeBatch(batch)
+			batch = batch[:0]
+			if closed {
+				return
+			}
+			if !full {
+				break
 			}
 		}
-		if !linger.Stop() {
-			select {
-			case <-linger.C:
-			default:
-			}
-		}
-		l.writeBatch(batch)
 	}
 }
 
