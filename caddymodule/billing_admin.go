@@ -21,7 +21,7 @@ import (
 // billingRoutes are the admin routes over the ledger and budgets:
 //
 //	GET /air/usage?user=&key=&model=&since=&until=   → the usage report, by day and model
-//	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, oldest first
+//	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
 //	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
 func (a Admin) billingRoutes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
