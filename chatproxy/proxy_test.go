@@ -485,6 +485,19 @@ func gateway(t *testing.T, call func() *Call) (string, chan Result) {
 	return s.URL, results
 }
 
+// postStream sends a streaming chat request through a gateway to up and
+// returns the response and the channel of the gateway's result.
+func postStream(t *testing.T, up *upstream) (*http.Response, chan Result) {
+	t.Helper()
+	body := `{"model":"m","messages":[],"stream":true}`
+	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, results
+}
+
 func TestServeFlushesEachEvent(t *testing.T) {
 	const n = 5
 	next := make(chan struct{})
@@ -504,12 +517,7 @@ func TestServeFlushesEachEvent(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, chunk(`[]`, `{"prompt_tokens":1,"completion_tokens":5}`)+"data: [DONE]\n\n")
 	})
-	body := `{"model":"m","messages":[],"stream":true}`
-	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, results := postStream(t, up)
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
 	for k := 0; k < n; k++ {
@@ -550,12 +558,7 @@ func TestServeStreamHeadersBeforeSlowFirstEvent(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, chunk(`[{"index":0,"delta":{"content":"late"}}]`, `{"prompt_tokens":1,"completion_tokens":1}`)+"data: [DONE]\n\n")
 	})
-	body := `{"model":"m","messages":[],"stream":true}`
-	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, results := postStream(t, up)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("headers: %d %v", resp.StatusCode, resp.Header)
