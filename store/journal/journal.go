@@ -26,6 +26,7 @@ package journal
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -197,7 +198,7 @@ func Open(opts Options) (*Journal, error) {
 			j.segs = append(j.segs, s)
 		}
 	}
-	slices.SortFunc(j.segs, func(a, b segment) int { return cmpUint(a.seq, b.seq) })
+	slices.SortFunc(j.segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
 	for i := range j.segs {
 		fi, err := os.Stat(j.path(j.segs[i]))
 		if err != nil {
@@ -209,17 +210,6 @@ func Open(opts Options) (*Journal, error) {
 		return nil, err
 	}
 	return j, nil
-}
-
-// cmpUint compares two sequence numbers.
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // repairLast finds the end of the last whole entry of the last segment,
@@ -520,7 +510,7 @@ func (j *Journal) scanSegment(s segment, start, limit int64, payload *[]byte, fn
 // Read returns a copy of the entry at pos.
 func (j *Journal) Read(pos Pos) ([]byte, error) {
 	j.mu.RLock()
-	i, found := slices.BinarySearchFunc(j.segs, pos.Segment, func(s segment, seq uint64) int { return cmpUint(s.seq, seq) })
+	i, found := slices.BinarySearchFunc(j.segs, pos.Segment, func(s segment, seq uint64) int { return cmp.Compare(s.seq, seq) })
 	var s segment
 	if found {
 		s = j.segs[i]
