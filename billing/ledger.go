@@ -32,10 +32,10 @@ const expiryInterval = time.Hour
 // may come again, such as a task's, are written idempotently by ID (Write).
 //
 // Records go to an append-only journal (package store/journal says why);
-// the store keeps what must be looked up: each record's contribution to its day × user ×
-// key × model × currency aggregate and to the spend counters of its user
-// and key, the ID index of Write, and the journal position up to which it
-// counts records. Those are updated in one store transaction per batch of
+// the store keeps what must be looked up: each record's contribution to
+// its day × user × key × model × currency aggregate and to the spend
+// counters of its user and key, the ID index of Write, and the journal
+// position up to which it counts records. Those are updated in one store transaction per batch of
 // records, after the batch is appended to the journal; if the transaction
 // fails, the batch is cut off the journal again, and records the store did
 // not count when the gateway stopped are counted when it starts. So the
@@ -134,8 +134,8 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 // store, unless the queue is full, in which case it blocks until there is
 // room: records are never dropped. rec is appended: its ID must be new,
 // like a request's random ID, for it is not looked up (an ID index entry
-// per request would cost a store write per request). done, if not nil, is called from the writer
-// once rec is committed or has failed. After Close, Enqueue fails at once:
+// per request would cost a store write per request). done, if not nil, is
+// called from the writer once rec is committed or has failed. After Close, Enqueue fails at once:
 // the error is logged with the record's user, key and cost.
 func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	rec.fillDefaults(time.Now())
@@ -282,7 +282,7 @@ func (l *Ledger) logFailed(rec *Record, err error) {
 		zap.String("currency", rec.Currency), zap.Error(err))
 }
 
-// commitSplitting appends recs in one transaction; if that fails, it
+// commitSplitting appends recs in one commit; if that fails, it
 // halves the batch and tries again, so that one bad record or a batch too
 // large for a transaction does not fail the others. It returns each
 // record's error.
@@ -456,15 +456,10 @@ func (l *Ledger) recover(ctx context.Context) error {
 	end := l.j.End()
 	if end.Less(from) {
 		// The journal lost its tail, in a crash of the machine, or its
-		// files: the store counts records that are gone.
+		// files: the store counts records that are gone. The scan below
+		// finds nothing, and the count moves back to the journal's end.
 		l.log.Error("the ledger journal ends before the records the store counts; records were lost",
 			zap.Stringer("journal_end", end), zap.Stringer("counted_to", from))
-		b, _ := end.AppendBinary(nil)
-		if err := l.s.Set(ctx, []byte(keyJournalCount), b, 0); err != nil {
-			return err
-		}
-		l.setCounted(end)
-		return nil
 	}
 	var recs []*Record
 	var indexAt []journal.Pos
