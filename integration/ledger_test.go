@@ -69,7 +69,7 @@ func TestLedgerSurvivesKill(t *testing.T) {
 
 	for round, restart := range []string{"after the kill", "after a clean restart"} {
 		p = startProcess(t, cfg, dataDir)
-		recs := crasherLedger(t)
+		recs := procLedger(t, "crasher")
 		if n := int64(len(recs)); n < answeredEarly.Load() || n > sent.Load() {
 			t.Errorf("%s: %d ledger records; %d requests answered a second before the kill, %d sent", restart, n, answeredEarly.Load(), sent.Load())
 		}
@@ -111,16 +111,4 @@ func TestLedgerSurvivesKill(t *testing.T) {
 		}
 	}
 	t.Logf("%d sent, %d answered, %d a second before the kill", sent.Load(), answered.Load(), answeredEarly.Load())
-}
-
-// crasherLedger lists every ledger record of the user "crasher" through the
-// process's admin API.
-func crasherLedger(t *testing.T) []ledgerRecord {
-	t.Helper()
-	status, body := getStatus(t, "http://"+procAdminAddr+"/air/ledger?flush=1&limit=1000000&user=crasher", "")
-	var recs []ledgerRecord
-	if err := json.Unmarshal([]byte(body), &recs); status != http.StatusOK || err != nil {
-		t.Fatalf("ledger: %d %v %s", status, err, body)
-	}
-	return recs
 }

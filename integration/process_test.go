@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,4 +260,16 @@ func checkAccessLog(t *testing.T, p *process, key string) {
 	if strings.Contains(p.log.String(), key) {
 		t.Error("the log contains the API key")
 	}
+}
+
+// procLedger lists every ledger record of user through the admin API of
+// the process that startProcess started, after the ledger has flushed.
+func procLedger(t *testing.T, user string) []ledgerRecord {
+	t.Helper()
+	status, body := getStatus(t, "http://"+procAdminAddr+"/air/ledger?flush=1&limit=1000000&user="+url.QueryEscape(user), "")
+	var recs []ledgerRecord
+	if err := json.Unmarshal([]byte(body), &recs); status != http.StatusOK || err != nil {
+		t.Fatalf("ledger of %s: %d %v %s", user, status, err, body)
+	}
+	return recs
 }

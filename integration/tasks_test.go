@@ -363,22 +363,14 @@ func TestTasksSurviveKill(t *testing.T) {
 			return strings.Contains(body, `"status":"succeeded"`)
 		})
 	}
-	var recs []ledgerRecord
 	eventually(t, 10*time.Second, "every task billed", func() bool {
-		_, body := getStatus(t, "http://"+procAdminAddr+"/air/ledger?flush=1&user=survivor", "")
-		recs = nil
-		_ = json.Unmarshal([]byte(body), &recs)
-		return len(recs) >= len(ids)
+		return len(procLedger(t, "survivor")) >= len(ids)
 	})
 	// A second restart must not bill anything again.
 	p.stop()
 	p = startProcess(t, cfg, dataDir)
 	time.Sleep(time.Second)
-	_, body := getStatus(t, "http://"+procAdminAddr+"/air/ledger?flush=1&user=survivor", "")
-	recs = nil
-	if err := json.Unmarshal([]byte(body), &recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := procLedger(t, "survivor")
 	seen := map[string]int{}
 	for _, r := range recs {
 		seen[r.ID]++
