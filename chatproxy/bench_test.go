@@ -91,6 +91,24 @@ func BenchmarkSSETap(b *testing.B) {
 	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in, StripUsage: true})
 }
 
+// BenchmarkTapChunk is the tap's work on one chunk of a stream like the
+// mock provider's, usage stripped.
+func BenchmarkTapChunk(b *testing.B) {
+	ev := []byte(`data: {"id":"chatcmpl-mock-0123456789abcdef","object":"chat.completion.chunk","created":1763769600,"model":"qwen-plus",` +
+		`"service_tier":"default","system_fingerprint":"fp_mock","choices":[{"index":0,"delta":{"content":" the tower was"},` +
+		`"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n")
+	buf := make([]byte, len(ev))
+	t := tap{proto: OpenAI, strip: true}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ev)))
+	for b.Loop() {
+		copy(buf, ev)
+		if out := t.event(buf); len(out) != len(ev)-len(`,"usage":null`) {
+			b.Fatalf("forwarded %q", out)
+		}
+	}
+}
+
 func BenchmarkJSONTap(b *testing.B) {
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(chatJSON)}
 	in, _ := InspectChat(benchBody)

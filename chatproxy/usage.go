@@ -43,44 +43,43 @@ func (t *tap) event(ev []byte) []byte {
 	if len(payload) == 0 || payload[0] != '{' {
 		return ev // [DONE], or not JSON
 	}
-	root := gjson.Parse(str(payload))
 	if t.proto == Anthropic {
-		t.anthropicEvent(root)
+		t.anthropicEvent(gjson.Parse(str(payload)))
 		return ev
 	}
-	return t.openAIChunk(ev, a, root, multi)
+	return t.openAIChunk(ev, a, payload, multi)
 }
 
-// openAIChunk collects usage, output size and errors from a chat completion
-// chunk in one pass over its members, and strips the usage the gateway
-// injected. It returns the bytes to forward, as event does.
-func (t *tap) openAIChunk(ev []byte, off int, root gjson.Result, multi bool) []byte {
-	var usage gjson.Result
-	choices := false
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "choices":
-			choices = !v.IsArray() || !isEmptyArray(v.Raw)
-			t.outBytes += int64(openAIChoicesBytes(v, "delta"))
-		case "usage":
-			usage = v
-		case "error":
-			t.upstreamError = t.upstreamError || v.Type != gjson.Null
-		}
-		return true
-	})
-	if usage.IsObject() {
-		if nu, err := billing.NormalizeOpenAI(rawBytes(usage)); err == nil {
+// openAIChunk collects usage, output size and errors from the chat
+// completion chunk payload, found at ev[off:] unless multi, and strips the
+// usage the gateway injected. It returns the bytes to forward, as event
+// does. A payload that does not scan as a JSON object is forwarded as it
+// is and counted whole as output.
+func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte {
+	c, ok := scanChunk(payload)
+	if !ok {
+		t.outBytes += int64(len(payload))
+		return ev
+	}
+	t.outBytes += int64(c.outBytes)
+	t.upstreamError = t.upstreamError || c.hasError
+	if c.usageAt < 0 {
+		return ev
+	}
+	usage := payload[c.usageAt:c.usageEnd]
+	isObject := usage[0] == '{'
+	if isObject {
+		if nu, err := billing.NormalizeOpenAI(usage); err == nil {
 			t.usage, t.reported = nu, true
 		}
 	}
-	if !t.strip || !usage.Exists() || multi {
+	switch {
+	case !t.strip || multi:
 		return ev
-	}
-	if usage.IsObject() && !choices {
+	case isObject && !c.choices:
 		return nil // the usage-only chunk the client did not ask for
 	}
-	return deleteKey(ev, off, usage)
+	return deleteMember(ev, off, off+c.usageAt, off+c.usageEnd)
 }
 
 // anthropicEvent collects usage and output size from a Messages event.
@@ -246,15 +245,14 @@ func joinData(dst, ev []byte) []byte {
 	return dst
 }
 
-// deleteKey removes the member whose value is v from the JSON object that
-// starts at ev[off:], editing ev in place, and returns the shortened ev. It
-// leaves ev unchanged when the member cannot be located safely.
-func deleteKey(ev []byte, off int, v gjson.Result) []byte {
-	if v.Index <= 0 {
+// deleteMember removes the member whose value is ev[vs:ve] from the JSON
+// object that starts at ev[off:], editing ev in place, and returns the
+// shortened ev. It leaves ev unchanged when the member cannot be located
+// safely.
+func deleteMember(ev []byte, off, vs, ve int) []byte {
+	if vs <= off {
 		return ev
 	}
-	vs := off + v.Index
-	ve := vs + len(v.Raw)
 	i := vs - 1
 	for i > off && isSpace(ev[i]) {
 		i--

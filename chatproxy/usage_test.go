@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-func TestDeleteKey(t *testing.T) {
+func TestDeleteMember(t *testing.T) {
 	for i, tc := range []struct{ in, want string }{
 		{`data: {"id":"1","usage":null}` + "\n\n", `data: {"id":"1"}` + "\n\n"},
 		{`data: {"usage":null,"id":"1"}` + "\n\n", `data: {"id":"1"}` + "\n\n"},
@@ -19,7 +19,7 @@ func TestDeleteKey(t *testing.T) {
 		ev := []byte(tc.in)
 		a, b, _ := dataField(ev)
 		u := gjson.Get(str(ev[a:b]), "usage")
-		if got := string(deleteKey(ev, a, u)); got != tc.want {
+		if got := string(deleteMember(ev, a, a+u.Index, a+u.Index+len(u.Raw))); got != tc.want {
 			t.Errorf("Test %d: got %q, want %q", i, got, tc.want)
 		}
 	}
@@ -76,5 +76,17 @@ func TestTapErrorEvents(t *testing.T) {
 		if tp.upstreamError != tc.want {
 			t.Errorf("Test %d: upstreamError=%v, want %v", i, tp.upstreamError, tc.want)
 		}
+	}
+}
+
+func TestTapMalformedChunk(t *testing.T) {
+	payload := `{"choices":[{"delta":{"content":"abc"}}],"usage":null`
+	ev := "data: " + payload + "\n\n"
+	tp := tap{proto: OpenAI, strip: true}
+	if got := string(tp.event([]byte(ev))); got != ev {
+		t.Errorf("forwarded %q, want it untouched", got)
+	}
+	if tp.outBytes != int64(len(payload)) {
+		t.Errorf("counted %d output bytes, want the whole payload's %d", tp.outBytes, len(payload))
 	}
 }
