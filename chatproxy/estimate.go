@@ -38,7 +38,16 @@ func tokens(n int64) int64 {
 func promptBytes(messages, system, tools gjson.Result) int {
 	n := contentBytes(system) + rawLen(tools)
 	messages.ForEach(func(_, m gjson.Result) bool {
-		n += messageOverhead + contentBytes(m.Get("content")) + rawLen(m.Get("tool_calls"))
+		n += messageOverhead
+		m.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "content":
+				n += contentBytes(v)
+			case "tool_calls":
+				n += rawLen(v)
+			}
+			return true
+		})
 		return true
 	})
 	return n
