@@ -38,27 +38,55 @@ func NormalizeOpenAI(usage []byte) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	prompt := count(u.Get("prompt_tokens"))
-	details := u.Get("prompt_tokens_details")
-	cached := count(details.Get("cached_tokens"))
-	created, ok := firstCount(details, "cache_write_tokens", "cache_creation_input_tokens", "cache_creation.cache_creation_input_tokens")
+	var top [len(openAIUsageKeys)]gjson.Result
+	members(u, openAIUsageKeys[:], top[:])
+	prompt, completion, details, complDetails := count(top[0]), count(top[1]), top[2], top[3]
+	var det [len(openAIDetailKeys)]gjson.Result
+	members(details, openAIDetailKeys[:], det[:])
+	cached := count(det[0])
+	created, ok := firstPresent(det[1], det[2], det[3].Get("cache_creation_input_tokens"))
 	if !ok {
-		created, ok = ephemeral(details.Get("cache_creation"))
+		created, ok = ephemeral(det[3])
 	}
 	if !ok {
-		created, ok = firstCount(u, "cache_creation_input_tokens")
+		created, ok = firstPresent(top[4])
 	}
 	if !ok {
-		created, _ = ephemeral(u.Get("cache_creation"))
+		created, _ = ephemeral(top[5])
 	}
 
 	var out Usage
 	out.CacheRead = min(cached, prompt)
 	out.CacheCreation = min(created, prompt-out.CacheRead)
 	out.Input = prompt - out.CacheRead - out.CacheCreation
-	out.Output = count(u.Get("completion_tokens"))
-	out.Reasoning = min(count(u.Get("completion_tokens_details.reasoning_tokens")), out.Output)
+	out.Output = completion
+	out.Reasoning = min(count(complDetails.Get("reasoning_tokens")), out.Output)
 	return out, nil
+}
+
+// The members of an OpenAI usage object and of its prompt_tokens_details
+// that NormalizeOpenAI reads, each object in one pass (see members).
+var (
+	openAIUsageKeys  = [...]string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details", "cache_creation_input_tokens", "cache_creation"}
+	openAIDetailKeys = [...]string{"cached_tokens", "cache_write_tokens", "cache_creation_input_tokens", "cache_creation"}
+)
+
+// members sets out[i] to the first member of obj named keys[i], in one
+// pass over obj; a gjson Get per key would read obj once per key. out is
+// left as it is for a key obj lacks, or when obj is not an object.
+func members(obj gjson.Result, keys []string, out []gjson.Result) {
+	if !obj.IsObject() {
+		return
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, key := range keys {
+			if k.Str == key && !out[i].Exists() {
+				out[i] = v
+				break
+			}
+		}
+		return true
+	})
 }
 
 // NormalizeDashScope is NormalizeOpenAI: DashScope's compatible mode speaks
@@ -115,7 +143,18 @@ func count(r gjson.Result) int64 {
 // firstCount returns the count of the first of paths present in obj.
 func firstCount(obj gjson.Result, paths ...string) (int64, bool) {
 	for _, p := range paths {
-		if r := obj.Get(p); r.Exists() && r.Type != gjson.Null {
+		if n, ok := firstPresent(obj.Get(p)); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// firstPresent returns the count of the first of rs that is present and
+// not null.
+func firstPresent(rs ...gjson.Result) (int64, bool) {
+	for _, r := range rs {
+		if r.Exists() && r.Type != gjson.Null {
 			return count(r), true
 		}
 	}
