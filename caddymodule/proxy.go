@@ -1,7 +1,10 @@
 package caddymodule
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -131,7 +134,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		writeError(w, r, aerr)
 		return nil
 	}
-	requestID := requestIDOf(r)
+	requestID := newRequestID()
 	start := time.Now()
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
@@ -145,7 +148,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	})
 	if !res.Reached {
 		reservation.Release()
-		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
+		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
 		return nil
 	}
 	rec := reservation.Settle(billing.Record{
@@ -162,6 +165,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Outcome:  res.Outcome,
 	})
 	logFields(r,
+		zap.String("air_request_id", requestID),
 		zap.String("air_model", in.Model),
 		zap.String("air_provider", route.Provider.Name),
 		zap.Int64("air_prompt_tokens", res.Usage.PromptTotal()),
@@ -198,13 +202,18 @@ func endpointFor(kind string) string {
 	}
 }
 
-// requestIDOf returns the request's unique id, the one Caddy logs.
-func requestIDOf(r *http.Request) string {
-	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if !ok {
-		return ""
-	}
-	return "req_" + repl.ReplaceAll("{http.request.uuid}", "")
+// newRequestID returns a fresh request id, "req_" and 96 random bits in
+// hex. It names the request's ledger record and its log entries, and the
+// access log shows it as air_request_id. The bits come from the runtime's
+// ChaCha8 generator, which needs no system call: Caddy's
+// {http.request.uuid}, used before, reads crypto/rand and rebuilds the
+// access log's extra fields, about 2% of the gateway's CPU per streamed
+// request. An id must be unique, not secret.
+func newRequestID() string {
+	var b [12]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
+	return "req_" + hex.EncodeToString(b[:])
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

@@ -218,7 +218,7 @@ func TestQuickstart(t *testing.T) {
 // checkAccessLog makes one chat request with key and checks that its entry
 // in the access log (Caddyfile.example's `log`, JSON on stderr) says who
 // called, which model and provider served it, the tokens, the cost and the
-// outcome, and never the key itself.
+// outcome, and the id of its ledger record, and never the key itself.
 func checkAccessLog(t *testing.T, p *process, key string) {
 	t.Helper()
 	status, _, body := callURL(t, http.MethodPost, p.url("/v1/chat/completions"), key,
@@ -259,6 +259,15 @@ func checkAccessLog(t *testing.T, p *process, key string) {
 	}
 	if strings.Contains(p.log.String(), key) {
 		t.Error("the log contains the API key")
+	}
+	// The access log entry names the request's ledger record.
+	id, _ := entry["air_request_id"].(string)
+	found := false
+	for _, rec := range procLedger(t, "alice") {
+		found = found || rec.ID == id && rec.Model == "mock-gpt"
+	}
+	if !strings.HasPrefix(id, "req_") || !found {
+		t.Errorf("access log air_request_id = %q, want the id of a ledger record of the request", id)
 	}
 }
 
