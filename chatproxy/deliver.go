@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,10 +30,12 @@ func copyHeader(dst, src http.Header, withLength bool) {
 	}
 }
 
-// isEventStream reports an SSE content type.
+// isEventStream reports an SSE content type, whatever its parameters. It
+// reads the media type without mime.ParseMediaType, which builds a map of
+// the parameters on every response.
 func isEventStream(ct string) bool {
-	mt, _, _ := mime.ParseMediaType(ct)
-	return mt == "text/event-stream"
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // deliver writes an upstream response to the client and fills res.

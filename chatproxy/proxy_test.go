@@ -657,3 +657,23 @@ func TestServeClientGoneBeforeAnswer(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+func TestIsEventStream(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		want bool
+	}{
+		{"text/event-stream", true},
+		{"text/event-stream; charset=utf-8", true},
+		{" Text/Event-Stream ;charset=utf-8", true},
+		{"text/event-stream;", true},
+		{"application/json", false},
+		{"text/event-streams", false},
+		{"text/plain; x=text/event-stream", false},
+		{"", false},
+	} {
+		if got := isEventStream(tc.ct); got != tc.want {
+			t.Errorf("isEventStream(%q) = %v, want %v", tc.ct, got, tc.want)
+		}
+	}
+}
