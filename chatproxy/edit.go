@@ -28,22 +28,17 @@ type edit struct {
 // Call.StripUsage). When no edit applies, body itself is returned.
 // in must come from InspectChat or InspectMessages on the same body.
 func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
-	root := gjson.Parse(str(body))
-	if !root.IsObject() {
-		return nil, false, errors.New("request body is not a json object")
-	}
 	var edits [2]edit
 	n := 0
 	if upstreamModel != "" && upstreamModel != in.Model {
-		m := root.Get("model")
-		if m.Index <= 0 {
+		if in.model.at <= 0 || in.model.end > len(body) {
 			return nil, false, errUnlocatable
 		}
-		edits[n] = edit{at: m.Index, end: m.Index + len(m.Raw), text: quote(upstreamModel)}
+		edits[n] = edit{at: in.model.at, end: in.model.end, text: quote(upstreamModel)}
 		n++
 	}
 	if p == OpenAI && in.Stream && !in.IncludeUsage {
-		e, ok, err := usageEdit(body, root)
+		e, ok, err := usageEdit(body, in.streamOptions)
 		if err != nil {
 			return nil, false, err
 		}
@@ -74,21 +69,25 @@ func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (o
 }
 
 // usageEdit returns the edit that sets stream_options.include_usage to
-// true. ok is false when stream_options is neither absent, null nor an
-// object: the upstream will reject such a request anyway.
-func usageEdit(body []byte, root gjson.Result) (e edit, ok bool, err error) {
-	so := root.Get("stream_options")
-	switch {
-	case !so.Exists():
+// true, given where the body's stream_options value is. ok is false when
+// stream_options is neither absent, null nor an object: the upstream will
+// reject such a request anyway.
+func usageEdit(body []byte, at span) (e edit, ok bool, err error) {
+	if at.at <= 0 {
 		end := lastNonSpace(body)
 		if end < 0 || body[end] != '}' {
 			return edit{}, false, errUnlocatable
 		}
 		return edit{at: end, end: end, text: `,"stream_options":` + includeUsage}, true, nil
-	case so.Index <= 0:
+	}
+	if at.end > len(body) {
 		return edit{}, false, errUnlocatable
+	}
+	so := gjson.Parse(str(body[at.at:at.end]))
+	so.Index = at.at
+	switch {
 	case so.Type == gjson.Null:
-		return edit{at: so.Index, end: so.Index + len(so.Raw), text: includeUsage}, true, nil
+		return edit{at: at.at, end: at.end, text: includeUsage}, true, nil
 	case !so.IsObject():
 		return edit{}, false, nil
 	}

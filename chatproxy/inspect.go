@@ -29,7 +29,19 @@ type Inspected struct {
 	// quarter of it estimates the prompt tokens when the upstream reports
 	// none.
 	PromptBytes int
+
+	// model and streamOptions locate in the body the values PrepareBody
+	// may edit, so that it need not look for them again.
+	model, streamOptions span
 }
+
+// span is the place of a member's value in a request body, zero when the
+// member is absent: a value never starts at offset 0, where the body's
+// object opens.
+type span struct{ at, end int }
+
+// spanOf locates the value v, which gjson read from a body.
+func spanOf(v gjson.Result) span { return span{v.Index, v.Index + len(v.Raw)} }
 
 // InspectChat validates an OpenAI chat completions request body and returns
 // what the gateway needs from it. Only the documented constraints are
@@ -51,7 +63,7 @@ func InspectChat(body []byte) (Inspected, *apierror.Error) {
 		switch k.Str {
 		case "model":
 			e = once(&seen, 1, "model")
-			model = v
+			model, in.model = v, spanOf(v)
 		case "messages":
 			messages = v
 		case "tools":
@@ -62,6 +74,7 @@ func InspectChat(body []byte) (Inspected, *apierror.Error) {
 			}
 		case "stream_options":
 			e = once(&seen, 4, "stream_options")
+			in.streamOptions = spanOf(v)
 			in.IncludeUsage = v.Get("include_usage").Type == gjson.True
 		case "stop":
 			e = checkStop(v)
@@ -112,7 +125,7 @@ func InspectMessages(body []byte) (Inspected, *apierror.Error) {
 		switch k.Str {
 		case "model":
 			e = once(&seen, 1, "model")
-			model = v
+			model, in.model = v, spanOf(v)
 		case "messages":
 			messages = v
 		case "system":

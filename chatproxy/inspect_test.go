@@ -3,6 +3,8 @@ package chatproxy
 import (
 	"net/http"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestInspectChat(t *testing.T) {
@@ -72,6 +74,7 @@ func TestInspectChat(t *testing.T) {
 		if tc.want.PromptBytes == 0 {
 			got.PromptBytes = 0
 		}
+		checkSpans(t, tc.body, &got)
 		if got != tc.want {
 			t.Errorf("Test %d: got %+v, want %+v", i, got, tc.want)
 		}
@@ -113,6 +116,7 @@ func TestInspectMessages(t *testing.T) {
 			continue
 		}
 		got.PromptBytes = 0
+		checkSpans(t, tc.body, &got)
 		if got != tc.want {
 			t.Errorf("Test %d: got %+v, want %+v", i, got, tc.want)
 		}
@@ -143,4 +147,20 @@ func TestPromptBytes(t *testing.T) {
 	if want := len("be brief") + messageOverhead + 8; in.PromptBytes != want {
 		t.Errorf("anthropic PromptBytes %d, want %d", in.PromptBytes, want)
 	}
+}
+
+// checkSpans checks that in locates the body's model and stream_options
+// values, then clears them for comparison.
+func checkSpans(t *testing.T, body string, in *Inspected) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		at   span
+	}{{"model", in.model}, {"stream_options", in.streamOptions}} {
+		want := gjson.Get(body, c.name)
+		if got := body[c.at.at:c.at.end]; got != want.Raw || c.at.at != want.Index {
+			t.Errorf("%s: %s located at %v, %q; want %q at %d", body, c.name, c.at, got, want.Raw, want.Index)
+		}
+	}
+	in.model, in.streamOptions = span{}, span{}
 }
