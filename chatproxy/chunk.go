@@ -123,14 +123,8 @@ func textEnd(b []byte, at int, n *int) int {
 // returns the index past the value, or -1. eachMember returns the index
 // past the object, or -1 if the object is malformed or incomplete.
 func eachMember(b []byte, i int, fn func(key []byte, at int) int) int {
-	if i >= len(b) || b[i] != '{' {
-		return -1
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	for {
+	i, done := open(b, i, '{', '}')
+	for !done {
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
@@ -150,17 +144,9 @@ func eachMember(b []byte, i int, fn func(key []byte, at int) int) int {
 		if i = fn(key, at); i < 0 {
 			return -1
 		}
-		i = skipSpace(b, i)
-		switch {
-		case i >= len(b):
-			return -1
-		case b[i] == '}':
-			return i + 1
-		case b[i] != ',':
-			return -1
-		}
-		i = skipSpace(b, i+1)
+		i, done = next(b, i, '}')
 	}
+	return i
 }
 
 // eachElement calls fn with the index of the first byte of each element of
@@ -168,31 +154,45 @@ func eachMember(b []byte, i int, fn func(key []byte, at int) int) int {
 // eachElement returns the index past the array, or -1 if the array is
 // malformed or incomplete.
 func eachElement(b []byte, i int, fn func(at int) int) int {
-	if i >= len(b) || b[i] != '[' {
-		return -1
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1
-	}
-	for {
+	i, done := open(b, i, '[', ']')
+	for !done {
 		if i >= len(b) {
 			return -1
 		}
 		if i = fn(i); i < 0 {
 			return -1
 		}
-		i = skipSpace(b, i)
-		switch {
-		case i >= len(b):
-			return -1
-		case b[i] == ']':
-			return i + 1
-		case b[i] != ',':
-			return -1
-		}
-		i = skipSpace(b, i+1)
+		i, done = next(b, i, ']')
 	}
+	return i
+}
+
+// open enters the object or array that must start at b[i] with the byte
+// opening. It returns the index of its first item, or, with done set, the
+// index past an empty container (-1 if b[i] is not opening).
+func open(b []byte, i int, opening, closing byte) (int, bool) {
+	if i >= len(b) || b[i] != opening {
+		return -1, true
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == closing {
+		return i + 1, true
+	}
+	return i, false
+}
+
+// next reads what follows an item of a container at b[i]: a comma, and it
+// returns the index of the next item, or the byte closing, and it returns
+// the index past the container with done set (-1 if neither follows).
+func next(b []byte, i int, closing byte) (int, bool) {
+	i = skipSpace(b, i)
+	switch {
+	case i >= len(b) || b[i] != ',' && b[i] != closing:
+		return -1, true
+	case b[i] == closing:
+		return i + 1, true
+	}
+	return skipSpace(b, i+1), false
 }
 
 // valueEnd returns the index past the JSON value that starts at b[i], or
