@@ -62,13 +62,7 @@ func scanChunk(payload []byte) (info chunkInfo, ok bool) {
 // choiceEnd scans the element of choices at b[at], adding the size of its
 // delta's text to *n, and returns the index past it (-1 if malformed).
 func choiceEnd(b []byte, at int, n *int) int {
-	if b[at] != '{' {
-		return valueEnd(b, at)
-	}
-	return eachMember(b, at, func(key []byte, at int) int {
-		if string(key) != "delta" || b[at] != '{' {
-			return valueEnd(b, at)
-		}
+	return objectMemberEnd(b, at, "delta", func(at int) int {
 		return eachMember(b, at, func(key []byte, at int) int {
 			switch string(key) {
 			case "content", "reasoning_content", "reasoning":
@@ -87,19 +81,28 @@ func choiceEnd(b []byte, at int, n *int) int {
 // toolCallEnd scans the tool call at b[at], adding the size of its
 // function's name and arguments to *n.
 func toolCallEnd(b []byte, at int, n *int) int {
-	if b[at] != '{' {
-		return valueEnd(b, at)
-	}
-	return eachMember(b, at, func(key []byte, at int) int {
-		if string(key) != "function" || b[at] != '{' {
-			return valueEnd(b, at)
-		}
+	return objectMemberEnd(b, at, "function", func(at int) int {
 		return eachMember(b, at, func(key []byte, at int) int {
 			if string(key) == "name" || string(key) == "arguments" {
 				return textEnd(b, at, n)
 			}
 			return valueEnd(b, at)
 		})
+	})
+}
+
+// objectMemberEnd scans the value at b[at] and returns the index past it.
+// When the value is an object, fn scans the value of each of its members
+// named name that is an object, and returns the index past it.
+func objectMemberEnd(b []byte, at int, name string, fn func(at int) int) int {
+	if b[at] != '{' {
+		return valueEnd(b, at)
+	}
+	return eachMember(b, at, func(key []byte, at int) int {
+		if string(key) != name || b[at] != '{' {
+			return valueEnd(b, at)
+		}
+		return fn(at)
 	})
 }
 
