@@ -53,13 +53,14 @@ func TestScanChunk(t *testing.T) {
 		{name: "empty", payload: ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, ok := scanChunk([]byte(tc.payload))
+			c, ok := scanChunk([]byte(tc.payload), 0)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v", ok, tc.ok)
 			}
 			if !ok {
 				return
 			}
+			checkResume(t, tc.payload, c)
 			usage := ""
 			if c.usageAt >= 0 {
 				usage = tc.payload[c.usageAt:c.usageEnd]
@@ -88,11 +89,13 @@ func FuzzScanChunk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, payload string) {
 		if !gjson.Valid(payload) {
-			scanChunk([]byte(payload)) // must not panic
+			if c, ok := scanChunk([]byte(payload), 0); ok { // must not panic
+				checkResume(t, payload, c)
+			}
 			return
 		}
 		root := gjson.Parse(payload)
-		c, ok := scanChunk([]byte(payload))
+		c, ok := scanChunk([]byte(payload), 0)
 		if !root.IsObject() {
 			if ok {
 				t.Fatalf("scanned a non-object as a chunk: %q", payload)
@@ -102,6 +105,7 @@ func FuzzScanChunk(f *testing.F) {
 		if !ok {
 			t.Fatalf("valid object did not scan: %q", payload)
 		}
+		checkResume(t, payload, c)
 		var usage, choices gjson.Result
 		hasErr := false
 		root.ForEach(func(k, v gjson.Result) bool {
@@ -129,6 +133,18 @@ func FuzzScanChunk(f *testing.F) {
 			t.Errorf("output %d bytes, gjson %d, in %q", c.outBytes, want, payload)
 		}
 	})
+}
+
+// checkResume checks that a scan of payload resumed where full, a whole
+// scan of it, says the bytes before can be skipped finds what full found.
+func checkResume(t *testing.T, payload string, full chunkInfo) {
+	t.Helper()
+	if full.choicesAt == 0 {
+		return
+	}
+	if c, ok := scanChunk([]byte(payload), full.choicesAt); !ok || c != full {
+		t.Errorf("%q resumed at %d: got %+v %v, want %+v", payload, full.choicesAt, c, ok, full)
+	}
 }
 
 // choicesOut sizes the deltas' text of a choices array with gjson, as the

@@ -26,7 +26,13 @@ type tap struct {
 	upstreamError bool
 	// scratch joins multi-line data fields.
 	scratch []byte
+	// prefix is the beginning of an OpenAI chunk up to its choices, which
+	// the next chunks of the stream likely repeat (see chunk.go).
+	prefix []byte
 }
+
+// maxPrefix bounds the chunk prefix a tap keeps.
+const maxPrefix = 1 << 10
 
 // event processes one whole SSE event and returns the bytes to forward:
 // ev itself, ev edited in place, or nil to drop it.
@@ -56,10 +62,17 @@ func (t *tap) event(ev []byte) []byte {
 // does. A payload that does not scan as a JSON object is forwarded as it
 // is and counted whole as output.
 func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte {
-	c, ok := scanChunk(payload)
+	known := 0
+	if len(t.prefix) > 0 && bytes.HasPrefix(payload, t.prefix) {
+		known = len(t.prefix)
+	}
+	c, ok := scanChunk(payload, known)
 	if !ok {
 		t.outBytes += int64(len(payload))
 		return ev
+	}
+	if known == 0 && c.choicesAt > 0 && c.choicesAt <= maxPrefix {
+		t.prefix = append(t.prefix[:0], payload[:c.choicesAt]...)
 	}
 	t.outBytes += int64(c.outBytes)
 	t.upstreamError = t.upstreamError || c.hasError

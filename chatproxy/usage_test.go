@@ -90,3 +90,36 @@ func TestTapMalformedChunk(t *testing.T) {
 		t.Errorf("counted %d output bytes, want the whole payload's %d", tp.outBytes, len(payload))
 	}
 }
+
+func TestTapChunkPrefix(t *testing.T) {
+	tp := tap{proto: OpenAI, strip: true}
+	for i, tc := range []struct {
+		payload, want string
+		prefix        string // the prefix the tap keeps afterwards
+		out           int64  // output bytes counted so far
+	}{
+		{`{"id":"a","choices":[{"delta":{"content":"12"}}],"usage":null}`, `{"id":"a","choices":[{"delta":{"content":"12"}}]}`, `{"id":"a","choices":`, 2},
+		{`{"id":"a","choices":[{"delta":{"content":"345"}}],"usage":null}`, `{"id":"a","choices":[{"delta":{"content":"345"}}]}`, `{"id":"a","choices":`, 5},
+		{`{"id":"b","choices":[{"delta":{"content":"6"}}]}`, `{"id":"b","choices":[{"delta":{"content":"6"}}]}`, `{"id":"b","choices":`, 6},
+		{`{"usage":null,"choices":[{"delta":{"content":"7"}}]}`, `{"choices":[{"delta":{"content":"7"}}]}`, `{"id":"b","choices":`, 7},
+		{`{"id":"b","choices":[{"delta":{"content":"8"}}],"error":{"message":"x"}}`, `{"id":"b","choices":[{"delta":{"content":"8"}}],"error":{"message":"x"}}`, `{"id":"b","choices":`, 8},
+		{`{"id":"b","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6}}`, ``, `{"id":"b","choices":`, 8},
+		{`{"id":"b","choices":[{"delta":`, `{"id":"b","choices":[{"delta":`, `{"id":"b","choices":`, 8 + 30},
+	} {
+		ev := "data: " + tc.payload + "\n\n"
+		want := ""
+		if tc.want != "" {
+			want = "data: " + tc.want + "\n\n"
+		}
+		if got := string(tp.event([]byte(ev))); got != want {
+			t.Errorf("event %d: forwarded %q, want %q", i, got, want)
+		}
+		if string(tp.prefix) != tc.prefix || tp.outBytes != tc.out {
+			t.Errorf("event %d: prefix %q, %d output bytes; want %q, %d", i, tp.prefix, tp.outBytes, tc.prefix, tc.out)
+		}
+	}
+	u, src := tp.result(0, false, false)
+	if want := (billing.Usage{Input: 5, Output: 6}); u != want || src != billing.SourceReported || !tp.upstreamError {
+		t.Errorf("usage %+v %s, error %v; want %+v reported, error", u, src, tp.upstreamError, want)
+	}
+}
