@@ -164,11 +164,18 @@ func TestNormalizeRejectsNonObjects(t *testing.T) {
 }
 
 func BenchmarkNormalizeOpenAI(b *testing.B) {
-	in := []byte(`{"prompt_tokens":3019,"completion_tokens":104,"total_tokens":3123,"prompt_tokens_details":{"cached_tokens":2048,"cache_creation_input_tokens":900,"cache_type":"ephemeral","cache_creation":{"ephemeral_5m_input_tokens":900}},"completion_tokens_details":{"reasoning_tokens":64}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := NormalizeOpenAI(in); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct{ name, usage string }{
+		{"plain", `{"prompt_tokens":212,"completion_tokens":104,"total_tokens":316,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}`},
+		{"cache-details", `{"prompt_tokens":3019,"completion_tokens":104,"total_tokens":3123,"prompt_tokens_details":{"cached_tokens":2048,"cache_creation_input_tokens":900,"cache_type":"ephemeral","cache_creation":{"ephemeral_5m_input_tokens":900}},"completion_tokens_details":{"reasoning_tokens":64}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			in := []byte(bc.usage)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := NormalizeOpenAI(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
