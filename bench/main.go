@@ -54,7 +54,7 @@ func parseFlags() options {
 	var o options
 	flag.StringVar(&o.caddyBin, "caddy", "/tmp/bench-caddy", "caddy binary with caddy-air (`go build -o FILE ./cmd/caddy`)")
 	flag.BoolVar(&o.build, "build", false, "build the -caddy binary from ./cmd/caddy first")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds per scenario and target (medians are reported)")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds per scenario and target (medians are reported)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "load duration of one round of scenarios 1 and 2")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load per target before scenarios 1 and 2")
 	flag.IntVar(&o.rate, "rate", 1000, "requests per second of scenario 1 (non-streaming)")
