@@ -254,14 +254,18 @@ func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 	}
 }
 
-// release drops hold h and gives back its request and tokens.
-func (b *Budgets) release(h *hold) {
+// release drops hold h and, when rates is set, gives back its request and
+// tokens.
+func (b *Budgets) release(h *hold, rates bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
 		if h.currency != "" {
 			acc.reserved[h.currency] -= h.cost
+		}
+		if !rates {
+			continue
 		}
 		if lim := acc.limits.RPM; lim > 0 && acc.rpm.started {
 			acc.rpm.give(1, lim)

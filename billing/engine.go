@@ -149,7 +149,19 @@ func (r *Reservation) Charge(ctx context.Context, rec Record) (Record, bool, err
 func (r *Reservation) Release() {
 	r.once.Do(func() {
 		if b := r.e.budgets; b != nil && r.h != nil {
-			b.release(r.h)
+			b.release(r.h, true)
+		}
+	})
+}
+
+// ReleaseCost ends a reservation whose request reached the upstream but is
+// charged later, when its result is known (a task): the reserved cost is
+// given back, while the request and its tokens stay counted against the
+// rate limits.
+func (r *Reservation) ReleaseCost() {
+	r.once.Do(func() {
+		if b := r.e.budgets; b != nil && r.h != nil {
+			b.release(r.h, false)
 		}
 	})
 }

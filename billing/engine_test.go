@@ -209,6 +209,19 @@ func TestRateLimits(t *testing.T) {
 	}
 	res.Settle(Record{ID: "rpm-late", Usage: claudeUsage})
 
+	// A task charged later gives its cost back but keeps its slot.
+	te.clock.Advance(time.Minute)
+	for i := range 2 {
+		res, aerr := te.AdmitTask(ctx, s, "claude-x", 1, 0)
+		if aerr != nil {
+			t.Fatalf("task %d: %v", i, aerr)
+		}
+		res.ReleaseCost()
+	}
+	if _, aerr := te.AdmitTask(ctx, s, "claude-x", 1, 0); code(aerr) != "rate_limit_exceeded" {
+		t.Fatalf("third task in a minute: %+v", aerr)
+	}
+
 	// Tokens per minute: the estimate is reserved, then replaced by the
 	// actual usage, which may overdraw the bucket.
 	if err := b.SetLimits(ctx, ScopeUser, "bob", Limits{TPM: 1000}); err != nil {

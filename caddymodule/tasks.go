@@ -79,7 +79,9 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			return nil
 		}
 		// Spend and rate limits apply before any upstream call; the task is
-		// charged when it succeeds, by the task service.
+		// charged when it succeeds, by the task service. A created task
+		// counts as a request against the rate limits; a refused one does
+		// not.
 		subject := billing.Subject{User: key.User, KeyID: key.ID}
 		reservation, aerr := rt.billing.AdmitTask(r.Context(), subject, gjson.GetBytes(body, "model").String(), 1, 0)
 		if aerr != nil {
@@ -87,11 +89,12 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			return nil
 		}
 		task, aerr := rt.tasks.Create(r.Context(), owner, body, h.mediaBase(r))
-		reservation.Release()
 		if aerr != nil {
+			reservation.Release()
 			writeError(w, r, aerr)
 			return nil
 		}
+		reservation.ReleaseCost()
 		return writeJSON(w, http.StatusAccepted, task.CreateView())
 	case r.Method == http.MethodGet && id != "":
 		task, aerr := rt.tasks.Get(r.Context(), owner, id)

@@ -285,6 +285,30 @@ func TestTaskValidation(t *testing.T) {
 	}
 }
 
+// TestTaskRateLimit checks that created tasks count against a key's
+// requests per minute and that refused ones do not.
+func TestTaskRateLimit(t *testing.T) {
+	startGateway(t, tasksOptions())
+	key, keyID := createKey(t, "limited-painter")
+	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"rpm":2}`, nil); status != http.StatusOK {
+		t.Fatalf("set rpm: %d", status)
+	}
+	image := `{"model":"mock-image","prompt":"a red fox","size":"256x256"}`
+	for i, body := range []string{`{"model":"mock-image"}`, image, `{"model":"mock-image","prompt":"x","n":0}`, image} {
+		status, _, raw := createTask(t, key, body)
+		if want := []int{400, 202, 400, 202}[i]; status != want {
+			t.Fatalf("Test %d: %s: status %d, want %d: %s", i, body, status, want, raw)
+		}
+	}
+	status, hdr, raw := call(t, http.MethodPost, "/v1/tasks", key, image)
+	if e := decodeError(t, raw); status != http.StatusTooManyRequests || e.code() != "rate_limit_exceeded" || hdr.Get("Retry-After") == "" {
+		t.Fatalf("third task in a minute: %d %v %s", status, hdr, raw)
+	}
+	if n := len(waitLedger(t, "limited-painter", 2)); n != 2 {
+		t.Fatalf("%d ledger records, want the 2 created tasks", n)
+	}
+}
+
 func TestTaskTTL(t *testing.T) {
 	o := tasksOptions()
 	o.Extra = "tasks {\n\t\t\tttl 2s\n\t\t\tmedia_ttl 2s\n\t\t\tpoll_interval 200ms\n\t\t}"
