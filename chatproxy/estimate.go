@@ -100,27 +100,15 @@ func rawLen(r gjson.Result) int {
 	return len(r.Raw)
 }
 
-// openAIChoicesBytes sizes the text of a choices array: the member named
-// field ("delta" in a chunk, "message" in a whole completion) of each
-// choice.
-func openAIChoicesBytes(choices gjson.Result, field string) int {
+// openAIOutputBytes sizes the text of a whole chat completion: the message
+// of each choice. (A stream's chunks are sized by scanChunk.)
+func openAIOutputBytes(resp gjson.Result) int {
 	n := 0
-	choices.ForEach(func(_, c gjson.Result) bool {
-		c.ForEach(func(k, v gjson.Result) bool {
-			if k.Str != field {
-				return true
-			}
-			n += openAIMessageBytes(v)
-			return false
-		})
+	resp.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		n += openAIMessageBytes(c.Get("message"))
 		return true
 	})
 	return n
-}
-
-// openAIOutputBytes sizes the text of a whole chat completion.
-func openAIOutputBytes(resp gjson.Result) int {
-	return openAIChoicesBytes(resp.Get("choices"), "message")
 }
 
 // openAIMessageBytes sizes a message or delta: its content, reasoning and

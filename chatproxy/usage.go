@@ -319,6 +319,3 @@ func present(obj gjson.Result, key string) bool {
 	r := obj.Get(key)
 	return r.Exists() && r.Type != gjson.Null
 }
-
-// isEmptyArray reports whether raw is "[" whitespace "]".
-func isEmptyArray(raw string) bool { return isEmptyObject(raw) }
