@@ -73,6 +73,8 @@ type App struct {
 type live struct {
 	state atomic.Pointer[state]
 	rt    atomic.Pointer[runtime]
+	// stopped is set by Stop, which releases the state once.
+	stopped atomic.Bool
 }
 
 // Storage selects the state backend.
@@ -288,14 +290,18 @@ func (a *App) Stop() error {
 		<-a.done
 	}
 	st := a.live.state.Load()
-	if st == nil {
+	if st == nil || a.live.stopped.Swap(true) {
 		return nil
 	}
 	// Records of requests that finished under this config are written
 	// before the config lets go of the store.
 	_ = st.ledger.Flush(context.Background())
-	a.live.rt.Store(nil)
-	a.live.state.Store(nil)
+	// The state and runtime stay in place: Caddy stops a config's apps in
+	// no set order, and the HTTP servers of this config may still take
+	// requests on open connections after this app stopped. During a reload
+	// the next config holds the pooled state and those requests are served
+	// as usual; once the last config lets go, the state closes and they
+	// are refused (see current and runtimeState).
 	_, err := statePool.Delete(a.poolKey)
 	return err
 }
@@ -308,8 +314,15 @@ func (a *App) Cleanup() error {
 	return nil
 }
 
-// current returns the started app's state, or nil before Start.
-func (a *App) current() *state { return a.live.state.Load() }
+// current returns the started app's state, or nil before Start and once
+// the state is closed.
+func (a *App) current() *state {
+	st := a.live.state.Load()
+	if st == nil || st.closed.Load() {
+		return nil
+	}
+	return st
+}
 
 // Routes returns the provider routing table.
 func (a *App) Routes() *providers.Table { return a.routes }

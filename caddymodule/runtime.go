@@ -15,6 +15,7 @@ import (
 // runtime holds the services of one started config: they combine the
 // config's settings (prices, routes) with the pooled state.
 type runtime struct {
+	st      *state
 	billing *billing.Engine
 	tasks   *tasks.Service
 }
@@ -48,7 +49,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtime{billing: engine, tasks: svc}, nil
+	return &runtime{st: st, billing: engine, tasks: svc}, nil
 }
 
 // runBackground runs the task poller until ctx is done. It resumes the
@@ -57,8 +58,15 @@ func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	rt.tasks.Run(ctx)
 }
 
-// runtimeState returns the started runtime, or nil before Start.
-func (a *App) runtimeState() *runtime { return a.live.rt.Load() }
+// runtimeState returns the started runtime, or nil before Start and once
+// its state is closed.
+func (a *App) runtimeState() *runtime {
+	rt := a.live.rt.Load()
+	if rt == nil || rt.st.closed.Load() {
+		return nil
+	}
+	return rt
+}
 
 // taskBiller charges succeeded tasks to the ledger, idempotently by task id.
 type taskBiller struct{ engine *billing.Engine }

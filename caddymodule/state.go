@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -28,6 +29,9 @@ type state struct {
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
+	// closed is set once the last config let go of the state: requests
+	// that still arrive (on connections of a stopped server) are refused.
+	closed atomic.Bool
 }
 
 // ledgerDir is the folder of the storage directory that holds the ledger's
@@ -61,5 +65,6 @@ func openState(dir string, ledgerRetention time.Duration, log *zap.Logger) (*sta
 
 // Destruct closes the store once no config uses it.
 func (s *state) Destruct() error {
+	s.closed.Store(true)
 	return errors.Join(s.ledger.Close(), s.store.Close())
 }
