@@ -305,14 +305,5 @@ func stringEnd(b []byte, i int) int {
 	return -1
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
 // isNull reports whether raw is the JSON null.
 func isNull(raw []byte) bool { return string(raw) == "null" }

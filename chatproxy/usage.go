@@ -294,10 +294,7 @@ func deleteMember(ev []byte, off, vs, ve int) []byte {
 	case ',':
 		from = i // drop the preceding comma
 	case '{':
-		j := ve
-		for j < len(ev) && isSpace(ev[j]) {
-			j++
-		}
+		j := skipSpace(ev, ve)
 		if j < len(ev) && ev[j] == ',' {
 			to = j + 1 // first member: drop the following comma
 		}
