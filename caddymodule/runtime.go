@@ -15,7 +15,6 @@ import (
 // runtime holds the services of one started config: they combine the
 // config's settings (prices, routes) with the pooled state.
 type runtime struct {
-	st      *state
 	billing *billing.Engine
 	tasks   *tasks.Service
 }
@@ -49,7 +48,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtime{st: st, billing: engine, tasks: svc}, nil
+	return &runtime{billing: engine, tasks: svc}, nil
 }
 
 // runBackground runs the task poller until ctx is done. It resumes the
@@ -61,11 +60,10 @@ func (a *App) runBackground(ctx context.Context, rt *runtime) {
 // runtimeState returns the started runtime, or nil before Start and once
 // its state is closed.
 func (a *App) runtimeState() *runtime {
-	rt := a.live.rt.Load()
-	if rt == nil || rt.st.closed.Load() {
+	if a.current() == nil {
 		return nil
 	}
-	return rt
+	return a.live.rt.Load()
 }
 
 // taskBiller charges succeeded tasks to the ledger, idempotently by task id.
