@@ -146,22 +146,20 @@ func (r *Reservation) Charge(ctx context.Context, rec Record) (Record, bool, err
 // Release ends a reservation whose request never reached the upstream:
 // nothing is recorded and the reserved cost, request and tokens are given
 // back.
-func (r *Reservation) Release() {
-	r.once.Do(func() {
-		if b := r.e.budgets; b != nil && r.h != nil {
-			b.release(r.h, true)
-		}
-	})
-}
+func (r *Reservation) Release() { r.release(true) }
 
 // ReleaseCost ends a reservation whose request reached the upstream but is
 // charged later, when its result is known (a task): the reserved cost is
 // given back, while the request and its tokens stay counted against the
 // rate limits.
-func (r *Reservation) ReleaseCost() {
+func (r *Reservation) ReleaseCost() { r.release(false) }
+
+// release ends the reservation without a record, giving back its cost and,
+// when rates is set, its request and tokens.
+func (r *Reservation) release(rates bool) {
 	r.once.Do(func() {
 		if b := r.e.budgets; b != nil && r.h != nil {
-			b.release(r.h, false)
+			b.release(r.h, rates)
 		}
 	})
 }
