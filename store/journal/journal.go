@@ -16,9 +16,17 @@
 // state in another store records there the position up to which that
 // state includes the journal (see billing.Ledger).
 //
-// Append does not sync: like Badger without SyncWrites, the journal
-// survives a crash of the process but may lose its last writes in a crash
-// of the machine. Finished segments are synced when the next one starts.
+// Append does not sync: it survives a crash of the process, and a caller
+// that must survive a crash of the machine calls Sync after it (the ledger
+// does, once per batch: group commit). Finished segments are synced when
+// the next one starts.
+//
+// Open repairs the last segment: a torn tail (an entry cut short by a
+// crash, or zeros where the machine lost unsynced pages) is cut off; a
+// corrupt entry followed by more data is not silently dropped: the whole
+// segment is first copied aside as <name>.corrupt, and Repair reports it.
+// After any repair the next append starts a new segment, so that the
+// position of an entry that was cut off never names a different entry.
 //
 // A Journal allows one writer (Append, Truncate) and any number of
 // concurrent readers (Scan, Read).
@@ -167,7 +175,28 @@ type Journal struct {
 	segs []segment
 	file *os.File // the last segment, open for appending; nil until the first append
 	buf  []byte   // the writer's frame buffer, reused
+
+	repair     Repair // what Open repaired
+	rotateNext bool   // the next append starts a new segment
 }
+
+// Repair describes what Open cut off the last segment.
+type Repair struct {
+	// Segment is the file name of the repaired segment; empty when
+	// nothing was cut.
+	Segment string
+	// ValidEnd is the offset of the end of its last intact entry.
+	ValidEnd int64
+	// Cut is how many bytes after ValidEnd were cut off.
+	Cut int64
+	// Quarantined is the path of the copy of the whole segment kept
+	// aside when the cut bytes were corrupt rather than a torn tail; empty
+	// for a torn tail.
+	Quarantined string
+}
+
+// Repair reports what Open cut off the last segment.
+func (j *Journal) Repair() Repair { return j.repair }
 
 // Open opens the journal in opts.Dir, creating the directory if needed.
 // If the last segment ends in a torn entry, as after a crash during a
@@ -213,7 +242,8 @@ func Open(opts Options) (*Journal, error) {
 }
 
 // repairLast finds the end of the last whole entry of the last segment,
-// cuts off anything after it and opens the segment for appending.
+// cuts off anything after it and opens the segment for appending. Bytes
+// that are not a torn tail are copied aside first (see Repair).
 func (j *Journal) repairLast() error {
 	if len(j.segs) == 0 {
 		return nil
@@ -225,11 +255,21 @@ func (j *Journal) repairLast() error {
 	}
 	end := validEnd(f, last.size)
 	if end < last.size {
+		j.repair = Repair{Segment: last.name(), ValidEnd: end, Cut: last.size - end}
+		if !tornTail(f, end, last.size) {
+			q := j.path(*last) + ".corrupt"
+			if err := copyFile(f, q); err != nil {
+				_ = f.Close()
+				return fmt.Errorf("journal: quarantining corrupt segment %s: %w", last.name(), err)
+			}
+			j.repair.Quarantined = q
+		}
 		if err := f.Truncate(end); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("journal: cutting torn entry off %s: %w", last.name(), err)
 		}
 		last.size = end
+		j.rotateNext = true
 	}
 	if _, err := f.Seek(end, io.SeekStart); err != nil {
 		_ = f.Close()
@@ -237,6 +277,40 @@ func (j *Journal) repairLast() error {
 	}
 	j.file = f
 	return nil
+}
+
+// tornTail reports whether the bytes of f from end to size are what a
+// crash leaves: the last entry, cut short or with pages the machine had
+// not written back (its frame reaches the end of the file), or zeros.
+// Anything else is corruption in the middle of the data.
+func tornTail(f *os.File, end, size int64) bool {
+	var hdr [frameHeader]byte
+	if n, _ := f.ReadAt(hdr[:], end); n < frameHeader {
+		return true
+	}
+	if l := int64(binary.LittleEndian.Uint32(hdr[:4])); l > 0 && end+frameHeader+l >= size {
+		return true
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, end, size-end), 64<<10)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return true
+		}
+		if b != 0 {
+			return false
+		}
+	}
+}
+
+// copyFile copies the whole of f to a new file at path and syncs it.
+func copyFile(f *os.File, path string) error {
+	dst, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, io.NewSectionReader(f, 0, 1<<62))
+	return errors.Join(err, dst.Sync(), dst.Close())
 }
 
 // validEnd returns the offset after the last whole, intact entry among the
@@ -264,7 +338,9 @@ func readFrame(r *bufio.Reader, payload *[]byte) (int64, error) {
 		return 0, err
 	}
 	n := binary.LittleEndian.Uint32(hdr[:4])
-	if n > MaxEntrySize {
+	if n == 0 || n > MaxEntrySize {
+		// Appended entries are never empty: a zero length is a torn or
+		// zeroed tail, or corruption.
 		return 0, ErrCorrupt
 	}
 	if cap(*payload) < int(n) {
@@ -357,7 +433,7 @@ func (j *Journal) rotateFor(size int64) error {
 		last = j.segs[n-1]
 	}
 	j.mu.RUnlock()
-	if n > 0 && (last.size == 0 || last.size+size <= j.opts.SegmentSize && now.Sub(last.created) < j.opts.SegmentAge) {
+	if n > 0 && !j.rotateNext && (last.size == 0 || last.size+size <= j.opts.SegmentSize && now.Sub(last.created) < j.opts.SegmentAge) {
 		return nil
 	}
 	next := segment{seq: last.seq + 1, created: now.UTC()}
@@ -375,6 +451,7 @@ func (j *Journal) rotateFor(size int64) error {
 		}
 	}
 	j.file = f
+	j.rotateNext = false
 	j.mu.Lock()
 	j.segs = append(j.segs, next)
 	j.mu.Unlock()
@@ -542,6 +619,24 @@ func (j *Journal) RemoveBefore(t time.Time) (int, error) {
 	for n+1 < len(j.segs) && !j.segs[n+1].created.After(t) {
 		n++
 	}
+	return j.removeFirst(n)
+}
+
+// RemoveThrough deletes the segments up to and including the one with
+// sequence number seq, except the last segment, and returns how many it
+// deleted.
+func (j *Journal) RemoveThrough(seq uint64) (int, error) {
+	j.mu.Lock()
+	n := 0
+	for n+1 < len(j.segs) && j.segs[n].seq <= seq {
+		n++
+	}
+	return j.removeFirst(n)
+}
+
+// removeFirst deletes the first n segments; j.mu must be held, and is
+// released.
+func (j *Journal) removeFirst(n int) (int, error) {
 	gone := slices.Clone(j.segs[:n])
 	j.segs = slices.Delete(j.segs, 0, n)
 	j.mu.Unlock()

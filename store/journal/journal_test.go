@@ -147,6 +147,7 @@ func TestOpenCutsTornTail(t *testing.T) {
 		{"half a header", []byte{5, 0, 0}},
 		{"header without payload", []byte{5, 0, 0, 0, 1, 2, 3, 4, 'a'}},
 		{"bad checksum", []byte{1, 0, 0, 0, 1, 2, 3, 4, 'a'}},
+		{"zeroed pages", make([]byte, 4096)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -169,13 +170,88 @@ func TestOpenCutsTornTail(t *testing.T) {
 			if j.End() != end {
 				t.Errorf("end %s after reopening, want %s", j.End(), end)
 			}
-			if _, _, err := j.Append(entries("after")); err != nil {
+			if r := j.Repair(); r.Cut != int64(len(tc.tail)) || r.Quarantined != "" {
+				t.Errorf("repair %+v, want %d bytes cut and nothing quarantined", r, len(tc.tail))
+			}
+			pos, _, err := j.Append(entries("after"))
+			if err != nil {
 				t.Fatal(err)
+			}
+			// The cut-off entry's position is never reused.
+			if pos[0].Segment != 2 || pos[0].Offset != 0 {
+				t.Errorf("entry after a repair at %s, want the start of a new segment", pos[0])
 			}
 			if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"whole", "after"}) {
 				t.Errorf("entries %q", got)
 			}
 		})
+	}
+}
+
+// TestOpenQuarantinesCorruption checks that a corrupt entry followed by
+// more data is not silently dropped: the segment is copied aside whole
+// before the journal is cut back to its last intact entry.
+func TestOpenQuarantinesCorruption(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	j := open(t, dir, 0, c)
+	if _, _, err := j.Append(entries("first", "second", "third")); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	name := filepath.Join(dir, segment{seq: 1, created: t0}.name())
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := frameHeader + len("first")
+	b[second+frameHeader] ^= 0xff // first byte of "second"
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	j = open(t, dir, 0, c)
+	r := j.Repair()
+	if r.ValidEnd != int64(second) || r.Quarantined != name+".corrupt" {
+		t.Fatalf("repair %+v, want a cut at %d and a quarantined copy", r, second)
+	}
+	kept, err := os.ReadFile(r.Quarantined)
+	if err != nil || !slices.Equal(kept, b) {
+		t.Errorf("quarantined copy differs from the corrupt segment (err %v)", err)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"first"}) {
+		t.Errorf("entries %q", got)
+	}
+	// A quarantined copy is not a segment.
+	j.Close()
+	j = open(t, dir, 0, c)
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"first"}) {
+		t.Errorf("entries after reopening %q", got)
+	}
+}
+
+// TestRemoveThrough checks that whole segments up to a sequence number go,
+// never the last one.
+func TestRemoveThrough(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	j := open(t, dir, 1, c) // every append starts a segment
+	for _, e := range []string{"a", "b", "c"} {
+		if _, _, err := j.Append(entries(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := j.RemoveThrough(1); n != 1 || err != nil {
+		t.Fatalf("RemoveThrough(1) = %d, %v", n, err)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("entries %q", got)
+	}
+	if n, _ := j.RemoveThrough(99); n != 1 {
+		t.Errorf("RemoveThrough(99) removed %d segments, want 1 (the last stays)", n)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("entries %q", got)
 	}
 }
 
