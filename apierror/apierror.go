@@ -78,26 +78,30 @@ func Internal() *Error {
 }
 
 // Write answers w with e in the OpenAI error shape.
-func (e *Error) Write(w http.ResponseWriter) {
+func (e *Error) Write(w http.ResponseWriter) { writeJSON(w, e, e.openAIBody()) }
+
+// WriteAnthropic answers w with e in the Anthropic error shape.
+func (e *Error) WriteAnthropic(w http.ResponseWriter) { writeJSON(w, e, e.anthropicBody()) }
+
+// openAIBody is e in the OpenAI error shape.
+func (e *Error) openAIBody() []byte {
 	body, _ := json.Marshal(struct {
 		Error *Error `json:"error"`
 	}{e})
-	writeJSON(w, e, body)
+	return body
 }
 
-// WriteAnthropic answers w with e in the Anthropic error shape.
-func (e *Error) WriteAnthropic(w http.ResponseWriter) {
-	body, _ := json.Marshal(struct {
-		Type  string `json:"type"`
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{Type: "error", Error: struct {
+// anthropicBody is e in the Anthropic error shape.
+func (e *Error) anthropicBody() []byte {
+	type inner struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
-	}{Type: anthropicType(e), Message: e.Message}})
-	writeJSON(w, e, body)
+	}
+	body, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error inner  `json:"error"`
+	}{Type: "error", Error: inner{Type: anthropicType(e), Message: e.Message}})
+	return body
 }
 
 func writeJSON(w http.ResponseWriter, e *Error, body []byte) {
@@ -140,4 +144,14 @@ func Write(w http.ResponseWriter, err error) {
 		return
 	}
 	Internal().Write(w)
+}
+
+// StreamEvent returns e as the Server-Sent Event that ends a stream in
+// error: for OpenAI's protocol a data event holding the error object (the
+// official SDKs raise it), for Anthropic's an "error" event.
+func (e *Error) StreamEvent(anthropic bool) []byte {
+	if anthropic {
+		return append(append([]byte("event: error\ndata: "), e.anthropicBody()...), "\n\n"...)
+	}
+	return append(append([]byte("data: "), e.openAIBody()...), "\n\n"...)
 }
