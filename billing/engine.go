@@ -50,6 +50,8 @@ type Reservation struct {
 	model string
 	h     *hold
 
+	intent string // the ID of the request's intent, if any
+
 	once  sync.Once
 	rec   Record
 	fresh bool
@@ -129,6 +131,55 @@ func (r *Reservation) Settle(rec Record) Record {
 	return r.rec
 }
 
+// Intend records, before the request reaches an upstream, the record it
+// leaves if the gateway dies before settling it (Ledger.Intend): rec with
+// the reservation's subject and model, usage estimated from the request.
+// Settle, SettleDurable or Release resolve it.
+func (r *Reservation) Intend(rec Record) error {
+	if rec.User == "" && rec.KeyID == "" {
+		rec.User, rec.KeyID = r.s.User, r.s.KeyID
+	}
+	if rec.Model == "" {
+		rec.Model = r.model
+	}
+	rec.Outcome, rec.Source = OutcomeInterrupted, SourceEstimated
+	if err := r.e.ledger.Intend(rec); err != nil {
+		return err
+	}
+	r.intent = rec.ID
+	return nil
+}
+
+// SettleDurable is Settle that waits until the record is durable (synced
+// to disk), ctx ends, or wait passes, whichever comes first. A caller holds
+// back the last bytes of its response until it returns nil, so that a
+// client never holds a complete answer whose record could still be lost.
+// On an error the record stays queued and is written when the storage
+// takes it.
+func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.Duration) (Record, error) {
+	durable := make(chan error, 1)
+	r.once.Do(func() {
+		r.rec = r.price(rec)
+		if b := r.e.budgets; b != nil && r.h != nil {
+			b.settle(r.h, &r.rec, true)
+		}
+		r.e.ledger.Enqueue(r.rec, func(err error) { durable <- err })
+	})
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-durable:
+		return r.rec, err
+	case <-ctx.Done():
+		return r.rec, ctx.Err()
+	case <-t.C:
+		return r.rec, errNotDurable
+	}
+}
+
+// errNotDurable reports a record the storage did not take in time.
+var errNotDurable = errorString("the ledger could not make the record durable in time")
+
 // Charge is Settle with a synchronous ledger write, for tasks. It reports
 // whether the record was new. On a write error the reservation is dropped
 // and nothing is counted.
@@ -158,10 +209,19 @@ func (r *Reservation) ReleaseCost() { r.release(false) }
 // when rates is set, its request and tokens.
 func (r *Reservation) release(rates bool) {
 	r.once.Do(func() {
+		if r.intent != "" {
+			r.e.ledger.Abandon(r.intent)
+		}
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.release(r.h, rates)
 		}
 	})
+}
+
+// SettleInterrupted records, priced, the requests that an earlier run of
+// the gateway left unsettled when it stopped (Ledger.SettleInterrupted).
+func (e *Engine) SettleInterrupted(ctx context.Context) (int, error) {
+	return e.ledger.SettleInterrupted(ctx, e.price)
 }
 
 // Charge prices rec and writes it to the ledger synchronously, without a

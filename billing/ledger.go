@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -35,60 +36,82 @@ const expiryInterval = time.Hour
 // the store keeps what must be looked up: each record's contribution to
 // its day × user × key × model × currency aggregate and to the spend
 // counters of its user and key, the ID index of Write, and the journal
-// position up to which it counts records. Those are updated in one store transaction per batch of
-// records, after the batch is appended to the journal; if the transaction
-// fails, the batch is cut off the journal again, and records the store did
-// not count when the gateway stopped are counted when it starts. So the
-// aggregates and spend can never disagree with the records.
+// position up to which it counts records.
 //
-// Appends go through a bounded queue to a single writer goroutine that
-// commits them in batches (Enqueue); Write commits at once. A Ledger is
-// long-lived: create one per store and Close it to drain it.
+// Durability is group commit: a single writer goroutine appends every
+// record queued since its last commit in one write and syncs the journal
+// once for all of them; then it reports each record durable (Enqueue's
+// done). The journal is the source of truth: the store counts records
+// after them, in one transaction for all records appended within
+// countLinger, and a record the store has not counted when the gateway
+// stops (a crash, kill -9, a failed transaction) is counted when it starts
+// again. So the aggregates and spend can never disagree with the records,
+// and a durable record is never undone. Write, for tasks, commits at once
+// and indexes the ID in the same transaction; its entry is cut off the
+// journal again if that transaction fails, so that a retry is not counted
+// twice.
+//
+// A Ledger is long-lived: create one per store and Close it to drain it.
 type Ledger struct {
 	s         store.Store
 	j         *journal.Journal
 	retention time.Duration
 	log       *zap.Logger
+	intents   *intentLog
 
 	// commitMu serializes commits: appending to the journal and counting
 	// in the store must happen in the same order.
 	commitMu   sync.Mutex
-	broken     error     // why commits are refused, if the journal and the store may disagree
+	broken     error     // why commits are refused: the journal could not be synced or cut back
 	jclosed    bool      // the journal is closed
 	lastExpiry time.Time // when old segments were last deleted
+	uncounted  []*Record // appended and synced, not yet counted in the store
+	rescan     bool      // uncounted was dropped: count from the journal instead
+	lastCount  time.Time // when the store last counted
 
 	countedMu sync.RWMutex
 	counted   journal.Pos // where the records the store counts end; readers see no further
 
-	mu     sync.RWMutex // guards closed, and sends on queue against close
+	mu     sync.Mutex // guards closed and queue
 	closed bool
-	queue  chan job
+	queue  []job
+	wake   chan struct{} // has a value when queue may not be empty
 	done   chan struct{}
+
+	stats ledgerStats
 }
 
-// job is a queued record, or a flush marker when flushed is set. It holds
-// a pointer so that the queue's buffer stays small.
+// job is a queued record, or a flush marker when flushed is set.
 type job struct {
 	rec     *Record
 	done    func(err error)
 	flushed chan struct{}
 }
 
-// Sizes of the asynchronous writer.
+// Sizes and times of the writer.
 const (
-	queueSize = 4096
-	maxBatch  = 256
-	// batchLinger is how long the writer waits for more records before it
-	// commits a batch: the most a record can wait in memory. At 500
-	// requests/s a batch holds about 25 records, and the queue fills
-	// during a linger only above 80,000 records/s.
-	batchLinger = 50 * time.Millisecond
+	// maxBatch bounds the records of one commit.
+	maxBatch = 1024
+	// countLinger is how long appended records may wait to be counted in
+	// the store: one store transaction counts all records appended within
+	// it. Records are durable before; reports see them after.
+	countLinger = 50 * time.Millisecond
+	// maxUncounted bounds the records kept in memory while the store
+	// cannot count them; beyond it they are counted from the journal.
+	maxUncounted = 1 << 16
+	// MaxQueued is the number of records waiting for the writer beyond
+	// which Backlogged reports the ledger as backlogged and new billable
+	// work is refused: the storage is not keeping up.
+	MaxQueued = 1 << 16
 )
 
 // NewLedger opens the ledger whose journal is in dir (created if missing)
 // and whose aggregates, spend and index are in s. It keeps records for
 // retention (zero or negative: DefaultRetention), counts in s the records
 // that s did not count yet, and starts the writer. log may be nil.
+//
+// The intents of requests that were in flight when the gateway stopped are
+// read too; SettleInterrupted records them.
 func NewLedger(s store.Store, dir string, retention time.Duration, log *zap.Logger) (*Ledger, error) {
 	if retention <= 0 {
 		retention = DefaultRetention
@@ -100,15 +123,20 @@ func NewLedger(s store.Store, dir string, retention time.Duration, log *zap.Logg
 	if err != nil {
 		return nil, err
 	}
+	logRepair(log, "ledger journal", j.Repair())
 	l := &Ledger{
 		s:         s,
 		j:         j,
 		retention: retention,
 		log:       log,
-		queue:     make(chan job, queueSize),
+		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
 	if err := l.recover(context.Background()); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if l.intents, err = openIntents(filepath.Join(dir, intentsDir), log); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -117,9 +145,23 @@ func NewLedger(s store.Store, dir string, retention time.Duration, log *zap.Logg
 	return l, nil
 }
 
-// Write writes rec synchronously and idempotently: it reports whether rec
-// was new, and writing a record whose ID an earlier Write wrote changes
-// nothing and reports false. rec must be priced already (see Engine).
+// logRepair logs what opening a journal repaired.
+func logRepair(log *zap.Logger, what string, r journal.Repair) {
+	switch {
+	case r.Quarantined != "":
+		log.Error(what+": corrupt entries after the last intact one; the segment was copied aside and cut back",
+			zap.String("segment", r.Segment), zap.Int64("valid_end", r.ValidEnd), zap.Int64("bytes_cut", r.Cut),
+			zap.String("quarantined_copy", r.Quarantined))
+	case r.Cut > 0:
+		log.Warn(what+": cut off a torn tail left by a crash",
+			zap.String("segment", r.Segment), zap.Int64("valid_end", r.ValidEnd), zap.Int64("bytes_cut", r.Cut))
+	}
+}
+
+// Write writes rec synchronously, durably and idempotently: it reports
+// whether rec was new, and writing a record whose ID an earlier Write
+// wrote changes nothing and reports false. rec must be priced already (see
+// Engine).
 func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 	if rec.ID == "" {
 		return false, errors.New("ledger record without an id")
@@ -132,22 +174,25 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 	return fresh[0], nil
 }
 
-// Enqueue queues rec for the writer and returns without waiting for the
-// store, unless the queue is full, in which case it blocks until there is
-// room: records are never dropped. rec is appended: its ID must be new,
-// like a request's random ID, for it is not looked up (an ID index entry
-// per request would cost a store write per request). done, if not nil, is
-// called from the writer once rec is committed or has failed. After Close, Enqueue fails at once:
-// the error is logged with the record's user, key and cost.
+// Enqueue queues rec for the writer and returns at once; it never blocks
+// and never drops a record. rec is appended: its ID must be new, like a
+// request's random ID, for it is not looked up (an ID index entry per
+// request would cost a store write per request). done, if not nil, is
+// called from the writer once rec is durable (appended and synced), or
+// with the error that kept it from being so; a record whose write failed
+// stays queued and is written with a later batch, without a second call
+// of done. After Close, Enqueue writes rec at once, and a failure is logged
+// with the record's user, key and cost.
 func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	rec.fillDefaults(time.Now())
-	l.mu.RLock()
+	l.mu.Lock()
 	if !l.closed {
-		l.queue <- job{rec: &rec, done: done}
-		l.mu.RUnlock()
+		l.queue = append(l.queue, job{rec: &rec, done: done})
+		l.mu.Unlock()
+		l.signal()
 		return
 	}
-	l.mu.RUnlock()
+	l.mu.Unlock()
 	_, err := l.commit(context.Background(), []*Record{&rec}, false)
 	if err != nil {
 		l.logFailed(&rec, err)
@@ -157,18 +202,50 @@ func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	}
 }
 
-// Flush waits until every record enqueued before the call is committed, or
-// ctx ends.
+// signal wakes the writer.
+func (l *Ledger) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Queued is the number of records waiting for the writer.
+func (l *Ledger) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+// Backlogged reports why new billable work should wait: more than
+// MaxQueued records wait for the writer, or the ledger stopped accepting
+// records. Nil when the ledger keeps up.
+func (l *Ledger) Backlogged() error {
+	if n := l.Queued(); n > MaxQueued {
+		return fmt.Errorf("%d ledger records wait for the storage", n)
+	}
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	return l.broken
+}
+
+// Flush waits until every record enqueued before the call is durable and
+// counted in the store, or ctx ends.
 func (l *Ledger) Flush(ctx context.Context) error {
 	ch := make(chan struct{})
-	l.mu.RLock()
+	l.mu.Lock()
 	if l.closed {
-		l.mu.RUnlock()
-		<-l.done
-		return nil
+		l.mu.Unlock()
+		select {
+		case <-l.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	l.queue <- job{flushed: ch}
-	l.mu.RUnlock()
+	l.queue = append(l.queue, job{flushed: ch})
+	l.mu.Unlock()
+	l.signal()
 	select {
 	case <-ch:
 		return nil
@@ -177,103 +254,34 @@ func (l *Ledger) Flush(ctx context.Context) error {
 	}
 }
 
-// Close stops accepting queued records, waits until the queue is drained
-// into the journal and the store, stops the writer and closes the journal.
-// It does not close the store. Records enqueued after Close fail and are
-// logged.
+// closeTimeout bounds how long Close waits for the writer to drain the
+// queue: a storage that hangs must not hang the process's exit.
+const closeTimeout = 30 * time.Second
+
+// Close stops accepting queued records and waits, at most closeTimeout,
+// until the queue is drained into the journal and the store; then it
+// closes the journal. It does not close the store. Records enqueued after
+// Close are written at once. Records still queued when the time is up are
+// logged and reported in the error.
 func (l *Ledger) Close() error {
 	l.mu.Lock()
-	if !l.closed {
-		l.closed = true
-		close(l.queue)
-	}
+	l.closed = true
 	l.mu.Unlock()
-	<-l.done
+	l.signal()
+	select {
+	case <-l.done:
+	case <-time.After(closeTimeout):
+		n := l.Queued()
+		l.log.Error("ledger: the storage did not take the queued records in time; they are lost", zap.Int("records", n))
+		return fmt.Errorf("ledger: %d queued records were not written within %s", n, closeTimeout)
+	}
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
 	if l.jclosed {
 		return nil
 	}
 	l.jclosed = true
-	return l.j.Close()
-}
-
-// run is the writer: it commits queued records in batches of up to
-// maxBatch, one commit each, until the queue is closed.
-//
-// Once a record arrives it sleeps batchLinger, then takes what is queued:
-// records enqueued meanwhile wait in the channel's buffer and wake no one.
-// Receiving each as it came, as it did before, cost a goroutine wake-up
-// (futex calls, a spinning thread) per request. A flush marker that
-// arrives first is served at once.
-func (l *Ledger) run() {
-	defer close(l.done)
-	batch := make([]job, 0, maxBatch)
-	linger := time.NewTimer(batchLinger)
-	linger.Stop()
-	for {
-		j, ok := <-l.queue
-		if !ok {
-			return
-		}
-		if j.flushed == nil {
-			linger.Reset(batchLinger)
-			<-linger.C
-		}
-		batch = append(batch[:0], j)
-		for {
-			closed := false
-		drain:
-			for len(batch) < maxBatch {
-				select {
-				case next, ok := <-l.queue:
-					if !ok {
-						closed = true
-						break drain
-					}
-					batch = append(batch, next)
-				default:
-					break drain
-				}
-			}
-			full := len(batch) == maxBatch
-			l.writeBatch(batch)
-			batch = batch[:0]
-			if closed {
-				return
-			}
-			if !full {
-				break
-			}
-		}
-	}
-}
-
-// writeBatch commits the records of batch, then reports to their callbacks
-// and releases the flush markers.
-func (l *Ledger) writeBatch(batch []job) {
-	recs := make([]*Record, 0, len(batch))
-	for i := range batch {
-		if batch[i].flushed == nil {
-			recs = append(recs, batch[i].rec)
-		}
-	}
-	errs := l.commitSplitting(recs)
-	k := 0
-	for i := range batch {
-		j := &batch[i]
-		if j.flushed != nil {
-			close(j.flushed)
-			continue
-		}
-		if errs[k] != nil {
-			l.logFailed(j.rec, errs[k])
-		}
-		if j.done != nil {
-			j.done(errs[k])
-		}
-		k++
-	}
+	return errors.Join(l.j.Close(), l.intents.close())
 }
 
 // logFailed logs a record that could not be written, with what an operator
@@ -284,31 +292,12 @@ func (l *Ledger) logFailed(rec *Record, err error) {
 		zap.String("currency", rec.Currency), zap.Error(err))
 }
 
-// commitSplitting appends recs in one commit; if that fails, it
-// halves the batch and tries again, so that one bad record or a batch too
-// large for a transaction does not fail the others. It returns each
-// record's error.
-func (l *Ledger) commitSplitting(recs []*Record) []error {
-	errs := make([]error, len(recs))
-	if len(recs) == 0 {
-		return errs
-	}
-	_, err := l.commit(context.Background(), recs, false)
-	if err == nil {
-		return errs
-	}
-	if len(recs) == 1 {
-		errs[0] = err
-		return errs
-	}
-	h := len(recs) / 2
-	return append(l.commitSplitting(recs[:h]), l.commitSplitting(recs[h:])...)
-}
-
-// commit appends recs to the journal and counts them in the store, and
-// reports which were new. If idempotent, it skips records whose ID an
-// earlier idempotent commit wrote, or that came earlier in recs, and
-// indexes the IDs of the others; otherwise every record is new.
+// commit appends recs to the journal, syncs it and counts them (and any
+// uncounted records before them) in the store, and reports which were
+// new. If idempotent, it skips records whose ID an earlier idempotent
+// commit wrote, or that came earlier in recs, and indexes the IDs of the
+// others; otherwise every record is new. If the store's transaction fails,
+// recs are cut off the journal again.
 func (l *Ledger) commit(ctx context.Context, recs []*Record, idempotent bool) ([]bool, error) {
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
@@ -317,6 +306,11 @@ func (l *Ledger) commit(ctx context.Context, recs []*Record, idempotent bool) ([
 		return nil, errors.New("ledger closed")
 	case l.broken != nil:
 		return nil, l.broken
+	}
+	// Index lookups and the cut-back below need every earlier record
+	// counted.
+	if err := l.countLocked(ctx); err != nil {
+		return nil, err
 	}
 	fresh := make([]bool, len(recs))
 	add := recs
@@ -333,16 +327,8 @@ func (l *Ledger) commit(ctx context.Context, recs []*Record, idempotent bool) ([
 	if len(add) == 0 {
 		return fresh, nil
 	}
-	now := time.Now()
-	entries := make([][]byte, len(add))
-	for i, rec := range add {
-		var err error
-		if entries[i], err = encodeEntry(rec, idempotent, now); err != nil {
-			return nil, fmt.Errorf("encoding record %s: %w", rec.ID, err)
-		}
-	}
 	start := l.j.End()
-	pos, end, err := l.j.Append(entries)
+	pos, end, err := l.appendLocked(add, idempotent)
 	if err != nil {
 		return nil, err
 	}
@@ -361,10 +347,76 @@ func (l *Ledger) commit(ctx context.Context, recs []*Record, idempotent bool) ([
 		return nil, err
 	}
 	l.setCounted(end)
-	if now.Sub(l.lastExpiry) >= expiryInterval {
+	l.lastCount = time.Now()
+	l.maybeExpire()
+	return fresh, nil
+}
+
+// appendLocked encodes recs, appends them to the journal in one write and
+// syncs it. A failed sync stops the ledger: after it, the kernel may have
+// dropped the pages, and nothing written since the last good sync can be
+// trusted to be on disk (PostgreSQL learned this the hard way).
+func (l *Ledger) appendLocked(recs []*Record, indexed bool) ([]journal.Pos, journal.Pos, error) {
+	now := time.Now()
+	entries := make([][]byte, len(recs))
+	for i, rec := range recs {
+		var err error
+		if entries[i], err = encodeEntry(rec, indexed, now); err != nil {
+			return nil, journal.Pos{}, fmt.Errorf("encoding record %s: %w", rec.ID, err)
+		}
+	}
+	pos, end, err := l.j.Append(entries)
+	if err != nil {
+		return nil, journal.Pos{}, err
+	}
+	t := time.Now()
+	if err := l.j.Sync(); err != nil {
+		l.broken = fmt.Errorf("ledger stopped: syncing the journal failed; restart the gateway once the storage is healthy: %w", err)
+		l.log.Error("ledger stopped", zap.Error(l.broken))
+		return nil, journal.Pos{}, l.broken
+	}
+	l.stats.synced(len(recs), time.Since(t))
+	return pos, end, nil
+}
+
+// countLocked counts in the store the records appended but not counted
+// yet. l.commitMu must be held.
+func (l *Ledger) countLocked(ctx context.Context) error {
+	end := l.j.End()
+	if end == l.countedEnd() {
+		l.uncounted = l.uncounted[:0]
+		return nil
+	}
+	if l.rescan {
+		// The records are no longer in memory: count them from the
+		// journal, as at a start.
+		if err := l.recover(ctx); err != nil {
+			return err
+		}
+		l.rescan, l.uncounted = false, l.uncounted[:0]
+		l.lastCount = time.Now()
+		return nil
+	}
+	err := l.s.Update(ctx, func(txn store.Txn) error { return l.count(txn, l.uncounted, nil, end) })
+	if err != nil {
+		if len(l.uncounted) > maxUncounted {
+			l.uncounted, l.rescan = nil, true
+		}
+		return fmt.Errorf("counting ledger records: %w", err)
+	}
+	clear(l.uncounted)
+	l.uncounted = l.uncounted[:0]
+	l.setCounted(end)
+	l.lastCount = time.Now()
+	l.maybeExpire()
+	return nil
+}
+
+// maybeExpire deletes expired segments at most every expiryInterval.
+func (l *Ledger) maybeExpire() {
+	if now := time.Now(); now.Sub(l.lastExpiry) >= expiryInterval {
 		l.expire(now)
 	}
-	return fresh, nil
 }
 
 // unwritten returns the records of recs whose IDs are neither in the ID
@@ -602,6 +654,11 @@ func (l *Ledger) Get(ctx context.Context, id string) (Record, error) {
 		e, err := decodeEntry(b)
 		if err != nil {
 			return Record{}, fmt.Errorf("decoding ledger record %s: %w", id, err)
+		}
+		if e.rec.ID != id {
+			// The index outlived its entry (a journal repaired after a
+			// crash of the machine): the position names another record.
+			return Record{}, store.ErrNotFound
 		}
 		return e.rec, nil
 	}

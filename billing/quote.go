@@ -44,12 +44,29 @@ func (pt *PriceTable) QuoteTask(model string, images int, videoMillis int64) Quo
 // QuoteRecord prices a settled request or task: its token usage plus, by the
 // model's task price, rec.Images × the per-image price, rec.VideoMillis ×
 // the per-second price, or the per-task price if the outcome is OutcomeOK.
+//
+// A request that the gateway or the upstream failed to answer at all
+// (Unbilled outcomes) is recorded with its estimated usage and tier, at no
+// cost.
 func (pt *PriceTable) QuoteRecord(rec *Record) Quote {
 	un := units{images: int64(rec.Images), videoMillis: rec.VideoMillis}
 	if rec.Outcome == OutcomeOK {
 		un.tasks = 1
 	}
-	return pt.quote(rec.Model, rec.Usage, un)
+	q := pt.quote(rec.Model, rec.Usage, un)
+	if Unbilled(rec.Outcome) {
+		q.Cost = 0
+	}
+	return q
+}
+
+// Unbilled reports the outcomes recorded at no cost: an upstream that did
+// not answer within its timeout, upstreams that could not be reached after
+// the request was sent, and a request interrupted by the gateway's own
+// stop. Their usage is an estimate, kept so that an operator can reconcile
+// it with the provider's bill.
+func Unbilled(outcome string) bool {
+	return outcome == OutcomeTimeout || outcome == OutcomeUnavailable || outcome == OutcomeInterrupted
 }
 
 // quote prices usage and units of model.

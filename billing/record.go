@@ -23,6 +23,16 @@ const (
 	OutcomeUpstreamError = "upstream_error"
 	// OutcomeFailed is a request or task that failed otherwise.
 	OutcomeFailed = "failed"
+	// OutcomeTimeout is an upstream that did not answer, or fell silent,
+	// within its timeout. It is not billed (see Unbilled).
+	OutcomeTimeout = "timeout"
+	// OutcomeUnavailable is a request sent to upstreams none of which
+	// answered. It is not billed.
+	OutcomeUnavailable = "unavailable"
+	// OutcomeCanceled is a client that left before the upstream's response
+	// headers arrived: the upstream received the prompt, so it is billed
+	// on its estimate.
+	OutcomeCanceled = "canceled"
 )
 
 // Record is the ledger entry of one settled request or task. It is written

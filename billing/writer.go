@@ -1,0 +1,217 @@
+package billing
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// run is the writer: it commits queued records in batches, one journal
+// write and one sync each (group commit), reports them durable, and counts
+// them in the store at most countLinger later, until the ledger is closed
+// and its queue is empty.
+//
+// A batch holds every record queued while the previous one was being
+// written: at a low rate each record is written at once, alone; at a high
+// rate many share one sync. There is no deliberate wait before a write, as
+// there was when records were not synced: a client's last byte now waits
+// for its record's sync.
+func (l *Ledger) run() {
+	defer close(l.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	var spare, retry []job
+	for {
+		select {
+		case <-l.wake:
+		case <-timer.C:
+			armed = false
+		}
+		var closed bool
+		for {
+			var jobs []job
+			l.mu.Lock()
+			jobs, l.queue, spare = l.queue, spare[:0], nil
+			closed = l.closed
+			l.mu.Unlock()
+			if len(jobs) == 0 && len(retry) == 0 {
+				spare = jobs
+				break
+			}
+			retry = l.writeJobs(jobs, retry)
+			clear(jobs)
+			spare = jobs[:0]
+			if len(jobs) == 0 {
+				break // only retries: wait for new records or the timer
+			}
+		}
+		wait := l.countDue(closed)
+		if closed && l.Queued() == 0 {
+			if len(retry) > 0 {
+				for _, j := range retry {
+					l.logFailed(j.rec, errLedgerClosedUnwritten)
+				}
+			}
+			return
+		}
+		if wait > 0 && !armed {
+			timer.Reset(wait)
+			armed = true
+		}
+		if len(retry) > 0 && !armed {
+			timer.Reset(retryInterval)
+			armed = true
+		}
+	}
+}
+
+// retryInterval is how soon records whose write failed are tried again
+// when no new record comes.
+const retryInterval = time.Second
+
+// maxRetry bounds the records kept for another try after failed writes;
+// beyond it the oldest are logged and dropped.
+const maxRetry = 1 << 16
+
+// errLedgerClosedUnwritten reports records still failing when the ledger
+// closed.
+var errLedgerClosedUnwritten = errorString("the ledger closed before the storage took this record")
+
+// errorString is a constant error.
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// writeJobs commits the records of retry (earlier failures, already
+// reported) and jobs in batches of maxBatch, reports each job's record to
+// its callback, serves the flush markers, and returns the records to try
+// again.
+func (l *Ledger) writeJobs(jobs, retry []job) []job {
+	all := append(retry, jobs...)
+	var failed []job
+	for len(all) > 0 {
+		n := min(len(all), maxBatch)
+		batch := all[:n]
+		all = all[n:]
+		recs := make([]*Record, 0, n)
+		for i := range batch {
+			if batch[i].rec != nil {
+				recs = append(recs, batch[i].rec)
+			}
+		}
+		err := l.appendBatch(recs)
+		if err == nil {
+			l.intents.resolve(recs)
+		}
+		for i := range batch {
+			j := &batch[i]
+			if j.flushed != nil {
+				l.countNow()
+				close(j.flushed)
+				continue
+			}
+			if err != nil {
+				if len(failed) == 0 {
+					l.log.Error("writing ledger records; they stay queued and are tried again", zap.Int("records", len(recs)), zap.Error(err))
+				}
+				failed = append(failed, job{rec: j.rec})
+			}
+			if j.done != nil {
+				j.done(err)
+			}
+		}
+	}
+	if over := len(failed) - maxRetry; over > 0 {
+		for _, j := range failed[:over] {
+			l.logFailed(j.rec, errorString("too many ledger records failed to be written; dropped"))
+		}
+		failed = failed[over:]
+	}
+	return failed
+}
+
+// appendBatch appends and syncs recs and keeps them to be counted.
+func (l *Ledger) appendBatch(recs []*Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	switch {
+	case l.jclosed:
+		return errorString("ledger closed")
+	case l.broken != nil:
+		return l.broken
+	}
+	if _, _, err := l.appendLocked(recs, false); err != nil {
+		return err
+	}
+	if !l.rescan {
+		l.uncounted = append(l.uncounted, recs...)
+	}
+	return nil
+}
+
+// countDue counts the uncounted records if they have waited countLinger
+// (or now, when closing), and otherwise returns how long until they have.
+func (l *Ledger) countDue(now bool) time.Duration {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	if l.jclosed || l.j.End() == l.countedEnd() {
+		return 0
+	}
+	if wait := countLinger - time.Since(l.lastCount); !now && wait > 0 {
+		return wait
+	}
+	if err := l.countLocked(context.Background()); err != nil {
+		l.log.Error("counting ledger records in the store; tried again later, and at the next start", zap.Error(err))
+		return retryInterval
+	}
+	return 0
+}
+
+// countNow counts the uncounted records at once.
+func (l *Ledger) countNow() { l.countDue(true) }
+
+// LedgerStats is the writer's state, for health checks and metrics.
+type LedgerStats struct {
+	// Queued is the number of records waiting for the writer.
+	Queued int
+	// Batches is the number of journal syncs so far.
+	Batches int64
+	// Records is the number of records synced so far.
+	Records int64
+	// LastSync is how long the last sync took.
+	LastSync time.Duration
+	// Broken is why the ledger refuses records, if it does.
+	Broken string
+}
+
+// ledgerStats are the counters behind LedgerStats.
+type ledgerStats struct {
+	batches, records, lastSync atomic.Int64
+}
+
+// synced counts a sync of n records that took d.
+func (s *ledgerStats) synced(n int, d time.Duration) {
+	s.batches.Add(1)
+	s.records.Add(int64(n))
+	s.lastSync.Store(int64(d))
+}
+
+// Stats returns the writer's state.
+func (l *Ledger) Stats() LedgerStats {
+	st := LedgerStats{
+		Queued:   l.Queued(),
+		Batches:  l.stats.batches.Load(),
+		Records:  l.stats.records.Load(),
+		LastSync: time.Duration(l.stats.lastSync.Load()),
+	}
+	if err := l.Backlogged(); err != nil {
+		st.Broken = err.Error()
+	}
+	return st
+}
