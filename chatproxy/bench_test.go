@@ -70,7 +70,7 @@ func benchServe(b *testing.B, tr *memTransport, c *Call) {
 	b.SetBytes(int64(len(tr.body)))
 	for b.Loop() {
 		w.n = 0
-		res := p.Serve(w, r, c)
+		res := serveAll(p, w, r, c)
 		if res.Outcome != OutcomeOK || res.Source != "reported" {
 			b.Fatalf("result %+v", res)
 		}

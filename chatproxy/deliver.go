@@ -3,12 +3,14 @@ package chatproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 )
 
@@ -38,51 +40,84 @@ func isEventStream(ct string) bool {
 	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
-// deliver writes an upstream response to the client and fills res.
+// deliver forwards an upstream response to the client and fills res. A
+// successful event stream is forwarded event by event, holding back its
+// final event; anything else is held whole (up to maxHeld) so that a
+// timeout or a cut can still be answered with an error, and so that the
+// client gets it only once its record is durable.
 func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result) {
 	resp := at.resp
 	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
-	sse := isEventStream(resp.Header.Get("Content-Type"))
-	encoded := resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity")
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	copyHeader(w.Header(), resp.Header, !sse || !ok || encoded)
-	w.WriteHeader(resp.StatusCode)
-
+	encoded := resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity")
 	t := tap{proto: c.Protocol, strip: c.StripUsage}
 	var readErr error
 	var gone bool
-	switch {
-	case !ok || encoded:
-		// Errors and bodies we cannot read pass through untouched.
-		readErr, gone = p.copyOpaque(w, at, res, sse)
-		if !ok {
-			res.Outcome, res.Source = OutcomeUpstreamError, billing.SourceReported
-			if gone || r.Context().Err() != nil {
-				res.Err = errClientGone
-			}
-			return
-		}
-		t.outBytes = res.BytesOut
-	case sse:
+	if ok && !encoded && isEventStream(resp.Header.Get("Content-Type")) {
+		copyHeader(w.Header(), resp.Header, false)
+		w.WriteHeader(resp.StatusCode)
 		readErr, gone = p.copyStream(w, at, res, &t)
-	default:
-		readErr, gone = p.copyJSON(w, at, res, &t)
+	} else {
+		readErr, gone = p.holdBody(w, c, at, res, &t, ok && !encoded)
 	}
 	gone = gone || r.Context().Err() != nil
 	timedOut := !gone && context.Cause(at.ctx) == errTimeout
-	cut := gone || timedOut || readErr != nil
-	res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
+	stream := res.Held != nil && res.Held.stream
+	if stream && t.terminal {
+		// The stream is complete: what fails after its final event does
+		// not matter.
+		readErr, timedOut = nil, false
+	}
+	// A stream that ends without its protocol's final event was cut.
+	cut := gone || timedOut || readErr != nil || stream && !t.terminal
+	if ok {
+		res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
+	} else {
+		res.Source = billing.SourceReported // an error status: no usage
+	}
 	switch {
 	case gone:
 		res.Outcome, res.Err = OutcomePartial, errClientGone
+		if res.BytesOut == 0 {
+			res.Outcome = OutcomeCanceled
+		}
+		res.Held.Close()
+		res.Held = nil
 	case timedOut:
 		res.Outcome, res.Err = OutcomeTimeout, errTimeout
-	case readErr != nil:
-		res.Outcome, res.Err = OutcomeUpstreamError, readErr
-	case t.upstreamError:
+		p.breakOff(res, c, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+			fmt.Sprintf("the upstream provider fell silent for %s", at.timeout)))
+	case readErr != nil || cut:
+		res.Outcome = OutcomeUpstreamError
+		if readErr == nil {
+			readErr = errors.New("the stream ended without its final event")
+		}
+		res.Err = readErr
+		p.breakOff(res, c, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_cut",
+			"the upstream provider broke off the response: "+readErr.Error()))
+	case !ok || t.upstreamError:
 		res.Outcome = OutcomeUpstreamError
 	default:
 		res.Outcome = OutcomeOK
+	}
+}
+
+// breakOff replaces what is held of a response that broke off with e: the
+// whole response when none of it was written, or the stream's error event.
+func (p *Proxy) breakOff(res *Result, c *Call, e *apierror.Error) {
+	h := res.Held
+	switch {
+	case h == nil || !h.started:
+		h.Close()
+		res.Held, res.Status = heldError(c.Protocol, e), e.Status
+	case h.stream:
+		h.Close()
+		h.body, h.err = e.StreamEvent(c.Protocol == Anthropic), nil
+	default:
+		// A large body on its way: the held end is dropped and the caller
+		// aborts the connection (Held.Fail).
+		h.Close()
+		h.body, h.broken = nil, true
 	}
 }
 
@@ -115,14 +150,22 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 	er := newEventReader(at.resp.Body, at.idle)
 	defer er.release()
 	dirty := false // written but not flushed
+	held := &Held{proto: t.proto, status: at.resp.StatusCode, started: true, stream: true}
+	res.Held = held
 	for {
 		ev, whole, err := er.next()
 		if len(ev) > 0 {
 			out := ev
-			if whole {
+			if whole && !t.terminal {
 				out = t.event(ev)
-			} else {
+			} else if !whole {
 				t.outBytes += int64(len(ev))
+			}
+			if t.terminal {
+				// The stream's final event, and anything after it, wait
+				// for the record.
+				held.body = append(held.body, out...)
+				out = nil
 			}
 			var werr error
 			if len(out) > 0 {
@@ -188,58 +231,57 @@ func (h *headerFlusher) cancel() {
 	h.timer.Stop()
 }
 
-const (
-	// maxCapture bounds the copy of a non-streaming response kept to read
-	// its usage.
-	maxCapture = 1 << 20
-	// tailKeep is how much of the end of a larger response is kept to find
-	// its usage.
-	tailKeep = 64 << 10
-)
+// tailKeep is how much of the end of a body too large to hold is kept to
+// find its usage.
+const tailKeep = 64 << 10
 
-// copyJSON forwards a non-streaming response while keeping a bounded copy
-// of it, then reads its usage. Past maxCapture only the last tailKeep bytes
-// are kept, where the usage object is.
-func (p *Proxy) copyJSON(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
-	bp := getBuf()
-	defer putBuf(bp)
-	capture := (*bp)[:0]
-	var tail []byte
+// holdBody reads a response that is not a successful event stream: whole,
+// into a pooled buffer, when it fits maxHeld, for the caller to write with
+// its headers once its record is durable. A larger body is forwarded as it
+// arrives, but for its last read, which is held. Usage is read from it when
+// tapped (a successful, plain JSON answer): from the whole body, or from
+// the last tailKeep bytes of a larger one, where the usage object is.
+func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Result, t *tap, tapped bool) (readErr error, gone bool) {
+	resp := at.resp
+	h := &Held{proto: c.Protocol, status: resp.StatusCode, header: make(http.Header), bp: getBuf()}
+	copyHeader(h.header, resp.Header, false)
+	res.Held = h
+	buf := (*h.bp)[:0]
+	var tail []byte // the last bytes of a large body, for its usage
 	for {
-		if len(capture) == cap(capture) && tail == nil {
-			if cap(capture) < maxCapture {
-				capture = append(capture, 0)[:len(capture)]
-			} else {
-				tail = make([]byte, 0, 2*tailKeep)
-				tail = append(tail, capture[len(capture)-tailKeep:]...)
-			}
-		}
-		var chunk []byte
-		if tail == nil {
-			chunk = capture[len(capture):cap(capture)]
-		} else {
-			chunk = capture[:min(cap(capture), bufSize)] // scratch once the capture is full
-		}
-		n, err := at.resp.Body.Read(chunk)
-		if n > 0 {
-			chunk = chunk[:n]
-			if tail == nil {
-				capture = capture[:len(capture)+n]
-			} else {
-				if len(tail)+n > cap(tail) {
-					keep := tail[max(len(tail)-tailKeep, 0):]
-					tail = append(tail[:0], keep...)
+		if len(buf) == cap(buf) {
+			if cap(buf) < maxHeld {
+				buf = append(buf, 0)[:len(buf)] // grow
+			} else if !h.started {
+				// Too large to hold: send what is held, and go on
+				// holding only the last read.
+				if tapped {
+					tail = append(make([]byte, 0, 2*tailKeep), buf[len(buf)-tailKeep:]...)
 				}
-				tail = append(tail, chunk...)
+				copyHeader(w.Header(), resp.Header, true)
+				w.WriteHeader(resp.StatusCode)
+				h.started = true
 			}
-			m, werr := w.Write(chunk)
-			res.BytesOut += int64(m)
+		}
+		if h.started && len(buf) > 0 {
+			n, werr := w.Write(buf)
+			res.BytesOut += int64(n)
 			if werr != nil {
 				at.cancel(errClientGone)
 				gone = true
 				break
 			}
+			buf = buf[:0]
 		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		if n > 0 && h.started && tapped {
+			if len(tail)+n > cap(tail) {
+				keep := tail[max(len(tail)-tailKeep, 0):]
+				tail = append(tail[:0], keep...)
+			}
+			tail = append(tail, buf[len(buf):len(buf)+n]...)
+		}
+		buf = buf[:len(buf)+n]
 		if err != nil {
 			if err != io.EOF {
 				readErr = err
@@ -247,48 +289,16 @@ func (p *Proxy) copyJSON(w http.ResponseWriter, at *attempt, res *Result, t *tap
 			break
 		}
 	}
+	*h.bp, h.body = buf[:cap(buf)], buf
+	if !tapped {
+		return readErr, gone
+	}
 	complete := readErr == nil && !gone
-	if tail == nil {
-		t.body(capture, complete)
-		if !complete {
-			t.outBytes = res.BytesOut
-		}
+	if !h.started {
+		t.body(buf, complete)
 	} else {
 		t.tailUsage(tail)
-		t.outBytes = res.BytesOut
+		t.outBytes = res.BytesOut + int64(len(buf))
 	}
 	return readErr, gone
-}
-
-// copyOpaque forwards a body untouched: upstream errors, and responses in
-// a content encoding the gateway cannot read. Streams are flushed on every
-// read.
-func (p *Proxy) copyOpaque(w http.ResponseWriter, at *attempt, res *Result, stream bool) (readErr error, gone bool) {
-	bp := getBuf()
-	defer putBuf(bp)
-	buf := *bp
-	rc := http.NewResponseController(w)
-	for {
-		n, err := at.resp.Body.Read(buf)
-		if n > 0 {
-			if stream {
-				at.idle()
-			}
-			m, werr := w.Write(buf[:n])
-			res.BytesOut += int64(m)
-			if werr == nil && stream {
-				werr = flush(rc)
-			}
-			if werr != nil {
-				at.cancel(errClientGone)
-				return nil, true
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				return nil, false
-			}
-			return err, false
-		}
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-air/caddy-air/apierror"
@@ -18,6 +20,10 @@ import (
 
 // DefaultTimeout applies when a provider sets no Timeout.
 const DefaultTimeout = 10 * time.Minute
+
+// RequestIDHeader carries the request's id (its ledger record's id) to the
+// upstream, so that a provider's logs can be matched with the ledger.
+const RequestIDHeader = "X-Air-Request-Id"
 
 // DefaultAnthropicVersion is sent upstream when an Anthropic client sends
 // no anthropic-version header.
@@ -37,8 +43,8 @@ const (
 	OutcomeTimeout = "timeout"
 	// OutcomeUnavailable is no upstream reachable at all.
 	OutcomeUnavailable = "unavailable"
-	// OutcomeCanceled is a client that left before any upstream answered;
-	// nothing was written and nothing is to be billed.
+	// OutcomeCanceled is a client that left before any upstream answered.
+	// The upstream may have received the request (Result.Wrote).
 	OutcomeCanceled = "canceled"
 )
 
@@ -76,16 +82,22 @@ type Call struct {
 	// ClientHeader is the client's request header; only anthropic-version
 	// and anthropic-beta are forwarded from it.
 	ClientHeader http.Header
-	// RequestID identifies the request in logs.
+	// RequestID identifies the request in logs, and is sent upstream as
+	// RequestIDHeader.
 	RequestID string
 }
 
-// Result is what happened to a call. Serve writes exactly one response.
+// Result is what happened to a call. Serve writes at most the beginning of
+// a response: what remains, if anything, is in Held, for the caller to
+// write once the request's record is durable.
 type Result struct {
-	// Reached is true when an upstream answered with a status, which the
-	// client received: the caller then writes one ledger record.
+	// Reached is true when an upstream answered with a status.
 	Reached bool
-	// Status is the HTTP status written to the client; 499 when the
+	// Wrote is true when a request was written to an upstream, which may
+	// have done the work even if it never answered: the caller writes one
+	// ledger record when Reached or Wrote is set.
+	Wrote bool
+	// Status is the HTTP status the client is answered with; 499 when the
 	// client left before any upstream answered and nothing was written.
 	Status int
 	// Usage is the request's token usage.
@@ -98,17 +110,24 @@ type Result struct {
 	Attempts int
 	// Provider is the provider's name.
 	Provider string
-	// BytesOut counts the body bytes written to the client.
+	// BytesOut counts the body bytes written to the client so far.
 	BytesOut int64
+	// Held is the rest of the response, nil when nothing remains to be
+	// written (the client left). Close it when done.
+	Held *Held
 	// Err is the last error met, for logs; nil on success.
 	Err error
 }
 
-// Serve sends c upstream and writes the response to w. Attempts that fail
-// before the response headers (connection refused or reset; not a timeout)
-// or answer 429 or 5xx are retried on the provider's next base URL
-// and key, as long as nothing has been written to the client; the last
-// failure is then passed through (a status and body) or answered with 502
+// Close releases what r holds.
+func (r *Result) Close() { r.Held.Close() }
+
+// Serve sends c upstream and writes the beginning of the response to w,
+// holding back its end in Result.Held. Attempts that fail before the
+// response headers (connection refused or reset; not a timeout) or answer
+// 429 or 5xx are retried on the provider's next base URL and key, as long
+// as nothing has been written to the client; the last failure is then
+// passed through (a status and body) or answered with 502
 // upstream_unavailable (no connection). An upstream that does not answer
 // within the provider's timeout gets 504 upstream_timeout. Other upstream
 // statuses are passed through at once.
@@ -123,16 +142,19 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	for i, a := range attempts {
 		res.Attempts = i + 1
 		at := p.send(r, c, a, timeout)
+		res.Wrote = res.Wrote || at.wrote.Load()
 		if at.err != nil {
 			at.close()
 			res.Err = at.err
 			if r.Context().Err() != nil {
 				res.Status, res.Outcome = 499, OutcomeCanceled
+				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				return res
 			}
 			if context.Cause(at.ctx) == errTimeout {
 				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
-				writeError(w, c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
+				res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 					fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
 				return res
 			}
@@ -152,16 +174,23 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	}
 	if failed != nil {
 		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
-		res.BytesOut = failed.write(w)
+		res.Held = &Held{proto: c.Protocol, status: failed.status, header: failed.header, body: failed.body}
 		return res
 	}
 	res.Status, res.Outcome = http.StatusBadGateway, OutcomeUnavailable
+	res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 	if res.Err == nil {
 		res.Err = errors.New("provider has no base url")
 	}
-	writeError(w, c.Protocol, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_unavailable",
+	res.Held = heldError(c.Protocol, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_unavailable",
 		"no upstream provider could be reached"))
 	return res
+}
+
+// promptEstimate is the usage of a request that got no answer: its
+// prompt, estimated, and no output.
+func promptEstimate(c *Call) billing.Usage {
+	return billing.Usage{Input: tokens(int64(c.Inspected.PromptBytes))}
 }
 
 // retryable reports a status worth another attempt.
@@ -198,6 +227,8 @@ type attempt struct {
 	timeout time.Duration
 	resp    *http.Response
 	err     error
+	// wrote is set once the request was written to the upstream.
+	wrote atomic.Bool
 }
 
 // close releases the attempt: timer, response body and context.
@@ -222,14 +253,22 @@ func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time
 	ctx, cancel := context.WithCancelCause(r.Context())
 	at := &attempt{ctx: ctx, cancel: cancel, timeout: timeout}
 	at.timer = time.AfterFunc(timeout, func() { cancel(errTimeout) })
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.BaseURL+c.Path, bytes.NewReader(c.Body))
+	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			at.wrote.Store(true)
+		}
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.BaseURL+c.Path, bytes.NewReader(c.Body))
 	if err != nil {
 		at.err = err
 		return at
 	}
-	h := make(http.Header, 6)
+	h := make(http.Header, 7)
 	h["Content-Type"] = jsonType
 	h["Accept-Encoding"] = identity
+	if c.RequestID != "" {
+		h[RequestIDHeader] = []string{c.RequestID}
+	}
 	if c.Protocol == Anthropic {
 		if a.APIKey != "" {
 			h["X-Api-Key"] = []string{a.APIKey}
@@ -271,16 +310,4 @@ func readFailure(resp *http.Response) *failure {
 	copyHeader(f.header, resp.Header, false)
 	f.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
 	return f
-}
-
-// write passes the failure through to w.
-func (f *failure) write(w http.ResponseWriter) int64 {
-	h := w.Header()
-	for k, v := range f.header {
-		h[k] = v
-	}
-	h.Set("Content-Length", fmt.Sprint(len(f.body)))
-	w.WriteHeader(f.status)
-	n, _ := w.Write(f.body)
-	return int64(n)
 }

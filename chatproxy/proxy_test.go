@@ -81,6 +81,17 @@ func provider(proto string, timeout time.Duration, urls ...string) *providers.Pr
 	return &providers.Provider{Name: "prov", Protocol: proto, BaseURLs: urls, APIKeys: keys, Timeout: timeout, Retries: len(urls) - 1}
 }
 
+// serveAll serves c as a handler does: Serve, then the held end of the
+// response released (there is no ledger to wait for here).
+func serveAll(p *Proxy, w http.ResponseWriter, r *http.Request, c *Call) Result {
+	res := p.Serve(w, r, c)
+	if res.Held != nil {
+		res.BytesOut += res.Held.Release(w)
+	}
+	res.Close()
+	return res
+}
+
 // clientRequest is the request as the client sent it to the gateway.
 func clientRequest(ctx context.Context, body string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)).WithContext(ctx)
@@ -115,7 +126,7 @@ func TestServeJSON(t *testing.T) {
 	body := strings.Replace(extBody, "%s", "", 1)
 	c := chatCall(t, OpenAI, provider("openai", 0, up.URL+"/v1"), body, "")
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), c)
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 
 	if string(up.bodies[0]) != body {
 		t.Errorf("upstream body differs from the client's:\n%s", up.bodies[0])
@@ -148,7 +159,7 @@ func TestServeJSONWithoutUsageIsEstimated(t *testing.T) {
 	up := newUpstream(t, answer(200, "application/json", resp))
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("b", 84) + `"}]}`
 	c := chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "")
-	res := (&Proxy{}).Serve(httptest.NewRecorder(), clientRequest(context.Background(), body), c)
+	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), c)
 	// (84 + 16) / 4 = 25 prompt tokens, 40 / 4 = 10 output tokens.
 	if want := (billing.Usage{Input: 25, Output: 10}); res.Usage != want || res.Source != billing.SourceEstimated {
 		t.Errorf("got %+v %s, want %+v estimated", res.Usage, res.Source, want)
@@ -156,11 +167,11 @@ func TestServeJSONWithoutUsageIsEstimated(t *testing.T) {
 }
 
 func TestServeLargeJSONUsageInTail(t *testing.T) {
-	resp := `{"choices":[{"message":{"content":"` + strings.Repeat("z", 3*maxCapture) + `"}}],"usage":{"prompt_tokens":9,"completion_tokens":700000}}`
+	resp := `{"choices":[{"message":{"content":"` + strings.Repeat("z", 3*maxHeld) + `"}}],"usage":{"prompt_tokens":9,"completion_tokens":700000}}`
 	up := newUpstream(t, answer(200, "application/json", resp))
 	body := `{"model":"m","messages":[]}`
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
 	if rec.Body.String() != resp {
 		t.Errorf("body changed (%d bytes, want %d)", rec.Body.Len(), len(resp))
 	}
@@ -194,7 +205,7 @@ func TestServeStreamReasoningPassThrough(t *testing.T) {
 		t.Fatal("client asked for usage: nothing to strip")
 	}
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), c)
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 	if got := string(up.bodies[0]); got != strings.Replace(body, `"qwen3"`, `"qwen3-upstream"`, 1) {
 		t.Errorf("upstream body %s", got)
 	}
@@ -232,7 +243,7 @@ func TestServeStreamStripsInjectedUsage(t *testing.T) {
 		t.Fatal("usage was not injected")
 	}
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), c)
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 	if got := gjson.GetBytes(up.bodies[0], "stream_options.include_usage"); got.Type != gjson.True {
 		t.Errorf("upstream did not get include_usage: %s", up.bodies[0])
 	}
@@ -256,7 +267,7 @@ func TestServeStreamUsageInLastContentChunk(t *testing.T) {
 	}))
 	body := `{"model":"m","messages":[],"stream":true}`
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
 	if want := chunk(`[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]`, "") + "data: [DONE]\n\n"; rec.Body.String() != want {
 		t.Errorf("client stream %q", rec.Body.String())
 	}
@@ -271,7 +282,7 @@ func TestServeStreamWithoutUsageIsEstimated(t *testing.T) {
 		"data: [DONE]\n\n",
 	}))
 	body := `{"model":"m","messages":[],"stream":true}`
-	res := (&Proxy{}).Serve(httptest.NewRecorder(), clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
 	if want := (billing.Usage{Input: 1, Output: 2}); res.Usage != want || res.Source != billing.SourceEstimated || res.Outcome != OutcomeOK {
 		t.Errorf("result %+v", res)
 	}
@@ -285,7 +296,7 @@ func TestServeAnthropicJSON(t *testing.T) {
 	c := chatCall(t, Anthropic, provider("anthropic", 0, up.URL+"/v1"), body, "claude-sonnet-4-5")
 	c.ClientHeader.Set("Anthropic-Beta", "prompt-caching-2024-07-31")
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), c)
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 	h := up.headers[0]
 	if up.paths[0] != "/v1/messages" || h.Get("X-Api-Key") != "sk-up-a" || h.Get("Authorization") != "" ||
 		h.Get("Anthropic-Version") != DefaultAnthropicVersion || h.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" {
@@ -323,7 +334,7 @@ func TestServeAnthropicStream(t *testing.T) {
 	c := chatCall(t, Anthropic, provider("anthropic", 0, up.URL), body, "")
 	c.ClientHeader.Set("Anthropic-Version", "2026-10-21")
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), c)
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 	if string(up.bodies[0]) != body || up.headers[0].Get("Anthropic-Version") != "2026-10-21" {
 		t.Errorf("upstream got %s %v", up.bodies[0], up.headers[0])
 	}
@@ -341,7 +352,7 @@ func TestServeUpstreamErrorPassThrough(t *testing.T) {
 	other := newUpstream(t, answer(200, "application/json", chatJSON))
 	body := `{"model":"m","messages":[]}`
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL, other.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL, other.URL), body, ""))
 	if rec.Code != 400 || rec.Body.String() != errBody || rec.Header().Get("X-Request-Id") != "r9" {
 		t.Errorf("client got %d %s", rec.Code, rec.Body.String())
 	}
@@ -380,7 +391,7 @@ func TestServeRetries(t *testing.T) {
 		{urls: []string{closedURL(), closedURL()}, status: 502, outcome: OutcomeUnavailable, attempts: 2},
 	} {
 		rec := httptest.NewRecorder()
-		res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, tc.urls...), body, ""))
+		res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, tc.urls...), body, ""))
 		if rec.Code != tc.status || res.Status != tc.status || res.Outcome != tc.outcome || res.Attempts != tc.attempts {
 			t.Errorf("Test %d: client %d, result %+v", i, rec.Code, res)
 		}
@@ -405,7 +416,7 @@ func TestServeRetries(t *testing.T) {
 	// The Anthropic endpoint answers in its own error shape.
 	rec := httptest.NewRecorder()
 	mbody := `{"model":"c","messages":[]}`
-	(&Proxy{}).Serve(rec, clientRequest(context.Background(), mbody), chatCall(t, Anthropic, provider("anthropic", 0, closedURL()), mbody, ""))
+	serveAll(&Proxy{}, rec, clientRequest(context.Background(), mbody), chatCall(t, Anthropic, provider("anthropic", 0, closedURL()), mbody, ""))
 	if rec.Code != 502 || gjson.Get(rec.Body.String(), "type").Str != "error" || gjson.Get(rec.Body.String(), "error.type").Str != "overloaded_error" {
 		t.Errorf("anthropic 502: %d %s", rec.Code, rec.Body.String())
 	}
@@ -424,7 +435,7 @@ func TestServeNoRetryAfterFirstByte(t *testing.T) {
 	spare := newUpstream(t, answer(200, "text/event-stream", "data: [DONE]\n\n"))
 	body := `{"model":"m","messages":[],"stream":true}`
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, broken.URL, spare.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, broken.URL, spare.URL), body, ""))
 	if broken.count() != 1 || spare.count() != 0 {
 		t.Errorf("hits %d %d: retried after the first byte", broken.count(), spare.count())
 	}
@@ -443,7 +454,7 @@ func TestServeTimeout(t *testing.T) {
 	rec := httptest.NewRecorder()
 	done := make(chan Result)
 	go func() {
-		done <- (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 20*time.Millisecond, hung.URL), body, ""))
+		done <- serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 20*time.Millisecond, hung.URL), body, ""))
 	}()
 	res := <-done // Serve returns: the goroutine is not held
 	<-released    // and the upstream request was cancelled
@@ -464,7 +475,7 @@ func TestServeStreamIdleTimeout(t *testing.T) {
 	})
 	body := `{"model":"m","messages":[],"stream":true}`
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 50*time.Millisecond, silent.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 50*time.Millisecond, silent.URL), body, ""))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "first") {
 		t.Errorf("client got %d %s", rec.Code, rec.Body.String())
 	}
@@ -479,7 +490,7 @@ func gateway(t *testing.T, call func() *Call) (string, chan Result) {
 	t.Helper()
 	results := make(chan Result, 4)
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		results <- (&Proxy{}).Serve(w, r, call())
+		results <- serveAll(&Proxy{}, w, r, call())
 	}))
 	t.Cleanup(s.Close)
 	return s.URL, results
@@ -584,8 +595,9 @@ func (f *flushCounter) Flush() {
 }
 
 // TestServeStreamHeadersLeaveWithFirstEvent checks that when the upstream's
-// events are there at once, the headers are not flushed alone: the whole
-// response leaves in one flush, as from reverse_proxy.
+// events are there at once, the headers are not flushed alone: the events
+// leave in one flush, as from reverse_proxy, and the held final event in a
+// second once the record is durable.
 func TestServeStreamHeadersLeaveWithFirstEvent(t *testing.T) {
 	stream := chunk(`[{"index":0,"delta":{"content":"a"}}]`, "") + chunk(`[{"index":0,"delta":{"content":"b"}}]`, "") +
 		chunk(`[]`, `{"prompt_tokens":1,"completion_tokens":2}`) + "data: [DONE]\n\n"
@@ -594,12 +606,12 @@ func TestServeStreamHeadersLeaveWithFirstEvent(t *testing.T) {
 	call := chatCall(t, OpenAI, provider("openai", 0, "http://up/v1"), body, "")
 	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
 	w := &flushCounter{discardWriter: discardWriter{h: make(http.Header)}}
-	res := (&Proxy{Transport: tr}).Serve(w, r, call)
+	res := serveAll(&Proxy{Transport: tr}, w, r, call)
 	if res.Outcome != OutcomeOK || w.n == 0 {
 		t.Fatalf("result %+v, %d bytes", res, w.n)
 	}
-	if w.flushes != 1 || w.emptyFlush {
-		t.Errorf("%d flushes (one before the first write: %v), want one after the events", w.flushes, w.emptyFlush)
+	if w.flushes != 2 || w.emptyFlush {
+		t.Errorf("%d flushes (one before the first write: %v), want one after the events and one after [DONE]", w.flushes, w.emptyFlush)
 	}
 }
 
@@ -652,7 +664,7 @@ func TestServeClientGoneBeforeAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 0, up.URL, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 0, up.URL, up.URL), body, ""))
 	if res.Reached || res.Outcome != OutcomeCanceled || res.Attempts != 1 {
 		t.Errorf("result %+v", res)
 	}

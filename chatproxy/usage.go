@@ -24,12 +24,18 @@ type tap struct {
 	outBytes int64
 	// upstreamError is set when the stream carried an error event.
 	upstreamError bool
+	// terminal is set by the stream's final event: OpenAI's [DONE],
+	// Anthropic's message_stop. A stream that ends without it was cut.
+	terminal bool
 	// scratch joins multi-line data fields.
 	scratch []byte
 	// prefix is the beginning of an OpenAI chunk up to its choices, which
 	// the next chunks of the stream likely repeat (see chunk.go).
 	prefix []byte
 }
+
+// doneData is the data of an OpenAI stream's final event.
+var doneData = []byte("[DONE]")
 
 // maxPrefix bounds the chunk prefix a tap keeps.
 const maxPrefix = 1 << 10
@@ -47,6 +53,9 @@ func (t *tap) event(ev []byte) []byte {
 		payload = t.scratch
 	}
 	if len(payload) == 0 || payload[0] != '{' {
+		if t.proto == OpenAI && bytes.Equal(payload, doneData) {
+			t.terminal = true
+		}
 		return ev // [DONE], or not JSON
 	}
 	if t.proto == Anthropic {
@@ -110,6 +119,8 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 		}
 	case "content_block_start", "content_block_delta":
 		t.outBytes += int64(anthropicDeltaBytes(root))
+	case "message_stop":
+		t.terminal = true
 	case "error":
 		t.upstreamError = true
 	}
