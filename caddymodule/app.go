@@ -34,6 +34,12 @@ const (
 	defaultPollInterval    = 5 * time.Second
 	defaultProviderTimeout = 10 * time.Minute
 	defaultRetries         = 2
+	// stopFlushTimeout bounds how long Stop waits for queued ledger
+	// records.
+	stopFlushTimeout = 10 * time.Second
+	// ledgerWait bounds how long the end of a response waits for its
+	// record to be durable; past it the client gets an error instead.
+	ledgerWait = 10 * time.Second
 )
 
 // App is the `air` app: it owns the state shared by caddy-air's handlers
@@ -51,6 +57,11 @@ type App struct {
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Default: 16 MiB. Larger bodies get 413.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// MinFreeSpace is the free space, in bytes, that the storage's file
+	// system must keep beyond what the store's sparse files may still
+	// claim; below it new billable requests get 507 storage_full before
+	// they reach an upstream. Default: 64 MiB.
+	MinFreeSpace int64 `json:"min_free_space,omitempty"`
 	// Providers are the upstream services.
 	Providers []*ProviderConfig `json:"providers,omitempty"`
 	// Models map model ids or globs to providers.
@@ -173,6 +184,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxRequestBody == 0 {
 		a.MaxRequestBody = defaultMaxRequestBody
 	}
+	if a.MinFreeSpace == 0 {
+		a.MinFreeSpace = defaultMinFreeSpace
+	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
 	}
@@ -249,6 +263,9 @@ func (a *App) Validate() error {
 	if a.MaxRequestBody < 0 {
 		return errors.New("max_request_body must be positive")
 	}
+	if a.MinFreeSpace < 0 {
+		return errors.New("min_free_space must be positive")
+	}
 	return nil
 }
 
@@ -256,12 +273,13 @@ func (a *App) Validate() error {
 // work.
 func (a *App) Start() error {
 	val, _, err := statePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		return openState(a.Storage.Dir, time.Duration(a.LedgerRetention), a.logger)
+		return openState(a.Storage.Dir, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
 	})
 	if err != nil {
 		return err
 	}
 	st := val.(*state)
+	st.guard.minFree.Store(a.MinFreeSpace)
 	rt, err := a.startRuntime(st)
 	if err != nil {
 		_, _ = statePool.Delete(a.poolKey)
@@ -294,8 +312,14 @@ func (a *App) Stop() error {
 		return nil
 	}
 	// Records of requests that finished under this config are written
-	// before the config lets go of the store.
-	_ = st.ledger.Flush(context.Background())
+	// before the config lets go of the store, within a bound: a storage
+	// that hangs must not hang a reload or the exit.
+	ctx, cancel := context.WithTimeout(context.Background(), stopFlushTimeout)
+	if err := st.ledger.Flush(ctx); err != nil {
+		a.logger.Error("ledger records still queued when the config stopped; they are written when the storage takes them",
+			zap.Int("records", st.ledger.Queued()), zap.Error(err))
+	}
+	cancel()
 	// The state and runtime stay in place: Caddy stops a config's apps in
 	// no set order, and the HTTP servers of this config may still take
 	// requests on open connections after this app stopped. During a reload

@@ -30,6 +30,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		prices <file.json>
 //		ledger_retention <duration>
 //		max_request_body <size>
+//		min_free_space <size>
 //		provider <name> {
 //			protocol openai|anthropic|dashscope
 //			base_url <url> [<url>…]
@@ -71,14 +72,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "ledger_retention":
 			a.LedgerRetention, err = parseDuration(d)
 		case "max_request_body":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			size, perr := humanize.ParseBytes(d.Val())
-			if perr != nil || size == 0 {
-				return d.Errf("max_request_body: bad size %q", d.Val())
-			}
-			a.MaxRequestBody = int64(size)
+			a.MaxRequestBody, err = parseSize(d)
+		case "min_free_space":
+			a.MinFreeSpace, err = parseSize(d)
 		case "provider":
 			err = a.parseProvider(d)
 		case "model":
@@ -93,6 +89,19 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseSize reads a positive size such as 16MiB.
+func parseSize(d *caddyfile.Dispenser) (int64, error) {
+	name := d.Val()
+	if !d.NextArg() {
+		return 0, d.ArgErr()
+	}
+	size, err := humanize.ParseBytes(d.Val())
+	if err != nil || size == 0 || size > 1<<62 {
+		return 0, d.Errf("%s: bad size %q", name, d.Val())
+	}
+	return int64(size), nil
 }
 
 func (a *App) parseProvider(d *caddyfile.Dispenser) error {

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -91,51 +92,65 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 	return nil
 }
 
-// ServeHTTP validates, admits, proxies and settles one request.
+// ServeHTTP validates, admits, proxies and settles one request. Its
+// ledger record is durable before the client gets the end of the answer
+// (see chatproxy.Held).
 func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
-		return nil
+		return h.fail(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
 	}
 	key := identity(r)
 	if key == nil {
-		writeError(w, r, errNoIdentity)
-		return nil
+		return h.fail(w, r, errNoIdentity)
 	}
-	rt := h.app.runtimeState()
-	if rt == nil {
-		writeError(w, r, errNotStarted)
-		return nil
+	st, rt := h.app.current(), h.app.runtimeState()
+	if st == nil || rt == nil {
+		return h.fail(w, r, errNotStarted)
 	}
 	body, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
-		writeError(w, r, err)
-		return nil
+		return h.fail(w, r, err)
 	}
 	in, aerr := h.spec.inspect(body)
 	if aerr != nil {
-		writeError(w, r, aerr)
-		return nil
+		return h.fail(w, r, aerr)
 	}
 	route, aerr := h.route(in.Model)
 	if aerr != nil {
-		writeError(w, r, aerr)
-		return nil
+		return h.fail(w, r, aerr)
 	}
 	upstreamBody, injected, err := chatproxy.PrepareBody(h.spec.protocol, body, in, route.UpstreamModel)
 	if err != nil {
-		writeError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
-		return nil
+		return h.fail(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+	}
+	if aerr := st.guard.check(); aerr != nil {
+		return h.fail(w, r, aerr)
 	}
 	subject := billing.Subject{User: key.User, KeyID: key.ID}
 	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, chatproxy.EstimateRequest(in))
 	if aerr != nil {
-		writeError(w, r, aerr)
-		return nil
+		return h.fail(w, r, aerr)
 	}
 	requestID := newRequestID()
-	start := time.Now()
+	start := time.Now().UTC()
+	rec := billing.Record{
+		ID:       requestID,
+		Time:     start,
+		Endpoint: h.spec.endpoint,
+		User:     key.User,
+		KeyID:    key.ID,
+		Model:    in.Model,
+		Provider: route.Provider.Name,
+	}
+	intent := rec
+	intent.Usage = chatproxy.EstimateRequest(in)
+	intent.Usage.Output = 0
+	if err := reservation.Intend(intent); err != nil {
+		reservation.Release()
+		h.log.Error("recording a request's intent", zap.String("request_id", requestID), zap.Error(err))
+		return h.fail(w, r, errStorage)
+	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
 		Provider:     route.Provider,
@@ -146,24 +161,15 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		ClientHeader: r.Header,
 		RequestID:    requestID,
 	})
-	if !res.Reached {
+	defer res.Close()
+	if !res.Reached && !res.Wrote {
+		// No upstream saw the request: nothing to bill.
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
-		return nil
+		return h.finish(w, r, res.Held, nil)
 	}
-	rec := reservation.Settle(billing.Record{
-		ID:       requestID,
-		Time:     start.UTC(),
-		Endpoint: h.spec.endpoint,
-		User:     key.User,
-		KeyID:    key.ID,
-		Model:    in.Model,
-		Provider: route.Provider.Name,
-		Usage:    res.Usage,
-		Source:   res.Source,
-		Status:   res.Status,
-		Outcome:  res.Outcome,
-	})
+	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
+	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
 		zap.String("air_request_id", requestID),
 		zap.String("air_model", in.Model),
@@ -174,7 +180,52 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		zap.String("air_cost", rec.Cost.String()),
 		zap.String("air_outcome", res.Outcome),
 	)
+	if err != nil && r.Context().Err() == nil {
+		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
+			zap.String("request_id", requestID), zap.Error(err))
+	}
+	return h.finish(w, r, res.Held, err)
+}
+
+// errStorage answers a request the ledger cannot record.
+var errStorage = apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "storage_unavailable",
+	"the gateway cannot record requests right now; retry shortly")
+
+// finish writes the held end of a response: as it is once its record is
+// durable (settled nil), or an error instead. An error status is also
+// returned to Caddy, for its error log and handle_errors routes.
+func (h *proxyHandler) finish(w http.ResponseWriter, r *http.Request, held *chatproxy.Held, settled error) error {
+	if held == nil {
+		return nil // the client left
+	}
+	if settled != nil {
+		e := apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "ledger_unavailable",
+			"the answer could not be recorded in time, so it is withheld; retry shortly")
+		if !held.Fail(w, e) {
+			panic(http.ErrAbortHandler)
+		}
+		return caddyhttp.Error(e.Status, e)
+	}
+	if held.Broken() {
+		panic(http.ErrAbortHandler)
+	}
+	held.Release(w)
+	if s := held.Status(); s >= 400 {
+		return caddyhttp.Error(s, fmt.Errorf("%s upstream answered %d", h.spec.endpoint, s))
+	}
 	return nil
+}
+
+// fail answers r with err in the endpoint's error shape and returns it to
+// Caddy as a handler error, for its error log and handle_errors routes.
+func (h *proxyHandler) fail(w http.ResponseWriter, r *http.Request, err error) error {
+	writeError(w, r, err)
+	status := http.StatusInternalServerError
+	var e *apierror.Error
+	if errors.As(err, &e) {
+		status = e.Status
+	}
+	return caddyhttp.Error(status, err)
 }
 
 // route finds the provider for model and checks that this endpoint serves

@@ -48,6 +48,14 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.interrupted.Do(func() {
+		n, err := engine.SettleInterrupted(context.Background())
+		if err != nil {
+			a.logger.Error("recording the requests the last stop interrupted", zap.Error(err))
+		} else if n > 0 {
+			a.logger.Warn("recorded requests that the last stop interrupted (outcome interrupted, usage estimated, no cost)", zap.Int("records", n))
+		}
+	})
 	return &runtime{billing: engine, tasks: svc}, nil
 }
 

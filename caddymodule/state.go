@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,9 @@ type state struct {
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
+	guard   *storageGuard
+	// interrupted settles, once, the requests the last stop interrupted.
+	interrupted sync.Once
 	// closed is set once the last config let go of the state: requests
 	// that still arrive (on connections of a stopped server) are refused.
 	closed atomic.Bool
@@ -40,7 +44,7 @@ const ledgerDir = "ledger"
 
 // openState opens the Badger store in dir, the ledger's journal in its
 // ledger folder, and the services on top of them.
-func openState(dir string, ledgerRetention time.Duration, log *zap.Logger) (*state, error) {
+func openState(dir string, ledgerRetention time.Duration, minFree int64, log *zap.Logger) (*state, error) {
 	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: log.Named("badger")})
 	if err != nil {
 		return nil, err
@@ -60,11 +64,13 @@ func openState(dir string, ledgerRetention time.Duration, log *zap.Logger) (*sta
 		keys:    keys.NewService(db),
 		ledger:  ledger,
 		budgets: budgets,
+		guard:   newStorageGuard(dir, minFree, ledger.Backlogged, log.Named("storage")),
 	}, nil
 }
 
 // Destruct closes the store once no config uses it.
 func (s *state) Destruct() error {
 	s.closed.Store(true)
+	s.guard.close()
 	return errors.Join(s.ledger.Close(), s.store.Close())
 }

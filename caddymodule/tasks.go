@@ -78,6 +78,12 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			writeError(w, r, err)
 			return nil
 		}
+		if st := h.app.current(); st != nil {
+			if aerr := st.guard.check(); aerr != nil {
+				writeError(w, r, aerr)
+				return nil
+			}
+		}
 		// Spend and rate limits apply before any upstream call; the task is
 		// charged when it succeeds, by the task service. A created task
 		// counts as a request against the rate limits; a refused one does

@@ -1,0 +1,148 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+)
+
+// defaultMinFreeSpace is the free space, beyond what the store's sparse
+// files may still claim, below which new billable work is refused.
+const defaultMinFreeSpace = 64 << 20
+
+// guardInterval is how often the storage guard measures free space.
+const guardInterval = time.Second
+
+// storageGuard refuses new billable work before the storage runs out: it
+// measures the free space of the storage directory's file system every
+// guardInterval and compares it with a margin, the configured minimum plus
+// the holes of the store's sparse files. Badger memory-maps its value log
+// and memtable files at their full size and fills them as it writes; a
+// write into a hole of a full file system kills the process with SIGBUS,
+// so those holes must stay claimable. In-flight requests finish and settle
+// into the margin; reads go on; once space is free again, writes resume
+// within guardInterval, without a restart.
+type storageGuard struct {
+	dir     string
+	minFree atomic.Int64 // set by each config that starts
+	log     *zap.Logger
+	// backlog reports a ledger that does not keep up (nil: none).
+	backlog func() error
+
+	full   atomic.Pointer[string] // why billable work is refused, nil when it is not
+	free   atomic.Int64           // bytes free at the last measure
+	margin atomic.Int64           // the margin at the last measure
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// newStorageGuard measures once and starts measuring every guardInterval.
+func newStorageGuard(dir string, minFree int64, backlog func() error, log *zap.Logger) *storageGuard {
+	g := &storageGuard{dir: dir, backlog: backlog, log: log,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	g.minFree.Store(minFree)
+	g.measure()
+	go g.run()
+	return g
+}
+
+// run measures until close.
+func (g *storageGuard) run() {
+	defer close(g.done)
+	t := time.NewTicker(guardInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+			g.measure()
+		}
+	}
+}
+
+// close stops measuring.
+func (g *storageGuard) close() {
+	close(g.stop)
+	<-g.done
+}
+
+// measure updates the guard's state, logging each change.
+func (g *storageGuard) measure() {
+	var why string
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(g.dir, &st); err != nil {
+		why = "cannot measure the free space of the storage: " + err.Error()
+	} else {
+		free := int64(st.Bavail) * int64(st.Bsize)
+		margin := g.minFree.Load() + sparseHoles(g.dir)
+		g.free.Store(free)
+		g.margin.Store(margin)
+		if free < margin {
+			why = fmt.Sprintf("the storage at %s has %s free, less than the margin of %s kept for writes already under way; free space on that file system (old ledger segments past the retention, other files) or grow it",
+				g.dir, humanize.IBytes(uint64(free)), humanize.IBytes(uint64(margin)))
+		}
+	}
+	if why == "" && g.backlog != nil {
+		if err := g.backlog(); err != nil {
+			why = err.Error()
+		}
+	}
+	old := g.full.Load()
+	switch {
+	case why != "" && old == nil:
+		g.log.Error("refusing new billable requests", zap.String("reason", why))
+	case why == "" && old != nil:
+		g.log.Info("storage has room again; accepting billable requests")
+	}
+	if why == "" {
+		g.full.Store(nil)
+	} else {
+		g.full.Store(&why)
+	}
+}
+
+// check returns the error that refuses new billable work, or nil.
+func (g *storageGuard) check() *apierror.Error {
+	why := g.full.Load()
+	if why == nil {
+		return nil
+	}
+	e := apierror.New(http.StatusInsufficientStorage, apierror.TypeServer, "storage_full",
+		"the gateway cannot record new requests: "+*why)
+	e.RetryAfter = 30
+	return e
+}
+
+// sparseHoles sums, over the files directly in dir, the bytes their
+// apparent size claims beyond the blocks allocated to them: what
+// memory-mapped writes may still need.
+func sparseHoles(dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var holes int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			holes += max(fi.Size()-st.Blocks*512, 0)
+		}
+	}
+	return holes
+}
