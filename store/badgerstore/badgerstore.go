@@ -56,7 +56,10 @@ func Open(o Options) (*DB, error) {
 	// store gets no key per request (the ledger's records go to its
 	// journal), only aggregates, counters, keys and tasks, so 1 MiB
 	// memtables flush rarely and 512 KiB tables keep the builders small.
-	// Reads need no cache: tables are memory-mapped.
+	// Reads need no cache: tables are memory-mapped. Value log files are
+	// memory-mapped at twice their size as sparse files and filled by
+	// writes: 16 MiB keeps that claim on the disk small (the storage guard
+	// keeps room for it), now that media live in files of their own.
 	opts := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
 		WithLogger(zapLogger{log.Sugar()}).
@@ -66,7 +69,7 @@ func Open(o Options) (*DB, error) {
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
 		WithValueThreshold(1 << 10).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(16 << 20).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
 		WithCompression(options.None).
