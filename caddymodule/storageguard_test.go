@@ -1,0 +1,61 @@
+package caddymodule
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// TestSparseHoles checks that the margin counts what sparse files may
+// still claim, as Badger's memory-mapped files do.
+func TestSparseHoles(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "000001.vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(32 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 1<<20), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "dense"), make([]byte, 4<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := sparseHoles(dir); got < 30<<20 || got > 31<<20 {
+		t.Errorf("holes %d bytes, want 31 MiB (32 MiB claimed, 1 MiB written; the dense file has none)", got)
+	}
+}
+
+// TestStorageGuard checks that billable work is refused with 507
+// storage_full while free space is below the margin or the ledger is
+// backlogged, and accepted again once it is not, without a restart.
+func TestStorageGuard(t *testing.T) {
+	var backlog error
+	g := newStorageGuard(t.TempDir(), 1, func() error { return backlog }, zap.NewNop())
+	defer g.close()
+	if e := g.check(); e != nil {
+		t.Fatalf("refused with room to spare: %v", e)
+	}
+	g.minFree.Store(1 << 62) // more than any disk
+	g.measure()
+	e := g.check()
+	if e == nil || e.Status != 507 || *e.Code != "storage_full" || e.RetryAfter == 0 {
+		t.Fatalf("check with no room: %+v", e)
+	}
+	g.minFree.Store(1)
+	g.measure()
+	if e := g.check(); e != nil {
+		t.Errorf("still refused once there is room: %v", e)
+	}
+	backlog = errors.New("65537 ledger records wait for the storage")
+	g.measure()
+	if e := g.check(); e == nil || e.Status != 507 {
+		t.Errorf("a backlogged ledger is accepted: %+v", e)
+	}
+}
