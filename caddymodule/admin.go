@@ -28,6 +28,7 @@ var running atomic.Pointer[App]
 //	POST   /air/keys            {"user","name","expires_at"|"expires_in"} → the new key, once
 //	GET    /air/keys[?user=]    → the keys, without secrets
 //	DELETE /air/keys/<id>       → revokes the key
+//	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -43,6 +44,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 	return append([]caddy.AdminRoute{
 		{Pattern: "/air/keys", Handler: caddy.AdminHandlerFunc(a.handleKeys)},
 		{Pattern: "/air/keys/", Handler: caddy.AdminHandlerFunc(a.handleKey)},
+		{Pattern: "/air/health", Handler: caddy.AdminHandlerFunc(a.handleHealth)},
 	}, a.billingRoutes()...)
 }
 

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -110,4 +111,55 @@ func TestOutcomesRecorded(t *testing.T) {
 	if n := len(ledgerOf(t, "outcomes")); n != 5 {
 		t.Errorf("%d records, want exactly 5", n)
 	}
+}
+
+// TestStorageFullRefusesBillableWork checks, through a real Caddy, that a
+// storage below its free-space margin refuses new billable requests with
+// 507 storage_full before any upstream sees them, keeps answering reads,
+// reports itself in /air/health, and accepts requests again after a reload
+// that lowers the margin, without a restart of the store.
+func TestStorageFullRefusesBillableWork(t *testing.T) {
+	up := cannedUpstream(t)
+	o := recOptions(up)
+	o.DataDir = dataDir(t)
+	o.Extra = "min_free_space 1000000TiB"
+	g := startGateway(t, o)
+	key, _ := createKey(t, "full")
+	code, h, b := postChat(t, key, `{"model":"rec-model","messages":[{"role":"user","content":"hi"}]}`)
+	if code != 507 || gjson.GetBytes(b, "error.code").Str != "storage_full" || h.Get("Retry-After") == "" {
+		t.Errorf("chat on a full storage: %d %v %s", code, h, b)
+	}
+	if code, _, b := call(t, http.MethodPost, "/v1/tasks", key, `{"model":"mock-image","prompt":"a fox"}`); code != 507 {
+		t.Errorf("task on a full storage: %d %s", code, b)
+	}
+	if up.hits.Load() != 0 {
+		t.Errorf("the upstream saw %d requests", up.hits.Load())
+	}
+	if code, _, _ := call(t, http.MethodGet, "/v1/models", key, ""); code != 200 {
+		t.Errorf("models on a full storage: %d", code)
+	}
+	var hl struct {
+		Status  string   `json:"status"`
+		Failing []string `json:"failing"`
+	}
+	resp, err := http.Get("http://" + adminAddr + "/air/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&hl)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 503 || hl.Status != "failing" || len(hl.Failing) != 1 || !strings.Contains(hl.Failing[0], "storage") {
+		t.Errorf("health on a full storage: %d %+v %v", resp.StatusCode, hl, err)
+	}
+
+	o.Extra = "min_free_space 1MiB"
+	g.reload(o)
+	eventually(t, 5*time.Second, "the storage guard to accept requests", func() bool {
+		code, _, _ := postChat(t, key, `{"model":"rec-model","messages":[{"role":"user","content":"hi"}]}`)
+		return code == 200
+	})
+	if code := adminJSON(t, http.MethodGet, "/air/health", "", &hl); code != 200 || hl.Status != "ok" {
+		t.Errorf("health with room: %d %+v", code, hl)
+	}
+	waitLedger(t, "full", 1)
 }
