@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -51,6 +52,13 @@ type App struct {
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Default: 16 MiB. Larger bodies get 413.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// MaxJSONDepth is how deeply the JSON that caddy-air reads may nest:
+	// request bodies of every endpoint and of the mock provider, admin API
+	// bodies, and upstream responses and stream events. A request body
+	// nested deeper gets 400 naming the limit; an upstream response nested
+	// deeper is forwarded untouched and its usage estimated. `[]` is one
+	// level deep. Default: 128.
+	MaxJSONDepth int `json:"max_json_depth,omitempty"`
 	// Providers are the upstream services.
 	Providers []*ProviderConfig `json:"providers,omitempty"`
 	// Models map model ids or globs to providers.
@@ -173,6 +181,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxRequestBody == 0 {
 		a.MaxRequestBody = defaultMaxRequestBody
 	}
+	if a.MaxJSONDepth == 0 {
+		a.MaxJSONDepth = jsonlimit.DefaultMaxDepth
+	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
 	}
@@ -248,6 +259,9 @@ func (a *App) Validate() error {
 	}
 	if a.MaxRequestBody < 0 {
 		return errors.New("max_request_body must be positive")
+	}
+	if a.MaxJSONDepth < 0 {
+		return errors.New("max_json_depth must be positive")
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		prices <file.json>
 //		ledger_retention <duration>
 //		max_request_body <size>
+//		max_json_depth <levels>
 //		provider <name> {
 //			protocol openai|anthropic|dashscope
 //			base_url <url> [<url>…]
@@ -79,6 +80,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_request_body: bad size %q", d.Val())
 			}
 			a.MaxRequestBody = int64(size)
+		case "max_json_depth":
+			var levels string
+			if !d.AllArgs(&levels) {
+				return d.ArgErr()
+			}
+			n, perr := strconv.Atoi(levels)
+			if perr != nil || n < 1 {
+				return d.Errf("max_json_depth: %q is not a positive number of levels", levels)
+			}
+			a.MaxJSONDepth = n
 		case "provider":
 			err = a.parseProvider(d)
 		case "model":
