@@ -48,7 +48,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	copyHeader(w.Header(), resp.Header, !sse || !ok || encoded)
 	w.WriteHeader(resp.StatusCode)
 
-	t := tap{proto: c.Protocol, strip: c.StripUsage}
+	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth}
 	var readErr error
 	var gone bool
 	switch {

@@ -7,7 +7,11 @@
 // SSE event at a time through bounded, pooled buffers.
 package chatproxy
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
+)
 
 // Protocol is the wire protocol of a chat request.
 type Protocol int
@@ -26,6 +30,15 @@ func (p Protocol) String() string {
 		return "anthropic"
 	}
 	return "openai"
+}
+
+// depthLimit returns the nesting limit n, or jsonlimit.DefaultMaxDepth when
+// n is zero or less.
+func depthLimit(n int) int {
+	if n <= 0 {
+		return jsonlimit.DefaultMaxDepth
+	}
+	return n
 }
 
 // str views b as a string without copying. The string must not outlive b
