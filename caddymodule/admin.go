@@ -158,7 +158,7 @@ func decodeAdminBody(w http.ResponseWriter, r *http.Request, v any, strict bool,
 	}
 	var de *jsonlimit.DepthError
 	if err := jsonlimit.Check(body, limit); errors.As(err, &de) {
-		return apiErr(http.StatusBadRequest, fmt.Errorf("decoding %s: the body nests deeper than the limit of %d levels", what, de.Limit))
+		return apiErr(http.StatusBadRequest, fmt.Errorf("decoding %s: the request body nests deeper than the limit of %d levels", what, de.Limit))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
