@@ -289,6 +289,9 @@ func digitsEnd(b []byte, i int) int {
 // literalEnd returns the index past the literal lit, which must start at
 // b[i], or the complement of the offset of the first byte that differs.
 func literalEnd(b []byte, i int, lit string) int {
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit)
+	}
 	for j := 0; j < len(lit); j++ {
 		if i+j >= len(b) || b[i+j] != lit[j] {
 			return ^(i + j)
