@@ -115,3 +115,22 @@ func TestTapDeepBody(t *testing.T) {
 		}
 	}
 }
+
+// TestTapDeepTruncatedBody covers the reads that run on unchecked bytes: a
+// truncated body, which cannot be valid JSON, and the tail of one too large
+// to keep. gjson's Get, which they use, skips nested values in a loop; this
+// test fails (by crashing) if an upgrade makes it recurse.
+func TestTapDeepTruncatedBody(t *testing.T) {
+	deep := strings.Repeat("[", sixteenMiB)
+	tp := tap{proto: OpenAI}
+	tp.body([]byte(`{"x":`+deep), false)
+	tp.tailUsage([]byte(`"usage":{"prompt_tokens":3,"x":` + deep))
+	tp.tailUsage([]byte(`"usage":` + deep))
+	if tp.reported {
+		t.Errorf("usage %+v read from deep bytes", tp.usage)
+	}
+	tp.tailUsage([]byte(deep[:1<<20] + `"usage":{"prompt_tokens":3,"completion_tokens":4}}`))
+	if u := tp.usage; !tp.reported || u.Input != 3 || u.Output != 4 {
+		t.Errorf("usage after deep bytes: %+v, reported %v", u, tp.reported)
+	}
+}
