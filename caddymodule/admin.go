@@ -152,12 +152,12 @@ func decodeAdminBody(w http.ResponseWriter, r *http.Request, v any, strict bool,
 	if err != nil {
 		return apiErr(http.StatusBadRequest, fmt.Errorf("reading %s: %v", what, err))
 	}
-	limit := jsonlimit.DefaultMaxDepth
-	if a := running.Load(); a != nil && a.MaxJSONDepth > 0 {
+	limit := 0
+	if a := running.Load(); a != nil {
 		limit = a.MaxJSONDepth
 	}
 	var de *jsonlimit.DepthError
-	if err := jsonlimit.Check(body, limit); errors.As(err, &de) {
+	if err := jsonlimit.Check(body, jsonlimit.OrDefault(limit)); errors.As(err, &de) {
 		return apiErr(http.StatusBadRequest, fmt.Errorf("decoding %s: the request body nests deeper than the limit of %d levels", what, de.Limit))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -7,11 +7,7 @@
 // SSE event at a time through bounded, pooled buffers.
 package chatproxy
 
-import (
-	"unsafe"
-
-	"github.com/caddy-air/caddy-air/jsonlimit"
-)
+import "unsafe"
 
 // Protocol is the wire protocol of a chat request.
 type Protocol int
@@ -30,15 +26,6 @@ func (p Protocol) String() string {
 		return "anthropic"
 	}
 	return "openai"
-}
-
-// depthLimit returns the nesting limit n, or jsonlimit.DefaultMaxDepth when
-// n is zero or less.
-func depthLimit(n int) int {
-	if n <= 0 {
-		return jsonlimit.DefaultMaxDepth
-	}
-	return n
 }
 
 // str views b as a string without copying. The string must not outlive b

@@ -163,7 +163,7 @@ func InspectMessages(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 // parseBody checks that body is one JSON object nested at most maxDepth
 // levels (jsonlimit.DefaultMaxDepth when zero).
 func parseBody(body []byte, maxDepth int) (gjson.Result, *apierror.Error) {
-	if err := jsonlimit.Check(body, depthLimit(maxDepth)); err != nil {
+	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); err != nil {
 		return gjson.Result{}, apierror.InvalidBody(err)
 	}
 	root := gjson.Parse(str(body))

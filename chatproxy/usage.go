@@ -55,7 +55,7 @@ func (t *tap) event(ev []byte) []byte {
 		return ev // [DONE], or not JSON
 	}
 	if t.proto == Anthropic {
-		if jsonlimit.Check(payload, depthLimit(t.maxDepth)) != nil {
+		if jsonlimit.Check(payload, jsonlimit.OrDefault(t.maxDepth)) != nil {
 			t.outBytes += int64(len(payload))
 			return ev
 		}
@@ -75,7 +75,7 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 	if len(t.prefix) > 0 && bytes.HasPrefix(payload, t.prefix) {
 		known = len(t.prefix)
 	}
-	c, ok := scanChunk(payload, known, depthLimit(t.maxDepth))
+	c, ok := scanChunk(payload, known, jsonlimit.OrDefault(t.maxDepth))
 	if !ok {
 		t.outBytes += int64(len(payload))
 		return ev
@@ -153,7 +153,7 @@ func (t *tap) mergeDelta(u gjson.Result) {
 // output. A truncated one cannot be valid; gjson's Get, which does not
 // recurse into what it skips, still looks for its usage.
 func (t *tap) body(b []byte, complete bool) {
-	if complete && jsonlimit.Check(b, depthLimit(t.maxDepth)) != nil {
+	if complete && jsonlimit.Check(b, jsonlimit.OrDefault(t.maxDepth)) != nil {
 		t.outBytes = int64(len(b))
 		return
 	}

@@ -22,6 +22,15 @@ import (
 // few dozen at most.
 const DefaultMaxDepth = 128
 
+// OrDefault returns the limit n, or DefaultMaxDepth when n is zero or less:
+// the reading of a limit left unset in a configuration.
+func OrDefault(n int) int {
+	if n <= 0 {
+		return DefaultMaxDepth
+	}
+	return n
+}
+
 // DepthError is the error of Check for a text that nests deeper than the
 // limit.
 type DepthError struct {

@@ -215,3 +215,11 @@ func TestCheckAllocs(t *testing.T) {
 		t.Errorf("1 MiB of [ at the default limit: %v allocations, want at most 1 (the error)", n)
 	}
 }
+
+func TestOrDefault(t *testing.T) {
+	for i, tc := range []struct{ in, want int }{{0, DefaultMaxDepth}, {-5, DefaultMaxDepth}, {1, 1}, {64, 64}, {20000, 20000}} {
+		if got := OrDefault(tc.in); got != tc.want {
+			t.Errorf("Test %d: OrDefault(%d) = %d, want %d", i, tc.in, got, tc.want)
+		}
+	}
+}

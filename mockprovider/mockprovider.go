@@ -77,9 +77,7 @@ func New(c Config) *Handler {
 	if c.FailureRate < 0 {
 		c.FailureRate = 0
 	}
-	if c.MaxJSONDepth <= 0 {
-		c.MaxJSONDepth = jsonlimit.DefaultMaxDepth
-	}
+	c.MaxJSONDepth = jsonlimit.OrDefault(c.MaxJSONDepth)
 	clock := c.Clock
 	if clock == nil {
 		clock = time.Now

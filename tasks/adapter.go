@@ -159,22 +159,13 @@ func exchange(ctx context.Context, c *call, method, url string, header http.Head
 		return 0, nil, nil, &upstreamError{status: resp.StatusCode, name: errUpstream, msg: "the provider's answer is too large", permanent: true}
 	}
 	var de *jsonlimit.DepthError
-	if err := jsonlimit.Check(data, depthLimit(c.maxDepth)); errors.As(err, &de) {
+	if err := jsonlimit.Check(data, jsonlimit.OrDefault(c.maxDepth)); errors.As(err, &de) {
 		if resp.StatusCode/100 == 2 {
 			return 0, nil, nil, badAnswer(fmt.Sprintf("nested deeper than the limit of %d levels", de.Limit))
 		}
 		data = nil
 	}
 	return resp.StatusCode, resp.Header, data, nil
-}
-
-// depthLimit returns the nesting limit n, or jsonlimit.DefaultMaxDepth when
-// n is zero or less.
-func depthLimit(n int) int {
-	if n <= 0 {
-		return jsonlimit.DefaultMaxDepth
-	}
-	return n
 }
 
 // transportError describes a request that got no usable answer.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -158,7 +159,7 @@ func New(c Config) (*Service, error) {
 		now: c.Clock, pollInterval: or(c.PollInterval, defaultPollInterval),
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
 		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
-		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: depthLimit(c.MaxJSONDepth), log: c.Logger,
+		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), log: c.Logger,
 	}
 	if s.client == nil {
 		s.client = &http.Client{}

@@ -65,7 +65,7 @@ func (r *request) extras(fn func(key string, raw string)) {
 // field, except an unknown model (404).
 func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request, *apierror.Error) {
 	var de *jsonlimit.DepthError
-	if err := jsonlimit.Check(body, depthLimit(maxDepth)); errors.As(err, &de) {
+	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); errors.As(err, &de) {
 		return nil, apierror.InvalidBody(err)
 	} else if err != nil || !gjson.ParseBytes(body).IsObject() {
 		return nil, apierror.InvalidRequest("", "the request body must be a JSON object")
