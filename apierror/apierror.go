@@ -6,8 +6,12 @@ package apierror
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 // Error types used in the "type" field of an OpenAI-style error.
@@ -65,6 +69,17 @@ func InvalidRequest(param, message string) *Error {
 		e.Param = &param
 	}
 	return e
+}
+
+// InvalidBody returns the 400 invalid_request_error for a request body that
+// jsonlimit.Check refused with err: the message of one nested too deep names
+// the limit; anything else is not valid JSON.
+func InvalidBody(err error) *Error {
+	var de *jsonlimit.DepthError
+	if errors.As(err, &de) {
+		return InvalidRequest("", fmt.Sprintf("the request body nests deeper than the limit of %d levels", de.Limit))
+	}
+	return InvalidRequest("", "the request body is not valid JSON")
 }
 
 // NotFound returns a 404 with the given code.

@@ -2,9 +2,12 @@ package billing
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 // errNotObject is returned for a usage payload that is not a JSON object.
@@ -117,13 +120,15 @@ func NormalizeAnthropic(usage []byte) (Usage, error) {
 	return out, nil
 }
 
-// parseObject checks that b is a JSON object and parses it without copying:
-// the result aliases b and must not outlive it.
+// parseObject checks that b is a JSON object, nested no deeper than
+// jsonlimit.DefaultMaxDepth, and parses it without copying: the result
+// aliases b and must not outlive it. The usage comes from upstreams, and a
+// recursive validator would overflow the stack on a deep one.
 func parseObject(b []byte) (gjson.Result, error) {
-	s := unsafe.String(unsafe.SliceData(b), len(b))
-	if !gjson.Valid(s) {
-		return gjson.Result{}, errNotObject
+	if err := jsonlimit.Check(b, jsonlimit.DefaultMaxDepth); err != nil {
+		return gjson.Result{}, fmt.Errorf("usage: %w", err)
 	}
+	s := unsafe.String(unsafe.SliceData(b), len(b))
 	r := gjson.Parse(s)
 	if !r.IsObject() {
 		return gjson.Result{}, errNotObject

@@ -1,6 +1,12 @@
 package billing
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
+)
 
 func TestNormalizeOpenAI(t *testing.T) {
 	for i, tc := range []struct {
@@ -160,6 +166,28 @@ func TestNormalizeRejectsNonObjects(t *testing.T) {
 		if _, err := NormalizeAnthropic([]byte(in)); err == nil {
 			t.Errorf("Test %d: NormalizeAnthropic(%q) succeeded, want an error", i, in)
 		}
+	}
+}
+
+func TestNormalizeRejectsDeepNesting(t *testing.T) {
+	for i, in := range []string{
+		`{"prompt_tokens":1,"x":` + strings.Repeat("[", 16<<20) + `}`,
+		strings.Repeat(`{"a":`, 200_000),
+		`{"input_tokens":1,"x":` + strings.Repeat("[", 129) + strings.Repeat("]", 129) + `}`,
+	} {
+		_, err := NormalizeOpenAI([]byte(in))
+		var de *jsonlimit.DepthError
+		if !errors.As(err, &de) || de.Limit != jsonlimit.DefaultMaxDepth {
+			t.Errorf("Test %d: NormalizeOpenAI: got %v, want a depth error", i, err)
+		}
+		if _, err := NormalizeAnthropic([]byte(in)); !errors.As(err, &de) {
+			t.Errorf("Test %d: NormalizeAnthropic: got %v, want a depth error", i, err)
+		}
+	}
+	// A deep value inside a string is text, not nesting.
+	u, err := NormalizeAnthropic([]byte(`{"input_tokens":7,"note":"` + strings.Repeat("[", 1<<20) + `"}`))
+	if err != nil || u.Input != 7 {
+		t.Errorf("brackets in a string: got %+v, %v", u, err)
 	}
 }
 

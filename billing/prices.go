@@ -12,6 +12,8 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 // PriceTable holds the prices of models, read from a price file. It is
@@ -221,13 +223,20 @@ func parsePrices(data []byte) (*PriceTable, error) {
 	return pt, nil
 }
 
-// syntaxError reports where data is not valid JSON, if it is not.
+// syntaxError reports where data is not valid JSON, or nests deeper than
+// jsonlimit.DefaultMaxDepth, if it does.
 func syntaxError(data []byte) error {
-	if gjson.ValidBytes(data) {
+	err := jsonlimit.Check(data, jsonlimit.DefaultMaxDepth)
+	var de *jsonlimit.DepthError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &de):
+		line := 1 + strings.Count(string(data[:de.Offset]), "\n")
+		return fmt.Errorf("line %d: the file nests deeper than the limit of %d levels", line, de.Limit)
 	}
 	var v any
-	err := json.Unmarshal(data, &v)
+	err = json.Unmarshal(data, &v)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		line := 1 + strings.Count(string(data[:se.Offset]), "\n")

@@ -222,6 +222,8 @@ func TestParsePricesErrors(t *testing.T) {
 			`prices.json: models: must be an object`},
 		{"{\"currency\":\"USD\",\n\"models\":{\"m\":}}",
 			`prices.json: invalid JSON on line 2`},
+		{"{\"currency\":\"USD\",\n\"models\":{\"m\":" + strings.Repeat("[", 1<<20),
+			`prices.json: line 2: the file nests deeper than the limit of 128 levels`},
 	} {
 		_, err := ParsePrices("prices.json", []byte(tc.src))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {

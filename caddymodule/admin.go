@@ -1,9 +1,11 @@
 package caddymodule
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
@@ -94,8 +97,8 @@ func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
 		return writeAdminJSON(w, http.StatusOK, list)
 	case http.MethodPost:
 		var req createKeyRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return apiErr(http.StatusBadRequest, fmt.Errorf("decoding request: %v", err))
+		if err := decodeAdminBody(w, r, &req, false, "request"); err != nil {
+			return err
 		}
 		if req.ExpiresIn != "" {
 			d, err := caddy.ParseDuration(req.ExpiresIn)
@@ -132,6 +135,41 @@ func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusInternalServerError, err)
 	}
 	return writeAdminJSON(w, http.StatusOK, k)
+}
+
+// maxAdminBody bounds the JSON body of an admin request: a key or a set of
+// limits takes a few hundred bytes.
+const maxAdminBody = 1 << 20
+
+// decodeAdminBody decodes r's JSON body into v, refusing unknown fields when
+// strict; what names the body in errors. The body is checked first: at most
+// maxAdminBody bytes, nested no deeper than the running config's
+// max_json_depth.
+func decodeAdminBody(w http.ResponseWriter, r *http.Request, v any, strict bool, what string) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return apiErr(http.StatusRequestEntityTooLarge, fmt.Errorf("decoding %s: the body is larger than %d bytes", what, maxAdminBody))
+	}
+	if err != nil {
+		return apiErr(http.StatusBadRequest, fmt.Errorf("reading %s: %v", what, err))
+	}
+	limit := 0
+	if a := running.Load(); a != nil {
+		limit = a.MaxJSONDepth
+	}
+	var de *jsonlimit.DepthError
+	if err := jsonlimit.Check(body, jsonlimit.OrDefault(limit)); errors.As(err, &de) {
+		return apiErr(http.StatusBadRequest, fmt.Errorf("decoding %s: the request body nests deeper than the limit of %d levels", what, de.Limit))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return apiErr(http.StatusBadRequest, fmt.Errorf("decoding %s: %v", what, err))
+	}
+	return nil
 }
 
 func apiErr(status int, err error) caddy.APIError {

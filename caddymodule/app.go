@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -62,6 +63,13 @@ type App struct {
 	// claim; below it new billable requests get 507 storage_full before
 	// they reach an upstream. Default: 64 MiB.
 	MinFreeSpace int64 `json:"min_free_space,omitempty"`
+	// MaxJSONDepth is how deeply the JSON that caddy-air reads may nest:
+	// request bodies of every endpoint and of the mock provider, admin API
+	// bodies, and upstream responses and stream events. A request body
+	// nested deeper gets 400 naming the limit; an upstream response nested
+	// deeper is forwarded untouched and its usage estimated. `[]` is one
+	// level deep. Default: 128.
+	MaxJSONDepth int `json:"max_json_depth,omitempty"`
 	// Providers are the upstream services.
 	Providers []*ProviderConfig `json:"providers,omitempty"`
 	// Models map model ids or globs to providers.
@@ -187,6 +195,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MinFreeSpace == 0 {
 		a.MinFreeSpace = defaultMinFreeSpace
 	}
+	if a.MaxJSONDepth == 0 {
+		a.MaxJSONDepth = jsonlimit.DefaultMaxDepth
+	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
 	}
@@ -265,6 +276,9 @@ func (a *App) Validate() error {
 	}
 	if a.MinFreeSpace < 0 {
 		return errors.New("min_free_space must be positive")
+	}
+	if a.MaxJSONDepth < 0 {
+		return errors.New("max_json_depth must be positive")
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		ledger_retention <duration>
 //		max_request_body <size>
 //		min_free_space <size>
+//		max_json_depth <levels>
 //		provider <name> {
 //			protocol openai|anthropic|dashscope
 //			base_url <url> [<url>…]
@@ -75,6 +76,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.MaxRequestBody, err = parseSize(d)
 		case "min_free_space":
 			a.MinFreeSpace, err = parseSize(d)
+		case "max_json_depth":
+			var levels string
+			if !d.AllArgs(&levels) {
+				return d.ArgErr()
+			}
+			n, perr := strconv.Atoi(levels)
+			if perr != nil || n < 1 {
+				return d.Errf("max_json_depth: %q is not a positive number of levels", levels)
+			}
+			a.MaxJSONDepth = n
 		case "provider":
 			err = a.parseProvider(d)
 		case "model":

@@ -142,10 +142,8 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
 	case http.MethodPut, http.MethodPost:
 		var lim billing.Limits
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&lim); err != nil {
-			return apiErr(http.StatusBadRequest, fmt.Errorf("decoding limits: %v", err))
+		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
+			return err
 		}
 		if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
 			return apiErr(http.StatusBadRequest, err)

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -44,13 +45,22 @@ func (Mock) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision builds the mock provider.
-func (m *Mock) Provision(caddy.Context) error {
+// Provision builds the mock provider. Its request bodies nest at most the
+// air app's max_json_depth; the mock also runs without the app, and then
+// the default applies.
+func (m *Mock) Provision(ctx caddy.Context) error {
+	depth := 0
+	if v, err := ctx.AppIfConfigured("air"); err == nil {
+		depth = v.(*App).MaxJSONDepth
+	} else if !errors.Is(err, caddy.ErrNotConfigured) {
+		return err
+	}
 	m.handler = mockprovider.New(mockprovider.Config{
 		APIKey:        caddy.NewReplacer().ReplaceAll(m.APIKey, ""),
 		VideoDuration: time.Duration(m.VideoDuration),
 		FailureRate:   m.FailureRate,
 		ChunkDelay:    time.Duration(m.ChunkDelay),
+		MaxJSONDepth:  depth,
 		OriginalPath:  originalPath,
 	})
 	return nil

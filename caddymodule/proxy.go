@@ -71,7 +71,7 @@ type protocolSpec struct {
 	endpoint string // ledger endpoint name
 	path     string // upstream path below the provider base URL
 	kind     string // model kind this endpoint serves
-	inspect  func([]byte) (chatproxy.Inspected, *apierror.Error)
+	inspect  func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -88,7 +88,7 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 		return err
 	}
 	h.spec, h.app, h.log = spec, app, ctx.Logger()
-	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log}
+	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth}
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if err != nil {
 		return h.fail(w, r, err)
 	}
-	in, aerr := h.spec.inspect(body)
+	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
 	if aerr != nil {
 		return h.fail(w, r, aerr)
 	}

@@ -43,6 +43,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		TTL:          time.Duration(a.Tasks.TTL),
 		MediaTTL:     time.Duration(a.Tasks.MediaTTL),
 		PollInterval: time.Duration(a.Tasks.PollInterval),
+		MaxJSONDepth: a.MaxJSONDepth,
 		Logger:       a.logger.Named("tasks"),
 	})
 	if err != nil {

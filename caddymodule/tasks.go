@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -76,6 +77,13 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		body, err := readBody(w, r, h.app.MaxRequestBody)
 		if err != nil {
 			writeError(w, r, err)
+			return nil
+		}
+		// Nothing reads the body before it is checked against the nesting
+		// limit; the task service refuses other invalid bodies.
+		var de *jsonlimit.DepthError
+		if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
+			writeError(w, r, apierror.InvalidBody(err))
 			return nil
 		}
 		if st := h.app.current(); st != nil {

@@ -21,14 +21,14 @@ func BenchmarkInspectChat(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchBody)))
 	for b.Loop() {
-		if _, e := InspectChat(benchBody); e != nil {
+		if _, e := InspectChat(benchBody, 0); e != nil {
 			b.Fatal(e.Message)
 		}
 	}
 }
 
 func BenchmarkPrepareBody(b *testing.B) {
-	in, e := InspectChat(benchBody)
+	in, e := InspectChat(benchBody, 0)
 	if e != nil {
 		b.Fatal(e.Message)
 	}
@@ -87,7 +87,7 @@ func BenchmarkSSETap(b *testing.B) {
 	s.WriteString(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"prompt_tokens_details":{"cached_tokens":64}}`))
 	s.WriteString("data: [DONE]\n\n")
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(s.String())}
-	in, _ := InspectChat(benchBody)
+	in, _ := InspectChat(benchBody, 0)
 	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in, StripUsage: true})
 }
 
@@ -111,6 +111,6 @@ func BenchmarkTapChunk(b *testing.B) {
 
 func BenchmarkJSONTap(b *testing.B) {
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(chatJSON)}
-	in, _ := InspectChat(benchBody)
+	in, _ := InspectChat(benchBody, 0)
 	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in})
 }

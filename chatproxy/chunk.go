@@ -42,14 +42,20 @@ type chunkInfo struct {
 var choicesKey = []byte("choices")
 
 // scanChunk scans the JSON object payload. ok is false when payload does
-// not scan as one object, and then info means nothing. known is zero, or
-// the choicesAt of an earlier chunk's scan whose bytes up to there payload
-// begins with: the scan then starts at the value of payload's choices.
-func scanChunk(payload []byte, known int) (info chunkInfo, ok bool) {
+// not scan as one object, or nests deeper than maxDepth, and then info means
+// nothing. known is zero, or the choicesAt of an earlier chunk's scan, with
+// the same maxDepth, whose bytes up to there payload begins with: the scan
+// then starts at the value of payload's choices.
+//
+// The scan functions below take the room of the value they scan: how many
+// levels of nesting it may open. Their own recursion follows the chunk's
+// fixed shape, a few levels deep whatever the input, and valueEnd skips the
+// rest without recursion: a hostile upstream's deep chunk costs one pass.
+func scanChunk(payload []byte, known, maxDepth int) (info chunkInfo, ok bool) {
 	b := payload
 	info.usageAt = -1
 	read := false // a member the tap reads came before
-	member := func(key []byte, at int) int {
+	member := func(key []byte, at, room int) int {
 		switch string(key) {
 		case "choices":
 			if !read {
@@ -58,65 +64,66 @@ func scanChunk(payload []byte, known int) (info chunkInfo, ok bool) {
 			read = true
 			if b[at] != '[' {
 				info.choices = true
-				return valueEnd(b, at)
+				return valueEnd(b, at, room)
 			}
 			n := 0
-			e := eachElement(b, at, func(at int) int {
+			e := eachElement(b, at, room, func(at, room int) int {
 				n++
-				return choiceEnd(b, at, &info.outBytes)
+				return choiceEnd(b, at, room, &info.outBytes)
 			})
 			info.choices = n > 0
 			return e
 		case "usage":
 			read = true
-			e := valueEnd(b, at)
+			e := valueEnd(b, at, room)
 			info.usageAt, info.usageEnd = at, e
 			return e
 		case "error":
 			read = true
-			e := valueEnd(b, at)
+			e := valueEnd(b, at, room)
 			info.hasError = info.hasError || e >= 0 && !isNull(b[at:e])
 			return e
 		}
-		return valueEnd(b, at)
+		return valueEnd(b, at, room)
 	}
 	var end int
 	if known > 0 && known < len(b) {
-		end = membersAfter(b, member(choicesKey, known), member)
+		end = membersAfter(b, member(choicesKey, known, maxDepth-1), maxDepth, member)
 	} else {
-		end = eachMember(b, skipSpace(b, 0), member)
+		end = eachMember(b, skipSpace(b, 0), maxDepth, member)
 	}
 	return info, end >= 0 && skipSpace(b, end) == len(b)
 }
 
 // choiceEnd scans the element of choices at b[at], adding the size of its
-// delta's text to *n, and returns the index past it (-1 if malformed).
-func choiceEnd(b []byte, at int, n *int) int {
-	return objectMemberEnd(b, at, "delta", func(at int) int {
-		return eachMember(b, at, func(key []byte, at int) int {
+// delta's text to *n, and returns the index past it (-1 if malformed or too
+// deep).
+func choiceEnd(b []byte, at, room int, n *int) int {
+	return objectMemberEnd(b, at, room, "delta", func(at, room int) int {
+		return eachMember(b, at, room, func(key []byte, at, room int) int {
 			switch string(key) {
 			case "content", "reasoning_content", "reasoning":
-				return textEnd(b, at, n)
+				return textEnd(b, at, room, n)
 			case "tool_calls":
 				if b[at] != '[' {
-					return valueEnd(b, at)
+					return valueEnd(b, at, room)
 				}
-				return eachElement(b, at, func(at int) int { return toolCallEnd(b, at, n) })
+				return eachElement(b, at, room, func(at, room int) int { return toolCallEnd(b, at, room, n) })
 			}
-			return valueEnd(b, at)
+			return valueEnd(b, at, room)
 		})
 	})
 }
 
 // toolCallEnd scans the tool call at b[at], adding the size of its
 // function's name and arguments to *n.
-func toolCallEnd(b []byte, at int, n *int) int {
-	return objectMemberEnd(b, at, "function", func(at int) int {
-		return eachMember(b, at, func(key []byte, at int) int {
+func toolCallEnd(b []byte, at, room int, n *int) int {
+	return objectMemberEnd(b, at, room, "function", func(at, room int) int {
+		return eachMember(b, at, room, func(key []byte, at, room int) int {
 			if string(key) == "name" || string(key) == "arguments" {
-				return textEnd(b, at, n)
+				return textEnd(b, at, room, n)
 			}
-			return valueEnd(b, at)
+			return valueEnd(b, at, room)
 		})
 	})
 }
@@ -124,23 +131,23 @@ func toolCallEnd(b []byte, at int, n *int) int {
 // objectMemberEnd scans the value at b[at] and returns the index past it.
 // When the value is an object, fn scans the value of each of its members
 // named name that is an object, and returns the index past it.
-func objectMemberEnd(b []byte, at int, name string, fn func(at int) int) int {
+func objectMemberEnd(b []byte, at, room int, name string, fn func(at, room int) int) int {
 	if b[at] != '{' {
-		return valueEnd(b, at)
+		return valueEnd(b, at, room)
 	}
-	return eachMember(b, at, func(key []byte, at int) int {
+	return eachMember(b, at, room, func(key []byte, at, room int) int {
 		if string(key) != name || b[at] != '{' {
-			return valueEnd(b, at)
+			return valueEnd(b, at, room)
 		}
-		return fn(at)
+		return fn(at, room)
 	})
 }
 
 // textEnd scans the value at b[at], adding its text size to *n as textLen
 // does: a string's raw length without quotes, nothing for null, and the
 // raw length of any other value.
-func textEnd(b []byte, at int, n *int) int {
-	e := valueEnd(b, at)
+func textEnd(b []byte, at, room int, n *int) int {
+	e := valueEnd(b, at, room)
 	switch {
 	case e < 0:
 	case b[at] == '"':
@@ -151,33 +158,38 @@ func textEnd(b []byte, at int, n *int) int {
 	return e
 }
 
-// eachMember calls fn for each member of the object at b[i], with the raw
-// key (without its quotes) and the index of the value's first byte; fn
-// returns the index past the value, or -1. eachMember returns the index
-// past the object, or -1 if the object is malformed or incomplete.
-func eachMember(b []byte, i int, fn func(key []byte, at int) int) int {
+// eachMember calls fn for each member of the object at b[i], which may
+// open room levels, with the raw key (without its quotes), the index of the
+// value's first byte and the value's room; fn returns the index past the
+// value, or -1. eachMember returns the index past the object, or -1 if the
+// object is malformed, incomplete or too deep.
+func eachMember(b []byte, i, room int, fn func(key []byte, at, room int) int) int {
+	if room < 1 {
+		return -1
+	}
 	i, done := open(b, i, '{', '}')
 	if done {
 		return i
 	}
-	return members(b, i, fn)
+	return members(b, i, room-1, fn)
 }
 
 // membersAfter is eachMember for the members after the value that ends at
-// b[i] (-1 if it is malformed) in an object.
-func membersAfter(b []byte, i int, fn func(key []byte, at int) int) int {
-	if i < 0 {
+// b[i] (-1 if it is malformed) in an object that may open room levels.
+func membersAfter(b []byte, i, room int, fn func(key []byte, at, room int) int) int {
+	if i < 0 || room < 1 {
 		return -1
 	}
 	i, done := next(b, i, '}')
 	if done {
 		return i
 	}
-	return members(b, i, fn)
+	return members(b, i, room-1, fn)
 }
 
-// members is eachMember from the member whose key starts at b[i].
-func members(b []byte, i int, fn func(key []byte, at int) int) int {
+// members is eachMember from the member whose key starts at b[i]; room is
+// the room of the values.
+func members(b []byte, i, room int, fn func(key []byte, at, room int) int) int {
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return -1
@@ -195,7 +207,7 @@ func members(b []byte, i int, fn func(key []byte, at int) int) int {
 		if at >= len(b) {
 			return -1
 		}
-		if i = fn(key, at); i < 0 {
+		if i = fn(key, at, room); i < 0 {
 			return -1
 		}
 		var done bool
@@ -206,16 +218,19 @@ func members(b []byte, i int, fn func(key []byte, at int) int) int {
 }
 
 // eachElement calls fn with the index of the first byte of each element of
-// the array at b[i]; fn returns the index past the element, or -1.
-// eachElement returns the index past the array, or -1 if the array is
-// malformed or incomplete.
-func eachElement(b []byte, i int, fn func(at int) int) int {
+// the array at b[i], which may open room levels, and the element's room; fn
+// returns the index past the element, or -1. eachElement returns the index
+// past the array, or -1 if the array is malformed, incomplete or too deep.
+func eachElement(b []byte, i, room int, fn func(at, room int) int) int {
+	if room < 1 {
+		return -1
+	}
 	i, done := open(b, i, '[', ']')
 	for !done {
 		if i >= len(b) {
 			return -1
 		}
-		if i = fn(i); i < 0 {
+		if i = fn(i, room-1); i < 0 {
 			return -1
 		}
 		i, done = next(b, i, ']')
@@ -252,9 +267,9 @@ func next(b []byte, i int, closing byte) (int, bool) {
 }
 
 // valueEnd returns the index past the JSON value that starts at b[i], or
-// -1 if it is malformed or incomplete. Objects and arrays are skipped by
-// counting brackets outside strings.
-func valueEnd(b []byte, i int) int {
+// -1 if it is malformed, incomplete, or opens more than room levels.
+// Objects and arrays are skipped by counting brackets outside strings.
+func valueEnd(b []byte, i, room int) int {
 	if i >= len(b) {
 		return -1
 	}
@@ -271,7 +286,9 @@ func valueEnd(b []byte, i int) int {
 				}
 				i-- // the loop steps past the closing quote
 			case '{', '[':
-				depth++
+				if depth++; depth > room {
+					return -1
+				}
 			case '}', ']':
 				if depth--; depth == 0 {
 					return i + 1

@@ -1,9 +1,12 @@
 package chatproxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 func TestScanChunk(t *testing.T) {
@@ -53,7 +56,7 @@ func TestScanChunk(t *testing.T) {
 		{name: "empty", payload: ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, ok := scanChunk([]byte(tc.payload), 0)
+			c, ok := scanChunk([]byte(tc.payload), 0, jsonlimit.DefaultMaxDepth)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v", ok, tc.ok)
 			}
@@ -74,8 +77,10 @@ func TestScanChunk(t *testing.T) {
 }
 
 // FuzzScanChunk checks the hand-written scan against gjson on every valid
-// JSON object: the same usage value, error and output size. go test runs
-// the seeds; go test -fuzz FuzzScanChunk ./chatproxy explores further.
+// JSON object: the same usage value, error and output size; and against
+// jsonlimit at small limits: a valid object scans exactly when it nests no
+// deeper than the limit. go test runs the seeds; go test -fuzz
+// FuzzScanChunk ./chatproxy explores further.
 func FuzzScanChunk(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi \"x\" \\ \u00e9"},"finish_reason":null}],"usage":null}`,
@@ -88,14 +93,14 @@ func FuzzScanChunk(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, payload string) {
-		if !gjson.Valid(payload) {
-			if c, ok := scanChunk([]byte(payload), 0); ok { // must not panic
+		if jsonlimit.Check([]byte(payload), jsonlimit.DefaultMaxDepth) != nil {
+			if c, ok := scanChunk([]byte(payload), 0, jsonlimit.DefaultMaxDepth); ok { // must not panic
 				checkResume(t, payload, c)
 			}
 			return
 		}
 		root := gjson.Parse(payload)
-		c, ok := scanChunk([]byte(payload), 0)
+		c, ok := scanChunk([]byte(payload), 0, jsonlimit.DefaultMaxDepth)
 		if !root.IsObject() {
 			if ok {
 				t.Fatalf("scanned a non-object as a chunk: %q", payload)
@@ -132,7 +137,54 @@ func FuzzScanChunk(f *testing.F) {
 		if want := choicesOut(choices); choices.IsArray() && c.outBytes != want {
 			t.Errorf("output %d bytes, gjson %d, in %q", c.outBytes, want, payload)
 		}
+		for limit := range 9 {
+			want := jsonlimit.Check([]byte(payload), limit) == nil
+			if _, ok := scanChunk([]byte(payload), 0, limit); ok != want {
+				t.Errorf("limit %d: scanned %v, want %v, in %q", limit, ok, want, payload)
+			}
+		}
 	})
+}
+
+// TestScanChunkDepth checks that a chunk scans exactly when it nests no
+// deeper than the limit, wherever its deepest value is, and that a deep
+// chunk costs one pass without recursion.
+func TestScanChunkDepth(t *testing.T) {
+	for i, tc := range []struct {
+		payload string
+		depth   int
+	}{
+		{`{}`, 1},
+		{`{"id":"c","choices":[],"usage":null}`, 2},
+		{`{"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}}`, 3},
+		{`{"choices":[{"delta":{"content":"x"}}]}`, 4},
+		{`{"choices":[{"delta":{"content":[[1]]}}]}`, 6},
+		{`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}`, 7},
+		{`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":{"a":[]}}}]}}]}`, 9},
+		{`{"choices":[{"logprobs":{"content":[{"top":[]}]}}]}`, 7},
+		{`{"choices":[[[[]]]]}`, 5},
+		{`{"error":{"a":{"b":[]}}}`, 4},
+		{`{"x":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}`, 1},
+	} {
+		for limit := 0; limit <= tc.depth+1; limit++ {
+			c, ok := scanChunk([]byte(tc.payload), 0, limit)
+			if ok != (tc.depth <= limit) {
+				t.Errorf("Test %d: limit %d: ok = %v, want %v for depth %d", i, limit, ok, !ok, tc.depth)
+			}
+			if ok {
+				checkResumeAt(t, tc.payload, c, limit)
+			}
+		}
+	}
+	for i, payload := range []string{
+		`{"choices":[{"delta":{"content":` + strings.Repeat("[", 16<<20) + `}}]}`,
+		`{"usage":` + strings.Repeat(`{"a":`, 1<<20),
+		`{"id":"x","choices":` + strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20) + `}`,
+	} {
+		if _, ok := scanChunk([]byte(payload), 0, jsonlimit.DefaultMaxDepth); ok {
+			t.Errorf("Test %d: a chunk %d bytes deep scanned", i, len(payload))
+		}
+	}
 }
 
 // checkResume checks that a scan of payload resumed where full, a whole
@@ -142,7 +194,16 @@ func checkResume(t *testing.T, payload string, full chunkInfo) {
 	if full.choicesAt == 0 {
 		return
 	}
-	if c, ok := scanChunk([]byte(payload), full.choicesAt); !ok || c != full {
+	checkResumeAt(t, payload, full, jsonlimit.DefaultMaxDepth)
+}
+
+// checkResumeAt is checkResume for a scan at the limit maxDepth.
+func checkResumeAt(t *testing.T, payload string, full chunkInfo, maxDepth int) {
+	t.Helper()
+	if full.choicesAt == 0 {
+		return
+	}
+	if c, ok := scanChunk([]byte(payload), full.choicesAt, maxDepth); !ok || c != full {
 		t.Errorf("%q resumed at %d: got %+v %v, want %+v", payload, full.choicesAt, c, ok, full)
 	}
 }

@@ -17,7 +17,7 @@ const extBody = "{ \"model\" :\t\"qwen3-max\",\n  \"messages\":[{\"role\":\"user
 
 func TestPrepareBodyPassThrough(t *testing.T) {
 	body := []byte(strings.Replace(extBody, "%s", "", 1))
-	in, e := InspectChat(body)
+	in, e := InspectChat(body, 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}
@@ -95,7 +95,7 @@ func TestPrepareBodyEdits(t *testing.T) {
 		if tc.proto == Anthropic {
 			inspect = InspectMessages
 		}
-		in, e := inspect([]byte(tc.body))
+		in, e := inspect([]byte(tc.body), 0)
 		if e != nil {
 			t.Fatalf("Test %d: %s", i, e.Message)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/tidwall/gjson"
 )
 
@@ -48,8 +49,10 @@ func spanOf(v gjson.Result) span { return span{v.Index, v.Index + len(v.Raw)} }
 // enforced; unknown fields pass. A repeated "model", "stream" or
 // "stream_options" key is rejected: the gateway and the upstream could
 // otherwise read different values (e.g. bill one model and run another).
-func InspectChat(body []byte) (Inspected, *apierror.Error) {
-	root, e := parseBody(body)
+// A body nested deeper than maxDepth levels is rejected before anything
+// reads it; zero means jsonlimit.DefaultMaxDepth.
+func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+	root, e := parseBody(body, maxDepth)
 	if e != nil {
 		return Inspected{}, e
 	}
@@ -109,10 +112,11 @@ func InspectChat(body []byte) (Inspected, *apierror.Error) {
 }
 
 // InspectMessages validates an Anthropic Messages request body: a JSON
-// object with a string model, an array of messages and a boolean stream.
+// object with a string model, an array of messages and a boolean stream,
+// nested at most maxDepth levels (zero means jsonlimit.DefaultMaxDepth).
 // Errors are meant to be written with (*apierror.Error).WriteAnthropic.
-func InspectMessages(body []byte) (Inspected, *apierror.Error) {
-	root, e := parseBody(body)
+func InspectMessages(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+	root, e := parseBody(body, maxDepth)
 	if e != nil {
 		return Inspected{}, e
 	}
@@ -156,13 +160,13 @@ func InspectMessages(body []byte) (Inspected, *apierror.Error) {
 	return in, nil
 }
 
-// parseBody checks that body is one JSON object.
-func parseBody(body []byte) (gjson.Result, *apierror.Error) {
-	s := str(body)
-	if !gjson.Valid(s) {
-		return gjson.Result{}, apierror.InvalidRequest("", "the request body is not valid JSON")
+// parseBody checks that body is one JSON object nested at most maxDepth
+// levels (jsonlimit.DefaultMaxDepth when zero).
+func parseBody(body []byte, maxDepth int) (gjson.Result, *apierror.Error) {
+	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); err != nil {
+		return gjson.Result{}, apierror.InvalidBody(err)
 	}
-	root := gjson.Parse(s)
+	root := gjson.Parse(str(body))
 	if !root.IsObject() {
 		return gjson.Result{}, apierror.InvalidRequest("", "the request body must be a JSON object")
 	}

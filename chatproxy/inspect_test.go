@@ -49,7 +49,7 @@ func TestInspectChat(t *testing.T) {
 		{body: `{"model":"m","messages":[],"stream":"true"}`, err: true, param: "stream"},
 		{body: `{"model":"m","messages":[],"stream":true,"stream":false}`, err: true, param: "stream"},
 	} {
-		got, e := InspectChat([]byte(tc.body))
+		got, e := InspectChat([]byte(tc.body), 0)
 		if tc.err {
 			if e == nil {
 				t.Errorf("Test %d: %s: accepted, want a 400 on %q", i, tc.body, tc.param)
@@ -96,7 +96,7 @@ func TestInspectMessages(t *testing.T) {
 		{body: `{"model":"c","messages":{}}`, err: true, param: "messages"},
 		{body: `{"model":"c","messages":[],"stream":1}`, err: true, param: "stream"},
 	} {
-		got, e := InspectMessages([]byte(tc.body))
+		got, e := InspectMessages([]byte(tc.body), 0)
 		if tc.err {
 			if e == nil {
 				t.Errorf("Test %d: accepted, want an error", i)
@@ -132,7 +132,7 @@ func TestPromptBytes(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}]}]}`, messageOverhead + 4 + mediaBlockBytes},
 		{`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}],"tools":[{"a":1}]}`, messageOverhead + len(`[{"id":"1"}]`) + len(`[{"a":1}]`)},
 	} {
-		in, e := InspectChat([]byte(tc.body))
+		in, e := InspectChat([]byte(tc.body), 0)
 		if e != nil {
 			t.Fatalf("Test %d: %s", i, e.Message)
 		}
@@ -140,7 +140,7 @@ func TestPromptBytes(t *testing.T) {
 			t.Errorf("Test %d: PromptBytes %d, want %d", i, in.PromptBytes, tc.want)
 		}
 	}
-	in, e := InspectMessages([]byte(`{"model":"c","system":"be brief","messages":[{"role":"user","content":[{"type":"tool_result","content":"12345678"}]}]}`))
+	in, e := InspectMessages([]byte(`{"model":"c","system":"be brief","messages":[{"role":"user","content":[{"type":"tool_result","content":"12345678"}]}]}`), 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}

@@ -60,6 +60,11 @@ type Proxy struct {
 	Transport http.RoundTripper
 	// Logger receives debug logs of retried attempts; nil disables them.
 	Logger *zap.Logger
+	// MaxJSONDepth bounds the nesting of the upstream JSON the proxy reads
+	// usage from (stream chunks and response bodies); zero means
+	// jsonlimit.DefaultMaxDepth. Deeper responses are forwarded untouched
+	// and their usage is estimated.
+	MaxJSONDepth int
 }
 
 // Call is one request to proxy.

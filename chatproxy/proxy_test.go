@@ -107,7 +107,7 @@ func chatCall(t *testing.T, proto Protocol, prov *providers.Provider, body, upst
 	if proto == Anthropic {
 		inspect, path = InspectMessages, "/messages"
 	}
-	in, e := inspect([]byte(body))
+	in, e := inspect([]byte(body), 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/tidwall/gjson"
 )
 
@@ -14,6 +15,10 @@ type tap struct {
 	proto Protocol
 	// strip removes the usage the gateway injected from an OpenAI stream.
 	strip bool
+	// maxDepth bounds the nesting of the JSON the tap reads; zero means
+	// jsonlimit.DefaultMaxDepth. Deeper chunks and bodies are forwarded
+	// untouched and counted as output, like any other it cannot read.
+	maxDepth int
 	// usage is the usage reported so far.
 	usage billing.Usage
 	// reported is set once the complete usage has been reported.
@@ -59,6 +64,10 @@ func (t *tap) event(ev []byte) []byte {
 		return ev // [DONE], or not JSON
 	}
 	if t.proto == Anthropic {
+		if jsonlimit.Check(payload, jsonlimit.OrDefault(t.maxDepth)) != nil {
+			t.outBytes += int64(len(payload))
+			return ev
+		}
 		t.anthropicEvent(gjson.Parse(str(payload)))
 		return ev
 	}
@@ -68,14 +77,14 @@ func (t *tap) event(ev []byte) []byte {
 // openAIChunk collects usage, output size and errors from the chat
 // completion chunk payload, found at ev[off:] unless multi, and strips the
 // usage the gateway injected. It returns the bytes to forward, as event
-// does. A payload that does not scan as a JSON object is forwarded as it
-// is and counted whole as output.
+// does. A payload that does not scan as a JSON object, or nests deeper than
+// the tap's limit, is forwarded as it is and counted whole as output.
 func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte {
 	known := 0
 	if len(t.prefix) > 0 && bytes.HasPrefix(payload, t.prefix) {
 		known = len(t.prefix)
 	}
-	c, ok := scanChunk(payload, known)
+	c, ok := scanChunk(payload, known, jsonlimit.OrDefault(t.maxDepth))
 	if !ok {
 		t.outBytes += int64(len(payload))
 		return ev
@@ -150,8 +159,15 @@ func (t *tap) mergeDelta(u gjson.Result) {
 }
 
 // body collects usage and output size from a complete (or, when complete
-// is false, truncated) non-streaming response body.
+// is false, truncated) non-streaming response body. A complete body that is
+// not valid JSON, or nests deeper than the tap's limit, counts whole as
+// output. A truncated one cannot be valid; gjson's Get, which does not
+// recurse into what it skips, still looks for its usage.
 func (t *tap) body(b []byte, complete bool) {
+	if complete && jsonlimit.Check(b, jsonlimit.OrDefault(t.maxDepth)) != nil {
+		t.outBytes = int64(len(b))
+		return
+	}
 	root := gjson.Parse(str(b))
 	t.usageFrom(root.Get("usage"))
 	switch {

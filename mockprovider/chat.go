@@ -36,8 +36,8 @@ type chatRequest struct {
 // parseChat reads a chat completion request. The returned param names the
 // offending field when the request is invalid.
 func (h *Handler) parseChat(body []byte) (req chatRequest, param, msg string) {
-	if !gjson.ValidBytes(body) {
-		return req, "", "We could not parse the JSON body of your request."
+	if msg := h.bodyError(body, "We could not parse the JSON body of your request."); msg != "" {
+		return req, "", msg
 	}
 	req.mockFields = h.defaultMockFields()
 	var messages, tools, toolChoice gjson.Result

@@ -35,8 +35,8 @@ type imageRequest struct {
 // parseImages reads an image generation request; msg is not empty (and
 // param names the field) when it is invalid.
 func (h *Handler) parseImages(body []byte) (req imageRequest, param, msg string) {
-	if !gjson.ValidBytes(body) {
-		return req, "", "We could not parse the JSON body of your request."
+	if msg := h.bodyError(body, "We could not parse the JSON body of your request."); msg != "" {
+		return req, "", msg
 	}
 	req.mockFields = h.defaultMockFields()
 	req.model, req.n, req.size, req.quality = "dall-e-2", 1, "1024x1024", "auto"

@@ -41,8 +41,8 @@ type breakpoint struct {
 // parseMessages reads a Messages request; msg is not empty when it is
 // invalid.
 func (h *Handler) parseMessages(body []byte) (req msgRequest, msg string) {
-	if !gjson.ValidBytes(body) {
-		return req, "the request body is not valid JSON"
+	if msg := h.bodyError(body, "the request body is not valid JSON"); msg != "" {
+		return req, msg
 	}
 	req.mockFields = h.defaultMockFields()
 	var system, messages, tools, toolChoice, maxTokens gjson.Result
@@ -309,8 +309,8 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, status, anthropicStatusError(status), err.Error())
 		return
 	}
-	if !gjson.ValidBytes(body) {
-		writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error", "the request body is not valid JSON")
+	if msg := h.bodyError(body, "the request body is not valid JSON"); msg != "" {
+		writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
 		return
 	}
 	var req msgRequest

@@ -17,12 +17,15 @@ package mockprovider
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 // Config configures a mock provider.
@@ -40,6 +43,9 @@ type Config struct {
 	FailureRate float64
 	// ChunkDelay is the pause between two streamed events. Default: none.
 	ChunkDelay time.Duration
+	// MaxJSONDepth is how deeply a request body may nest; deeper ones get
+	// 400 before anything reads them. Default: jsonlimit.DefaultMaxDepth.
+	MaxJSONDepth int
 	// Clock returns the current time. Default: time.Now.
 	Clock func() time.Time
 	// OriginalPath, if set, returns the path of r as the client sent it,
@@ -71,6 +77,7 @@ func New(c Config) *Handler {
 	if c.FailureRate < 0 {
 		c.FailureRate = 0
 	}
+	c.MaxJSONDepth = jsonlimit.OrDefault(c.MaxJSONDepth)
 	clock := c.Clock
 	if clock == nil {
 		clock = time.Now
@@ -214,6 +221,21 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
 		return nil, http.StatusRequestEntityTooLarge, errors.New("request body too large")
 	}
 	return nil, http.StatusBadRequest, errors.New("reading request body: " + err.Error())
+}
+
+// bodyError checks a JSON request body before anything reads it. It
+// returns "" for valid JSON nested at most MaxJSONDepth levels, a message
+// naming the limit for deeper JSON, and invalid for anything else.
+func (h *Handler) bodyError(body []byte, invalid string) string {
+	err := jsonlimit.Check(body, h.cfg.MaxJSONDepth)
+	var de *jsonlimit.DepthError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &de):
+		return fmt.Sprintf("the request body nests deeper than the limit of %d levels", de.Limit)
+	}
+	return invalid
 }
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

@@ -100,8 +100,8 @@ func (h *Handler) createVideo(w http.ResponseWriter, r *http.Request) {
 			writeOpenAIError(w, status, "invalid_request_error", "", "", err.Error())
 			return
 		}
-		if !gjson.ValidBytes(body) {
-			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request.")
+		if msg := h.bodyError(body, "We could not parse the JSON body of your request."); msg != "" {
+			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "", msg)
 			return
 		}
 		gjson.ParseBytes(body).ForEach(func(k, val gjson.Result) bool {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -44,6 +45,8 @@ type call struct {
 	kind string
 	// model is the upstream model id.
 	model string
+	// maxDepth bounds the nesting of the provider's answers.
+	maxDepth int
 }
 
 // outcome is what an upstream said about a job.
@@ -125,6 +128,9 @@ const maxJSONBody = 128 << 20
 
 // exchange sends one request and returns the status, headers and body of
 // the answer. A failure to get an answer is an *upstreamError with status 0.
+// An answer nested deeper than c.maxDepth is not read: a 2xx one is an
+// *upstreamError, another comes back with an empty body, to be judged by
+// its status alone.
 func exchange(ctx context.Context, c *call, method, url string, header http.Header, body []byte) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
@@ -151,6 +157,13 @@ func exchange(ctx context.Context, c *call, method, url string, header http.Head
 	}
 	if len(data) > maxJSONBody {
 		return 0, nil, nil, &upstreamError{status: resp.StatusCode, name: errUpstream, msg: "the provider's answer is too large", permanent: true}
+	}
+	var de *jsonlimit.DepthError
+	if err := jsonlimit.Check(data, jsonlimit.OrDefault(c.maxDepth)); errors.As(err, &de) {
+		if resp.StatusCode/100 == 2 {
+			return 0, nil, nil, badAnswer(fmt.Sprintf("nested deeper than the limit of %d levels", de.Limit))
+		}
+		data = nil
 	}
 	return resp.StatusCode, resp.Header, data, nil
 }

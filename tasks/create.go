@@ -21,7 +21,7 @@ import (
 // on even if ctx is cancelled (the client hung up). mediaBase is the public
 // URL prefix under which Media serves re-hosted files.
 func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBase string) (*Task, *apierror.Error) {
-	r, aerr := parseRequest(body, s.routes)
+	r, aerr := parseRequest(body, s.routes, s.maxDepth)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -124,7 +124,7 @@ func (s *Service) conclude(ctx context.Context, t *Task, out *outcome, c *call) 
 func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) (*outcome, *call, error) {
 	var last error = &upstreamError{name: errUpstream, msg: "the provider has no base URL", permanent: true}
 	for _, a := range p.Attempts() {
-		c := &call{client: s.client, attempt: a, kind: t.Type, model: t.UpstreamModel}
+		c := &call{client: s.client, attempt: a, kind: t.Type, model: t.UpstreamModel, maxDepth: s.maxDepth}
 		out, err := ad.submit(ctx, c, r)
 		if err == nil {
 			return out, c, nil

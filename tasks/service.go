@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -116,6 +117,10 @@ type Config struct {
 	MaxMediaBytes int64
 	// Concurrency bounds the tasks one poller works on at once; zero means 8.
 	Concurrency int
+	// MaxJSONDepth bounds the nesting of the JSON the service reads: create
+	// bodies (deeper ones get 400) and upstream answers (deeper ones are
+	// upstream errors). Zero means jsonlimit.DefaultMaxDepth.
+	MaxJSONDepth int
 	// Logger receives the service's logs; nil discards them.
 	Logger *zap.Logger
 }
@@ -136,6 +141,7 @@ type Service struct {
 	maxRunning   time.Duration
 	maxMedia     int64
 	concurrency  int
+	maxDepth     int
 	log          *zap.Logger
 }
 
@@ -153,7 +159,7 @@ func New(c Config) (*Service, error) {
 		now: c.Clock, pollInterval: or(c.PollInterval, defaultPollInterval),
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
 		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
-		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, log: c.Logger,
+		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), log: c.Logger,
 	}
 	if s.client == nil {
 		s.client = &http.Client{}
@@ -167,6 +173,7 @@ func New(c Config) (*Service, error) {
 	if s.concurrency <= 0 {
 		s.concurrency = defaultConcurrency
 	}
+
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -58,10 +60,14 @@ func (r *request) extras(fn func(key string, raw string)) {
 	})
 }
 
-// parseRequest validates a create body against the routing table. Every
-// failure is a 400 naming the offending field, except an unknown model (404).
-func parseRequest(body []byte, routes *providers.Table) (*request, *apierror.Error) {
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+// parseRequest validates a create body, nested at most maxDepth levels,
+// against the routing table. Every failure is a 400 naming the offending
+// field, except an unknown model (404).
+func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request, *apierror.Error) {
+	var de *jsonlimit.DepthError
+	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); errors.As(err, &de) {
+		return nil, apierror.InvalidBody(err)
+	} else if err != nil || !gjson.ParseBytes(body).IsObject() {
 		return nil, apierror.InvalidRequest("", "the request body must be a JSON object")
 	}
 	r := &request{body: body}

@@ -90,7 +90,7 @@ func TestValidationAccepts(t *testing.T) {
 		{`{"model":"img","prompt":"x","size":"1792x1024","n":4,"seed":-7}`, "1792x1024", 4, "-7"},
 		{`{"model":"img","prompt":"x","n":2.0,"seed":1e3,"size":null}`, "1024x1024", 2, "1000"},
 	} {
-		r, aerr := parseRequest([]byte(c.body), table)
+		r, aerr := parseRequest([]byte(c.body), table, 0)
 		if aerr != nil {
 			t.Errorf("Test %d: %v", i, aerr)
 			continue
