@@ -37,6 +37,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	engine := billing.NewEngine(a.prices, st.ledger, st.budgets)
 	svc, err := tasks.New(tasks.Config{
 		Store:        st.store,
+		Media:        st.media,
 		Routes:       a.routes,
 		Client:       &http.Client{Transport: a.transport.Transport},
 		Biller:       taskBiller{engine},

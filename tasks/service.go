@@ -23,7 +23,9 @@ import (
 //	t/<id>                       the task JSON (TTL: Config.TTL after creation)
 //	tu/<user>/<inverted time><id> empty; lists a user's tasks newest first
 //	tr/<id>                      empty; the poller has work on the task
-//	m/<id>                       re-hosted media (TTL: Config.MediaTTL)
+//	m/<id>                       media of earlier versions (see legacyMediaPrefix)
+//
+// Re-hosted media live in Config.Media.
 const (
 	taskPrefix  = "t/"
 	userPrefix  = "tu/"
@@ -80,10 +82,12 @@ type Biller interface {
 	ChargeTask(ctx context.Context, c Charge) error
 }
 
-// Config configures a Service. Only Store and Routes are required.
+// Config configures a Service. Only Store, Media and Routes are required.
 type Config struct {
-	// Store persists tasks and media.
+	// Store persists tasks.
 	Store store.Store
+	// Media keeps re-hosted images and videos.
+	Media store.MediaStore
 	// Routes maps model ids to providers.
 	Routes *providers.Table
 	// Client sends upstream requests; nil means a new http.Client.
@@ -111,8 +115,8 @@ type Config struct {
 	// MaxRunning is how long a task may run before it fails with
 	// UpstreamTimeout; zero means 2 h.
 	MaxRunning time.Duration
-	// MaxMediaBytes bounds a re-hosted file; zero means 60 MiB (a value must
-	// fit in one Badger value-log file).
+	// MaxMediaBytes bounds a re-hosted file; zero means 60 MiB. A download
+	// is stopped, and the task fails, once it goes beyond.
 	MaxMediaBytes int64
 	// Concurrency bounds the tasks one poller works on at once; zero means 8.
 	Concurrency int
@@ -123,6 +127,7 @@ type Config struct {
 // Service creates, serves and finishes tasks.
 type Service struct {
 	store        store.Store
+	media        store.MediaStore
 	routes       *providers.Table
 	client       *http.Client
 	biller       Biller
@@ -144,11 +149,14 @@ func New(c Config) (*Service, error) {
 	if c.Store == nil {
 		return nil, errors.New("tasks: no store")
 	}
+	if c.Media == nil {
+		return nil, errors.New("tasks: no media store")
+	}
 	if c.Routes == nil {
 		return nil, errors.New("tasks: no routing table")
 	}
 	s := &Service{
-		store: c.Store, routes: c.Routes, client: c.Client, biller: c.Biller,
+		store: c.Store, media: c.Media, routes: c.Routes, client: c.Client, biller: c.Biller,
 		ttl: or(c.TTL, defaultTTL), mediaTTL: or(c.MediaTTL, defaultMediaTTL),
 		now: c.Clock, pollInterval: or(c.PollInterval, defaultPollInterval),
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
