@@ -49,6 +49,7 @@ const (
 	defaultMaxRunning        = 2 * time.Hour
 	defaultMaxMedia          = 60 << 20
 	defaultConcurrency       = 8
+	defaultMaxCreates        = 64
 	defaultTimeout           = 5 * time.Minute
 	defaultTypicalDuration   = 3 * time.Minute
 	pollTimeout              = 30 * time.Second
@@ -120,6 +121,11 @@ type Config struct {
 	MaxMediaBytes int64
 	// Concurrency bounds the tasks one poller works on at once; zero means 8.
 	Concurrency int
+	// MaxConcurrentCreates bounds the creates that wait on an upstream at
+	// once (an image create until its images are stored, a video create
+	// until the provider accepted the job); beyond it Create answers 503
+	// before contacting the upstream. Zero means 64.
+	MaxConcurrentCreates int
 	// Logger receives the service's logs; nil discards them.
 	Logger *zap.Logger
 }
@@ -141,6 +147,7 @@ type Service struct {
 	maxRunning   time.Duration
 	maxMedia     int64
 	concurrency  int
+	creates      chan struct{}
 	log          *zap.Logger
 }
 
@@ -175,6 +182,10 @@ func New(c Config) (*Service, error) {
 	if s.concurrency <= 0 {
 		s.concurrency = defaultConcurrency
 	}
+	if c.MaxConcurrentCreates <= 0 {
+		c.MaxConcurrentCreates = defaultMaxCreates
+	}
+	s.creates = make(chan struct{}, c.MaxConcurrentCreates)
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
