@@ -158,14 +158,18 @@ func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string
 		return 0, nil, nil, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
-	if resp.ContentLength > limit {
-		return 0, nil, nil, answerTooLarge(resp.StatusCode, limit)
+	var data []byte
+	if resp.ContentLength <= limit {
+		if data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1)); err != nil {
+			return 0, nil, nil, transportError(ctx, err)
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return 0, nil, nil, transportError(ctx, err)
-	}
-	if int64(len(data)) > limit {
+	if resp.ContentLength > limit || int64(len(data)) > limit {
+		if resp.StatusCode/100 != 2 {
+			// The status of an error says enough; its oversized body (an
+			// HTML page, say) is dropped.
+			return resp.StatusCode, resp.Header, nil, nil
+		}
 		return 0, nil, nil, answerTooLarge(resp.StatusCode, limit)
 	}
 	return resp.StatusCode, resp.Header, data, nil

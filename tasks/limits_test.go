@@ -82,13 +82,16 @@ func TestAnswerBounds(t *testing.T) {
 	huge := func(n int) string { return `{"id":"video_1","status":"queued","pad":"` + strings.Repeat("x", n) + `"}` }
 	for i, tc := range []struct {
 		model, path, body string
+		status            int
 		wantOK            bool
 	}{
-		{"sora-2", "POST /v1/videos", huge(maxJSONBody - 100), true},
-		{"sora-2", "POST /v1/videos", huge(maxJSONBody), false},
+		{"sora-2", "POST /v1/videos", huge(maxJSONBody - 100), 200, true},
+		{"sora-2", "POST /v1/videos", huge(maxJSONBody), 200, false},
+		// An error is judged by its status, whatever its body.
+		{"sora-2", "POST /v1/videos", huge(maxJSONBody), 503, true},
 		// One image may take far more than a status, but not without end.
-		{"gpt-image-1", "POST /v1/images/generations", `{"data":[{"b64_json":"` + base64.StdEncoding.EncodeToString(pngBytes) + strings.Repeat("A", 4<<20) + `"}]}`, true},
-		{"gpt-image-1", "POST /v1/images/generations", `{"data":[{"b64_json":"` + strings.Repeat("A", maxImageJSONB64+maxJSONBody) + `"}]}`, false},
+		{"gpt-image-1", "POST /v1/images/generations", `{"data":[{"b64_json":"` + base64.StdEncoding.EncodeToString(pngBytes) + strings.Repeat("A", 4<<20) + `"}]}`, 200, true},
+		{"gpt-image-1", "POST /v1/images/generations", `{"data":[{"b64_json":"` + strings.Repeat("A", maxImageJSONB64+maxJSONBody) + `"}]}`, 200, false},
 	} {
 		e := newEnv(t, providers.ProtocolOpenAI,
 			&providers.Route{Pattern: "gpt-image-1", Kind: providers.KindImage},
@@ -96,6 +99,7 @@ func TestAnswerBounds(t *testing.T) {
 		e.mux.HandleFunc(tc.path, func(w http.ResponseWriter, r *http.Request) {
 			// Streamed, with no declared length: only the bound stops it.
 			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.status)
 			_, _ = io.Copy(w, strings.NewReader(tc.body))
 		})
 		s := e.service(nil)
@@ -104,7 +108,7 @@ func TestAnswerBounds(t *testing.T) {
 			t.Fatalf("Test %d: %v", i, aerr)
 		}
 		tooLarge := tk.Status == StatusFailed && strings.Contains(tk.Error, "exceeds the gateway's limit")
-		if tc.wantOK == tooLarge {
+		if tc.wantOK == tooLarge || tc.status != 200 && tk.Error != "UpstreamError: the provider answered HTTP 503" {
 			t.Errorf("Test %d: %s answer of %d bytes: status %q, error %q", i, tc.path, len(tc.body), tk.Status, tk.Error)
 		}
 	}
