@@ -154,6 +154,12 @@ type TasksConfig struct {
 	// PollInterval is the base interval between two upstream polls of a
 	// running video task. Default: 5s.
 	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
+	// MaxConcurrentCreates bounds the task creates that wait on a provider
+	// at once, per config: an image create until its images are stored, a
+	// video create until the provider accepted the job. Beyond it, creates
+	// get 503 with code server_overloaded and Retry-After, before any
+	// provider is contacted. Default: 64.
+	MaxConcurrentCreates int `json:"max_concurrent_creates,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -279,6 +285,9 @@ func (a *App) Validate() error {
 	}
 	if a.MaxJSONDepth < 0 {
 		return errors.New("max_json_depth must be positive")
+	}
+	if a.Tasks.MaxConcurrentCreates < 0 {
+		return errors.New("tasks: max_concurrent_creates must be positive")
 	}
 	return nil
 }

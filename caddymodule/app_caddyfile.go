@@ -48,6 +48,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			ttl <duration>
 //			media_ttl <duration>
 //			poll_interval <duration>
+//			max_concurrent_creates <n>
 //		}
 //	}
 //
@@ -205,6 +206,16 @@ func (a *App) parseTasks(d *caddyfile.Dispenser) error {
 			a.Tasks.MediaTTL, err = parseDuration(d)
 		case "poll_interval":
 			a.Tasks.PollInterval, err = parseDuration(d)
+		case "max_concurrent_creates":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, perr := strconv.Atoi(s)
+			if perr != nil || n < 1 {
+				return d.Errf("max_concurrent_creates: want a positive integer, got %q", s)
+			}
+			a.Tasks.MaxConcurrentCreates = n
 		default:
 			return d.Errf("unrecognized tasks option %q", d.Val())
 		}

@@ -36,15 +36,17 @@ func (a *App) loadPrices() (*billing.PriceTable, error) {
 func (a *App) startRuntime(st *state) (*runtime, error) {
 	engine := billing.NewEngine(a.prices, st.ledger, st.budgets)
 	svc, err := tasks.New(tasks.Config{
-		Store:        st.store,
-		Routes:       a.routes,
-		Client:       &http.Client{Transport: a.transport.Transport},
-		Biller:       taskBiller{engine},
-		TTL:          time.Duration(a.Tasks.TTL),
-		MediaTTL:     time.Duration(a.Tasks.MediaTTL),
-		PollInterval: time.Duration(a.Tasks.PollInterval),
-		MaxJSONDepth: a.MaxJSONDepth,
-		Logger:       a.logger.Named("tasks"),
+		Store:                st.store,
+		Media:                st.media,
+		Routes:               a.routes,
+		Client:               &http.Client{Transport: a.transport.Transport},
+		Biller:               taskBiller{engine},
+		TTL:                  time.Duration(a.Tasks.TTL),
+		MediaTTL:             time.Duration(a.Tasks.MediaTTL),
+		PollInterval:         time.Duration(a.Tasks.PollInterval),
+		MaxConcurrentCreates: a.Tasks.MaxConcurrentCreates,
+		MaxJSONDepth:         a.MaxJSONDepth,
+		Logger:               a.logger.Named("tasks"),
 	})
 	if err != nil {
 		return nil, err

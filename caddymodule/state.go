@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/mediafs"
 )
 
 // statePool holds the state of each storage directory across config
@@ -27,6 +28,7 @@ var statePool = caddy.NewUsagePool()
 // in-memory data must stay consistent with it.
 type state struct {
 	store   *badgerstore.DB
+	media   *mediafs.Store
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
@@ -38,13 +40,21 @@ type state struct {
 	closed atomic.Bool
 }
 
-// ledgerDir is the folder of the storage directory that holds the ledger's
-// journal. Badger ignores folders in its directory.
-const ledgerDir = "ledger"
+// Folders of the storage directory: the ledger's journal and the
+// re-hosted media of tasks. Badger ignores folders in its directory.
+const (
+	ledgerDir = "ledger"
+	mediaDir  = "media"
+)
 
 // openState opens the Badger store in dir, the ledger's journal in its
-// ledger folder, and the services on top of them.
+// ledger folder, the media store in its media folder, and the services on
+// top of them.
 func openState(dir string, ledgerRetention time.Duration, minFree int64, log *zap.Logger) (*state, error) {
+	media, err := mediafs.Open(mediafs.Options{Dir: filepath.Join(dir, mediaDir)})
+	if err != nil {
+		return nil, err
+	}
 	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: log.Named("badger")})
 	if err != nil {
 		return nil, err
@@ -61,6 +71,7 @@ func openState(dir string, ledgerRetention time.Duration, minFree int64, log *za
 	}
 	return &state{
 		store:   db,
+		media:   media,
 		keys:    keys.NewService(db),
 		ledger:  ledger,
 		budgets: budgets,

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -170,7 +169,9 @@ func (h *Tasks) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Media is the `air_media` handler: it serves the images and videos that
 // tasks re-hosted, by their unguessable id, without an API key, until their
-// TTL ends.
+// TTL ends. Like file_server, it answers HEAD, byte ranges (206) and
+// conditional requests (ETag, Last-Modified), streaming from the media
+// store in constant memory whatever the file's size.
 type Media struct {
 	app *App
 }
@@ -186,7 +187,7 @@ func (h *Media) Provision(ctx caddy.Context) (err error) {
 	return err
 }
 
-// ServeHTTP serves one media object.
+// ServeHTTP serves one media file.
 func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET"))
@@ -198,7 +199,7 @@ func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return nil
 	}
 	id := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-	contentType, data, err := rt.tasks.Media(r.Context(), id)
+	m, err := rt.tasks.Media(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, r, apierror.NotFound("media_not_found", "no such media, or its link has expired"))
 		return nil
@@ -207,15 +208,15 @@ func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		writeError(w, r, err)
 		return nil
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.Header().Set("Cache-Control", "private, max-age=3600")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	_, err = w.Write(data)
-	return err
+	defer m.Content.Close()
+	hdr := w.Header()
+	hdr.Set("Content-Type", m.ContentType)
+	hdr.Set("ETag", m.ETag())
+	hdr.Set("Cache-Control", "private, max-age=3600")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	// Ranges, validators, HEAD and Content-Length, as file_server does.
+	http.ServeContent(w, r, "", m.Created, m.Content)
+	return nil
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

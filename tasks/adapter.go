@@ -123,15 +123,27 @@ func unanswered(err error) bool {
 	return errors.As(err, &ue) && ue.status == 0 && !ue.permanent
 }
 
-// maxJSONBody bounds an upstream JSON answer; base64 images make it large.
-const maxJSONBody = 128 << 20
+// Bounds of an upstream JSON answer, which is read whole. A task's status,
+// an accepted job or an error is well under a kilobyte; only OpenAI's image
+// answers are large, carrying each image in base64 (b64_json), so they get
+// a bound per image asked for: 16 MiB, the base64 of a 12 MiB image, above
+// an incompressible 2048x1536 RGBA PNG and several times the usual output.
+const (
+	maxJSONBody     = 1 << 20
+	maxImageJSONB64 = 16 << 20
+)
 
 // exchange sends one request and returns the status, headers and body of
-// the answer. A failure to get an answer is an *upstreamError with status 0.
-// An answer nested deeper than c.maxDepth is not read: a 2xx one is an
-// *upstreamError, another comes back with an empty body, to be judged by
-// its status alone.
+// the answer, which may be up to maxJSONBody long. A failure to get an
+// answer is an *upstreamError with status 0. An answer nested deeper than
+// c.maxDepth is not read: a 2xx one is an *upstreamError, another comes
+// back with an empty body, to be judged by its status alone.
 func exchange(ctx context.Context, c *call, method, url string, header http.Header, body []byte) (int, http.Header, []byte, error) {
+	return exchangeLimit(ctx, c, maxJSONBody, method, url, header, body)
+}
+
+// exchangeLimit is exchange with an answer of up to limit bytes.
+func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string, header http.Header, body []byte) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -151,12 +163,19 @@ func exchange(ctx context.Context, c *call, method, url string, header http.Head
 		return 0, nil, nil, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody+1))
-	if err != nil {
-		return 0, nil, nil, transportError(ctx, err)
+	var data []byte
+	if resp.ContentLength <= limit {
+		if data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1)); err != nil {
+			return 0, nil, nil, transportError(ctx, err)
+		}
 	}
-	if len(data) > maxJSONBody {
-		return 0, nil, nil, &upstreamError{status: resp.StatusCode, name: errUpstream, msg: "the provider's answer is too large", permanent: true}
+	if resp.ContentLength > limit || int64(len(data)) > limit {
+		if resp.StatusCode/100 != 2 {
+			// The status of an error says enough; its oversized body (an
+			// HTML page, say) is dropped.
+			return resp.StatusCode, resp.Header, nil, nil
+		}
+		return 0, nil, nil, answerTooLarge(resp.StatusCode, limit)
 	}
 	var de *jsonlimit.DepthError
 	if err := jsonlimit.Check(data, jsonlimit.OrDefault(c.maxDepth)); errors.As(err, &de) {
@@ -166,6 +185,12 @@ func exchange(ctx context.Context, c *call, method, url string, header http.Head
 		data = nil
 	}
 	return resp.StatusCode, resp.Header, data, nil
+}
+
+// answerTooLarge is the error of an answer longer than limit bytes.
+func answerTooLarge(status int, limit int64) *upstreamError {
+	return &upstreamError{status: status, name: errUpstream, permanent: true,
+		msg: fmt.Sprintf("the provider's answer exceeds the gateway's limit of %d KiB", limit>>10)}
 }
 
 // transportError describes a request that got no usable answer.

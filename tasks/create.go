@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
@@ -32,6 +33,10 @@ func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBas
 			zap.String("model", r.model), zap.String("provider", p.Name), zap.String("protocol", p.Protocol))
 		return nil, apierror.Internal()
 	}
+	if !s.acquireCreate() {
+		return nil, overloaded()
+	}
+	defer s.releaseCreate()
 	id, err := newTaskID()
 	if err != nil {
 		return nil, apierror.Internal()
@@ -57,6 +62,32 @@ func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBas
 	}
 	return s.startVideo(ctx, t, r, ad, p), nil
 }
+
+// overloadedRetryAfter is the Retry-After of a create refused for too many
+// creates at once: about the time an image takes.
+const overloadedRetryAfter = 10
+
+// overloaded is the answer to a create beyond MaxConcurrentCreates.
+func overloaded() *apierror.Error {
+	e := apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "server_overloaded",
+		"the gateway is generating too many tasks at once; retry shortly")
+	e.RetryAfter = overloadedRetryAfter
+	return e
+}
+
+// acquireCreate reserves one of the MaxConcurrentCreates slots, without
+// waiting; it reports whether it got one.
+func (s *Service) acquireCreate() bool {
+	select {
+	case s.creates <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// releaseCreate gives back a slot taken by acquireCreate.
+func (s *Service) releaseCreate() { <-s.creates }
 
 // generateImage runs an image task to its end and returns it.
 func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) *Task {

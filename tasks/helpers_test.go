@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/mediafs"
 )
 
 const testMediaBase = "http://gw.test/media"
@@ -24,14 +25,17 @@ type recorded struct {
 	body         []byte
 }
 
-// env is a fake upstream, a real Badger store and a routing table to it.
+// env is a fake upstream, a real Badger store, a real media store and a
+// routing table to the upstream.
 type env struct {
-	t      *testing.T
-	db     *badgerstore.DB
-	srv    *httptest.Server
-	mux    *http.ServeMux
-	table  *providers.Table
-	biller *fakeBiller
+	t        testing.TB
+	db       *badgerstore.DB
+	media    *mediafs.Store
+	mediaDir string
+	srv      *httptest.Server
+	mux      *http.ServeMux
+	table    *providers.Table
+	biller   *fakeBiller
 
 	mu   sync.Mutex
 	reqs []recorded
@@ -39,14 +43,19 @@ type env struct {
 
 // newEnv starts a fake upstream speaking protocol; every route is served by
 // it. The provider base URL ends in /v1 (OpenAI) or /api/v1 (DashScope).
-func newEnv(t *testing.T, protocol string, routes ...*providers.Route) *env {
+func newEnv(t testing.TB, protocol string, routes ...*providers.Route) *env {
 	t.Helper()
 	db, err := badgerstore.Open(badgerstore.Options{Dir: t.TempDir(), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &env{t: t, db: db, mux: http.NewServeMux(), biller: &fakeBiller{}}
+	mediaDir := t.TempDir()
+	media, err := mediafs.Open(mediafs.Options{Dir: mediaDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, db: db, media: media, mediaDir: mediaDir, mux: http.NewServeMux(), biller: &fakeBiller{}}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		e.mu.Lock()
@@ -75,7 +84,7 @@ func newEnv(t *testing.T, protocol string, routes ...*providers.Route) *env {
 func (e *env) service(mod func(*Config)) *Service {
 	e.t.Helper()
 	c := Config{
-		Store: e.db, Routes: e.table, Biller: e.biller,
+		Store: e.db, Media: e.media, Routes: e.table, Biller: e.biller,
 		PollInterval: 20 * time.Millisecond, ImagePollInterval: 10 * time.Millisecond,
 		MaxBackoff: 100 * time.Millisecond, Lease: 5 * time.Second,
 	}
@@ -115,6 +124,17 @@ func (e *env) requests(method, prefix string) []recorded {
 
 // count is len(requests(method, prefix)).
 func (e *env) count(method, prefix string) int { return len(e.requests(method, prefix)) }
+
+// readMedia returns the content type and bytes of a re-hosted file.
+func readMedia(s *Service, id string) (string, []byte, error) {
+	m, err := s.Media(context.Background(), id)
+	if err != nil {
+		return "", nil, err
+	}
+	defer m.Content.Close()
+	data, err := io.ReadAll(m.Content)
+	return m.ContentType, data, err
+}
 
 // waitFor polls cond until it holds, failing the test after 15 s.
 func waitFor(t *testing.T, what string, cond func() bool) {

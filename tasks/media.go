@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,26 +10,32 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddy-air/caddy-air/store"
 )
-
-// mediaPrefix holds re-hosted files: "m/<id>" → content type and bytes.
-const mediaPrefix = "m/"
 
 // mediaIDLen is the length of a media id: 20 random bytes in base32.
 const mediaIDLen = 32
 
-// Media returns a re-hosted file by the id at the end of its URL, or
-// store.ErrNotFound once it expired (or never existed).
-func (s *Service) Media(ctx context.Context, id string) (contentType string, data []byte, err error) {
+// sniffLen is how much of a file http.DetectContentType looks at.
+const sniffLen = 512
+
+// maxContentType bounds a stored content type.
+const maxContentType = 255
+
+// Media opens a re-hosted file by the id at the end of its URL, or returns
+// store.ErrNotFound once it expired (or never existed). The caller closes
+// its Content.
+func (s *Service) Media(ctx context.Context, id string) (*store.Media, error) {
 	if !validMediaID(id) {
-		return "", nil, store.ErrNotFound
+		return nil, store.ErrNotFound
 	}
-	v, err := s.store.Get(ctx, []byte(mediaPrefix+id))
-	if err != nil {
-		return "", nil, err
+	m, err := s.media.Open(ctx, id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return m, err
 	}
-	return decodeMedia(v)
+	return s.legacyMedia(ctx, id)
 }
 
 // validMediaID reports whether id could have been issued by putMedia.
@@ -44,38 +51,47 @@ func validMediaID(id string) bool {
 	return true
 }
 
-// encodeMedia stores a content type (at most 255 bytes) before the data.
-func encodeMedia(contentType string, data []byte) []byte {
-	v := make([]byte, 0, 1+len(contentType)+len(data))
-	v = append(v, byte(len(contentType)))
-	v = append(v, contentType...)
-	return append(v, data...)
-}
-
-func decodeMedia(v []byte) (string, []byte, error) {
-	if len(v) == 0 || len(v) < 1+int(v[0]) {
-		return "", nil, errors.New("corrupt media record")
-	}
-	n := int(v[0])
-	return string(v[1 : 1+n]), v[1+n:], nil
-}
-
-// putMedia stores data under a fresh id and returns the id.
-func (s *Service) putMedia(ctx context.Context, contentType string, data []byte) (string, error) {
+// putMedia streams r into the media store under a fresh id and returns the
+// id. contentType is the upstream's; unless it names an image or a video,
+// the type is sniffed from the first bytes. A file longer than the media
+// limit is refused while it streams.
+func (s *Service) putMedia(ctx context.Context, contentType string, r io.Reader) (string, error) {
 	id, err := randomID(20)
 	if err != nil {
 		return "", err
 	}
-	if len(contentType) > 255 {
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", err
+	}
+	head = head[:n]
+	if !mediaType(contentType) {
+		contentType = http.DetectContentType(head)
+	}
+	if len(contentType) > maxContentType {
 		contentType = "application/octet-stream"
 	}
-	return id, s.store.Set(ctx, []byte(mediaPrefix+id), encodeMedia(contentType, data), s.mediaTTL)
+	_, err = s.media.Put(ctx, id, io.MultiReader(bytes.NewReader(head), r), store.MediaPut{
+		ContentType: contentType,
+		Expires:     s.now().Add(s.mediaTTL),
+		MaxBytes:    s.maxMedia,
+	})
+	if errors.Is(err, store.ErrTooLarge) {
+		return "", tooLarge()
+	}
+	if err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // deleteMedia removes files that ended up unused.
 func (s *Service) deleteMedia(ctx context.Context, ids []string) {
 	for _, id := range ids {
-		_ = s.store.Delete(ctx, []byte(mediaPrefix+id))
+		if err := s.media.Delete(ctx, id); err != nil {
+			s.log.Warn("deleting unused media", zap.String("media", id), zap.Error(err))
+		}
 	}
 }
 
@@ -90,22 +106,13 @@ func (s *Service) rehost(ctx context.Context, c *call, mediaBase string, refs []
 			urls = append(urls, m.url)
 			continue
 		}
-		data, ctype := m.data, ""
-		if data == nil {
-			var err error
-			if data, ctype, err = s.download(ctx, c, m); err != nil {
-				s.deleteMedia(context.WithoutCancel(ctx), ids)
-				return nil, nil, err
-			}
+		var id string
+		var err error
+		if m.data != nil {
+			id, err = s.putMedia(ctx, "", bytes.NewReader(m.data))
+		} else {
+			id, err = s.download(ctx, c, m)
 		}
-		if int64(len(data)) > s.maxMedia {
-			s.deleteMedia(context.WithoutCancel(ctx), ids)
-			return nil, nil, tooLarge()
-		}
-		if !mediaType(ctype) {
-			ctype = http.DetectContentType(data)
-		}
-		id, err := s.putMedia(ctx, ctype, data)
 		if err != nil {
 			s.deleteMedia(context.WithoutCancel(ctx), ids)
 			return nil, nil, err
@@ -116,18 +123,19 @@ func (s *Service) rehost(ctx context.Context, c *call, mediaBase string, refs []
 	return urls, ids, nil
 }
 
-// download fetches a generated file, at most maxMedia bytes.
-func (s *Service) download(ctx context.Context, c *call, m mediaRef) ([]byte, string, error) {
+// download streams a generated file into the media store, at most maxMedia
+// bytes, and returns its id.
+func (s *Service) download(ctx context.Context, c *call, m mediaRef) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
 	if err != nil {
-		return nil, "", &upstreamError{name: errUpstream, msg: "the provider returned an invalid file URL", permanent: true, cause: err}
+		return "", &upstreamError{name: errUpstream, msg: "the provider returned an invalid file URL", permanent: true, cause: err}
 	}
 	for k, v := range m.header {
 		req.Header[k] = v
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, "", transportError(ctx, err)
+		return "", transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -135,16 +143,32 @@ func (s *Service) download(ctx context.Context, c *call, m mediaRef) ([]byte, st
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			e.permanent = false
 		}
-		return nil, "", e
+		return "", e
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, s.maxMedia+1))
-	if err != nil {
-		return nil, "", transportError(ctx, err)
+	if resp.ContentLength > s.maxMedia {
+		return "", tooLarge()
 	}
-	if int64(len(data)) > s.maxMedia {
-		return nil, "", tooLarge()
+	body := &readErr{r: resp.Body}
+	id, err := s.putMedia(ctx, resp.Header.Get("Content-Type"), body)
+	if err != nil && body.err != nil {
+		// The download broke off, rather than the store failing.
+		return "", transportError(ctx, body.err)
 	}
-	return data, resp.Header.Get("Content-Type"), nil
+	return id, err
+}
+
+// readErr remembers the error that ended its reads, other than io.EOF.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return n, err
 }
 
 // mediaType reports whether a Content-Type header names an image or video.

@@ -67,7 +67,8 @@ func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 			return nil, badRequest(err)
 		}
 	}
-	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
+	limit := int64(max(r.n, 1))*maxImageJSONB64 + maxJSONBody
+	status, header, data, err := exchangeLimit(ctx, c, limit, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
 	if err != nil {
 		return nil, err
 	}

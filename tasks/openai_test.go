@@ -46,7 +46,7 @@ func TestOpenAIImageURL(t *testing.T) {
 	if tk.Status != StatusSucceeded || tk.Output == nil {
 		t.Fatalf("create: status %q error %q, want succeeded with output", tk.Status, tk.Error)
 	}
-	ct, data, err := s.Media(ctx, mediaID(t, tk.Output.ImageURL))
+	ct, data, err := readMedia(s, mediaID(t, tk.Output.ImageURL))
 	if err != nil || ct != "image/webp" || string(data) != "RIFF-webp-bytes" {
 		t.Fatalf("media: %q %q %v, want the downloaded image/webp bytes", ct, data, err)
 	}
@@ -111,7 +111,7 @@ func TestOpenAIImageBase64(t *testing.T) {
 		t.Fatal("two images share a URL")
 	}
 	for _, u := range tk.Output.ImageURLs {
-		ct, data, err := s.Media(ctx, mediaID(t, u))
+		ct, data, err := readMedia(s, mediaID(t, u))
 		if err != nil || ct != "image/png" || !bytes.Equal(data, pngBytes) {
 			t.Fatalf("media %s: %q %q %v, want the decoded PNG", u, ct, data, err)
 		}
@@ -228,7 +228,7 @@ func TestOpenAIVideo(t *testing.T) {
 	if done.Progress != 100 || done.CompletedAt == nil || done.Output == nil || done.Output.ImageURL != "" {
 		t.Fatalf("done = %+v", done)
 	}
-	ct, data, err := s.Media(ctx, mediaID(t, done.Output.VideoURL))
+	ct, data, err := readMedia(s, mediaID(t, done.Output.VideoURL))
 	if err != nil || ct != "video/mp4" || !bytes.Equal(data, mp4Bytes) {
 		t.Fatalf("media: %q %v, want the re-hosted mp4", ct, err)
 	}

@@ -14,22 +14,44 @@ import (
 // maxSweep bounds the tasks one sweep looks at; the rest wait for the next.
 const maxSweep = 10000
 
+// mediaSweepInterval is how often expired media are deleted. They are not
+// served past their expiry whether deleted or not; the sweep frees the
+// disk.
+const mediaSweepInterval = time.Minute
+
 // Run polls the upstream of running tasks and charges succeeded ones until
 // ctx is done. It picks up every task left in the running index, so a new
 // Service on the same store resumes what a stopped one left. Several
 // Services may run on one store: a task is claimed (compare-and-set on its
-// next poll time) before anyone works on it.
+// next poll time) before anyone works on it. Run also deletes expired
+// media, at once and then every minute.
 func (s *Service) Run(ctx context.Context) {
 	every := max(s.pollInterval/4, time.Millisecond)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	mediaTick := time.NewTicker(mediaSweepInterval)
+	defer mediaTick.Stop()
+	s.expireMedia(ctx)
 	for {
 		s.sweep(ctx)
 		select {
 		case <-ctx.Done():
 			return
+		case <-mediaTick.C:
+			s.expireMedia(ctx)
 		case <-tick.C:
 		}
+	}
+}
+
+// expireMedia deletes the re-hosted files that expired.
+func (s *Service) expireMedia(ctx context.Context) {
+	n, err := s.media.Expire(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("deleting expired media", zap.Error(err))
+	}
+	if n > 0 {
+		s.log.Debug("deleted expired media", zap.Int("files", n))
 	}
 }
 

@@ -24,7 +24,9 @@ import (
 //	t/<id>                       the task JSON (TTL: Config.TTL after creation)
 //	tu/<user>/<inverted time><id> empty; lists a user's tasks newest first
 //	tr/<id>                      empty; the poller has work on the task
-//	m/<id>                       re-hosted media (TTL: Config.MediaTTL)
+//	m/<id>                       media of earlier versions (see legacyMediaPrefix)
+//
+// Re-hosted media live in Config.Media.
 const (
 	taskPrefix  = "t/"
 	userPrefix  = "tu/"
@@ -48,6 +50,7 @@ const (
 	defaultMaxRunning        = 2 * time.Hour
 	defaultMaxMedia          = 60 << 20
 	defaultConcurrency       = 8
+	defaultMaxCreates        = 64
 	defaultTimeout           = 5 * time.Minute
 	defaultTypicalDuration   = 3 * time.Minute
 	pollTimeout              = 30 * time.Second
@@ -81,10 +84,12 @@ type Biller interface {
 	ChargeTask(ctx context.Context, c Charge) error
 }
 
-// Config configures a Service. Only Store and Routes are required.
+// Config configures a Service. Only Store, Media and Routes are required.
 type Config struct {
-	// Store persists tasks and media.
+	// Store persists tasks.
 	Store store.Store
+	// Media keeps re-hosted images and videos.
+	Media store.MediaStore
 	// Routes maps model ids to providers.
 	Routes *providers.Table
 	// Client sends upstream requests; nil means a new http.Client.
@@ -112,8 +117,8 @@ type Config struct {
 	// MaxRunning is how long a task may run before it fails with
 	// UpstreamTimeout; zero means 2 h.
 	MaxRunning time.Duration
-	// MaxMediaBytes bounds a re-hosted file; zero means 60 MiB (a value must
-	// fit in one Badger value-log file).
+	// MaxMediaBytes bounds a re-hosted file; zero means 60 MiB. A download
+	// is stopped, and the task fails, once it goes beyond.
 	MaxMediaBytes int64
 	// Concurrency bounds the tasks one poller works on at once; zero means 8.
 	Concurrency int
@@ -121,6 +126,11 @@ type Config struct {
 	// bodies (deeper ones get 400) and upstream answers (deeper ones are
 	// upstream errors). Zero means jsonlimit.DefaultMaxDepth.
 	MaxJSONDepth int
+	// MaxConcurrentCreates bounds the creates that wait on an upstream at
+	// once (an image create until its images are stored, a video create
+	// until the provider accepted the job); beyond it Create answers 503
+	// before contacting the upstream. Zero means 64.
+	MaxConcurrentCreates int
 	// Logger receives the service's logs; nil discards them.
 	Logger *zap.Logger
 }
@@ -128,6 +138,7 @@ type Config struct {
 // Service creates, serves and finishes tasks.
 type Service struct {
 	store        store.Store
+	media        store.MediaStore
 	routes       *providers.Table
 	client       *http.Client
 	biller       Biller
@@ -142,6 +153,7 @@ type Service struct {
 	maxMedia     int64
 	concurrency  int
 	maxDepth     int
+	creates      chan struct{}
 	log          *zap.Logger
 }
 
@@ -150,11 +162,14 @@ func New(c Config) (*Service, error) {
 	if c.Store == nil {
 		return nil, errors.New("tasks: no store")
 	}
+	if c.Media == nil {
+		return nil, errors.New("tasks: no media store")
+	}
 	if c.Routes == nil {
 		return nil, errors.New("tasks: no routing table")
 	}
 	s := &Service{
-		store: c.Store, routes: c.Routes, client: c.Client, biller: c.Biller,
+		store: c.Store, media: c.Media, routes: c.Routes, client: c.Client, biller: c.Biller,
 		ttl: or(c.TTL, defaultTTL), mediaTTL: or(c.MediaTTL, defaultMediaTTL),
 		now: c.Clock, pollInterval: or(c.PollInterval, defaultPollInterval),
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
@@ -173,7 +188,10 @@ func New(c Config) (*Service, error) {
 	if s.concurrency <= 0 {
 		s.concurrency = defaultConcurrency
 	}
-
+	if c.MaxConcurrentCreates <= 0 {
+		c.MaxConcurrentCreates = defaultMaxCreates
+	}
+	s.creates = make(chan struct{}, c.MaxConcurrentCreates)
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -378,7 +378,7 @@ func TestExpiry(t *testing.T) {
 	ctx := context.Background()
 	tk := createImage(t, s, alice, "a")
 	id := mediaID(t, tk.Output.ImageURL)
-	if _, _, err := s.Media(ctx, id); err != nil {
+	if _, _, err := readMedia(s, id); err != nil {
 		t.Fatalf("fresh media: %v", err)
 	}
 	if _, aerr := s.Get(ctx, alice, tk.ID); aerr != nil {
@@ -386,7 +386,7 @@ func TestExpiry(t *testing.T) {
 	}
 	waitFor(t, "task and media to expire", func() bool {
 		_, aerr := s.Get(ctx, alice, tk.ID)
-		_, _, err := s.Media(ctx, id)
+		_, _, err := readMedia(s, id)
 		return aerr != nil && errors.Is(err, store.ErrNotFound)
 	})
 	if _, aerr := s.Get(ctx, alice, tk.ID); aerr.Status != 404 || *aerr.Code != "task_not_found" {
@@ -396,7 +396,7 @@ func TestExpiry(t *testing.T) {
 		l, _ := s.List(ctx, alice, 20)
 		return len(l) == 0
 	})
-	if _, _, err := s.Media(ctx, "../t/"+tk.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := readMedia(s, "../t/"+tk.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a malformed media id reached the store: %v", err)
 	}
 }

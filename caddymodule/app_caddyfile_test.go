@@ -1,0 +1,31 @@
+package caddymodule
+
+import (
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func TestTasksCaddyfile(t *testing.T) {
+	for i, tc := range []struct {
+		input   string
+		want    int
+		wantErr bool
+	}{
+		{"air {\n tasks {\n max_concurrent_creates 8\n }\n}", 8, false},
+		{"air {\n tasks {\n ttl 1h\n }\n}", 0, false},
+		{"air {\n tasks {\n max_concurrent_creates 0\n }\n}", 0, true},
+		{"air {\n tasks {\n max_concurrent_creates many\n }\n}", 0, true},
+		{"air {\n tasks {\n max_concurrent_creates 1 2\n }\n}", 0, true},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
+			continue
+		}
+		if err == nil && a.Tasks.MaxConcurrentCreates != tc.want {
+			t.Errorf("Test %d: max_concurrent_creates = %d, want %d", i, a.Tasks.MaxConcurrentCreates, tc.want)
+		}
+	}
+}
