@@ -230,7 +230,8 @@ func (l *Ledger) Backlogged() error {
 }
 
 // Flush waits until every record enqueued before the call is durable and
-// counted in the store, or ctx ends.
+// counted in the store (or its write has failed, and it waits to be tried
+// again), or ctx ends.
 func (l *Ledger) Flush(ctx context.Context) error {
 	ch := make(chan struct{})
 	l.mu.Lock()
