@@ -78,15 +78,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "min_free_space":
 			a.MinFreeSpace, err = parseSize(d)
 		case "max_json_depth":
-			var levels string
-			if !d.AllArgs(&levels) {
-				return d.ArgErr()
-			}
-			n, perr := strconv.Atoi(levels)
-			if perr != nil || n < 1 {
-				return d.Errf("max_json_depth: %q is not a positive number of levels", levels)
-			}
-			a.MaxJSONDepth = n
+			a.MaxJSONDepth, err = parsePositiveInt(d)
 		case "provider":
 			err = a.parseProvider(d)
 		case "model":
@@ -101,6 +93,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parsePositiveInt reads the option's one argument, a positive integer.
+func parsePositiveInt(d *caddyfile.Dispenser) (int, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, d.Errf("%s: want a positive integer, got %q", name, s)
+	}
+	return n, nil
 }
 
 // parseSize reads a positive size such as 16MiB.
@@ -207,15 +213,7 @@ func (a *App) parseTasks(d *caddyfile.Dispenser) error {
 		case "poll_interval":
 			a.Tasks.PollInterval, err = parseDuration(d)
 		case "max_concurrent_creates":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			n, perr := strconv.Atoi(s)
-			if perr != nil || n < 1 {
-				return d.Errf("max_concurrent_creates: want a positive integer, got %q", s)
-			}
-			a.Tasks.MaxConcurrentCreates = n
+			a.Tasks.MaxConcurrentCreates, err = parsePositiveInt(d)
 		default:
 			return d.Errf("unrecognized tasks option %q", d.Val())
 		}
