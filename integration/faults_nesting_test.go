@@ -48,7 +48,7 @@ func TestFaultDeepNesting(t *testing.T) {
 				status, answer, err := postRaw(client, p.url(ep.path), ep.key, body)
 				if !answers(p) {
 					crashes++
-					t.Errorf("%s crashed the gateway: %s", what, crashLine(p.logTail(64<<10)))
+					t.Errorf("%s crashed the gateway: %s", what, deathNote(p))
 					p.sigkill()
 					p = startProcess(t, cfg, dataDir)
 					continue
@@ -109,13 +109,17 @@ func isJSONError(body []byte) bool {
 	return json.Unmarshal(body, &e) == nil && e.Error.Message != ""
 }
 
-// crashLine returns the line of a Go crash report in log that says why the
-// process died, or a note that there is none.
-func crashLine(log string) string {
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.Contains(l, "stack exceeds") {
+// deathNote says how a gateway that stopped answering ended: the line
+// of its log that says why it died, or that it still runs but does not
+// answer, or how it exited.
+func deathNote(p *process) string {
+	for _, l := range strings.Split(p.logTail(64<<10), "\n") {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.Contains(l, "stack exceeds") || strings.HasPrefix(l, "[signal ") {
 			return strings.TrimSpace(l)
 		}
 	}
-	return "no crash report in its log (it stopped answering)"
+	if p.running() {
+		return "it still runs but does not answer"
+	}
+	return fmt.Sprintf("it exited (%s) without a crash report", p.cmd.ProcessState)
 }
