@@ -45,12 +45,6 @@ type diskRound struct {
 func TestFaultDiskFull(t *testing.T) {
 	rounds := faultRounds(1, 3)
 	const user = "filler"
-	dir := mountTmpfs(t, diskSize)
-	up := newIDUpstream(t)
-	cfg := idConfig(t, dir, up, diskOption)
-	p := startProcess(t, cfg, dir)
-	key := procCreateKey(t, user)
-
 	var results []diskRound
 	answered := map[string]bool{} // ids of chat and messages answered 200
 	created := map[string]bool{}  // ids of tasks whose creation was answered
@@ -59,6 +53,12 @@ func TestFaultDiskFull(t *testing.T) {
 	reportFault(t, "disk full: rounds / crashes / records lost", "0 crashes, 0 lost", func() string {
 		return fmt.Sprintf("%d rounds / %d crashes / %s lost", len(results), crashes, lostText)
 	})
+	dir := mountTmpfs(t, diskSize)
+	up := newIDUpstream(t)
+	cfg := idConfig(t, dir, up, diskOption)
+	p := startProcess(t, cfg, dir)
+	key := procCreateKey(t, user)
+
 	for round := range rounds {
 		filler := fillDisk(t, dir, diskMargin+diskHeadroom)
 		r, ids, tasks := diskLoad(p, key, 30*time.Second)

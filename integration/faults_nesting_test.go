@@ -18,6 +18,10 @@ import (
 // error; none may crash the gateway (a recursive parser runs out of stack).
 // A crashed gateway is counted, and started again for the next body.
 func TestFaultDeepNesting(t *testing.T) {
+	var bodies, crashes int
+	reportFault(t, "deep nesting: bodies / crashes", "0 crashes, every answer a 400 JSON error", func() string {
+		return fmt.Sprintf("%d bodies / %d crashes", bodies, crashes)
+	})
 	dataDir := t.TempDir()
 	cfg := quickstartConfig(t, dataDir, "")
 	p := startProcess(t, cfg, dataDir)
@@ -30,10 +34,6 @@ func TestFaultDeepNesting(t *testing.T) {
 		{"/mock/v1/chat/completions", "mock-upstream-key"},
 		{"/mock/v1/messages", "mock-upstream-key"},
 	}
-	var bodies, crashes int
-	reportFault(t, "deep nesting: bodies / crashes", "0 crashes, every answer a 400 JSON error", func() string {
-		return fmt.Sprintf("%d bodies / %d crashes", bodies, crashes)
-	})
 	client := &http.Client{Timeout: time.Minute}
 	sizes := []int{6 << 20}
 	if faultsFull {

@@ -28,11 +28,11 @@ func TestFaultSlowBodies(t *testing.T) {
 	hold := 10 * time.Second
 	raiseFileLimit(t, conns+1000)
 
+	var peak int64
+	reportFault(t, "slow bodies: peak RSS at 2,000 connections", "≤ "+mib(slowBodyPeakLimit), func() string { return mib(peak) })
 	dataDir := t.TempDir()
 	p := startProcess(t, quickstartConfig(t, dataDir, ""), dataDir)
 	key := procCreateKey(t, "slowpoke")
-	var peak int64
-	reportFault(t, "slow bodies: peak RSS at 2,000 connections", "≤ "+mib(slowBodyPeakLimit), func() string { return mib(peak) })
 
 	idle, err := readMem(p.pid())
 	if err != nil {
