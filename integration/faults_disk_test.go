@@ -58,6 +58,7 @@ func TestFaultDiskFull(t *testing.T) {
 	cfg := idConfig(t, dir, up, diskOption)
 	p := startProcess(t, cfg, dir)
 	key := procCreateKey(t, user)
+	client := &http.Client{Timeout: 20 * time.Second}
 
 	for round := range rounds {
 		filler := fillDisk(t, dir, diskMargin+diskHeadroom)
@@ -86,6 +87,14 @@ func TestFaultDiskFull(t *testing.T) {
 		if r.refused == 0 {
 			t.Errorf("round %d: no request was refused with 507 within 30 s, with %s free at the end", round+1, mib(freeSpace(t, dir)))
 		}
+		// A refused request never reaches the upstream.
+		hits := up.hits.Load()
+		if status, _, err := idCalls[0].do(context.Background(), client, p.url(""), key); status != http.StatusInsufficientStorage || err != nil {
+			t.Errorf("round %d: a chat request on a full disk: %d %v, want 507 storage_full", round+1, status, err)
+		}
+		if n := up.hits.Load() - hits; n != 0 {
+			t.Errorf("round %d: a chat request refused on a full disk reached the upstream %d times", round+1, n)
+		}
 		// Reads keep working on a full disk.
 		for _, path := range []string{"/v1/models", "/v1/tasks?limit=5"} {
 			if status, body := getStatus(t, p.url(path), key); status != http.StatusOK {
@@ -97,7 +106,7 @@ func TestFaultDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "a chat request succeeds once space is freed", func() bool {
-			status, id, _ := idCalls[0].do(context.Background(), http.DefaultClient, p.url(""), key)
+			status, id, _ := idCalls[0].do(context.Background(), client, p.url(""), key)
 			if status == http.StatusOK && id != "" {
 				answered[id] = true
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +35,9 @@ func TestFaultSlowBodies(t *testing.T) {
 	p := startProcess(t, quickstartConfig(t, dataDir, ""), dataDir)
 	key := procCreateKey(t, "slowpoke")
 
+	if lim, err := openFilesLimit(p.pid()); err != nil || lim < conns+100 {
+		t.Fatalf("the gateway may open %d files (%v); it needs more than %d connections", lim, err, conns)
+	}
 	idle, err := readMem(p.pid())
 	if err != nil {
 		t.Fatal(err)
@@ -169,4 +173,26 @@ func readMem(pid int) (memStatus, error) {
 // keeps the peak since the process started, which only overstates.
 func resetHWM(pid int) {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// openFilesLimit returns the soft open-files limit of process pid, from
+// /proc/<pid>/limits.
+func openFilesLimit(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			if f[0] == "unlimited" {
+				return math.MaxInt, nil
+			}
+			return strconv.Atoi(f[0])
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/limits has no open-files limit", pid)
 }
