@@ -109,11 +109,12 @@ func isJSONError(body []byte) bool {
 	return json.Unmarshal(body, &e) == nil && e.Error.Message != ""
 }
 
-// deathNote says how a gateway that stopped answering ended: the line
-// of its log that says why it died, or that it still runs but does not
-// answer, or how it exited.
+// deathNote says how a gateway that stopped answering ended: the first
+// line of its log that says why it died, or that it still runs but does
+// not answer, or how it exited and the end of its log.
 func deathNote(p *process) string {
-	for _, l := range strings.Split(p.logTail(64<<10), "\n") {
+	log := p.log.String()
+	for _, l := range strings.Split(log, "\n") {
 		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.Contains(l, "stack exceeds") || strings.HasPrefix(l, "[signal ") {
 			return strings.TrimSpace(l)
 		}
@@ -121,5 +122,5 @@ func deathNote(p *process) string {
 	if p.running() {
 		return "it still runs but does not answer"
 	}
-	return fmt.Sprintf("it exited (%s) without a crash report", p.cmd.ProcessState)
+	return fmt.Sprintf("it exited (%s) without a crash report; its log ends with:\n%s", p.cmd.ProcessState, p.logTail(2<<10))
 }
