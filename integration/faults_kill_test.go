@@ -65,7 +65,12 @@ func TestFaultKill(t *testing.T) {
 		failures += errs
 		p = startProcess(t, cfg, dataDir)
 
-		counts := recordCounts(t, user)
+		recs := procLedger(t, user)
+		checkLedgerSums(t, user, fmt.Sprintf("after kill %d", round+1), recs)
+		counts := map[string]int{}
+		for _, rec := range recs {
+			counts[rec.ID]++
+		}
 		seen, missing := up.ids()
 		if missing > noHeader {
 			t.Errorf("round %d: %d upstream attempts came without %s", round+1, missing-noHeader, requestIDHeader)
@@ -184,16 +189,6 @@ func killLoad(p *process, key string, delay time.Duration) (ids []string, failur
 	cancel()
 	wg.Wait()
 	return ids, failures
-}
-
-// recordCounts returns how many ledger records of user each id has.
-func recordCounts(t *testing.T, user string) map[string]int {
-	t.Helper()
-	counts := map[string]int{}
-	for _, rec := range procLedger(t, user) {
-		counts[rec.ID]++
-	}
-	return counts
 }
 
 // examples returns up to 3 of xs, for messages about many.

@@ -110,13 +110,15 @@ func isJSONError(body []byte) bool {
 }
 
 // deathNote says how a gateway that stopped answering ended: the first
-// line of its log that says why it died, or that it still runs but does
-// not answer, or how it exited and the end of its log.
+// lines of its crash report, or that it still runs but does not answer,
+// or how it exited and the end of its log.
 func deathNote(p *process) string {
-	log := p.log.String()
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.Contains(l, "stack exceeds") || strings.HasPrefix(l, "[signal ") {
-			return strings.TrimSpace(l)
+	lines := strings.Split(p.log.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.Contains(l, "stack exceeds") {
+			// The line, the signal if any, and the top of the crashing
+			// goroutine's stack.
+			return strings.Join(lines[i:min(i+6, len(lines))], "\n")
 		}
 	}
 	if p.running() {
