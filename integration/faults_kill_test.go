@@ -19,6 +19,8 @@ type killRound struct {
 	// lost counts the ids of the round (completed or seen upstream)
 	// without a record; duplicates the ids with more than one.
 	lost, duplicates int
+	// lostCompleted counts the lost ids of answers received completely.
+	lostCompleted int
 }
 
 // TestFaultKill runs chat (JSON and SSE) and messages (SSE) clients
@@ -90,6 +92,9 @@ func TestFaultKill(t *testing.T) {
 			switch n := counts[id]; {
 			case n == 0:
 				lost = append(lost, id)
+				if completed[id] {
+					r.lostCompleted++
+				}
 			case n > 1:
 				dups = append(dups, fmt.Sprintf("%s (%d records)", id, n))
 			}
@@ -111,8 +116,8 @@ func TestFaultKill(t *testing.T) {
 			t.Errorf("round %d: %d requests have more than one ledger record, e.g. %s", round+1, len(dups), examples(dups))
 		}
 		results = append(results, r)
-		t.Logf("round %d: %d answers received completely, %d more requests seen upstream, %d lost, %d duplicates",
-			round+1, r.completed, r.attempts, r.lost, r.duplicates)
+		t.Logf("round %d: %d answers received completely, %d more requests seen upstream, %d lost (%d of them answered completely), %d duplicates",
+			round+1, r.completed, r.attempts, r.lost, r.lostCompleted, r.duplicates)
 	}
 	if len(completed) < 10*rounds {
 		t.Errorf("%d answers received completely in %d rounds: the test did not load the gateway", len(completed), rounds)
