@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -63,19 +64,23 @@ func (l *reloadLoad) String() string {
 // 10 s while `caddy reload` runs every second, once against caddy-air and
 // once against bare Caddy (`reverse_proxy` to the same mock, from the same
 // binary), and counts what clients see fail: transport errors and 5xx.
-// caddy-air may fail no more than bare Caddy plus a slack of max(2, 25%):
-// a reload closes the old server's idle keep-alive connections, and a POST
+// caddy-air may fail no more than bare Caddy plus reloadSlack: a reload
+// closes the old server's idle keep-alive connections, and a POST
 // that a client sends on one at that moment fails in both, since clients
 // do not retry requests that are not idempotent.
 func TestFaultReload(t *testing.T) {
 	rounds := faultRounds(1, 3)
 	total := map[string]*reloadLoad{"air": {kinds: map[string]int{}}, "bare": {kinds: map[string]int{}}}
-	reportFault(t, "reload: failed requests, caddy-air vs bare Caddy", "air ≤ bare + max(2, 25%)", func() string {
+	reportFault(t, "reload: failed requests, caddy-air vs bare Caddy", "air ≤ bare + max(2, 25%) + 2√bare", func() string {
 		a, b := total["air"], total["bare"]
-		return fmt.Sprintf("air %d of %d, bare %d of %d (%d reload runs each)", a.failures, a.requests, b.failures, b.requests, rounds)
+		return fmt.Sprintf("air %d of %d, bare %d of %d (%d reloads each)", a.failures, a.requests, b.failures, b.requests, rounds*reloadsPerRun)
 	})
 	for round := range rounds {
-		for _, target := range []string{"air", "bare"} {
+		order := []string{"air", "bare"}
+		if round%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, target := range order {
 			l := reloadRun(t, target)
 			t.Logf("round %d, %s: %s", round+1, target, l)
 			sum := total[target]
@@ -95,17 +100,29 @@ func TestFaultReload(t *testing.T) {
 			t.Errorf("%s: only %d requests: the test did not load it", name, l.requests)
 		}
 	}
-	if slack := max(2, bare.failures/4); air.failures > bare.failures+slack {
+	if slack := reloadSlack(bare.failures); air.failures > bare.failures+slack {
 		t.Errorf("caddy-air failed %d requests across reloads, bare Caddy %d: more than %d over", air.failures, bare.failures, slack)
 	}
 }
+
+// reloadSlack is how many more failures than bare Caddy's caddy-air may
+// have: 25% of bare's, at least 2, plus two standard deviations of bare's
+// count (failures are rare events, about Poisson: √n). Which requests meet
+// a closing connection is chance, and bare Caddy's count varies by a
+// third between runs; a caddy-air bug such as refusing requests while the
+// old config stops fails far more, hundreds per run.
+func reloadSlack(bare int64) int64 {
+	return max(2, bare/4) + int64(2*math.Sqrt(float64(bare)))
+}
+
+// reloadsPerRun is how many times reloadRun reloads its process.
+const reloadsPerRun = 8
 
 // reloadRun starts target ("air" or "bare") as a process, loads it while
 // reloading it every second, and stops it.
 func reloadRun(t *testing.T, target string) *reloadLoad {
 	t.Helper()
 	const clients = 8
-	const reloads = 8
 	dataDir := t.TempDir()
 	var p *process
 	var cfg, key, body string
@@ -161,7 +178,7 @@ func reloadRun(t *testing.T, target string) *reloadLoad {
 		}()
 	}
 	time.Sleep(time.Second)
-	for range reloads {
+	for range reloadsPerRun {
 		caddyCLI(t, "reload", "--config", cfg, "--adapter", "caddyfile", "--force")
 		time.Sleep(time.Second)
 	}
