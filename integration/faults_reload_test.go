@@ -110,7 +110,8 @@ func TestFaultReload(t *testing.T) {
 // count (failures are rare events, about Poisson: √n). Which requests meet
 // a closing connection is chance, and bare Caddy's count varies by a
 // third between runs; a caddy-air bug such as refusing requests while the
-// old config stops fails far more, hundreds per run.
+// old config stops would fail every request of that window, at thousands
+// of requests a second.
 func reloadSlack(bare int64) int64 {
 	return max(2, bare/4) + int64(2*math.Sqrt(float64(bare)))
 }
