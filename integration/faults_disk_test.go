@@ -85,13 +85,19 @@ func TestFaultDiskFull(t *testing.T) {
 		if r.refused == 0 {
 			t.Errorf("round %d: no request was refused with 507 within 30 s, with %s free at the end", round+1, mib(freeSpace(t, dir)))
 		}
-		// A refused request never reaches the upstream.
+		// A refused request never reaches the upstream. (Should the store
+		// have compacted itself back above the margin, the request is
+		// served, which is no fault.)
 		hits := up.hits.Load()
-		if status, _, err := idCalls[0].do(context.Background(), client, p.url(""), key); status != http.StatusInsufficientStorage || err != nil {
+		status, id, err := idCalls[0].do(context.Background(), client, p.url(""), key)
+		switch {
+		case status == http.StatusOK && id != "":
+			answered[id] = true
+			t.Logf("round %d: after the load a chat request was served again, with %s free", round+1, mib(freeSpace(t, dir)))
+		case status != http.StatusInsufficientStorage || err != nil:
 			t.Errorf("round %d: a chat request on a full disk: %d %v, want 507 storage_full", round+1, status, err)
-		}
-		if n := up.hits.Load() - hits; n != 0 {
-			t.Errorf("round %d: a chat request refused on a full disk reached the upstream %d times", round+1, n)
+		case up.hits.Load() != hits:
+			t.Errorf("round %d: a chat request refused on a full disk reached the upstream %d times", round+1, up.hits.Load()-hits)
 		}
 		// Reads keep working on a full disk.
 		for _, path := range []string{"/v1/models", "/v1/tasks?limit=5"} {
@@ -110,7 +116,7 @@ func TestFaultDiskFull(t *testing.T) {
 			}
 			return status == http.StatusOK
 		})
-		status, id := createImageTask(p, key)
+		status, id = createImageTask(p, key)
 		if status != http.StatusAccepted {
 			t.Errorf("round %d: creating an image task after freeing space: %d", round+1, status)
 		} else {

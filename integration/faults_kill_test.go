@@ -67,13 +67,13 @@ func TestFaultKill(t *testing.T) {
 		failures += errs
 		p = startProcess(t, cfg, dataDir)
 
-		recs := procLedger(t, user)
+		seen, missing := up.ids()
+		recs := ledgerAfterKill(t, user, ids, seen)
 		checkLedgerSums(t, user, fmt.Sprintf("after kill %d", round+1), recs)
 		counts := map[string]int{}
 		for _, rec := range recs {
 			counts[rec.ID]++
 		}
-		seen, missing := up.ids()
 		if missing > noHeader {
 			t.Errorf("round %d: %d upstream attempts came without %s", round+1, missing-noHeader, requestIDHeader)
 		}
@@ -194,6 +194,34 @@ func killLoad(p *process, key string, delay time.Duration) (ids []string, failur
 	cancel()
 	wg.Wait()
 	return ids, failures
+}
+
+// ledgerAfterKill reads the ledger of user from a gateway restarted after
+// a kill. Records of the requests in flight at the kill are written at the
+// start; should that finish after the gateway answers, it reads again for
+// a few seconds until every id of completed and seen has a record, and
+// then returns what it last read.
+func ledgerAfterKill(t *testing.T, user string, completed []string, seen map[string]int) []ledgerRecord {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs := procLedger(t, user)
+		have := make(map[string]bool, len(recs))
+		for _, r := range recs {
+			have[r.ID] = true
+		}
+		all := true
+		for _, id := range completed {
+			all = all && have[id]
+		}
+		for id := range seen {
+			all = all && have[id]
+		}
+		if all || time.Now().After(deadline) {
+			return recs
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // examples returns up to 3 of xs, for messages about many.
