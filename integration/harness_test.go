@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	printFaultTable(os.Stdout)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

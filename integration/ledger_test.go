@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,42 +74,75 @@ func TestLedgerSurvivesKill(t *testing.T) {
 		if n := int64(len(recs)); n < answeredEarly.Load() || n > sent.Load() {
 			t.Errorf("%s: %d ledger records; %d requests answered a second before the kill, %d sent", restart, n, answeredEarly.Load(), sent.Load())
 		}
-		seen := map[string]bool{}
-		var cost billing.Amount
-		var input int64
-		for _, r := range recs {
-			if seen[r.ID] {
-				t.Errorf("%s: record %s twice", restart, r.ID)
-			}
-			seen[r.ID] = true
-			c, err := billing.ParseAmount(r.Cost)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cost += c
-			input += r.Usage.Input
-		}
-		var rep struct {
-			Totals []struct {
-				Requests int64  `json:"requests"`
-				Cost     string `json:"cost"`
-				Usage    struct {
-					Input int64 `json:"input_tokens"`
-				} `json:"usage"`
-			} `json:"totals"`
-		}
-		_, body := getStatus(t, "http://"+procAdminAddr+"/air/usage?user=crasher", "")
-		if err := json.Unmarshal([]byte(body), &rep); err != nil || len(rep.Totals) != 1 {
-			t.Fatalf("%s: usage report %v: %s", restart, err, body)
-		}
-		repCost, err := billing.ParseAmount(rep.Totals[0].Cost)
-		if err != nil || rep.Totals[0].Requests != int64(len(recs)) || repCost != cost || rep.Totals[0].Usage.Input != input {
-			t.Errorf("%s: the report says %d requests costing %s with %d input tokens; the ledger has %d costing %s with %d",
-				restart, rep.Totals[0].Requests, rep.Totals[0].Cost, rep.Totals[0].Usage.Input, len(recs), cost, input)
-		}
+		checkLedgerSums(t, "crasher", restart, recs)
 		if round == 0 {
 			p.stop()
 		}
 	}
 	t.Logf("%d sent, %d answered, %d a second before the kill", sent.Load(), answered.Load(), answeredEarly.Load())
+}
+
+// checkLedgerSums checks that no record of recs, the ledger of user, appears
+// twice and that the usage report of user (GET /air/usage) adds up exactly
+// to the records: requests, cost and tokens. when names the moment in
+// messages.
+func checkLedgerSums(t *testing.T, user, when string, recs []ledgerRecord) {
+	t.Helper()
+	seen := map[string]bool{}
+	var cost billing.Amount
+	var input, output, cacheCreation, cacheRead int64
+	for _, r := range recs {
+		if seen[r.ID] {
+			t.Errorf("%s: record %s twice", when, r.ID)
+		}
+		seen[r.ID] = true
+		c, err := billing.ParseAmount(r.Cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost += c
+		input += r.Usage.Input
+		output += r.Usage.Output
+		cacheCreation += r.Usage.CacheCreation
+		cacheRead += r.Usage.CacheRead
+	}
+	var rep struct {
+		Totals []struct {
+			Requests int64  `json:"requests"`
+			Cost     string `json:"cost"`
+			Usage    struct {
+				Input         int64 `json:"input_tokens"`
+				CacheCreation int64 `json:"cache_creation_tokens"`
+				CacheRead     int64 `json:"cache_read_tokens"`
+				Output        int64 `json:"output_tokens"`
+			} `json:"usage"`
+		} `json:"totals"`
+	}
+	_, body := getStatus(t, "http://"+procAdminAddr+"/air/usage?user="+url.QueryEscape(user), "")
+	if err := json.Unmarshal([]byte(body), &rep); err != nil || len(rep.Totals) == 0 {
+		t.Fatalf("%s: usage report %v: %s", when, err, body)
+	}
+	// One total per currency: a record counts in exactly one, so the sums
+	// over all of them must equal the ledger's.
+	var requests, repInput, repOutput, repCreation, repRead int64
+	var repCost billing.Amount
+	for _, tot := range rep.Totals {
+		c, err := billing.ParseAmount(tot.Cost)
+		if err != nil {
+			t.Fatalf("%s: usage report cost %q: %v", when, tot.Cost, err)
+		}
+		repCost += c
+		requests += tot.Requests
+		repInput += tot.Usage.Input
+		repOutput += tot.Usage.Output
+		repCreation += tot.Usage.CacheCreation
+		repRead += tot.Usage.CacheRead
+	}
+	if requests != int64(len(recs)) || repCost != cost || repInput != input || repOutput != output ||
+		repCreation != cacheCreation || repRead != cacheRead {
+		t.Errorf("%s: the report says %d requests costing %s with %d input, %d output, %d cache creation, %d cache read tokens; "+
+			"the ledger has %d costing %s with %d, %d, %d, %d",
+			when, requests, repCost, repInput, repOutput, repCreation, repRead,
+			len(recs), cost, input, output, cacheCreation, cacheRead)
+	}
 }

@@ -32,6 +32,8 @@ type process struct {
 	dataDir string
 	cmd     *exec.Cmd
 	log     *lockedBuffer
+	// exited is closed once the process has ended and been waited for.
+	exited chan struct{}
 }
 
 // lockedBuffer collects a process's output; the test reads it while the
@@ -82,47 +84,93 @@ func quickstartConfig(t *testing.T, dataDir, airExtra string) string {
 // it answers.
 func startProcess(t *testing.T, config, dataDir string) *process {
 	t.Helper()
-	p := &process{t: t, config: config, dataDir: dataDir, log: new(lockedBuffer)}
+	return startProcessReady(t, config, dataDir, "/v1/models", http.StatusUnauthorized)
+}
+
+// startProcessReady is startProcess for any config: it waits until GET
+// path on the process's HTTP port answers status. It fails at once if the
+// process exits before.
+func startProcessReady(t *testing.T, config, dataDir, path string, status int) *process {
+	t.Helper()
+	p := &process{t: t, config: config, dataDir: dataDir, log: new(lockedBuffer), exited: make(chan struct{})}
 	p.cmd = exec.Command(caddyBin, "run", "--config", config, "--adapter", "caddyfile")
 	p.cmd.Dir = ".."
 	p.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dataDir, "xdg"))
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(p.kill)
 	eventually(t, 30*time.Second, "the gateway process answers", func() bool {
-		resp, err := http.Get(p.url("/v1/models"))
+		if !p.running() {
+			t.Fatalf("the gateway process exited during startup:\n%s", p.log.String())
+		}
+		resp, err := http.Get(p.url(path))
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusUnauthorized
+		return resp.StatusCode == status
 	})
 	return p
 }
 
 func (p *process) url(path string) string { return "http://localhost:" + procHTTPPort + path }
 
-// kill ends the process abruptly (SIGKILL) if it still runs.
+// pid returns the process id.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// running reports whether the process has not exited.
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the process abruptly (SIGKILL) if it still runs, and shows
+// the end of its log if the test failed.
 func (p *process) kill() {
-	if p.cmd.ProcessState != nil {
+	if !p.running() {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
+	p.sigkill()
 	if p.t.Failed() {
-		p.t.Logf("gateway log:\n%s", p.log.String())
+		p.t.Logf("gateway log (tail):\n%s", p.logTail(16<<10))
 	}
+}
+
+// sigkill ends the process with SIGKILL, quietly, and waits until it has
+// gone.
+func (p *process) sigkill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// logTail returns the last n bytes of the process's output.
+func (p *process) logTail(n int) string {
+	s := p.log.String()
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
 }
 
 // stop ends the process gracefully.
 func (p *process) stop() {
+	if !p.running() {
+		return
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(30 * time.Second):
 		p.kill()
 	}
