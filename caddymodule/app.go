@@ -51,6 +51,11 @@ type App struct {
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Default: 16 MiB. Larger bodies get 413.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// MaxBufferedBodies bounds the memory of all request bodies that the
+	// air handlers of the process buffer at once, in bytes, charged as each
+	// body arrives. A request whose body does not fit gets 503 with
+	// Retry-After. Default: 256 MiB.
+	MaxBufferedBodies int64 `json:"max_buffered_bodies,omitempty"`
 	// Providers are the upstream services.
 	Providers []*ProviderConfig `json:"providers,omitempty"`
 	// Models map model ids or globs to providers.
@@ -173,6 +178,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxRequestBody == 0 {
 		a.MaxRequestBody = defaultMaxRequestBody
 	}
+	if a.MaxBufferedBodies == 0 {
+		a.MaxBufferedBodies = defaultMaxBufferedBodies
+	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
 	}
@@ -249,6 +257,9 @@ func (a *App) Validate() error {
 	if a.MaxRequestBody < 0 {
 		return errors.New("max_request_body must be positive")
 	}
+	if a.MaxBufferedBodies < a.MaxRequestBody {
+		return fmt.Errorf("max_buffered_bodies (%d) must be at least max_request_body (%d)", a.MaxBufferedBodies, a.MaxRequestBody)
+	}
 	return nil
 }
 
@@ -269,6 +280,7 @@ func (a *App) Start() error {
 	}
 	a.live.state.Store(st)
 	a.live.rt.Store(rt)
+	bodies.setLimit(a.MaxBufferedBodies)
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.done = make(chan struct{})

@@ -30,6 +30,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		prices <file.json>
 //		ledger_retention <duration>
 //		max_request_body <size>
+//		max_buffered_bodies <size>
 //		provider <name> {
 //			protocol openai|anthropic|dashscope
 //			base_url <url> [<url>…]
@@ -71,14 +72,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "ledger_retention":
 			a.LedgerRetention, err = parseDuration(d)
 		case "max_request_body":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			size, perr := humanize.ParseBytes(d.Val())
-			if perr != nil || size == 0 {
-				return d.Errf("max_request_body: bad size %q", d.Val())
-			}
-			a.MaxRequestBody = int64(size)
+			a.MaxRequestBody, err = parseSize(d)
+		case "max_buffered_bodies":
+			a.MaxBufferedBodies, err = parseSize(d)
 		case "provider":
 			err = a.parseProvider(d)
 		case "model":
@@ -193,6 +189,20 @@ func (a *App) parseTasks(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseSize reads one positive size argument, such as 16MiB.
+func parseSize(d *caddyfile.Dispenser) (int64, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
+	}
+	size, err := humanize.ParseBytes(s)
+	if err != nil || size == 0 || size > 1<<62 {
+		return 0, d.Errf("%s: bad size %q", name, s)
+	}
+	return int64(size), nil
 }
 
 // parseDuration reads one duration argument (Caddy syntax, so "90d" works).
