@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -223,10 +225,18 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			p.Retries = *pc.Retries
 		}
 		for _, u := range pc.BaseURLs {
-			p.BaseURLs = append(p.BaseURLs, repl.ReplaceAll(u, ""))
+			v, err := expand(repl, u)
+			if err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: base_url: %w", pc.Name, err))
+			}
+			p.BaseURLs = append(p.BaseURLs, v)
 		}
 		for _, k := range pc.APIKeys {
-			p.APIKeys = append(p.APIKeys, repl.ReplaceAll(k, ""))
+			v, err := expand(repl, k)
+			if err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: api_key: %w", pc.Name, err))
+			}
+			p.APIKeys = append(p.APIKeys, v)
 		}
 		byName[p.Name] = p
 		provs = append(provs, p)
@@ -247,6 +257,36 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 		})
 	}
 	return providers.NewTable(provs, routes)
+}
+
+// expand replaces the placeholders of a provider setting. A setting that
+// names an environment variable that is unset or empty, or that ends up
+// empty, is an error: a provider without its key or URL would otherwise be
+// called without credentials, or not at all, and only its callers would see.
+func expand(repl *caddy.Replacer, s string) (string, error) {
+	out, err := repl.ReplaceFunc(s, func(variable string, val any) (any, error) {
+		name, ok := strings.CutPrefix(variable, "env.")
+		if !ok {
+			return val, nil
+		}
+		if v, set := os.LookupEnv(name); !set || v == "" {
+			return nil, fmt.Errorf("environment variable %s is unset or empty", name)
+		}
+		return val, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		return "", fmt.Errorf("%q is empty once its placeholders are replaced", s)
+	}
+	return out, nil
+}
+
+// configError logs err, which fails the config load, and returns it.
+func (a *App) configError(err error) error {
+	a.logger.Error("invalid air configuration", zap.Error(err))
+	return err
 }
 
 // Validate checks the configuration.
