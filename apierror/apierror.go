@@ -89,10 +89,15 @@ func Internal() *Error {
 
 // Write answers w with e in the OpenAI error shape.
 func (e *Error) Write(w http.ResponseWriter) {
+	writeJSON(w, e, e.OpenAIBody())
+}
+
+// OpenAIBody returns e's body in the OpenAI error shape.
+func (e *Error) OpenAIBody() []byte {
 	body, _ := json.Marshal(struct {
 		Error *Error `json:"error"`
 	}{e})
-	writeJSON(w, e, body)
+	return body
 }
 
 // WriteAnthropic answers w with e in the Anthropic error shape.
