@@ -60,9 +60,9 @@ func (fs inlineFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 }
 
 // anthropicShaped reports whether errors for r use the Anthropic shape: on
-// the /v1/messages endpoint, as its SDKs expect.
+// the /v1/messages endpoint and below it, as its SDKs expect.
 func anthropicShaped(r *http.Request) bool {
-	return strings.HasSuffix(r.URL.Path, "/messages")
+	return strings.HasSuffix(r.URL.Path, "/messages") || strings.Contains(r.URL.Path, "/messages/")
 }
 
 // writeError answers r with err in the shape its endpoint's clients expect.
