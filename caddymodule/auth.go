@@ -78,7 +78,7 @@ func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 		known = known || errors.Is(err, e)
 	}
 	if !known {
-		h.log.Error("authenticating a request", zap.Error(err))
+		// A 500; Caddy's error log records the cause.
 		return respondError(w, r, fmt.Errorf("authenticating a request: %w", err))
 	}
 	if ce := h.log.Check(zap.DebugLevel, "rejected API key"); ce != nil {
