@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
 // TestStoppedConfigServesUntilStateCloses reloads a config and checks that
@@ -82,6 +83,43 @@ func TestUnsetEnvFailsConfig(t *testing.T) {
 		}
 		if err := a.Cleanup(); err != nil {
 			t.Errorf("Test %d: cleanup: %v", i, err)
+		}
+	}
+}
+
+func TestMaxBufferedBodies(t *testing.T) {
+	for i, tc := range []struct {
+		input    string
+		want     int64
+		parseErr bool
+		invalid  bool
+	}{
+		{"air {\n}", defaultMaxBufferedBodies, false, false},
+		{"air {\nmax_buffered_bodies 1GiB\n}", 1 << 30, false, false},
+		{"air {\nmax_buffered_bodies 64MiB\nmax_request_body 32MiB\n}", 64 << 20, false, false},
+		{"air {\nmax_buffered_bodies 8MiB\n}", 8 << 20, false, true}, // below the 16 MiB body limit
+		{"air {\nmax_buffered_bodies lots\n}", 0, true, false},
+		{"air {\nmax_buffered_bodies 0\n}", 0, true, false},
+		{"air {\nmax_buffered_bodies\n}", 0, true, false},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.parseErr {
+			t.Errorf("Test %d: parse error %v, want one: %v", i, err, tc.parseErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if a.MaxBufferedBodies == 0 {
+			a.MaxBufferedBodies = defaultMaxBufferedBodies
+		}
+		if a.MaxRequestBody == 0 {
+			a.MaxRequestBody = defaultMaxRequestBody
+		}
+		a.Storage = &Storage{Backend: "badger"}
+		if err := a.Validate(); (err != nil) != tc.invalid || a.MaxBufferedBodies != tc.want {
+			t.Errorf("Test %d: %d bytes, validation error %v; want %d bytes, invalid: %v", i, a.MaxBufferedBodies, err, tc.want, tc.invalid)
 		}
 	}
 }

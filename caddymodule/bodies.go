@@ -28,15 +28,12 @@ var bodies = newBodyBudget(defaultMaxBufferedBodies)
 var errBudget = errors.New("the budget of buffered request bodies is spent")
 
 // errBodiesBusy answers a request whose body does not fit the budget.
-var errBodiesBusy = &apierror.Error{
-	Status:     http.StatusServiceUnavailable,
-	Type:       apierror.TypeServer,
-	Code:       ptr("server_busy"),
-	Message:    "the gateway is buffering too many request bodies at once; retry shortly",
-	RetryAfter: 1,
-}
-
-func ptr(s string) *string { return &s }
+var errBodiesBusy = func() *apierror.Error {
+	e := apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "server_busy",
+		"the gateway is buffering too many request bodies at once; retry shortly")
+	e.RetryAfter = 1
+	return e
+}()
 
 // bodyBudget bounds the memory of request bodies being buffered. Buffers
 // are charged by capacity as they grow and released when their request
