@@ -1,7 +1,8 @@
 // Package caddymodule adapts caddy-air's domain packages to Caddy: the
 // `air` app that owns shared state, the HTTP handlers (air_auth, air_chat,
-// air_messages, air_tasks, air_models, air_media, air_mock), the admin API
-// and the `caddy air` command. It holds Caddy glue only; the behaviour lives
+// air_messages, air_tasks, air_models, air_media, air_mock, air_not_found),
+// the air_errors listener wrapper, the admin API and the `caddy air`
+// command. It holds Caddy glue only; the behaviour lives
 // in the domain packages.
 package caddymodule
 
