@@ -14,7 +14,10 @@ import (
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
-// Error types used in the "type" field of an OpenAI-style error.
+// Error types used in the "type" field of an OpenAI-style error. OpenAI
+// answers 401 and 404 with invalid_request_error too (codes
+// invalid_api_key, model_not_found); the Anthropic shape derives its own
+// type from the status (see WriteAnthropic).
 const (
 	TypeInvalidRequest = "invalid_request_error"
 	TypeAuthentication = "authentication_error"
@@ -82,9 +85,16 @@ func InvalidBody(err error) *Error {
 	return InvalidRequest("", "the request body is not valid JSON")
 }
 
-// NotFound returns a 404 with the given code.
+// NotFound returns a 404 invalid_request_error with the given code, as
+// OpenAI answers an unknown model (code model_not_found).
 func NotFound(code, message string) *Error {
-	return New(http.StatusNotFound, TypeNotFound, code, message)
+	return New(http.StatusNotFound, TypeInvalidRequest, code, message)
+}
+
+// Unauthorized returns OpenAI's 401 for a missing or bad API key:
+// invalid_request_error with code invalid_api_key.
+func Unauthorized(message string) *Error {
+	return New(http.StatusUnauthorized, TypeInvalidRequest, "invalid_api_key", message)
 }
 
 // Internal returns a 500 server_error that reveals nothing about the cause.
@@ -93,13 +103,13 @@ func Internal() *Error {
 }
 
 // Write answers w with e in the OpenAI error shape.
-func (e *Error) Write(w http.ResponseWriter) { writeJSON(w, e, e.openAIBody()) }
+func (e *Error) Write(w http.ResponseWriter) { writeJSON(w, e, e.OpenAIBody()) }
 
 // WriteAnthropic answers w with e in the Anthropic error shape.
 func (e *Error) WriteAnthropic(w http.ResponseWriter) { writeJSON(w, e, e.anthropicBody()) }
 
-// openAIBody is e in the OpenAI error shape.
-func (e *Error) openAIBody() []byte {
+// OpenAIBody returns e's body in the OpenAI error shape.
+func (e *Error) OpenAIBody() []byte {
 	body, _ := json.Marshal(struct {
 		Error *Error `json:"error"`
 	}{e})
@@ -130,23 +140,28 @@ func writeJSON(w http.ResponseWriter, e *Error, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// anthropicType maps a status to Anthropic's error type names.
+// anthropicType maps a status to Anthropic's error types, as its API
+// documents them: 400 (and any other 4xx) invalid_request_error, 401
+// authentication_error, 403 permission_error, 404 not_found_error, 413
+// request_too_large, 429 rate_limit_error, 500 api_error, 529
+// overloaded_error. The gateway's own 502, 503 and 504 (no upstream could
+// serve the request now; retry) are overloaded_error too.
 func anthropicType(e *Error) string {
-	switch e.Status {
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
-		return "invalid_request_error"
-	case http.StatusUnauthorized:
+	switch s := e.Status; {
+	case s == http.StatusUnauthorized:
 		return "authentication_error"
-	case http.StatusForbidden:
+	case s == http.StatusForbidden:
 		return "permission_error"
-	case http.StatusNotFound:
+	case s == http.StatusNotFound:
 		return "not_found_error"
-	case http.StatusTooManyRequests:
+	case s == http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case s == http.StatusTooManyRequests:
 		return "rate_limit_error"
-	case http.StatusGatewayTimeout, http.StatusBadGateway, http.StatusServiceUnavailable:
+	case s == http.StatusBadGateway, s == http.StatusServiceUnavailable, s == http.StatusGatewayTimeout, s == 529:
 		return "overloaded_error"
+	case s >= 400 && s < 500:
+		return "invalid_request_error"
 	default:
 		return "api_error"
 	}
@@ -168,5 +183,5 @@ func (e *Error) StreamEvent(anthropic bool) []byte {
 	if anthropic {
 		return append(append([]byte("event: error\ndata: "), e.anthropicBody()...), "\n\n"...)
 	}
-	return append(append([]byte("data: "), e.openAIBody()...), "\n\n"...)
+	return append(append([]byte("data: "), e.OpenAIBody()...), "\n\n"...)
 }

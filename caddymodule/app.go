@@ -1,7 +1,8 @@
 // Package caddymodule adapts caddy-air's domain packages to Caddy: the
 // `air` app that owns shared state, the HTTP handlers (air_auth, air_chat,
-// air_messages, air_tasks, air_models, air_media, air_mock), the admin API
-// and the `caddy air` command. It holds Caddy glue only; the behaviour lives
+// air_messages, air_tasks, air_models, air_media, air_mock, air_not_found),
+// the air_errors listener wrapper, the admin API and the `caddy air`
+// command. It holds Caddy glue only; the behaviour lives
 // in the domain packages.
 package caddymodule
 
@@ -10,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +73,11 @@ type App struct {
 	// deeper is forwarded untouched and its usage estimated. `[]` is one
 	// level deep. Default: 128.
 	MaxJSONDepth int `json:"max_json_depth,omitempty"`
+	// MaxBufferedBodies bounds the memory of all request bodies that the
+	// air handlers of the process buffer at once, in bytes, charged as each
+	// body arrives. A request whose body does not fit gets 503 with
+	// Retry-After. Default: 256 MiB.
+	MaxBufferedBodies int64 `json:"max_buffered_bodies,omitempty"`
 	// Providers are the upstream services.
 	Providers []*ProviderConfig `json:"providers,omitempty"`
 	// Models map model ids or globs to providers.
@@ -204,6 +212,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxJSONDepth == 0 {
 		a.MaxJSONDepth = jsonlimit.DefaultMaxDepth
 	}
+	if a.MaxBufferedBodies == 0 {
+		a.MaxBufferedBodies = defaultMaxBufferedBodies
+	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
 	}
@@ -246,10 +257,18 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			p.Retries = *pc.Retries
 		}
 		for _, u := range pc.BaseURLs {
-			p.BaseURLs = append(p.BaseURLs, repl.ReplaceAll(u, ""))
+			v, err := expand(repl, u)
+			if err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: base_url: %w", pc.Name, err))
+			}
+			p.BaseURLs = append(p.BaseURLs, v)
 		}
 		for _, k := range pc.APIKeys {
-			p.APIKeys = append(p.APIKeys, repl.ReplaceAll(k, ""))
+			v, err := expand(repl, k)
+			if err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: api_key: %w", pc.Name, err))
+			}
+			p.APIKeys = append(p.APIKeys, v)
 		}
 		byName[p.Name] = p
 		provs = append(provs, p)
@@ -272,6 +291,36 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 	return providers.NewTable(provs, routes)
 }
 
+// expand replaces the placeholders of a provider setting. A setting that
+// names an environment variable that is unset or empty, or that ends up
+// empty, is an error: a provider without its key or URL would otherwise be
+// called without credentials, or not at all, and only its callers would see.
+func expand(repl *caddy.Replacer, s string) (string, error) {
+	out, err := repl.ReplaceFunc(s, func(variable string, val any) (any, error) {
+		name, ok := strings.CutPrefix(variable, "env.")
+		if !ok {
+			return val, nil
+		}
+		if v, set := os.LookupEnv(name); !set || v == "" {
+			return nil, fmt.Errorf("environment variable %s is unset or empty", name)
+		}
+		return val, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		return "", fmt.Errorf("%q is empty once its placeholders are replaced", s)
+	}
+	return out, nil
+}
+
+// configError logs err, which fails the config load, and returns it.
+func (a *App) configError(err error) error {
+	a.logger.Error("invalid air configuration", zap.Error(err))
+	return err
+}
+
 // Validate checks the configuration.
 func (a *App) Validate() error {
 	if a.Storage.Backend != "badger" {
@@ -288,6 +337,9 @@ func (a *App) Validate() error {
 	}
 	if a.Tasks.MaxConcurrentCreates < 0 {
 		return errors.New("tasks: max_concurrent_creates must be positive")
+	}
+	if a.MaxBufferedBodies < a.MaxRequestBody {
+		return fmt.Errorf("max_buffered_bodies (%d) must be at least max_request_body (%d)", a.MaxBufferedBodies, a.MaxRequestBody)
 	}
 	return nil
 }
@@ -310,6 +362,7 @@ func (a *App) Start() error {
 	}
 	a.live.state.Store(st)
 	a.live.rt.Store(rt)
+	bodies.setLimit(a.MaxBufferedBodies)
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.done = make(chan struct{})

@@ -32,6 +32,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_request_body <size>
 //		min_free_space <size>
 //		max_json_depth <levels>
+//		max_buffered_bodies <size>
 //		provider <name> {
 //			protocol openai|anthropic|dashscope
 //			base_url <url> [<url>…]
@@ -79,6 +80,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.MinFreeSpace, err = parseSize(d)
 		case "max_json_depth":
 			a.MaxJSONDepth, err = parsePositiveInt(d)
+		case "max_buffered_bodies":
+			a.MaxBufferedBodies, err = parseSize(d)
 		case "provider":
 			err = a.parseProvider(d)
 		case "model":
@@ -107,19 +110,6 @@ func parsePositiveInt(d *caddyfile.Dispenser) (int, error) {
 		return 0, d.Errf("%s: want a positive integer, got %q", name, s)
 	}
 	return n, nil
-}
-
-// parseSize reads a positive size such as 16MiB.
-func parseSize(d *caddyfile.Dispenser) (int64, error) {
-	name := d.Val()
-	if !d.NextArg() {
-		return 0, d.ArgErr()
-	}
-	size, err := humanize.ParseBytes(d.Val())
-	if err != nil || size == 0 || size > 1<<62 {
-		return 0, d.Errf("%s: bad size %q", name, d.Val())
-	}
-	return int64(size), nil
 }
 
 func (a *App) parseProvider(d *caddyfile.Dispenser) error {
@@ -222,6 +212,20 @@ func (a *App) parseTasks(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseSize reads one positive size argument, such as 16MiB.
+func parseSize(d *caddyfile.Dispenser) (int64, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
+	}
+	size, err := humanize.ParseBytes(s)
+	if err != nil || size == 0 || size > 1<<62 {
+		return 0, d.Errf("%s: bad size %q", name, s)
+	}
+	return int64(size), nil
 }
 
 // parseDuration reads one duration argument (Caddy syntax, so "90d" works).

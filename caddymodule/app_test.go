@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -80,6 +81,42 @@ func TestParseMaxJSONDepth(t *testing.T) {
 	}
 }
 
+// TestUnsetEnvFailsConfig checks that a provider key or URL that names an
+// unset environment variable fails the config load, naming the variable,
+// instead of calling the provider without credentials.
+func TestUnsetEnvFailsConfig(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	t.Setenv("AIR_TEST_KEY", "sk-upstream")
+	t.Setenv("AIR_TEST_EMPTY", "")
+	for i, tc := range []struct {
+		baseURL, apiKey string
+		wantErr         string // "" when the config loads
+	}{
+		{"https://api.example.com/v1", "{env.AIR_TEST_KEY}", ""},
+		{"https://api.example.com/v1", "literal-key", ""},
+		{"https://api.example.com/v1", "{env.AIR_TEST_UNSET_KEY}", "provider p: api_key: environment variable AIR_TEST_UNSET_KEY is unset or empty"},
+		{"https://api.example.com/v1", "{env.AIR_TEST_EMPTY}", "environment variable AIR_TEST_EMPTY is unset or empty"},
+		{"{env.AIR_TEST_UNSET_URL}", "k", "provider p: base_url: environment variable AIR_TEST_UNSET_URL is unset or empty"},
+		{"https://api.example.com/v1", "{env.AIR_TEST_KEY}{env.AIR_TEST_UNSET_SUFFIX}", "AIR_TEST_UNSET_SUFFIX"},
+	} {
+		a := &App{
+			Storage:   &Storage{Dir: t.TempDir()},
+			Providers: []*ProviderConfig{{Name: "p", Protocol: "openai", BaseURLs: []string{tc.baseURL}, APIKeys: []string{tc.apiKey}}},
+		}
+		err := a.Provision(ctx)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("Test %d: %v", i, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
+		}
+		if err := a.Cleanup(); err != nil {
+			t.Errorf("Test %d: cleanup: %v", i, err)
+		}
+	}
+}
+
 func TestMaxJSONDepthDefaultAndValidation(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
@@ -93,5 +130,42 @@ func TestMaxJSONDepthDefaultAndValidation(t *testing.T) {
 	a.MaxJSONDepth = -1
 	if err := a.Validate(); err == nil {
 		t.Error("a negative max_json_depth passed validation")
+	}
+}
+
+func TestMaxBufferedBodies(t *testing.T) {
+	for i, tc := range []struct {
+		input    string
+		want     int64
+		parseErr bool
+		invalid  bool
+	}{
+		{"air {\n}", defaultMaxBufferedBodies, false, false},
+		{"air {\nmax_buffered_bodies 1GiB\n}", 1 << 30, false, false},
+		{"air {\nmax_buffered_bodies 64MiB\nmax_request_body 32MiB\n}", 64 << 20, false, false},
+		{"air {\nmax_buffered_bodies 8MiB\n}", 8 << 20, false, true}, // below the 16 MiB body limit
+		{"air {\nmax_buffered_bodies lots\n}", 0, true, false},
+		{"air {\nmax_buffered_bodies 0\n}", 0, true, false},
+		{"air {\nmax_buffered_bodies\n}", 0, true, false},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.parseErr {
+			t.Errorf("Test %d: parse error %v, want one: %v", i, err, tc.parseErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if a.MaxBufferedBodies == 0 {
+			a.MaxBufferedBodies = defaultMaxBufferedBodies
+		}
+		if a.MaxRequestBody == 0 {
+			a.MaxRequestBody = defaultMaxRequestBody
+		}
+		a.Storage = &Storage{Backend: "badger"}
+		if err := a.Validate(); (err != nil) != tc.invalid || a.MaxBufferedBodies != tc.want {
+			t.Errorf("Test %d: %d bytes, validation error %v; want %d bytes, invalid: %v", i, a.MaxBufferedBodies, err, tc.want, tc.invalid)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -51,17 +52,14 @@ func (h *Auth) Provision(ctx caddy.Context) (err error) {
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st := h.app.current()
 	if st == nil {
-		writeError(w, r, errNotStarted)
-		return nil
+		return respondError(w, r, errNotStarted)
 	}
 	k, err := st.keys.Authenticate(r.Context(), secretOf(r))
 	if err != nil {
-		h.reject(w, r, err)
-		return nil
+		return h.reject(w, r, err)
 	}
 	if e := checkContentType(r); e != nil {
-		writeError(w, r, e)
-		return nil
+		return respondError(w, r, e)
 	}
 	caddyhttp.SetVar(r.Context(), varKey, k)
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
@@ -70,26 +68,23 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	return next.ServeHTTP(w, r)
 }
 
-// reject answers a request whose key did not authenticate. Nothing of the
+// reject answers a request whose key did not authenticate, with a 401
+// shaped as OpenAI's (invalid_request_error, invalid_api_key) or, on
+// /v1/messages, Anthropic's (authentication_error). Nothing of the
 // presented secret is logged.
-func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) {
-	typ := apierror.TypeAuthentication
-	if errors.Is(err, keys.ErrMissing) || errors.Is(err, keys.ErrMalformed) {
-		typ = apierror.TypeInvalidRequest
-	}
+func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 	var known bool
 	for _, e := range []error{keys.ErrMissing, keys.ErrMalformed, keys.ErrUnknown, keys.ErrRevoked, keys.ErrExpired} {
 		known = known || errors.Is(err, e)
 	}
 	if !known {
-		h.log.Error("authenticating a request", zap.Error(err))
-		writeError(w, r, apierror.Internal())
-		return
+		// A 500; Caddy's error log records the cause.
+		return respondError(w, r, fmt.Errorf("authenticating a request: %w", err))
 	}
 	if ce := h.log.Check(zap.DebugLevel, "rejected API key"); ce != nil {
 		ce.Write(zap.String("reason", err.Error()), zap.String("remote", r.RemoteAddr))
 	}
-	writeError(w, r, apierror.New(http.StatusUnauthorized, typ, "invalid_api_key", err.Error()))
+	return respondError(w, r, apierror.Unauthorized(err.Error()))
 }
 
 // secretOf returns the API key a request presents.

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,7 +138,7 @@ func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) err
 	}
 	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
 	if err != nil {
-		return fmt.Errorf("is caddy running? %v", err)
+		return adminError(addr, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -145,18 +146,39 @@ func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) err
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var apiError struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &apiError) == nil && apiError.Error != "" {
-			return fmt.Errorf("%s", apiError.Error)
-		}
-		return fmt.Errorf("admin API answered %s: %s", resp.Status, strings.TrimSpace(string(data)))
+		return answerError(resp.Status, data)
 	}
 	if out == nil {
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+// adminError explains an error of caddycmd.AdminAPIRequest, which reports
+// every failure as text: only a failure to reach addr suggests that Caddy
+// is not running; an answer of 400 or more carries the API's message.
+func adminError(addr string, err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "caddy responded with error: HTTP "); ok {
+		status, body, _ := strings.Cut(rest, ": ")
+		return answerError(status, []byte(body))
+	}
+	if strings.HasPrefix(msg, "performing request: ") {
+		return fmt.Errorf("is caddy running? could not reach its admin API at %s: %s", addr, strings.TrimPrefix(msg, "performing request: "))
+	}
+	return err
+}
+
+// answerError turns an error answer of the admin API into an error with
+// the API's message, or with the status and body when it has none.
+func answerError(status string, body []byte) error {
+	var apiError struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &apiError) == nil && apiError.Error != "" {
+		return errors.New(apiError.Error)
+	}
+	return fmt.Errorf("admin API answered %s: %s", status, strings.TrimSpace(string(body)))
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -76,10 +77,30 @@ func originalPath(r *http.Request) string {
 	return orig.URL.Path
 }
 
-// ServeHTTP answers the request as a provider would.
+// ServeHTTP answers the request as a provider would. An error answer (a
+// status of 400 or more) is also returned as a caddyhttp.HandlerError, as
+// every air handler does, so that Caddy's error log records it.
 func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	m.handler.ServeHTTP(w, r)
+	sw := &statusWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	m.handler.ServeHTTP(sw, r)
+	if sw.status >= http.StatusBadRequest {
+		return caddyhttp.Error(sw.status, fmt.Errorf("mock provider answered %d", sw.status))
+	}
 	return nil
+}
+
+// statusWriter remembers the status of the response written through it.
+type statusWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	status int
+}
+
+// WriteHeader records the first status and passes it on.
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 && status >= 200 {
+		w.status = status
+	}
+	w.ResponseWriterWrapper.WriteHeader(status)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

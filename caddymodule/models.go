@@ -56,8 +56,7 @@ func (m *Models) Provision(ctx caddy.Context) error {
 // ServeHTTP answers GET with the list.
 func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodGet {
-		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on /v1/models"))
-		return nil
+		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on /v1/models"))
 	}
 	return writeRawJSON(w, http.StatusOK, m.body)
 }

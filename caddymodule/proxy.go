@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -98,39 +97,39 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return h.fail(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
+		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
 	}
 	key := identity(r)
 	if key == nil {
-		return h.fail(w, r, errNoIdentity)
+		return respondError(w, r, errNoIdentity)
 	}
 	st, rt := h.app.current(), h.app.runtimeState()
 	if st == nil || rt == nil {
-		return h.fail(w, r, errNotStarted)
+		return respondError(w, r, errNotStarted)
 	}
 	body, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
-		return h.fail(w, r, err)
+		return respondError(w, r, err)
 	}
 	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
 	if aerr != nil {
-		return h.fail(w, r, aerr)
+		return respondError(w, r, aerr)
 	}
 	route, aerr := h.route(in.Model)
 	if aerr != nil {
-		return h.fail(w, r, aerr)
+		return respondError(w, r, aerr)
 	}
 	upstreamBody, injected, err := chatproxy.PrepareBody(h.spec.protocol, body, in, route.UpstreamModel)
 	if err != nil {
-		return h.fail(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
 	if aerr := st.guard.check(); aerr != nil {
-		return h.fail(w, r, aerr)
+		return respondError(w, r, aerr)
 	}
 	subject := billing.Subject{User: key.User, KeyID: key.ID}
 	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, chatproxy.EstimateRequest(in))
 	if aerr != nil {
-		return h.fail(w, r, aerr)
+		return respondError(w, r, aerr)
 	}
 	requestID := newRequestID()
 	start := time.Now().UTC()
@@ -149,7 +148,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if err := reservation.Intend(intent); err != nil {
 		reservation.Release()
 		h.log.Error("recording a request's intent", zap.String("request_id", requestID), zap.Error(err))
-		return h.fail(w, r, errStorage)
+		return respondError(w, r, errStorage)
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
@@ -214,18 +213,6 @@ func (h *proxyHandler) finish(w http.ResponseWriter, r *http.Request, held *chat
 		return caddyhttp.Error(s, fmt.Errorf("%s upstream answered %d", h.spec.endpoint, s))
 	}
 	return nil
-}
-
-// fail answers r with err in the endpoint's error shape and returns it to
-// Caddy as a handler error, for its error log and handle_errors routes.
-func (h *proxyHandler) fail(w http.ResponseWriter, r *http.Request, err error) error {
-	writeError(w, r, err)
-	status := http.StatusInternalServerError
-	var e *apierror.Error
-	if errors.As(err, &e) {
-		status = e.Status
-	}
-	return caddyhttp.Error(status, err)
 }
 
 // route finds the provider for model and checks that this endpoint serves

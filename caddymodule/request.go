@@ -1,11 +1,10 @@
 package caddymodule
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,17 +60,14 @@ func (fs inlineFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 }
 
 // anthropicShaped reports whether errors for r use the Anthropic shape: on
-// the /v1/messages endpoint, as its SDKs expect.
+// the /v1/messages endpoint and below it, as its SDKs expect.
 func anthropicShaped(r *http.Request) bool {
-	return strings.HasSuffix(r.URL.Path, "/messages")
+	return strings.HasSuffix(r.URL.Path, "/messages") || strings.Contains(r.URL.Path, "/messages/")
 }
 
 // writeError answers r with err in the shape its endpoint's clients expect.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *apierror.Error
-	if !errors.As(err, &e) {
-		e = apierror.Internal()
-	}
+	e := asAPIError(err)
 	if anthropicShaped(r) {
 		e.WriteAnthropic(w)
 		return
@@ -79,34 +75,52 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e.Write(w)
 }
 
-// readBody reads r's body up to limit bytes: a larger one gives a 413.
+// respondError answers r with err in the shape its endpoint's clients
+// expect, as writeError does, and returns err as a caddyhttp.HandlerError
+// with the answer's status, for the handler to return: Caddy's error log
+// then records the failure and the server's handle_errors routes run. The
+// client keeps the JSON body written here (see README, "Errors").
+func respondError(w http.ResponseWriter, r *http.Request, err error) error {
+	e := asAPIError(err)
+	writeError(w, r, e)
+	// For an unexpected error the client gets a bare 500, the log its cause.
+	return caddyhttp.Error(e.Status, err)
+}
+
+// asAPIError returns err as an *apierror.Error, or a bare 500 for any
+// other error.
+func asAPIError(err error) *apierror.Error {
+	var e *apierror.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return apierror.Internal()
+}
+
+// readBody reads r's body up to limit bytes: a larger one gives a 413. The
+// buffer grows as bytes arrive, charged to the process's budget of buffered
+// request bodies (see bodyBudget); it is released when the request ends.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	body, err := readAllSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, tooLarge(limit)
-	}
+	charge := bodies.newCharge()
+	body, err := readAllBudgeted(http.MaxBytesReader(w, r.Body, limit), charge)
 	if err != nil {
-		return nil, apierror.InvalidRequest("", "could not read the request body: "+err.Error())
+		charge.release()
+	} else {
+		context.AfterFunc(r.Context(), charge.release)
 	}
-	return body, nil
-}
-
-// maxPresize caps the buffer allocated up front for a request body: the
-// declared length is the client's word, and a client that declares much and
-// sends little must not hold much memory.
-const maxPresize = 256 << 10
-
-// readAllSized is io.ReadAll with the buffer sized from the declared length
-// (up to maxPresize), so that a typical body is read without regrowing.
-func readAllSized(rd io.Reader, length int64) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(min(max(length, 0), maxPresize)) + bytes.MinRead)
-	_, err := buf.ReadFrom(rd)
-	return buf.Bytes(), err
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &mbe):
+		return nil, tooLarge(limit)
+	case errors.Is(err, errBudget):
+		return nil, errBodiesBusy
+	}
+	return nil, apierror.InvalidRequest("", "could not read the request body: "+err.Error())
 }
 
 func tooLarge(limit int64) *apierror.Error {
@@ -128,8 +142,7 @@ var errNotStarted = apierror.New(http.StatusServiceUnavailable, apierror.TypeSer
 
 // errNoIdentity answers a request that reached an air handler without
 // passing air_auth: a configuration mistake, so the handler fails closed.
-var errNoIdentity = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_api_key",
-	"this endpoint requires an API key, but air_auth is not configured in front of it")
+var errNoIdentity = apierror.Unauthorized("this endpoint requires an API key, but air_auth is not configured in front of it")
 
 // writeJSON answers with v encoded as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) error {

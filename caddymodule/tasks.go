@@ -58,13 +58,11 @@ func (h *Tasks) Provision(ctx caddy.Context) (err error) {
 func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	key := identity(r)
 	if key == nil {
-		writeError(w, r, errNoIdentity)
-		return nil
+		return respondError(w, r, errNoIdentity)
 	}
 	rt := h.app.runtimeState()
 	if rt == nil {
-		writeError(w, r, errNotStarted)
-		return nil
+		return respondError(w, r, errNotStarted)
 	}
 	owner := tasks.Owner{User: key.User, KeyID: key.ID}
 	id := ""
@@ -75,20 +73,17 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case r.Method == http.MethodPost && id == "":
 		body, err := readBody(w, r, h.app.MaxRequestBody)
 		if err != nil {
-			writeError(w, r, err)
-			return nil
+			return respondError(w, r, err)
 		}
 		// Nothing reads the body before it is checked against the nesting
 		// limit; the task service refuses other invalid bodies.
 		var de *jsonlimit.DepthError
 		if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
-			writeError(w, r, apierror.InvalidBody(err))
-			return nil
+			return respondError(w, r, apierror.InvalidBody(err))
 		}
 		if st := h.app.current(); st != nil {
 			if aerr := st.guard.check(); aerr != nil {
-				writeError(w, r, aerr)
-				return nil
+				return respondError(w, r, aerr)
 			}
 		}
 		// Spend and rate limits apply before any upstream call; the task is
@@ -98,40 +93,34 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		subject := billing.Subject{User: key.User, KeyID: key.ID}
 		reservation, aerr := rt.billing.AdmitTask(r.Context(), subject, gjson.GetBytes(body, "model").String(), 1, 0)
 		if aerr != nil {
-			writeError(w, r, aerr)
-			return nil
+			return respondError(w, r, aerr)
 		}
 		task, aerr := rt.tasks.Create(r.Context(), owner, body, h.mediaBase(r))
 		if aerr != nil {
 			reservation.Release()
-			writeError(w, r, aerr)
-			return nil
+			return respondError(w, r, aerr)
 		}
 		reservation.ReleaseCost()
 		return writeJSON(w, http.StatusAccepted, task.CreateView())
 	case r.Method == http.MethodGet && id != "":
 		task, aerr := rt.tasks.Get(r.Context(), owner, id)
 		if aerr != nil {
-			writeError(w, r, aerr)
-			return nil
+			return respondError(w, r, aerr)
 		}
 		return writeJSON(w, http.StatusOK, task.QueryView())
 	case r.Method == http.MethodGet:
 		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
 		if aerr != nil {
-			writeError(w, r, aerr)
-			return nil
+			return respondError(w, r, aerr)
 		}
 		list, aerr := rt.tasks.List(r.Context(), owner, limit)
 		if aerr != nil {
-			writeError(w, r, aerr)
-			return nil
+			return respondError(w, r, aerr)
 		}
 		return writeJSON(w, http.StatusOK, tasks.NewListView(list))
 	default:
-		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
+		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
-		return nil
 	}
 }
 
@@ -190,23 +179,19 @@ func (h *Media) Provision(ctx caddy.Context) (err error) {
 // ServeHTTP serves one media file.
 func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET"))
-		return nil
+		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET"))
 	}
 	rt := h.app.runtimeState()
 	if rt == nil {
-		writeError(w, r, errNotStarted)
-		return nil
+		return respondError(w, r, errNotStarted)
 	}
 	id := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 	m, err := rt.tasks.Media(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, r, apierror.NotFound("media_not_found", "no such media, or its link has expired"))
-		return nil
+		return respondError(w, r, apierror.NotFound("media_not_found", "no such media, or its link has expired"))
 	}
 	if err != nil {
-		writeError(w, r, err)
-		return nil
+		return respondError(w, r, err)
 	}
 	defer m.Content.Close()
 	hdr := w.Header()

@@ -28,14 +28,14 @@ func TestInspectRejectsDeepNesting(t *testing.T) {
 	}{
 		{strings.Repeat("[", sixteenMiB), 0, "the request body nests deeper than the limit of 128 levels"},
 		{strings.Repeat(`{"a":`, sixteenMiB/5), 0, "the request body nests deeper than the limit of 128 levels"},
-		{`{"model":"m","messages":[],"x":` + strings.Repeat("[", sixteenMiB-64), 0, "the request body nests deeper than the limit of 128 levels"},
-		{`{"model":"m","messages":[],"x":` + nest("[", "]", 127) + `}`, 0, ""},
-		{`{"model":"m","messages":[],"x":` + nest("[", "]", 128) + `}`, 0, "the request body nests deeper than the limit of 128 levels"},
-		{`{"model":"m","messages":[],"x":` + strings.Repeat(`{"a":`, 128) + "1" + strings.Repeat("}", 129), 0, "the request body nests deeper than the limit of 128 levels"},
-		{`{"model":"m","messages":[],"x":[[1]]}`, 3, ""},
-		{`{"model":"m","messages":[],"x":[[1]]}`, 2, "the request body nests deeper than the limit of 2 levels"},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":` + strings.Repeat("[", sixteenMiB-64), 0, "the request body nests deeper than the limit of 128 levels"},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":` + nest("[", "]", 127) + `}`, 0, ""},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":` + nest("[", "]", 128) + `}`, 0, "the request body nests deeper than the limit of 128 levels"},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":` + strings.Repeat(`{"a":`, 128) + "1" + strings.Repeat("}", 129), 0, "the request body nests deeper than the limit of 128 levels"},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":[[1]]}`, 3, ""},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":[[1]]}`, 2, "the request body nests deeper than the limit of 2 levels"},
 		{`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("[", sixteenMiB-128) + `"}]}`, 0, ""},
-		{`{"model":"m","messages":[],"x":[[1]]`, 0, "the request body is not valid JSON"},
+		{`{"model":"m","messages":[{"role":"user","content":"x"}],"x":[[1]]`, 0, "the request body is not valid JSON"},
 	} {
 		for _, in := range inspects {
 			_, e := in.inspect([]byte(tc.body), tc.limit)

@@ -100,8 +100,8 @@ func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	if in.Model, e = modelField(model); e != nil {
 		return Inspected{}, e
 	}
-	if !messages.IsArray() {
-		return Inspected{}, missingOr(messages, "messages", "an array")
+	if e := messagesField(messages); e != nil {
+		return Inspected{}, e
 	}
 	in.MaxTokens = maxTokens
 	if maxCompl > 0 {
@@ -153,8 +153,8 @@ func InspectMessages(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	if in.Model, e = modelField(model); e != nil {
 		return Inspected{}, e
 	}
-	if !messages.IsArray() {
-		return Inspected{}, missingOr(messages, "messages", "an array")
+	if e := messagesField(messages); e != nil {
+		return Inspected{}, e
 	}
 	in.PromptBytes = promptBytes(messages, system, tools)
 	return in, nil
@@ -192,6 +192,20 @@ func modelField(v gjson.Result) (string, *apierror.Error) {
 }
 
 // missingOr reports a required field as missing, or as not being what.
+// messagesField checks that messages is a non-empty array, as both OpenAI
+// and Anthropic require.
+func messagesField(v gjson.Result) *apierror.Error {
+	if !v.IsArray() {
+		return missingOr(v, "messages", "an array")
+	}
+	empty := true
+	v.ForEach(func(_, _ gjson.Result) bool { empty = false; return false })
+	if empty {
+		return apierror.InvalidRequest("messages", "messages must contain at least one message")
+	}
+	return nil
+}
+
 func missingOr(v gjson.Result, param, what string) *apierror.Error {
 	if !v.Exists() {
 		return apierror.InvalidRequest(param, fmt.Sprintf("you must provide a %s parameter", param))

@@ -169,7 +169,7 @@ func TestServeJSONWithoutUsageIsEstimated(t *testing.T) {
 func TestServeLargeJSONUsageInTail(t *testing.T) {
 	resp := `{"choices":[{"message":{"content":"` + strings.Repeat("z", 3*maxHeld) + `"}}],"usage":{"prompt_tokens":9,"completion_tokens":700000}}`
 	up := newUpstream(t, answer(200, "application/json", resp))
-	body := `{"model":"m","messages":[]}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
 	if rec.Body.String() != resp {
@@ -265,7 +265,7 @@ func TestServeStreamUsageInLastContentChunk(t *testing.T) {
 		chunk(`[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]`, `{"prompt_tokens":3,"completion_tokens":1}`),
 		"data: [DONE]\n\n",
 	}))
-	body := `{"model":"m","messages":[],"stream":true}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
 	if want := chunk(`[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]`, "") + "data: [DONE]\n\n"; rec.Body.String() != want {
@@ -281,9 +281,9 @@ func TestServeStreamWithoutUsageIsEstimated(t *testing.T) {
 		chunk(`[{"index":0,"delta":{"content":"12345678"},"finish_reason":null}]`, ""),
 		"data: [DONE]\n\n",
 	}))
-	body := `{"model":"m","messages":[],"stream":true}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
-	if want := (billing.Usage{Input: 1, Output: 2}); res.Usage != want || res.Source != billing.SourceEstimated || res.Outcome != OutcomeOK {
+	if want := (billing.Usage{Input: 5, Output: 2}); res.Usage != want || res.Source != billing.SourceEstimated || res.Outcome != OutcomeOK {
 		t.Errorf("result %+v", res)
 	}
 }
@@ -350,7 +350,7 @@ func TestServeUpstreamErrorPassThrough(t *testing.T) {
 	errBody := `{"error":{"message":"Range of input length should be [1, 30720]","type":"invalid_request_error","param":null,"code":"invalid_parameter_error"}}`
 	up := newUpstream(t, answer(400, "application/json", errBody, "X-Request-Id", "r9"))
 	other := newUpstream(t, answer(200, "application/json", chatJSON))
-	body := `{"model":"m","messages":[]}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL, other.URL), body, ""))
 	if rec.Code != 400 || rec.Body.String() != errBody || rec.Header().Get("X-Request-Id") != "r9" {
@@ -375,7 +375,7 @@ func TestServeRetries(t *testing.T) {
 	fail500 := newUpstream(t, answer(500, "application/json", `{"error":{"message":"boom"}}`))
 	fail429 := newUpstream(t, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"))
 	ok := newUpstream(t, answer(200, "application/json", chatJSON))
-	body := `{"model":"m","messages":[]}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 
 	for i, tc := range []struct {
 		urls     []string
@@ -415,7 +415,7 @@ func TestServeRetries(t *testing.T) {
 
 	// The Anthropic endpoint answers in its own error shape.
 	rec := httptest.NewRecorder()
-	mbody := `{"model":"c","messages":[]}`
+	mbody := `{"model":"c","messages":[{"role":"user","content":"x"}]}`
 	serveAll(&Proxy{}, rec, clientRequest(context.Background(), mbody), chatCall(t, Anthropic, provider("anthropic", 0, closedURL()), mbody, ""))
 	if rec.Code != 502 || gjson.Get(rec.Body.String(), "type").Str != "error" || gjson.Get(rec.Body.String(), "error.type").Str != "overloaded_error" {
 		t.Errorf("anthropic 502: %d %s", rec.Code, rec.Body.String())
@@ -433,7 +433,7 @@ func TestServeNoRetryAfterFirstByte(t *testing.T) {
 		}
 	})
 	spare := newUpstream(t, answer(200, "text/event-stream", "data: [DONE]\n\n"))
-	body := `{"model":"m","messages":[],"stream":true}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, broken.URL, spare.URL), body, ""))
 	if broken.count() != 1 || spare.count() != 0 {
@@ -450,7 +450,7 @@ func TestServeTimeout(t *testing.T) {
 		<-r.Context().Done() // never answers
 		close(released)
 	})
-	body := `{"model":"m","messages":[]}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
 	done := make(chan Result)
 	go func() {
@@ -473,7 +473,7 @@ func TestServeStreamIdleTimeout(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // then falls silent
 	})
-	body := `{"model":"m","messages":[],"stream":true}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 50*time.Millisecond, silent.URL), body, ""))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "first") {
@@ -500,7 +500,7 @@ func gateway(t *testing.T, call func() *Call) (string, chan Result) {
 // returns the response and the channel of the gateway's result.
 func postStream(t *testing.T, up *upstream) (*http.Response, chan Result) {
 	t.Helper()
-	body := `{"model":"m","messages":[],"stream":true}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -602,7 +602,7 @@ func TestServeStreamHeadersLeaveWithFirstEvent(t *testing.T) {
 	stream := chunk(`[{"index":0,"delta":{"content":"a"}}]`, "") + chunk(`[{"index":0,"delta":{"content":"b"}}]`, "") +
 		chunk(`[]`, `{"prompt_tokens":1,"completion_tokens":2}`) + "data: [DONE]\n\n"
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(stream)}
-	body := `{"model":"m","messages":[],"stream":true}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	call := chatCall(t, OpenAI, provider("openai", 0, "http://up/v1"), body, "")
 	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
 	w := &flushCounter{discardWriter: discardWriter{h: make(http.Header)}}
@@ -660,7 +660,7 @@ func TestServeClientGoneBeforeAnswer(t *testing.T) {
 		close(started)
 		<-r.Context().Done()
 	})
-	body := `{"model":"m","messages":[]}`
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
 	rec := httptest.NewRecorder()

@@ -40,8 +40,8 @@ func TestAuth(t *testing.T) {
 		{nil, "invalid_request_error", "missing API key"},
 		{[]string{"Authorization", "Bearer sk-other-123"}, "invalid_request_error", "malformed"},
 		{[]string{"Authorization", "Basic dXNlcjpwYXNz"}, "invalid_request_error", "malformed"},
-		{[]string{"Authorization", "Bearer " + secret[:len(secret)-1] + "x"}, "authentication_error", "invalid API key"},
-		{[]string{"x-api-key", "sk-air-" + strings.Repeat("z", 43)}, "authentication_error", "invalid API key"},
+		{[]string{"Authorization", "Bearer " + secret[:len(secret)-1] + "x"}, "invalid_request_error", "invalid API key"},
+		{[]string{"x-api-key", "sk-air-" + strings.Repeat("z", 43)}, "invalid_request_error", "invalid API key"},
 	} {
 		status, _, body := call(t, http.MethodGet, "/v1/models", "", "", tc.header...)
 		if status != http.StatusUnauthorized {

@@ -343,27 +343,27 @@ func TestChatErrors(t *testing.T) {
 	if status != http.StatusRequestEntityTooLarge || decodeError(t, body).code() != "request_too_large" {
 		t.Fatalf("large body: %d %s", status, body)
 	}
-	status, _, body = postChat(t, key, `{"model":"nope","messages":[]}`)
+	status, _, body = postChat(t, key, `{"model":"nope","messages":[{"role":"user","content":"x"}]}`)
 	if status != http.StatusNotFound || decodeError(t, body).code() != "model_not_found" {
 		t.Fatalf("unknown model: %d %s", status, body)
 	}
 	hits := up.hits.Load()
 	for i, tc := range []struct{ body, param string }{
-		{`{"model":"rec-model","messages":[]`, ""},
-		{`{"messages":[]}`, "model"},
-		{`{"model":5,"messages":[]}`, "model"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}]`, ""},
+		{`{"messages":[{"role":"user","content":"x"}]}`, "model"},
+		{`{"model":5,"messages":[{"role":"user","content":"x"}]}`, "model"},
 		{`{"model":"rec-model"}`, "messages"},
 		{`{"model":"rec-model","messages":{}}`, "messages"},
-		{`{"model":"rec-model","messages":[],"stop":["a","b","c","d","e"]}`, "stop"},
-		{`{"model":"rec-model","messages":[],"temperature":2}`, "temperature"},
-		{`{"model":"rec-model","messages":[],"temperature":-0.1}`, "temperature"},
-		{`{"model":"rec-model","messages":[],"top_p":0}`, "top_p"},
-		{`{"model":"rec-model","messages":[],"top_p":1.5}`, "top_p"},
-		{`{"model":"rec-model","messages":[],"frequency_penalty":2.5}`, "frequency_penalty"},
-		{`{"model":"rec-model","messages":[],"presence_penalty":-3}`, "presence_penalty"},
-		{`{"model":"rec-model","messages":[],"max_tokens":0}`, "max_tokens"},
-		{`{"model":"rec-model","messages":[],"max_tokens":1.5}`, "max_tokens"},
-		{`{"model":"rec-model","messages":[],"stream":"yes"}`, "stream"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, "stop"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"temperature":2}`, "temperature"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"temperature":-0.1}`, "temperature"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"top_p":0}`, "top_p"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"top_p":1.5}`, "top_p"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"frequency_penalty":2.5}`, "frequency_penalty"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"presence_penalty":-3}`, "presence_penalty"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "max_tokens"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"max_tokens":1.5}`, "max_tokens"},
+		{`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"stream":"yes"}`, "stream"},
 	} {
 		status, _, body := postChat(t, key, tc.body)
 		e := decodeError(t, body)
@@ -380,8 +380,8 @@ func TestChatErrors(t *testing.T) {
 	}
 	// Limits are inclusive where the contract says so.
 	for _, ok := range []string{
-		`{"model":"rec-model","messages":[],"temperature":0,"top_p":1,"frequency_penalty":-2,"presence_penalty":2,"stop":["a","b","c","d"],"max_tokens":1}`,
-		`{"model":"rec-model","messages":[],"stop":"x","temperature":1.99}`,
+		`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"temperature":0,"top_p":1,"frequency_penalty":-2,"presence_penalty":2,"stop":["a","b","c","d"],"max_tokens":1}`,
+		`{"model":"rec-model","messages":[{"role":"user","content":"x"}],"stop":"x","temperature":1.99}`,
 	} {
 		if status, _, body := postChat(t, key, ok); status != http.StatusBadRequest || !strings.Contains(string(body), "upstream says no") {
 			t.Errorf("valid request %s was not forwarded: %d %s", ok, status, body)

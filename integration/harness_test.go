@@ -141,8 +141,11 @@ http://localhost:9080 {
 			air_messages /v1/messages
 			air_tasks /v1/tasks*
 			air_models /v1/models
-			respond ` + "`" + `{"error":{"message":"unknown endpoint","type":"invalid_request_error","param":null,"code":"unknown_url"}}` + "`" + ` 404
+			air_not_found
 		}
+	}
+	handle {
+		air_not_found
 	}
 }
 `))

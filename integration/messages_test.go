@@ -140,10 +140,10 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 		status    int
 		errType   string
 	}{
-		{"", `{"model":"rec-claude","messages":[]}`, 401, "authentication_error"},
+		{"", `{"model":"rec-claude","messages":[{"role":"user","content":"x"}]}`, 401, "authentication_error"},
 		{key, `{"model":"rec-claude"`, 400, "invalid_request_error"},
-		{key, `{"model":"nope","messages":[]}`, 404, "not_found_error"},
-		{key, `{"model":"mock-gpt","messages":[]}`, 400, "invalid_request_error"},
+		{key, `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404, "not_found_error"},
+		{key, `{"model":"mock-gpt","messages":[{"role":"user","content":"x"}]}`, 400, "invalid_request_error"},
 	} {
 		status, _, body := call(t, http.MethodPost, "/v1/messages", "", tc.body, "x-api-key", tc.key, "anthropic-version", "2023-06-01")
 		var e struct {
@@ -157,7 +157,7 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 			t.Errorf("Test %d: status %d body %s", i, status, body)
 		}
 	}
-	status, _, body := call(t, http.MethodPost, "/v1/messages", key, `{"model":"rec-claude","messages":[]}`, "anthropic-version", "2023-06-01")
+	status, _, body := call(t, http.MethodPost, "/v1/messages", key, `{"model":"rec-claude","messages":[{"role":"user","content":"x"}]}`, "anthropic-version", "2023-06-01")
 	if status != http.StatusBadRequest || string(body) != `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: field required"}}` {
 		t.Fatalf("upstream error not passed through: %d %s", status, body)
 	}
