@@ -132,6 +132,13 @@ type Options struct {
 	SegmentAge time.Duration
 	// Now returns the current time (nil: time.Now).
 	Now func() time.Time
+	// Preallocate, when positive, makes the last segment's file this many
+	// bytes longer than its entries, filled with zeros, whenever its
+	// entries reach its end: Sync then flushes data blocks alone
+	// (fdatasync), without the file system's metadata journal that a file
+	// growing on every append costs (as PostgreSQL pre-fills WAL segments).
+	// Zeros after the last entry read as the end of the data.
+	Preallocate int64
 }
 
 // segment is one segment file.
@@ -178,6 +185,7 @@ type Journal struct {
 
 	repair     Repair // what Open repaired
 	rotateNext bool   // the next append starts a new segment
+	allocated  int64  // the last segment file's size, zeros after its entries included
 }
 
 // Repair describes what Open cut off the last segment.
@@ -254,6 +262,11 @@ func (j *Journal) repairLast() error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	end := validEnd(f, last.size)
+	j.allocated = last.size
+	if end < last.size && j.opts.Preallocate > 0 && zeros(f, end, last.size) {
+		// The preallocated end of the segment, not a repair.
+		last.size = end
+	}
 	if end < last.size {
 		j.repair = Repair{Segment: last.name(), ValidEnd: end, Cut: last.size - end}
 		if !tornTail(f, end, last.size) {
@@ -268,7 +281,7 @@ func (j *Journal) repairLast() error {
 			_ = f.Close()
 			return fmt.Errorf("journal: cutting torn entry off %s: %w", last.name(), err)
 		}
-		last.size = end
+		last.size, j.allocated = end, end
 		j.rotateNext = true
 	}
 	if _, err := f.Seek(end, io.SeekStart); err != nil {
@@ -291,7 +304,12 @@ func tornTail(f *os.File, end, size int64) bool {
 	if l := int64(binary.LittleEndian.Uint32(hdr[:4])); l > 0 && end+frameHeader+l >= size {
 		return true
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(f, end, size-end), 64<<10)
+	return zeros(f, end, size)
+}
+
+// zeros reports whether the bytes of f from off to size are all zero.
+func zeros(f *os.File, off, size int64) bool {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10)
 	for {
 		b, err := r.ReadByte()
 		if err != nil {
@@ -409,8 +427,11 @@ func (j *Journal) Append(entries [][]byte) (pos []Pos, end Pos, err error) {
 	if cap(buf) <= 1<<20 {
 		j.buf = buf
 	}
+	if err := j.preallocate(off); err != nil {
+		return nil, Pos{}, err
+	}
 	if _, err := j.file.Write(buf); err != nil {
-		if terr := j.cut(last.size); terr != nil {
+		if terr := j.cut(last.size, off); terr != nil {
 			err = errors.Join(err, terr)
 		}
 		return nil, Pos{}, fmt.Errorf("journal: appending: %w", err)
@@ -437,20 +458,26 @@ func (j *Journal) rotateFor(size int64) error {
 		return nil
 	}
 	next := segment{seq: last.seq + 1, created: now.UTC()}
+	if j.file != nil {
+		// The finished segment loses its preallocated zeros (readers take
+		// a segment's size for the end of its entries) and is synced, so
+		// that a crash loses at most the current one's unsynced tail. This
+		// happens before the next segment exists: a crash in between
+		// leaves it the last segment, repaired at Open.
+		var err error
+		if j.allocated > last.size {
+			err = j.file.Truncate(last.size)
+		}
+		if err = errors.Join(err, j.file.Sync(), j.file.Close()); err != nil {
+			return fmt.Errorf("journal: closing a segment: %w", err)
+		}
+		j.file = nil
+	}
 	f, err := os.OpenFile(j.path(next), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: starting a segment: %w", err)
 	}
-	if j.file != nil {
-		// The finished segment is synced so that a crash loses at most the
-		// current one's unsynced tail.
-		if err := errors.Join(j.file.Sync(), j.file.Close()); err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-			return fmt.Errorf("journal: closing a segment: %w", err)
-		}
-	}
-	j.file = f
+	j.file, j.allocated = f, 0
 	j.rotateNext = false
 	j.mu.Lock()
 	j.segs = append(j.segs, next)
@@ -479,12 +506,19 @@ func (j *Journal) Truncate(to Pos) error {
 	if to.Segment != end.Segment || end.Offset < to.Offset {
 		return fmt.Errorf("journal: cannot truncate to %s, the end is %s", to, end)
 	}
-	return j.cut(to.Offset)
+	return j.cut(to.Offset, end.Offset)
 }
 
-// cut truncates the last segment file to off bytes.
-func (j *Journal) cut(off int64) error {
-	if err := j.file.Truncate(off); err != nil {
+// cut removes the last segment's bytes from off up to end: it truncates
+// the file, or zeroes them within its preallocated size.
+func (j *Journal) cut(off, end int64) error {
+	var err error
+	if j.allocated > off {
+		_, err = j.file.WriteAt(make([]byte, min(end, j.allocated)-off), off)
+	} else {
+		err = j.file.Truncate(off)
+	}
+	if err != nil {
 		return fmt.Errorf("journal: truncating: %w", err)
 	}
 	if _, err := j.file.Seek(off, io.SeekStart); err != nil {
@@ -496,12 +530,42 @@ func (j *Journal) cut(off int64) error {
 	return nil
 }
 
-// Sync flushes the last segment to disk.
+// Sync flushes the last segment to disk: its data alone (fdatasync) while
+// its entries stay within its preallocated size, everything otherwise.
 func (j *Journal) Sync() error {
 	if j.file == nil {
 		return nil
 	}
+	if j.opts.Preallocate > 0 {
+		return fdatasync(j.file)
+	}
 	return j.file.Sync()
+}
+
+// preallocate makes sure that the last segment's file is long enough for
+// entries up to end, extending it by whole Preallocate steps of zeros,
+// synced with its new size, before they are written.
+func (j *Journal) preallocate(end int64) error {
+	if j.opts.Preallocate <= 0 || end <= j.allocated {
+		return nil
+	}
+	size := j.allocated
+	for size < end {
+		size += j.opts.Preallocate
+	}
+	zero := make([]byte, 64<<10)
+	for off := j.allocated; off < size; off += int64(len(zero)) {
+		n := min(int64(len(zero)), size-off)
+		if _, err := j.file.WriteAt(zero[:n], off); err != nil {
+			_ = j.file.Truncate(j.allocated)
+			return fmt.Errorf("journal: preallocating: %w", err)
+		}
+	}
+	if err := j.file.Sync(); err != nil {
+		return fmt.Errorf("journal: preallocating: %w", err)
+	}
+	j.allocated = size
+	return nil
 }
 
 // Close syncs and closes the journal.

@@ -357,3 +357,64 @@ func TestPosBinary(t *testing.T) {
 		t.Errorf("Less is wrong")
 	}
 }
+
+// TestPreallocate checks that a preallocated segment reads, reopens,
+// truncates and rotates like any other: the zeros after its entries are
+// neither entries nor a repair, and a finished segment loses them.
+func TestPreallocate(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	o := Options{Dir: dir, SegmentSize: 1 << 20, SegmentAge: time.Hour, Now: c.now, Preallocate: 64 << 10}
+	j, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.Append(entries("first", "second")); err != nil {
+		t.Fatal(err)
+	}
+	start := j.End()
+	if _, _, err := j.Append(entries("undone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Truncate(start); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, segment{seq: 1, created: t0}.name())
+	if fi, _ := os.Stat(name); fi.Size() != 64<<10 {
+		t.Errorf("segment file of %d bytes, want the 64 KiB step", fi.Size())
+	}
+	j.Close()
+
+	j, err = Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if r := j.Repair(); r != (Repair{}) || j.End() != start {
+		t.Errorf("reopened at %s with repair %+v, want %s and none", j.End(), r, start)
+	}
+	pos, _, err := j.Append(entries("third", string(make([]byte, 100<<10))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos[0] != start {
+		t.Errorf("appended at %s, want %s: the zeros are free space", pos[0], start)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); len(got) != 4 || got[2] != "third" {
+		t.Fatalf("%d entries: %q", len(got), got[:min(len(got), 3)])
+	}
+	c.t = c.t.Add(2 * time.Hour) // the next append starts a segment
+	if _, _, err := j.Append(entries("next")); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(name)
+	if end := pos[1].Offset + frameHeader + 100<<10; fi.Size() != end {
+		t.Errorf("finished segment of %d bytes, want %d (its entries, no zeros)", fi.Size(), end)
+	}
+	if got := scanAll(t, j, Pos{}, time.Time{}); len(got) != 5 || got[4] != "next" {
+		t.Errorf("%d entries after rotation", len(got))
+	}
+}
