@@ -167,3 +167,32 @@ func TestLedgerGetChecksID(t *testing.T) {
 		t.Errorf("Get(task-2) = %s, %v", rec.ID, err)
 	}
 }
+
+// TestLedgerCountsUnderSteadyLoad checks that the store counts records
+// while they keep coming: a writer that never finds its queue empty must
+// still count what it synced, or reports would lag and memory grow.
+func TestLedgerCountsUnderSteadyLoad(t *testing.T) {
+	l := newLedger(t, openStore(t), 0)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l.Enqueue(testRecord(fmt.Sprintf("r%d", i), 1), nil)
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for totalIn(report(t, l, ReportFilter{}), "USD").Requests == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing counted after 10 s of steady load")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

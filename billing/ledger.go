@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -58,6 +59,10 @@ type Ledger struct {
 	retention time.Duration
 	log       *zap.Logger
 	intents   *intentLog
+	// commitInterval is the least time between two syncs (see
+	// DefaultCommitInterval), and lastSync when the last began (unix
+	// nanoseconds).
+	commitInterval, lastSync atomic.Int64
 
 	// commitMu serializes commits: appending to the journal and counting
 	// in the store must happen in the same order.
@@ -105,6 +110,11 @@ const (
 	MaxQueued = 1 << 16
 )
 
+// journalPreallocate is the step by which the journal's last segment is
+// extended with zeros ahead of its records, so that a group commit's sync
+// flushes data alone (see journal.Options.Preallocate).
+const journalPreallocate = 4 << 20
+
 // NewLedger opens the ledger whose journal is in dir (created if missing)
 // and whose aggregates, spend and index are in s. It keeps records for
 // retention (zero or negative: DefaultRetention), counts in s the records
@@ -119,7 +129,7 @@ func NewLedger(s store.Store, dir string, retention time.Duration, log *zap.Logg
 	if log == nil {
 		log = zap.NewNop()
 	}
-	j, err := journal.Open(journal.Options{Dir: dir})
+	j, err := journal.Open(journal.Options{Dir: dir, Preallocate: journalPreallocate})
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +142,7 @@ func NewLedger(s store.Store, dir string, retention time.Duration, log *zap.Logg
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	l.commitInterval.Store(int64(DefaultCommitInterval))
 	if err := l.recover(context.Background()); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -371,6 +382,7 @@ func (l *Ledger) appendLocked(recs []*Record, indexed bool) ([]journal.Pos, jour
 		return nil, journal.Pos{}, err
 	}
 	t := time.Now()
+	l.lastSync.Store(t.UnixNano())
 	if err := l.j.Sync(); err != nil {
 		l.broken = fmt.Errorf("ledger stopped: syncing the journal failed; restart the gateway once the storage is healthy: %w", err)
 		l.log.Error("ledger stopped", zap.Error(l.broken))

@@ -32,6 +32,7 @@ func (l *Ledger) run() {
 		}
 		var closed bool
 		for {
+			l.pace()
 			var jobs []job
 			l.mu.Lock()
 			jobs, l.queue, spare = l.queue, spare[:0], nil
@@ -47,6 +48,8 @@ func (l *Ledger) run() {
 			if len(jobs) == 0 {
 				break // only retries: wait for new records or the timer
 			}
+			// Under steady load the queue never empties: count as due.
+			l.countDue(false)
 		}
 		wait := l.countDue(closed)
 		if closed && l.Queued() == 0 {
@@ -65,6 +68,28 @@ func (l *Ledger) run() {
 			timer.Reset(retryInterval)
 			armed = true
 		}
+	}
+}
+
+// DefaultCommitInterval is the least time between the starts of two
+// journal syncs: records that arrive meanwhile wait and share the next
+// sync. A sync costs about 80 µs of CPU on a virtual disk whatever it
+// carries, so syncing each request alone would cost a fifth of what a bare
+// reverse proxy spends on it; spacing syncs bounds them to 200 a second
+// under load, for at most 5 ms more before a response's last bytes. An idle
+// ledger syncs a lone record at once.
+const DefaultCommitInterval = 5 * time.Millisecond
+
+// SetCommitInterval sets the least time between the starts of two syncs
+// (zero or negative: each group is synced at once).
+func (l *Ledger) SetCommitInterval(d time.Duration) { l.commitInterval.Store(int64(max(d, 0))) }
+
+// pace waits until the commit interval has passed since the last sync
+// began.
+func (l *Ledger) pace() {
+	next := l.lastSync.Load() + l.commitInterval.Load()
+	if wait := time.Until(time.Unix(0, next)); wait > 0 {
+		time.Sleep(wait)
 	}
 }
 

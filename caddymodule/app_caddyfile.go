@@ -29,6 +29,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		storage badger <dir>
 //		prices <file.json>
 //		ledger_retention <duration>
+//		ledger_commit_interval <duration>
 //		max_request_body <size>
 //		min_free_space <size>
 //		max_json_depth <levels>
@@ -74,6 +75,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "ledger_retention":
 			a.LedgerRetention, err = parseDuration(d)
+		case "ledger_commit_interval":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			ci, perr := caddy.ParseDuration(s)
+			if perr != nil || ci < 0 {
+				return d.Errf("ledger_commit_interval: bad duration %q", s)
+			}
+			a.LedgerCommitInterval = (*caddy.Duration)(&ci)
 		case "max_request_body":
 			a.MaxRequestBody, err = parseSize(d)
 		case "min_free_space":
