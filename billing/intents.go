@@ -47,7 +47,9 @@ type intentLog struct {
 // openIntents opens the intent log in dir and reads the intents that a
 // stopped gateway left.
 func openIntents(dir string, log *zap.Logger) (*intentLog, error) {
-	j, err := journal.Open(journal.Options{Dir: dir, SegmentSize: intentSegmentSize})
+	// Preallocated: an append into zeros costs a few microseconds, where
+	// one that grows the file waits tens of them for the file system.
+	j, err := journal.Open(journal.Options{Dir: dir, SegmentSize: intentSegmentSize, Preallocate: intentSegmentSize / 4})
 	if err != nil {
 		return nil, err
 	}
