@@ -341,7 +341,7 @@ func (a *App) Validate() error {
 	if a.MaxJSONDepth < 0 {
 		return errors.New("max_json_depth must be positive")
 	}
-	if a.Tasks.MaxConcurrentCreates < 0 {
+	if a.Tasks != nil && a.Tasks.MaxConcurrentCreates < 0 {
 		return errors.New("tasks: max_concurrent_creates must be positive")
 	}
 	if a.MaxBufferedBodies < a.MaxRequestBody {
