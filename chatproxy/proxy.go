@@ -245,6 +245,14 @@ func (at *attempt) close() {
 	at.cancel(nil)
 }
 
+// newAttempt starts the clock of an attempt under parent.
+func newAttempt(parent context.Context, timeout time.Duration) *attempt {
+	ctx, cancel := context.WithCancelCause(parent)
+	at := &attempt{ctx: ctx, cancel: cancel, timeout: timeout}
+	at.timer = time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	return at
+}
+
 // idle re-arms the timer: a stream is cancelled after timeout of silence.
 func (at *attempt) idle() { at.timer.Reset(at.timeout) }
 
@@ -255,9 +263,8 @@ var (
 
 // send starts one attempt and waits for the response headers.
 func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time.Duration) *attempt {
-	ctx, cancel := context.WithCancelCause(r.Context())
-	at := &attempt{ctx: ctx, cancel: cancel, timeout: timeout}
-	at.timer = time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	at := newAttempt(r.Context(), timeout)
+	ctx := at.ctx
 	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
 		if i.Err == nil {
 			at.wrote.Store(true)
