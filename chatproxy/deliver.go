@@ -147,7 +147,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 	rc := http.NewResponseController(w)
 	headers := newHeaderFlusher(rc)
 	defer headers.cancel()
-	er := newEventReader(at.resp.Body, at.idle)
+	er := newEventReader(at.resp.Body, at.read)
 	defer er.release()
 	dirty := false // written but not flushed
 	held := &Held{proto: t.proto, status: at.resp.StatusCode, started: true, stream: true}

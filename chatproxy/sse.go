@@ -27,7 +27,8 @@ type eventReader struct {
 }
 
 // newEventReader reads events from r; onRead, if not nil, is called after
-// every read that returned bytes (it resets the idle timer).
+// every read that returned bytes (it tells the attempt's watchdog that
+// the stream is alive).
 func newEventReader(r io.Reader, onRead func()) *eventReader {
 	bp := getBuf()
 	return &eventReader{r: r, bp: bp, buf: *bp, onRead: onRead, limit: maxEvent}
