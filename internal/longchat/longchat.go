@@ -39,9 +39,9 @@ type textBlock struct {
 	Text string `json:"text"`
 }
 
-// Body returns an OpenAI chat completion request for model of at least
-// size bytes (and at most a few KiB more): the conversation grows turn by
-// turn until it is that large. extra, when not empty, is raw JSON members
+// Body returns an OpenAI chat completion request for model of about size
+// bytes (a few KiB more at most): the conversation grows turn by turn
+// until it is that large, and ends with a tool result. extra, when not empty, is raw JSON members
 // appended to the top-level object (e.g. `"stream":true`). The same
 // arguments always give the same bytes.
 func Body(model string, size int, extra string) []byte {
@@ -50,10 +50,24 @@ func Body(model string, size int, extra string) []byte {
 	b.Grow(size + 8<<10)
 	fmt.Fprintf(&b, `{"model":%s,"messages":[`, marshal(model))
 	b.Write(marshal(message{Role: "system", Content: systemPrompt}))
-	for turn := 0; b.Len() < size-len(tools)-64 || turn == 0; turn++ {
+	// The conversation ends in an agent loop under way: its last turn stops
+	// at a tool result, which the model is asked to answer.
+	tail := len(tools) + len(extra) + 64
+	for turn := 0; ; turn++ {
+		var ms [][]byte
 		for _, m := range conversationTurn(rng, turn) {
+			ms = append(ms, marshal(m))
+		}
+		last := b.Len()+len(ms[0])+len(ms[1])+len(ms[2])+3+tail >= size
+		if last {
+			ms = ms[:3]
+		}
+		for _, m := range ms {
 			b.WriteByte(',')
-			b.Write(marshal(m))
+			b.Write(m)
+		}
+		if last {
+			break
 		}
 	}
 	b.WriteString(`],"tools":`)

@@ -12,7 +12,7 @@ func TestBody(t *testing.T) {
 		extra       string
 		minMessages int
 	}{
-		{1 << 10, "", 5},
+		{1 << 10, "", 4},
 		{200 << 10, "", 40},
 		{1 << 20, `"stream":true`, 200},
 	} {
@@ -31,6 +31,10 @@ func TestBody(t *testing.T) {
 		}
 		if req.Model != "m" || len(req.Messages) < tc.minMessages || len(req.Tools) == 0 || req.Stream != (tc.extra != "") {
 			t.Errorf("Test %d: model %q, %d messages, %d tools, stream %v", i, req.Model, len(req.Messages), len(req.Tools), req.Stream)
+		}
+		var last struct{ Role string }
+		if err := json.Unmarshal(req.Messages[len(req.Messages)-1], &last); err != nil || last.Role != "tool" {
+			t.Errorf("Test %d: the last message is a %q, want a tool result", i, last.Role)
 		}
 		if !bytes.Equal(b, Body("m", tc.size, tc.extra)) {
 			t.Errorf("Test %d: two calls gave different bodies", i)
