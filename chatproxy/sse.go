@@ -77,7 +77,10 @@ func (er *eventReader) next() (ev []byte, whole bool, err error) {
 // buffered reports whether another whole event is already in the buffer:
 // the caller writes it before flushing, so that events the upstream sent
 // together reach the client in one write, and every event is flushed as
-// soon as the upstream has sent it.
+// soon as the upstream has sent it. While it reports true, the next call
+// of next returns that event without reading or moving the buffer: the
+// events returned before stay valid, and the bytes after them may be
+// overwritten.
 func (er *eventReader) buffered() bool {
 	_, ok := er.terminator()
 	return ok
