@@ -257,6 +257,11 @@ func benchmark(ctx context.Context, o options) error {
 		if !want[rs.id] {
 			continue
 		}
+		// Fresh processes: the heap a scenario of large bodies grew would
+		// stay in the next one's peak RSS.
+		if err := b.restart(ctx); err != nil {
+			return err
+		}
 		sc, err := b.rateScenario(ctx, rs.id, rs.title, rs.body, rs.stream, rs.rate)
 		if err != nil {
 			return err
