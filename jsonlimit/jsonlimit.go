@@ -201,8 +201,20 @@ func stringStops(x uint64) uint64 {
 // so, often several in a row.
 func stringEnd(b []byte, i int) int {
 	for i+8 <= len(b) {
+		m := stringStops(binary.LittleEndian.Uint64(b[i:]))
+		if m == 0 {
+			if i+16 > len(b) {
+				i += 8
+				continue
+			}
+			if m = stringStops(binary.LittleEndian.Uint64(b[i+8:])); m == 0 {
+				i += 16
+				continue
+			}
+			i += 8
+		}
 		base := i
-		for m := stringStops(binary.LittleEndian.Uint64(b[base:])); m != 0; m &= m - 1 {
+		for ; m != 0; m &= m - 1 {
 			j := base + bits.TrailingZeros64(m)>>3
 			if j < i {
 				continue // the escaped byte of an escape
