@@ -177,6 +177,25 @@ func BenchmarkStreamChunk(b *testing.B) {
 	tail := []byte(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}`) + "data: [DONE]\n\n")
 	in, _ := InspectChat(smallBody, 0)
 	c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody, Inspected: in, StripUsage: true}
+	benchStream(b, c, ev, tail, len(ev)-len(`,"usage":null`), 0)
+}
+
+// BenchmarkStreamChunkAnthropic is BenchmarkStreamChunk for a Messages
+// stream's content_block_delta events.
+func BenchmarkStreamChunkAnthropic(b *testing.B) {
+	ev := []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" the tower was\"}}\n\n")
+	delta := "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":20}}\n\n"
+	tail := []byte(delta + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	body := []byte(`{"model":"claude","max_tokens":512,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`)
+	in, _ := InspectMessages(body, 0)
+	c := &Call{Protocol: Anthropic, Provider: provider("anthropic", 0, "http://up/v1"), Path: "/messages", Body: body, Inspected: in}
+	benchStream(b, c, ev, tail, len(ev), len(delta))
+}
+
+// benchStream delivers one stream of b.N copies of ev, then tail, and
+// checks that each copy was forwarded as want bytes, and extra bytes of
+// the tail before its held final event.
+func benchStream(b *testing.B, c *Call, ev, tail []byte, want, extra int) {
 	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
 	w := &discardWriter{h: make(http.Header)}
 	p := &Proxy{}
@@ -194,7 +213,7 @@ func BenchmarkStreamChunk(b *testing.B) {
 	if res.Outcome != OutcomeOK || res.Source != "reported" {
 		b.Fatalf("result %+v", res)
 	}
-	if want := b.N * (len(ev) - len(`,"usage":null`)); w.n != want {
-		b.Fatalf("wrote %d bytes, want %d", w.n, want)
+	if w.n != b.N*want+extra {
+		b.Fatalf("wrote %d bytes, want %d", w.n, b.N*want+extra)
 	}
 }

@@ -211,30 +211,23 @@ func (r *reqScan) blockBytes(t token) (int, bool) {
 		typ                                  string
 		text, thinking, name, input, content int
 	)
-	first := func(f uint8) bool {
-		if seen&f != 0 {
-			return false
-		}
-		seen |= f
-		return true
-	}
 	end, ok := r.members(func(key string, v token) bool {
 		var ok bool
 		switch {
-		case key == "type" && first(fieldType):
+		case key == "type" && first(&seen, fieldType):
 			if v.Kind == jsonlimit.String {
 				typ = r.text(v)
 			}
 			_, ok = r.skip(v)
-		case key == "text" && first(fieldText):
+		case key == "text" && first(&seen, fieldText):
 			text, ok = r.textLen(v)
-		case key == "thinking" && first(fieldThinking):
+		case key == "thinking" && first(&seen, fieldThinking):
 			thinking, ok = r.textLen(v)
-		case key == "name" && first(fieldName):
+		case key == "name" && first(&seen, fieldName):
 			name, ok = r.textLen(v)
-		case key == "input" && first(fieldInput):
+		case key == "input" && first(&seen, fieldInput):
 			input, ok = r.rawLen(v)
-		case key == "content" && first(fieldContent):
+		case key == "content" && first(&seen, fieldContent):
 			content, ok = r.contentBytes(v)
 		default:
 			_, ok = r.skip(v)
