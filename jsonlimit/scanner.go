@@ -31,7 +31,10 @@ const (
 
 // Token is one token of a JSON text: its kind and its bytes, b[Start:End].
 type Token struct {
-	Kind       Kind
+	// Kind is what the token is.
+	Kind Kind
+	// Start and End delimit the token's bytes; for Done, both are the
+	// text's length.
 	Start, End int
 }
 
