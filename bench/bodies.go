@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/caddy-air/caddy-air/internal/longchat"
 )
 
 // systemPrompt and userPrompt make a realistic chat request of about 1 KB.
@@ -45,4 +47,26 @@ func slowChunks(life, delay time.Duration) int {
 		return 1
 	}
 	return max(int(life/delay)-2, 1)
+}
+
+// longScenario is a constant-rate scenario of the traffic that grows
+// fastest: long conversations and long streams.
+type longScenario struct {
+	id     int
+	title  string
+	body   []byte
+	stream bool
+	rate   int
+}
+
+// longScenarios returns scenarios 4 to 6: a coding agent's conversation of
+// 200 KiB and of 1 MiB (longchat: many messages, code blocks, a tools
+// array), and a stream of many chunks.
+func longScenarios(o options) []longScenario {
+	return []longScenario{
+		{4, fmt.Sprintf("4. chat, JSON, 200 KiB conversation, %d req/s", o.longRate), longchat.Body(benchModel, 200<<10, ""), false, o.longRate},
+		{5, fmt.Sprintf("5. chat, JSON, 1 MiB conversation, %d req/s", o.longRate), longchat.Body(benchModel, 1<<20, ""), false, o.longRate},
+		{6, fmt.Sprintf("6. chat, SSE %d chunks, %d req/s", o.longChunks, o.longStreamRate),
+			chatBody(true, fmt.Sprintf(`"mock_chunks":%d`, o.longChunks)), true, o.longStreamRate},
+	}
 }

@@ -36,6 +36,9 @@ type options struct {
 	warmup         time.Duration
 	rate           int
 	streamRate     int
+	longRate       int
+	longStreamRate int
+	longChunks     int
 	inflight       int
 	streams        int
 	streamLife     time.Duration
@@ -46,6 +49,7 @@ type options struct {
 	heapProfile    string
 	profileSeconds int
 	profileTarget  string
+	profileLoad    int
 	writeReadme    bool
 	quiet          bool
 }
@@ -59,15 +63,19 @@ func parseFlags() options {
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load per target before scenarios 1 and 2")
 	flag.IntVar(&o.rate, "rate", 1000, "requests per second of scenario 1 (non-streaming)")
 	flag.IntVar(&o.streamRate, "stream-rate", 500, "requests per second of scenario 2 (SSE, 20 chunks)")
+	flag.IntVar(&o.longRate, "long-rate", 50, "requests per second of scenarios 4 and 5 (200 KiB and 1 MiB conversations)")
+	flag.IntVar(&o.longStreamRate, "long-stream-rate", 10, "streams per second of scenario 6 (long streams)")
+	flag.IntVar(&o.longChunks, "long-chunks", 2000, "content chunks per stream of scenario 6")
 	flag.IntVar(&o.inflight, "inflight", 512, "most requests outstanding at once in scenarios 1 and 2")
 	flag.IntVar(&o.streams, "streams", 2000, "concurrent slow streams of scenario 3")
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3", "comma-separated scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
+	flag.IntVar(&o.profileLoad, "profile-scenario", 2, "scenario whose load is profiled: 2, 4, 5 or 6")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
@@ -102,14 +110,18 @@ func (o options) validate() error {
 	switch {
 	case o.rounds < 1:
 		return errors.New("-rounds must be at least 1")
-	case o.rate < 1 || o.streamRate < 1 || o.inflight < 1 || o.streams < 1:
-		return errors.New("-rate, -stream-rate, -inflight and -streams must be positive")
+	case o.rate < 1 || o.streamRate < 1 || o.longRate < 1 || o.longStreamRate < 1 || o.inflight < 1 || o.streams < 1:
+		return errors.New("-rate, -stream-rate, -long-rate, -long-stream-rate, -inflight and -streams must be positive")
+	case o.longChunks < 1 || o.longChunks > 10000:
+		return errors.New("-long-chunks must be in [1, 10000] (the mock provider's limit)")
 	case o.duration <= 0 || o.duration > 5*time.Minute || o.warmup < 0 || o.warmup > time.Minute:
 		return errors.New("-duration must be in (0, 5m] and -warmup in [0, 1m]")
 	case o.streamLife <= 0 || o.streamLife > 5*time.Minute || o.streamDelay <= 0 || o.ramp <= 0 || o.ramp >= o.streamLife:
 		return errors.New("-stream-life must be in (0, 5m], -stream-delay positive, -ramp in (0, stream-life)")
 	case o.profileSeconds < 1 || o.profileSeconds > 120:
 		return errors.New("-profile-seconds must be in [1, 120]")
+	case o.profileLoad != 2 && (o.profileLoad < 4 || o.profileLoad > 6):
+		return errors.New("-profile-scenario must be 2, 4, 5 or 6")
 	case o.profileTarget != "air" && o.profileTarget != "bare":
 		return errors.New("-profile-target must be air or bare")
 	}
@@ -141,7 +153,7 @@ func benchmark(ctx context.Context, o options) error {
 	want := map[int]bool{}
 	for _, s := range strings.Split(o.scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "1", "2", "3":
+		case "1", "2", "3", "4", "5", "6":
 			want[int(s[0]-'0')] = true
 		default:
 			return fmt.Errorf("-scenarios: unknown scenario %q", s)
@@ -225,7 +237,11 @@ func benchmark(ctx context.Context, o options) error {
 		if o.profileTarget == "bare" {
 			profiled = b.targets[0]
 		}
-		if err := b.profileStreams(ctx, profiled, streamBody); err != nil {
+		load := longScenario{id: 2, body: streamBody, stream: true, rate: o.streamRate}
+		if o.profileLoad >= 4 {
+			load = longScenarios(o)[o.profileLoad-4]
+		}
+		if err := b.profileRun(ctx, profiled, load); err != nil {
 			return err
 		}
 	}
@@ -237,11 +253,27 @@ func benchmark(ctx context.Context, o options) error {
 		scenarios = append(scenarios, sc)
 	}
 
+	for _, rs := range longScenarios(o) {
+		if !want[rs.id] {
+			continue
+		}
+		// Fresh processes: the heap a scenario of large bodies grew would
+		// stay in the next one's peak RSS.
+		if err := b.restart(ctx); err != nil {
+			return err
+		}
+		sc, err := b.rateScenario(ctx, rs.id, rs.title, rs.body, rs.stream, rs.rate)
+		if err != nil {
+			return err
+		}
+		scenarios = append(scenarios, sc)
+	}
+
 	host := machine(strings.TrimSpace(string(version)))
 	params := fmt.Sprintf("Parameters: %d rounds per scenario and target, alternating which goes first; "+
 		"scenarios 1 and 2: %v of constant-rate load per round (after %v of warm-up), at most %d requests in flight; "+
-		"scenario 3: %d streams opened over %v, %v between events, ~%v each, fresh processes each round. "+
-		"Command: `go run ./bench %s`.",
+		"scenario 3: %d streams opened over %v, %v between events, ~%v each, fresh processes each round; "+
+		"scenarios 4 to 6 like 1 and 2. Command: `go run ./bench %s`.",
 		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife, strings.Join(os.Args[1:], " "))
 	tbl, verdict := table(scenarios), verdicts(scenarios)
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)

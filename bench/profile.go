@@ -37,16 +37,16 @@ func fetchProfile(ctx context.Context, p *caddyProcess, path, file string) error
 	return out.Close()
 }
 
-// profileStreams runs the SSE load of scenario 2 against one target alone
-// for the profile's duration plus two seconds, and meanwhile fetches a CPU
-// profile (from the first second on) and a heap profile (half-way) from
-// its admin endpoint. This run is not measured.
-func (b *bench) profileStreams(ctx context.Context, t *target, body []byte) error {
+// profileRun runs the load of one scenario (2 by default) against one
+// target alone for the profile's duration plus two seconds, and meanwhile
+// fetches a CPU profile (from the first second on) and a heap profile
+// (half-way) from its admin endpoint. This run is not measured.
+func (b *bench) profileRun(ctx context.Context, t *target, load longScenario) error {
 	secs := b.opts.profileSeconds
-	req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: true}
+	req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: load.body, Stream: load.stream}
 	done := make(chan result, 1)
 	go func() {
-		done <- constantRate(ctx, t.client, req, b.opts.streamRate, time.Duration(secs+2)*time.Second, b.opts.inflight, 30*time.Second)
+		done <- constantRate(ctx, t.client, req, load.rate, time.Duration(secs+2)*time.Second, b.opts.inflight, 30*time.Second)
 	}()
 	var wg sync.WaitGroup
 	var cpuErr, heapErr error

@@ -106,3 +106,29 @@ func TestSlowChunks(t *testing.T) {
 		}
 	}
 }
+
+func TestVerdictsLongScenarios(t *testing.T) {
+	runs := func(cpu time.Duration, rss int64) []run {
+		r := run{CPU: cpu, PeakRSS: rss, result: result{OK: 100, Elapsed: time.Second}}
+		return []run{r, r, r}
+	}
+	long := &scenario{ID: 5, Runs: map[string][]run{
+		bareLabel: runs(100*time.Millisecond, 100<<20),
+		airLabel:  runs(120*time.Millisecond, 115<<20),
+	}}
+	stream := &scenario{ID: 6, Runs: map[string][]run{
+		bareLabel: runs(100*time.Millisecond, 100<<20),
+		airLabel:  runs(105*time.Millisecond, 100<<20),
+	}}
+	got := verdicts([]*scenario{long, stream})
+	for _, want := range []string{
+		"Scenario 5 CPU/req: 1.20× bare (target ≤ 1.30×): PASS",
+		"Scenario 5 peak RSS: 1.15× bare (target ≤ 1.10×): **MISS**",
+		"Scenario 6 CPU/req: 1.05× bare (target ≤ 1.00×): **MISS**",
+		"Scenario 6 peak RSS: 1.00× bare (target ≤ 1.25×): PASS",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, got)
+		}
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/caddy-air/caddy-air/internal/longchat"
 )
 
 // benchBody is a realistic chat request of about 2 KB.
@@ -17,13 +20,33 @@ var benchBody = []byte(`{"model":"qwen-plus","messages":[{"role":"system","conte
 	`"tools":[{"type":"function","function":{"name":"search","description":"Search the web","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}}],` +
 	`"temperature":0.7,"top_p":0.9,"max_tokens":1024,"stop":["END"],"presence_penalty":0.1,"stream":true,"enable_thinking":true,"thinking_budget":512,"seed":42}`)
 
+// smallBody is a realistic chat request of about 1 KiB: a system prompt
+// and one question.
+var smallBody = []byte(`{"model":"qwen-plus","messages":[{"role":"system","content":"You are a helpful assistant for an online bookshop. ` +
+	`Answer questions about orders, shipping, returns and book recommendations. Be concise and friendly, and never invent order numbers."},` +
+	`{"role":"user","content":"` + strings.Repeat(`Hello! I ordered three books last Tuesday; the page still says \"processing\". `, 9) + `"}],` +
+	`"temperature":0.7,"max_tokens":512,"stream":true}`)
+
+// BenchmarkInspectChat inspects requests of growing size: the long ones are
+// a coding agent's conversation (longchat), dense with code.
 func BenchmarkInspectChat(b *testing.B) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchBody)))
-	for b.Loop() {
-		if _, e := InspectChat(benchBody, 0); e != nil {
-			b.Fatal(e.Message)
-		}
+	for _, bc := range []struct {
+		name string
+		body []byte
+	}{
+		{"1KiB", smallBody},
+		{"200KiB", longchat.Body("qwen-plus", 200<<10, `"stream":true`)},
+		{"1MiB", longchat.Body("qwen-plus", 1<<20, `"stream":true`)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.body)))
+			for b.Loop() {
+				if _, e := InspectChat(bc.body, 0); e != nil {
+					b.Fatal(e.Message)
+				}
+			}
+		})
 	}
 }
 
@@ -113,4 +136,84 @@ func BenchmarkJSONTap(b *testing.B) {
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(chatJSON)}
 	in, _ := InspectChat(benchBody, 0)
 	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in})
+}
+
+// chunkStream is an upstream SSE body: n copies of one content chunk, then
+// a tail (the usage chunk and [DONE]). Each Read returns one chunk, as when
+// the upstream's events arrive apart.
+type chunkStream struct {
+	n        int
+	ev, tail []byte
+	off      int // bytes of the current chunk already read
+}
+
+func (s *chunkStream) Read(p []byte) (int, error) {
+	if s.n > 0 {
+		n := copy(p, s.ev[s.off:])
+		if s.off += n; s.off == len(s.ev) {
+			s.n, s.off = s.n-1, 0
+		}
+		return n, nil
+	}
+	if len(s.tail) > 0 {
+		n := copy(p, s.tail)
+		s.tail = s.tail[n:]
+		return n, nil
+	}
+	return 0, io.EOF
+}
+
+func (s *chunkStream) Close() error { return nil }
+
+// BenchmarkStreamChunk is the whole response side of a stream, per content
+// chunk: read, idle timer, tap, usage strip, write and flush. One stream of
+// b.N chunks is delivered, so what a stream costs once (its buffers, the
+// header timer) is spread over the chunks: allocs/op is what each chunk
+// allocates in steady state.
+func BenchmarkStreamChunk(b *testing.B) {
+	ev := []byte(`data: {"id":"chatcmpl-mock-0123456789abcdef","object":"chat.completion.chunk","created":1763769600,"model":"qwen-plus",` +
+		`"service_tier":"default","system_fingerprint":"fp_mock","choices":[{"index":0,"delta":{"content":" the tower was"},` +
+		`"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n")
+	tail := []byte(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}`) + "data: [DONE]\n\n")
+	in, _ := InspectChat(smallBody, 0)
+	c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody, Inspected: in, StripUsage: true}
+	benchStream(b, c, ev, tail, len(ev)-len(`,"usage":null`), 0)
+}
+
+// BenchmarkStreamChunkAnthropic is BenchmarkStreamChunk for a Messages
+// stream's content_block_delta events.
+func BenchmarkStreamChunkAnthropic(b *testing.B) {
+	ev := []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" the tower was\"}}\n\n")
+	delta := "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":20}}\n\n"
+	tail := []byte(delta + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	body := []byte(`{"model":"claude","max_tokens":512,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`)
+	in, _ := InspectMessages(body, 0)
+	c := &Call{Protocol: Anthropic, Provider: provider("anthropic", 0, "http://up/v1"), Path: "/messages", Body: body, Inspected: in}
+	benchStream(b, c, ev, tail, len(ev), len(delta))
+}
+
+// benchStream delivers one stream of b.N copies of ev, then tail, and
+// checks that each copy was forwarded as want bytes, and extra bytes of
+// the tail before its held final event.
+func benchStream(b *testing.B, c *Call, ev, tail []byte, want, extra int) {
+	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
+	w := &discardWriter{h: make(http.Header)}
+	p := &Proxy{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ev)))
+	b.ResetTimer()
+	at := newAttempt(r.Context(), time.Hour)
+	at.resp = &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: &chunkStream{n: b.N, ev: ev, tail: tail}}
+	var res Result
+	p.deliver(w, r, c, at, &res)
+	b.StopTimer()
+	at.close()
+	res.Close()
+	if res.Outcome != OutcomeOK || res.Source != "reported" {
+		b.Fatalf("result %+v", res)
+	}
+	if w.n != b.N*want+extra {
+		b.Fatalf("wrote %d bytes, want %d", w.n, b.N*want+extra)
+	}
 }

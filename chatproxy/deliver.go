@@ -135,9 +135,13 @@ func flush(rc *http.ResponseController) error {
 const headerFlushDelay = 100 * time.Millisecond
 
 // copyStream forwards an SSE response event by event, and taps its usage.
-// It flushes as soon as no further whole event is already buffered: each
-// event reaches the client as soon as the upstream sent it, and events that
-// arrived together leave in one write, as with reverse_proxy. The response
+// The events that arrived together leave in one write and one flush, as
+// soon as no further whole event is already buffered: each event reaches
+// the client as soon as the upstream sent it, as with reverse_proxy. They
+// are gathered where they are, in the event reader's buffer, each moved
+// back over the bytes the tap cut from the ones before (see run below);
+// writing them one by one would pass a batch to the socket in as many
+// system calls as the response writer's small buffers fill. The response
 // headers leave with the first event, or alone after headerFlushDelay if
 // the upstream has not sent one by then (a model that thinks first), so
 // that the client knows its request is being answered; flushing them alone
@@ -147,11 +151,16 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 	rc := http.NewResponseController(w)
 	headers := newHeaderFlusher(rc)
 	defer headers.cancel()
-	er := newEventReader(at.resp.Body, at.idle)
+	er := newEventReader(at.resp.Body, at.read)
 	defer er.release()
-	dirty := false // written but not flushed
 	held := &Held{proto: t.proto, status: at.resp.StatusCode, started: true, stream: true}
 	res.Held = held
+	// run is the batch to write: a slice of the reader's buffer, which
+	// does not move while further whole events are buffered (see
+	// eventReader.buffered). Each event to forward lies after it, so
+	// appending one moves it back in place, or not at all when nothing
+	// was cut before it.
+	var run []byte
 	for {
 		ev, whole, err := er.next()
 		if len(ev) > 0 {
@@ -167,30 +176,29 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 				held.body = append(held.body, out...)
 				out = nil
 			}
-			var werr error
-			if len(out) > 0 {
+			if len(run) == 0 {
+				run = out
+			} else {
+				run = append(run, out...)
+			}
+			if len(run) > 0 && !er.buffered() {
 				if res.BytesOut == 0 {
 					headers.cancel()
 				}
-				var n int
-				n, werr = w.Write(out)
+				n, werr := w.Write(run)
 				res.BytesOut += int64(n)
-				dirty = true
-			}
-			if werr == nil && dirty && !er.buffered() {
-				werr, dirty = flush(rc), false
-			}
-			if werr != nil {
-				at.cancel(errClientGone)
-				return nil, true
+				run = nil
+				if werr == nil {
+					werr = flush(rc)
+				}
+				if werr != nil {
+					at.cancel(errClientGone)
+					return nil, true
+				}
 			}
 		}
 		if err != nil {
 			headers.cancel()
-			if dirty && flush(rc) != nil {
-				at.cancel(errClientGone)
-				return nil, true
-			}
 			if err == io.EOF {
 				return nil, false
 			}

@@ -9,7 +9,8 @@ import (
 // the client left before it did): one token per 4 bytes of text, rounded up,
 // at least 1 token each way.
 //
-// Prompt text is the raw (JSON-escaped) length of every message's text,
+// Prompt text (sized as the request is inspected, in reqscan.go) is the raw
+// (JSON-escaped) length of every message's text,
 // thinking, tool call and tool input, plus the system prompt and the tool
 // definitions, plus messageOverhead bytes per message. A media block (image,
 // audio, file, document) counts as mediaBlockBytes, whatever its size: a
@@ -32,55 +33,6 @@ func estimate(promptBytes, outputBytes int64) billing.Usage {
 // tokens estimates the tokens of n bytes of text, at least 1.
 func tokens(n int64) int64 {
 	return max((n+bytesPerToken-1)/bytesPerToken, 1)
-}
-
-// promptBytes sizes the prompt text of a request (see above).
-func promptBytes(messages, system, tools gjson.Result) int {
-	n := contentBytes(system) + rawLen(tools)
-	messages.ForEach(func(_, m gjson.Result) bool {
-		n += messageOverhead
-		m.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "content":
-				n += contentBytes(v)
-			case "tool_calls":
-				n += rawLen(v)
-			}
-			return true
-		})
-		return true
-	})
-	return n
-}
-
-// contentBytes sizes a message content: a string, or an array of blocks.
-func contentBytes(c gjson.Result) int {
-	if !c.IsArray() {
-		return textLen(c)
-	}
-	n := 0
-	c.ForEach(func(_, b gjson.Result) bool {
-		n += blockBytes(b)
-		return true
-	})
-	return n
-}
-
-// blockBytes sizes one content block of either protocol.
-func blockBytes(b gjson.Result) int {
-	switch b.Get("type").Str {
-	case "text", "input_text":
-		return textLen(b.Get("text"))
-	case "thinking":
-		return textLen(b.Get("thinking"))
-	case "tool_use":
-		return textLen(b.Get("name")) + rawLen(b.Get("input"))
-	case "tool_result":
-		return contentBytes(b.Get("content"))
-	case "image_url", "image", "input_image", "input_audio", "file", "document", "video_url", "video", "audio":
-		return mediaBlockBytes
-	}
-	return rawLen(b)
 }
 
 // textLen is the raw length of a JSON string without its quotes, or the raw

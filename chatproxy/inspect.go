@@ -41,74 +41,16 @@ type Inspected struct {
 // object opens.
 type span struct{ at, end int }
 
-// spanOf locates the value v, which gjson read from a body.
-func spanOf(v gjson.Result) span { return span{v.Index, v.Index + len(v.Raw)} }
-
 // InspectChat validates an OpenAI chat completions request body and returns
-// what the gateway needs from it. Only the documented constraints are
-// enforced; unknown fields pass. A repeated "model", "stream" or
-// "stream_options" key is rejected: the gateway and the upstream could
-// otherwise read different values (e.g. bill one model and run another).
-// A body nested deeper than maxDepth levels is rejected before anything
-// reads it; zero means jsonlimit.DefaultMaxDepth.
+// what the gateway needs from it, reading the body once (see reqscan.go).
+// Only the documented constraints are enforced; unknown fields pass. A
+// repeated "model", "stream" or "stream_options" key is rejected: the
+// gateway and the upstream could otherwise read different values (e.g.
+// bill one model and run another). A body nested deeper than maxDepth
+// levels is rejected, whatever else it holds; zero means
+// jsonlimit.DefaultMaxDepth.
 func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
-	root, e := parseBody(body, maxDepth)
-	if e != nil {
-		return Inspected{}, e
-	}
-	var (
-		in                     Inspected
-		model, messages, tools gjson.Result
-		seen                   uint8
-		maxTokens, maxCompl    int64
-	)
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "model":
-			e = once(&seen, 1, "model")
-			model, in.model = v, spanOf(v)
-		case "messages":
-			messages = v
-		case "tools":
-			tools = v
-		case "stream":
-			if e = once(&seen, 2, "stream"); e == nil {
-				in.Stream, e = boolField("stream", v)
-			}
-		case "stream_options":
-			e = once(&seen, 4, "stream_options")
-			in.streamOptions = spanOf(v)
-			in.IncludeUsage = v.Get("include_usage").Type == gjson.True
-		case "stop":
-			e = checkStop(v)
-		case "temperature":
-			e = numberIn(v, "temperature", 0, 2, true, false, "[0, 2)")
-		case "top_p":
-			e = numberIn(v, "top_p", 0, 1, false, true, "(0, 1]")
-		case "frequency_penalty", "presence_penalty":
-			e = numberIn(v, k.Str, -2, 2, true, true, "[-2, 2]")
-		case "max_tokens":
-			maxTokens, e = positiveInt("max_tokens", v)
-		case "max_completion_tokens":
-			maxCompl, e = positiveInt("max_completion_tokens", v)
-		}
-		return e == nil
-	})
-	if e != nil {
-		return Inspected{}, e
-	}
-	if in.Model, e = modelField(model); e != nil {
-		return Inspected{}, e
-	}
-	if e := messagesField(messages); e != nil {
-		return Inspected{}, e
-	}
-	in.MaxTokens = maxTokens
-	if maxCompl > 0 {
-		in.MaxTokens = maxCompl
-	}
-	in.PromptBytes = promptBytes(messages, gjson.Result{}, tools)
-	return in, nil
+	return inspect(body, maxDepth, OpenAI)
 }
 
 // InspectMessages validates an Anthropic Messages request body: a JSON
@@ -116,61 +58,172 @@ func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 // nested at most maxDepth levels (zero means jsonlimit.DefaultMaxDepth).
 // Errors are meant to be written with (*apierror.Error).WriteAnthropic.
 func InspectMessages(body []byte, maxDepth int) (Inspected, *apierror.Error) {
-	root, e := parseBody(body, maxDepth)
-	if e != nil {
-		return Inspected{}, e
-	}
+	return inspect(body, maxDepth, Anthropic)
+}
+
+// inspect reads a request body of protocol p in one pass.
+func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error) {
+	r := reqScan{b: body}
+	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	var (
-		in                             Inspected
-		model, messages, system, tools gjson.Result
-		seen                           uint8
+		in                  Inspected
+		model               gjson.Result
+		messages            jsonlimit.Kind // of the last "messages"; Done when absent
+		msgs, system, tools int            // prompt bytes of each
+		seen                uint8
+		maxTokens, maxCompl int64
+		chat                = p == OpenAI
 	)
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "model":
+	member := func(key string, v token) bool {
+		var ok bool
+		var e *apierror.Error
+		switch {
+		case key == "model":
 			e = once(&seen, 1, "model")
-			model, in.model = v, spanOf(v)
-		case "messages":
-			messages = v
-		case "system":
-			system = v
-		case "tools":
-			tools = v
-		case "stream":
-			if e = once(&seen, 2, "stream"); e == nil {
-				in.Stream, e = boolField("stream", v)
+			model, ok = r.result(v)
+			in.model = span{v.Start, v.Start + len(model.Raw)}
+		case key == "messages":
+			messages = v.Kind
+			if v.Kind != jsonlimit.BeginArray {
+				_, ok = r.skip(v)
+				break
 			}
-		case "max_tokens":
-			if v.Type == gjson.Number {
-				in.MaxTokens = max(v.Int(), 0)
+			msgs, ok = r.messagesBytes()
+		case key == "tools":
+			tools, ok = r.rawLen(v)
+		case key == "stream":
+			e = once(&seen, 2, "stream")
+			var s gjson.Result
+			if s, ok = r.result(v); e == nil {
+				in.Stream, e = boolField("stream", s)
 			}
+		case key == "system" && !chat:
+			system, ok = r.contentBytes(v)
+		case key == "max_tokens" && !chat:
+			var n gjson.Result
+			if n, ok = r.result(v); n.Type == gjson.Number {
+				in.MaxTokens = max(n.Int(), 0)
+			}
+		case !chat:
+			_, ok = r.skip(v)
+		case key == "stream_options":
+			e = once(&seen, 4, "stream_options")
+			in.streamOptions, in.IncludeUsage, ok = r.streamOptions(v)
+		case key == "stop":
+			ok = r.stop(v)
+		case key == "temperature", key == "top_p", key == "frequency_penalty", key == "presence_penalty",
+			key == "max_tokens", key == "max_completion_tokens":
+			var n gjson.Result
+			if n, ok = r.result(v); ok {
+				e = numberMember(key, n, &maxTokens, &maxCompl)
+			}
+		default:
+			_, ok = r.skip(v)
 		}
-		return e == nil
-	})
-	if e != nil {
-		return Inspected{}, e
+		r.refuse(e)
+		return ok
 	}
+	t, ok := r.next()
+	switch {
+	case ok && t.Kind == jsonlimit.BeginObject:
+		_, ok = r.members(member)
+	case ok:
+		_, ok = r.skip(t)
+		r.refuse(apierror.InvalidRequest("", "the request body must be a JSON object"))
+	}
+	if ok {
+		_, ok = r.next() // Done, or trailing bytes
+	}
+	if !ok {
+		return Inspected{}, apierror.InvalidBody(r.s.Err())
+	}
+	if r.err != nil {
+		return Inspected{}, r.err
+	}
+	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
 		return Inspected{}, e
 	}
-	if e := messagesField(messages); e != nil {
-		return Inspected{}, e
+	if messages != jsonlimit.BeginArray {
+		return Inspected{}, missingOr(messages != jsonlimit.Done, "messages", "an array")
 	}
-	in.PromptBytes = promptBytes(messages, system, tools)
+	if msgs == 0 { // every message counts messageOverhead
+		return Inspected{}, apierror.InvalidRequest("messages", "messages must contain at least one message")
+	}
+	if chat {
+		in.MaxTokens = maxTokens
+		if maxCompl > 0 {
+			in.MaxTokens = maxCompl
+		}
+	}
+	in.PromptBytes = system + tools + msgs
 	return in, nil
 }
 
-// parseBody checks that body is one JSON object nested at most maxDepth
-// levels (jsonlimit.DefaultMaxDepth when zero).
-func parseBody(body []byte, maxDepth int) (gjson.Result, *apierror.Error) {
-	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); err != nil {
-		return gjson.Result{}, apierror.InvalidBody(err)
+// numberMember checks one of the numeric members of a chat request,
+// recording max_tokens and max_completion_tokens.
+func numberMember(key string, v gjson.Result, maxTokens, maxCompl *int64) *apierror.Error {
+	var e *apierror.Error
+	switch key {
+	case "temperature":
+		e = numberIn(v, "temperature", 0, 2, true, false, "[0, 2)")
+	case "top_p":
+		e = numberIn(v, "top_p", 0, 1, false, true, "(0, 1]")
+	case "frequency_penalty", "presence_penalty":
+		e = numberIn(v, key, -2, 2, true, true, "[-2, 2]")
+	case "max_tokens":
+		*maxTokens, e = positiveInt("max_tokens", v)
+	case "max_completion_tokens":
+		*maxCompl, e = positiveInt("max_completion_tokens", v)
 	}
-	root := gjson.Parse(str(body))
-	if !root.IsObject() {
-		return gjson.Result{}, apierror.InvalidRequest("", "the request body must be a JSON object")
+	return e
+}
+
+// streamOptions reads the stream_options value that starts with t: where
+// it is, and whether its first include_usage is true.
+func (r *reqScan) streamOptions(t token) (at span, includeUsage, ok bool) {
+	var end int
+	if t.Kind != jsonlimit.BeginObject {
+		end, ok = r.skip(t)
+		return span{t.Start, end}, false, ok
 	}
-	return root, nil
+	found := false
+	end, ok = r.members(func(key string, v token) bool {
+		if key == "include_usage" && !found {
+			found, includeUsage = true, v.Kind == jsonlimit.True
+		}
+		_, ok := r.skip(v)
+		return ok
+	})
+	return span{t.Start, end}, includeUsage, ok
+}
+
+// stop checks the stop value that starts with t: null, a string, or an
+// array of at most maxStopWords strings.
+func (r *reqScan) stop(t token) bool {
+	switch t.Kind {
+	case jsonlimit.Null, jsonlimit.String:
+		return true
+	case jsonlimit.BeginArray:
+	default:
+		r.refuse(apierror.InvalidRequest("stop", "stop must be a string or an array of strings"))
+		_, ok := r.skip(t)
+		return ok
+	}
+	n, strs := 0, true
+	ok := r.elements(func(v token) bool {
+		n++
+		strs = strs && v.Kind == jsonlimit.String
+		_, ok := r.skip(v)
+		return ok
+	})
+	switch {
+	case !strs:
+		r.refuse(apierror.InvalidRequest("stop", "stop must be a string or an array of strings"))
+	case n > maxStopWords:
+		r.refuse(apierror.InvalidRequest("stop", fmt.Sprintf("stop accepts at most %d stop words, got %d", maxStopWords, n)))
+	}
+	return ok
 }
 
 // once records that the key flagged bit was seen and rejects a repeat.
@@ -186,28 +239,15 @@ func once(seen *uint8, bit uint8, key string) *apierror.Error {
 // id is copied: the body may be reused after the request.
 func modelField(v gjson.Result) (string, *apierror.Error) {
 	if v.Type != gjson.String || v.Str == "" {
-		return "", missingOr(v, "model", "a non-empty string")
+		return "", missingOr(v.Exists(), "model", "a non-empty string")
 	}
 	return strings.Clone(v.Str), nil
 }
 
-// missingOr reports a required field as missing, or as not being what.
-// messagesField checks that messages is a non-empty array, as both OpenAI
-// and Anthropic require.
-func messagesField(v gjson.Result) *apierror.Error {
-	if !v.IsArray() {
-		return missingOr(v, "messages", "an array")
-	}
-	empty := true
-	v.ForEach(func(_, _ gjson.Result) bool { empty = false; return false })
-	if empty {
-		return apierror.InvalidRequest("messages", "messages must contain at least one message")
-	}
-	return nil
-}
-
-func missingOr(v gjson.Result, param, what string) *apierror.Error {
-	if !v.Exists() {
+// missingOr reports a required field as missing, or, when present, as not
+// being what.
+func missingOr(present bool, param, what string) *apierror.Error {
+	if !present {
 		return apierror.InvalidRequest(param, fmt.Sprintf("you must provide a %s parameter", param))
 	}
 	return apierror.InvalidRequest(param, fmt.Sprintf("%s must be %s", param, what))
@@ -222,30 +262,6 @@ func boolField(param string, v gjson.Result) (bool, *apierror.Error) {
 		return false, nil
 	}
 	return false, apierror.InvalidRequest(param, param+" must be a boolean")
-}
-
-// checkStop accepts null, a string, or an array of at most maxStopWords
-// strings.
-func checkStop(v gjson.Result) *apierror.Error {
-	switch {
-	case v.Type == gjson.Null || v.Type == gjson.String:
-		return nil
-	case !v.IsArray():
-		return apierror.InvalidRequest("stop", "stop must be a string or an array of strings")
-	}
-	n, ok := 0, true
-	v.ForEach(func(_, w gjson.Result) bool {
-		n++
-		ok = w.Type == gjson.String
-		return ok
-	})
-	if !ok {
-		return apierror.InvalidRequest("stop", "stop must be a string or an array of strings")
-	}
-	if n > maxStopWords {
-		return apierror.InvalidRequest("stop", fmt.Sprintf("stop accepts at most %d stop words, got %d", maxStopWords, n))
-	}
-	return nil
 }
 
 // numberIn accepts null or a number between lo and hi, each bound included

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
@@ -224,29 +225,73 @@ func writeError(w http.ResponseWriter, p Protocol, e *apierror.Error) {
 }
 
 // attempt is one upstream request in flight. Its context is cancelled with
-// errTimeout by the timer, or with errClientGone when the client leaves.
+// errTimeout by its watchdog, or with errClientGone when the client leaves.
 type attempt struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	timer   *time.Timer
+	timer   atomic.Pointer[time.Timer]
 	timeout time.Duration
 	resp    *http.Response
 	err     error
 	// wrote is set once the request was written to the upstream.
 	wrote atomic.Bool
+	// alive is set by every read of the response that returns bytes, and
+	// cleared by every tick of the watchdog; quiet counts the ticks in a
+	// row that found it clear.
+	alive atomic.Bool
+	quiet atomic.Int32
 }
 
-// close releases the attempt: timer, response body and context.
+// idleTicks is how many times per timeout an attempt's watchdog looks for
+// reads. Reading a stream only sets a flag, without reading the clock or
+// re-arming a timer; the price is precision: an upstream silent for
+// between timeout and timeout·(1+1/idleTicks) is cut, one that answers or
+// sends within timeout never is.
+const idleTicks = 4
+
+// newAttempt starts the watchdog of an attempt under parent.
+func newAttempt(parent context.Context, timeout time.Duration) *attempt {
+	ctx, cancel := context.WithCancelCause(parent)
+	at := &attempt{ctx: ctx, cancel: cancel, timeout: timeout}
+	t := time.AfterFunc(time.Duration(math.MaxInt64), at.tick)
+	at.timer.Store(t)
+	t.Reset(at.tickPeriod())
+	return at
+}
+
+// tickPeriod is the time between two ticks of the watchdog.
+func (at *attempt) tickPeriod() time.Duration { return max(at.timeout/idleTicks, 1) }
+
+// tick is the watchdog: it cancels the attempt after idleTicks ticks in a
+// row without a read (before the response headers, there is none).
+func (at *attempt) tick() {
+	if at.ctx.Err() != nil {
+		return
+	}
+	if at.alive.Swap(false) {
+		at.quiet.Store(0)
+	} else if at.quiet.Add(1) >= idleTicks {
+		at.cancel(errTimeout)
+		return
+	}
+	at.timer.Load().Reset(at.tickPeriod())
+}
+
+// close releases the attempt: watchdog, response body and context.
 func (at *attempt) close() {
-	at.timer.Stop()
+	at.timer.Load().Stop()
 	if at.resp != nil {
 		at.resp.Body.Close()
 	}
 	at.cancel(nil)
 }
 
-// idle re-arms the timer: a stream is cancelled after timeout of silence.
-func (at *attempt) idle() { at.timer.Reset(at.timeout) }
+// read records that the response is alive: a read returned bytes.
+func (at *attempt) read() {
+	if !at.alive.Load() {
+		at.alive.Store(true)
+	}
+}
 
 var (
 	jsonType = []string{"application/json"}
@@ -255,9 +300,8 @@ var (
 
 // send starts one attempt and waits for the response headers.
 func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time.Duration) *attempt {
-	ctx, cancel := context.WithCancelCause(r.Context())
-	at := &attempt{ctx: ctx, cancel: cancel, timeout: timeout}
-	at.timer = time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	at := newAttempt(r.Context(), timeout)
+	ctx := at.ctx
 	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
 		if i.Err == nil {
 			at.wrote.Store(true)

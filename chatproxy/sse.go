@@ -27,7 +27,8 @@ type eventReader struct {
 }
 
 // newEventReader reads events from r; onRead, if not nil, is called after
-// every read that returned bytes (it resets the idle timer).
+// every read that returned bytes (it tells the attempt's watchdog that
+// the stream is alive).
 func newEventReader(r io.Reader, onRead func()) *eventReader {
 	bp := getBuf()
 	return &eventReader{r: r, bp: bp, buf: *bp, onRead: onRead, limit: maxEvent}
@@ -76,7 +77,10 @@ func (er *eventReader) next() (ev []byte, whole bool, err error) {
 // buffered reports whether another whole event is already in the buffer:
 // the caller writes it before flushing, so that events the upstream sent
 // together reach the client in one write, and every event is flushed as
-// soon as the upstream has sent it.
+// soon as the upstream has sent it. While it reports true, the next call
+// of next returns that event without reading or moving the buffer: the
+// events returned before stay valid, and the bytes after them may be
+// overwritten.
 func (er *eventReader) buffered() bool {
 	_, ok := er.terminator()
 	return ok

@@ -64,6 +64,10 @@ func (t *tap) event(ev []byte) []byte {
 		return ev // [DONE], or not JSON
 	}
 	if t.proto == Anthropic {
+		if n, ok := deltaBytes(payload, jsonlimit.OrDefault(t.maxDepth)); ok {
+			t.outBytes += int64(n)
+			return ev
+		}
 		if jsonlimit.Check(payload, jsonlimit.OrDefault(t.maxDepth)) != nil {
 			t.outBytes += int64(len(payload))
 			return ev

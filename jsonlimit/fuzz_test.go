@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"testing"
 )
 
@@ -80,4 +81,23 @@ func depthOf(t *testing.T, b []byte) int {
 			depth--
 		}
 	}
+}
+
+// FuzzScanner checks that a Scanner read to the end decides as Check does,
+// with the same error, at a low limit and at encoding/json's cap.
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+		`[1,-2.5e+3,true,false,null,"\u00e9\n",{},[]]`, `[[[[1]]]]`, `{"a" 1}`, `[1,]`, `{} x`, `{"a":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, limit := range []int{lowLimit, jsonCap} {
+			want := Check(b, limit)
+			if _, got := drain(b, limit); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q at limit %d: scanner %v, Check %v", b, limit, got, want)
+			}
+		}
+	})
 }

@@ -172,45 +172,74 @@ func skipSpace(b []byte, i int) int {
 }
 
 // SWAR (SIMD within a register) constants: lo has 1 in every byte, hi the
-// top bit of every byte.
+// top bit of every byte, low7 the other bits.
 const (
-	lo = 0x0101010101010101
-	hi = 0x8080808080808080
+	lo   = 0x0101010101010101
+	hi   = 0x8080808080808080
+	low7 = 0x7f7f7f7f7f7f7f7f
 )
 
-// stringStops returns a mask whose lowest set bit is the top bit of the
-// first byte of x (little endian) that ends a run of plain string bytes: a
-// quote, a backslash or a control character; zero when there is none. The
-// tests are exact for the lowest byte that matches: a borrow only flags
-// bytes above a true match, and bytes with their top bit set never match.
+// stringStops returns a mask with the top bit of every byte of x that ends
+// a run of plain string bytes: a quote, a backslash or a control
+// character; zero when there is none. The tests are exact for every byte:
+// adding to the low seven bits of a byte never carries into the next one.
 func stringStops(x uint64) uint64 {
 	q := x ^ (lo * '"')
 	s := x ^ (lo * '\\')
-	return ((x-lo*0x20)&^x | (q-lo)&^q | (s-lo)&^s) & hi
+	notQuote := (q&low7 + low7) | q      // top bit set where q's byte is not zero
+	notBackslash := (s&low7 + low7) | s  // likewise for s
+	notControl := (x&low7 + lo*0x60) | x // top bit set where x's byte is at least 0x20
+	return ^(notQuote & notBackslash & notControl) & hi
 }
 
 // stringEnd returns the index past the closing quote of the string whose
 // contents start at b[i], or the complement (^) of the offset of the first
 // byte that breaks it. As in encoding/json, any byte from 0x20 up may appear
 // unescaped, including bytes that are not valid UTF-8. Plain bytes are
-// skipped eight at a time, and the common escapes without leaving the loop:
-// code in chat messages has one every twenty bytes or so.
+// skipped eight at a time, and every stop among eight bytes is handled
+// from one load: code in chat messages has an escape every twenty bytes or
+// so, often several in a row.
 func stringEnd(b []byte, i int) int {
-	for {
-		if i+8 <= len(b) {
-			m := stringStops(binary.LittleEndian.Uint64(b[i:]))
-			if m == 0 {
+	for i+8 <= len(b) {
+		m := stringStops(binary.LittleEndian.Uint64(b[i:]))
+		if m == 0 {
+			if i+16 > len(b) {
 				i += 8
 				continue
 			}
-			i += bits.TrailingZeros64(m) >> 3
-		} else {
-			for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
-				i++
+			if m = stringStops(binary.LittleEndian.Uint64(b[i+8:])); m == 0 {
+				i += 16
+				continue
 			}
-			if i >= len(b) {
-				return ^i
+			i += 8
+		}
+		base := i
+		for ; m != 0; m &= m - 1 {
+			j := base + bits.TrailingZeros64(m)>>3
+			if j < i {
+				continue // the escaped byte of an escape
 			}
+			switch b[j] {
+			case '"':
+				return j + 1
+			case '\\':
+				if j+1 < len(b) && shortEscape[b[j+1]] {
+					i = j + 2
+				} else if i = unicodeEscapeEnd(b, j+1); i < 0 {
+					return i
+				}
+			default:
+				return ^j // a control character
+			}
+		}
+		i = max(i, base+8)
+	}
+	for {
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			return ^i
 		}
 		switch b[i] {
 		case '"':

@@ -223,3 +223,22 @@ func TestOrDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestStringAlignment places escapes, quotes and control characters at
+// every offset around the eight-byte words stringEnd loads, and compares
+// Check with encoding/json.
+func TestStringAlignment(t *testing.T) {
+	pieces := []string{`\n`, `\"`, `\\`, `\u00e9`, `\u00`, `\x`, "\x01", `"`, `\`, "é", "\xff"}
+	for _, p := range pieces {
+		for _, q := range pieces {
+			for pre := 0; pre < 18; pre++ {
+				for gap := 0; gap < 10; gap++ {
+					in := `"` + strings.Repeat("a", pre) + p + strings.Repeat("b", gap) + q + `"`
+					if got, want := Check([]byte(in), 1) == nil, json.Valid([]byte(in)); got != want {
+						t.Fatalf("%q: Check says valid %v, encoding/json %v", in, got, want)
+					}
+				}
+			}
+		}
+	}
+}
