@@ -54,8 +54,10 @@ func bareCaddyfile(adminPort, port, upstreamPort int) string {
 // airCaddyfile is caddy-air: key authentication, the chat proxy with its
 // usage tap, ledger and billing, state in Badger under dataDir, no access
 // log.
-func airCaddyfile(adminPort, port, upstreamPort int, dataDir, pricesFile string) string {
+// extra is Caddyfile text added to its air block (the -air-options flag).
+func airCaddyfile(adminPort, port, upstreamPort int, dataDir, pricesFile, extra string) string {
 	return fmt.Sprintf("{\n"+globalOptions+`	air {
+		`+extra+`
 		storage badger %s
 		prices %s
 		provider mock {

@@ -51,6 +51,7 @@ type options struct {
 	profileTarget  string
 	profileLoad    int
 	writeReadme    bool
+	airOptions     string
 	quiet          bool
 }
 
@@ -78,6 +79,7 @@ func parseFlags() options {
 	flag.IntVar(&o.profileLoad, "profile-scenario", 2, "scenario whose load is profiled: 2, 4, 5 or 6")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
+	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
 	flag.Parse()
 	return o
@@ -179,7 +181,7 @@ func benchmark(ctx context.Context, o options) error {
 	defer upstream.Close()
 	upPort := ln.Addr().(*net.TCPAddr).Port
 
-	bare, air, err := newProcesses(o.caddyBin, tmp, upPort)
+	bare, air, err := newProcesses(o.caddyBin, tmp, upPort, o.airOptions)
 	if err != nil {
 		return err
 	}
@@ -297,7 +299,7 @@ func benchmark(ctx context.Context, o options) error {
 
 // newProcesses prepares the bare and the caddy-air Caddy processes, with
 // their configs and working directories under tmp.
-func newProcesses(bin, tmp string, upPort int) (bare, air *caddyProcess, err error) {
+func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *caddyProcess, err error) {
 	var ports [4]int
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {
@@ -327,7 +329,7 @@ func newProcesses(bin, tmp string, upPort int) (bare, air *caddyProcess, err err
 		if err != nil {
 			return "", err
 		}
-		return writeFile(dir, "Caddyfile", airCaddyfile(ports[3], ports[2], upPort, filepath.Join(dir, "badger"), prices))
+		return writeFile(dir, "Caddyfile", airCaddyfile(ports[3], ports[2], upPort, filepath.Join(dir, "badger"), prices, airOptions))
 	})
 	return bare, air, err
 }
