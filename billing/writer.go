@@ -73,12 +73,14 @@ func (l *Ledger) run() {
 
 // DefaultCommitInterval is the least time between the starts of two
 // journal syncs: records that arrive meanwhile wait and share the next
-// sync. A sync costs about 80 µs of CPU on a virtual disk whatever it
-// carries, so syncing each request alone would cost a fifth of what a bare
-// reverse proxy spends on it; spacing syncs bounds them to 200 a second
-// under load, for at most 5 ms more before a response's last bytes. An idle
-// ledger syncs a lone record at once.
-const DefaultCommitInterval = 5 * time.Millisecond
+// sync. A sync costs about 300 µs of CPU on this project's virtual disks
+// whatever it carries, so syncing each request alone costs more than a
+// bare reverse proxy spends on the request itself. Spacing syncs by 25 ms
+// bounds them to 40 a second, about 1.2% of a core whatever the load, for
+// at most 25 ms more before a response's last bytes (half of it on
+// average under load; an idle ledger syncs a lone record at once). See
+// bench/README.md for the measured trade-off.
+const DefaultCommitInterval = 25 * time.Millisecond
 
 // SetCommitInterval sets the least time between the starts of two syncs
 // (zero or negative: each group is synced at once).

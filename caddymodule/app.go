@@ -62,7 +62,7 @@ type App struct {
 	// ledger's journal: the records of requests that end meanwhile share
 	// the next sync, and their responses' last bytes wait for it. Zero
 	// syncs every group of records at once (more CPU, less latency).
-	// Default: 5ms.
+	// Default: 25ms.
 	LedgerCommitInterval *caddy.Duration `json:"ledger_commit_interval,omitempty"`
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Default: 16 MiB. Larger bodies get 413.
