@@ -17,15 +17,35 @@ import (
 )
 
 // Disk-full parameters: the gateway's data dir is a tmpfs of diskSize; it
-// refuses billable work with 507 once less than diskMargin is free
-// (`min_free_space`), and each round starts with diskHeadroom free above
-// the margin.
+// refuses billable work with 507 once less than its margin is free
+// (`min_free_space` plus what Badger's sparse files may still claim, about
+// 34 MiB: see procMargin), and each round starts with diskHeadroom free
+// above the margin. The disk leaves room for three rounds of task media.
 const (
-	diskSize     = 64 << 20
-	diskMargin   = 16 << 20
+	diskSize     = 128 << 20
 	diskHeadroom = 6 << 20
 	diskOption   = "\t\tmin_free_space 16MiB"
 )
+
+// procMargin is the free-space margin of the gateway process, from its
+// health report.
+func procMargin(t *testing.T) int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + procAdminAddr + "/air/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Storage struct {
+			MarginBytes int64 `json:"margin_bytes"`
+		} `json:"storage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || h.Storage.MarginBytes <= 0 {
+		t.Fatalf("reading the gateway's storage margin: %v %+v", err, h)
+	}
+	return h.Storage.MarginBytes
+}
 
 // diskRound is what one disk-full round saw.
 type diskRound struct {
@@ -60,7 +80,7 @@ func TestFaultDiskFull(t *testing.T) {
 	client := &http.Client{Timeout: 20 * time.Second}
 
 	for round := range rounds {
-		filler := fillDisk(t, dir, diskMargin+diskHeadroom)
+		filler := fillDisk(t, dir, procMargin(t)+diskHeadroom)
 		r, ids, tasks := diskLoad(p, key, 30*time.Second)
 		for _, id := range ids {
 			answered[id] = true
