@@ -107,10 +107,14 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if st == nil || rt == nil {
 		return respondError(w, r, errNotStarted)
 	}
-	body, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
 		return respondError(w, r, err)
 	}
+	// The buffer is used until the exchange ends, and by upstream requests
+	// until their transports close them (Call.BodyPin).
+	defer rb.release()
+	body := rb.Bytes()
 	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
 	if aerr != nil {
 		return respondError(w, r, aerr)
@@ -155,6 +159,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Provider:     route.Provider,
 		Path:         h.spec.path,
 		Body:         upstreamBody,
+		BodyPin:      rb,
 		Inspected:    in,
 		StripUsage:   injected,
 		ClientHeader: r.Header,

@@ -80,6 +80,11 @@ type Call struct {
 	Path string
 	// Body is the upstream request body, from PrepareBody.
 	Body []byte
+	// BodyPin, when set, is told of every reader of Body handed to a
+	// transport: Pin when it is made, Unpin once the transport closed it,
+	// which may be after Serve returns (see http.RoundTripper). The caller
+	// keeps Body unchanged until every Pin has had its Unpin.
+	BodyPin Pinner
 	// Inspected describes the client's body.
 	Inspected Inspected
 	// StripUsage removes from an OpenAI stream the usage the gateway
@@ -307,11 +312,15 @@ func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time
 			at.wrote.Store(true)
 		}
 	}}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.BaseURL+c.Path, bytes.NewReader(c.Body))
+	body := newBodyReader(c.Body, c.BodyPin)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.BaseURL+c.Path, body)
 	if err != nil {
+		body.Close()
 		at.err = err
 		return at
 	}
+	req.ContentLength = int64(len(c.Body))
+	req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(c.Body, c.BodyPin), nil }
 	h := make(http.Header, 7)
 	h["Content-Type"] = jsonType
 	h["Accept-Encoding"] = identity
@@ -340,6 +349,40 @@ func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time
 	}
 	at.resp, at.err = rt.RoundTrip(req)
 	return at
+}
+
+// Pinner counts the holders of a request body's memory.
+type Pinner interface {
+	// Pin adds a holder.
+	Pin()
+	// Unpin lets go of one.
+	Unpin()
+}
+
+// bodyReader reads an upstream request body; it holds a pin on the body
+// from its making until its first Close.
+type bodyReader struct {
+	bytes.Reader
+	pin    Pinner
+	closed atomic.Bool
+}
+
+// newBodyReader returns a reader of b that holds a pin of pin, if any.
+func newBodyReader(b []byte, pin Pinner) *bodyReader {
+	r := &bodyReader{pin: pin}
+	r.Reset(b)
+	if pin != nil {
+		pin.Pin()
+	}
+	return r
+}
+
+// Close lets go of the reader's pin, once.
+func (r *bodyReader) Close() error {
+	if r.pin != nil && r.closed.CompareAndSwap(false, true) {
+		r.pin.Unpin()
+	}
+	return nil
 }
 
 // maxFailureBody bounds the body kept from a failed attempt that may be
