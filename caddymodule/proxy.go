@@ -123,7 +123,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	upstreamBody, injected, err := chatproxy.PrepareBody(h.spec.protocol, body, in, route.UpstreamModel)
+	// The edits are made in the pooled buffer, which has room for them
+	// unless the body nearly fills its size class.
+	upstreamBody, injected, err := chatproxy.PrepareBodyInPlace(h.spec.protocol, body, in, route.UpstreamModel)
 	if err != nil {
 		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
