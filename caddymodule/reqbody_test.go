@@ -315,22 +315,33 @@ func BenchmarkReadBody(b *testing.B) {
 		if size >= 1<<20 {
 			name = itoa(size>>20) + "MiB"
 		}
-		b.Run(name, func(b *testing.B) {
-			data := bytes.Repeat([]byte("a"), size)
-			rd := bytes.NewReader(data)
-			r := postRequest(nil, int64(size))
-			r.Body = io.NopCloser(rd)
-			w := httptest.NewRecorder()
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				rd.Reset(data)
-				body, err := readBody(w, r, 16<<20)
-				if err != nil {
-					b.Fatal(err)
-				}
-				body.release()
+		// With a declared length the buffer is sized at once; without one
+		// (chunked), it grows from 4 KiB through the pools.
+		for _, declared := range []bool{true, false} {
+			sub := name
+			if !declared {
+				sub += "/chunked"
 			}
-		})
+			b.Run(sub, func(b *testing.B) {
+				data := bytes.Repeat([]byte("a"), size)
+				rd := bytes.NewReader(data)
+				r := postRequest(nil, int64(size))
+				if !declared {
+					r.ContentLength = -1
+				}
+				r.Body = io.NopCloser(rd)
+				w := httptest.NewRecorder()
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					rd.Reset(data)
+					body, err := readBody(w, r, 16<<20)
+					if err != nil {
+						b.Fatal(err)
+					}
+					body.release()
+				}
+			})
+		}
 	}
 }
