@@ -123,8 +123,13 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	// The edits are made in the pooled buffer, which has room for them
-	// unless the body nearly fills its size class.
+	// The edits are made in the pooled buffer; a body that nearly fills
+	// its size class moves to the next one first. (If the budget cannot
+	// cover that, PrepareBodyInPlace allocates the edited body.)
+	if room := chatproxy.PrepareBodyRoom(h.spec.protocol, in, route.UpstreamModel); len(body)+room > cap(body) {
+		rb.reserve(len(body) + room)
+		body = rb.Bytes() // moved, even by a reserve that fell short
+	}
 	upstreamBody, injected, err := chatproxy.PrepareBodyInPlace(h.spec.protocol, body, in, route.UpstreamModel)
 	if err != nil {
 		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))

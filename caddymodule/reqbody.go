@@ -153,6 +153,17 @@ func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
 	}
 }
 
+// reserve makes room for n bytes in the body's buffer, growing it through
+// the pools, or reports false when the budget cannot cover it.
+func (b *requestBody) reserve(n int) bool {
+	for len(*b.buf) < n {
+		if !b.grow() {
+			return false
+		}
+	}
+	return true
+}
+
 // grow moves the body to a buffer of the next size, charging the
 // difference first, and returns the old buffer to its pool.
 func (b *requestBody) grow() bool {

@@ -201,6 +201,42 @@ func TestRequestBodyReleasedOnce(t *testing.T) {
 	b.Unpin()
 }
 
+func TestRequestBodyReserve(t *testing.T) {
+	for i, tc := range []struct {
+		limit    int64 // of the budget
+		reserve  int
+		ok       bool
+		wantSize int
+	}{
+		{limit: 1 << 20, reserve: minBodyBuffer, ok: true, wantSize: minBodyBuffer},
+		{limit: 1 << 20, reserve: minBodyBuffer + 40, ok: true, wantSize: 2 * minBodyBuffer},
+		{limit: 1 << 20, reserve: 5 * minBodyBuffer, ok: true, wantSize: 8 * minBodyBuffer},
+		// The budget covers one doubling, not two: the body moved anyway.
+		{limit: 3 * minBodyBuffer, reserve: 3 * minBodyBuffer, ok: false, wantSize: 2 * minBodyBuffer},
+	} {
+		bc := countBuffers(t, tc.limit)
+		data := bytes.Repeat([]byte{'y'}, minBodyBuffer)
+		b, err := readBody(httptest.NewRecorder(), postRequest(bytes.NewReader(data), minBodyBuffer), 1<<20)
+		if err != nil {
+			t.Fatalf("Test %d: %v", i, err)
+		}
+		if ok := b.reserve(tc.reserve); ok != tc.ok {
+			t.Errorf("Test %d: reserve(%d) = %v", i, tc.reserve, ok)
+		}
+		if got := b.Bytes(); !bytes.Equal(got, data) || cap(got) != tc.wantSize {
+			t.Errorf("Test %d: after reserve(%d): %d bytes in a buffer of %d, want %d in %d", i, tc.reserve, len(got), cap(got), len(data), tc.wantSize)
+		}
+		if used := bodies.used.Load(); used != int64(tc.wantSize) {
+			t.Errorf("Test %d: the budget holds %d bytes for a buffer of %d", i, used, tc.wantSize)
+		}
+		if n := bc.outstanding(); n != 1 {
+			t.Errorf("Test %d: %d buffers out, want 1", i, n)
+		}
+		b.release()
+		bc.check(t, "after release")
+	}
+}
+
 // TestRequestBodyExchange sends bodies upstream through chatproxy as the
 // air_chat handler does and checks that each buffer returns to its pool
 // once, and the budget is given back, whatever the exchange's end.

@@ -40,6 +40,20 @@ func PrepareBodyInPlace(p Protocol, body []byte, in Inspected, upstreamModel str
 	return prepareBody(p, body, in, upstreamModel, true)
 }
 
+// PrepareBodyRoom is the most bytes PrepareBody may add to a body that in
+// describes, for a caller that wants that room in the body's buffer before
+// PrepareBodyInPlace.
+func PrepareBodyRoom(p Protocol, in Inspected, upstreamModel string) int {
+	n := 0
+	if upstreamModel != "" && upstreamModel != in.Model {
+		n += 2 + 6*len(upstreamModel) // quote's worst case
+	}
+	if p == OpenAI && in.Stream && !in.IncludeUsage {
+		n += len(`,"stream_options":`) + len(includeUsage)
+	}
+	return n
+}
+
 func prepareBody(p Protocol, body []byte, in Inspected, upstreamModel string, inPlace bool) (out []byte, injectedUsage bool, err error) {
 	var edits [2]edit
 	n := 0

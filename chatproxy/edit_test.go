@@ -130,6 +130,9 @@ func TestPrepareBodyEdits(t *testing.T) {
 		if !gjson.ValidBytes(out) {
 			t.Errorf("Test %d: output is not valid JSON", i)
 		}
+		if room := PrepareBodyRoom(tc.proto, in, tc.model); len(tc.want) > len(tc.body)+room {
+			t.Errorf("Test %d: the edits add %d bytes, PrepareBodyRoom says at most %d", i, len(tc.want)-len(tc.body), room)
+		}
 		// In place: within the body's memory when the result fits its
 		// capacity, in new memory otherwise.
 		for _, slack := range []int{0, 64} {
