@@ -2,9 +2,7 @@ package caddymodule
 
 import (
 	"errors"
-	"io"
 	"net/http"
-	"sync"
 	"sync/atomic"
 
 	"github.com/caddy-air/caddy-air/apierror"
@@ -35,12 +33,20 @@ var errBodiesBusy = func() *apierror.Error {
 	return e
 }()
 
+// presizeShare is the share of the budget (one part in presizeShare) that
+// bodies still being read may hold on the word of their Content-Length
+// alone (see bodyBudget.presize).
+const presizeShare = 8
+
 // bodyBudget bounds the memory of request bodies being buffered. Buffers
-// are charged by capacity as they grow and released when their request
+// are charged by capacity as they grow and released when their exchange
 // ends, so the bound holds whatever lengths clients declare.
 type bodyBudget struct {
 	limit atomic.Int64
 	used  atomic.Int64
+	// presized is what reads in progress hold beyond the bytes they have
+	// received, because their buffer was sized from a declared length.
+	presized atomic.Int64
 }
 
 func newBodyBudget(limit int64) *bodyBudget {
@@ -62,68 +68,27 @@ func (b *bodyBudget) take(n int64) bool {
 	return true
 }
 
-// newCharge starts the charge of one body.
-func (b *bodyBudget) newCharge() *bodyCharge { return &bodyCharge{budget: b} }
+// give releases n bytes taken before.
+func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
 
-// bodyCharge is what one body holds of a budget.
-type bodyCharge struct {
-	budget *bodyBudget
-	mu     sync.Mutex
-	n      int64
-}
-
-// grow charges n more bytes.
-func (c *bodyCharge) grow(n int64) bool {
-	if !c.budget.take(n) {
+// presize charges n bytes for a buffer sized from a declared length, the
+// bytes of which have not arrived yet. It refuses, charging nothing, when
+// the budget cannot cover n, or when reads in progress already hold a
+// presizeShare-th of the budget that way: clients that declare large
+// bodies and send them slowly (or never) hold at most that much memory
+// for nothing; beyond it, buffers grow as bytes arrive. Call endPresize
+// with n once the read is over.
+func (b *bodyBudget) presize(n int64) bool {
+	if b.presized.Add(n) > b.limit.Load()/presizeShare {
+		b.presized.Add(-n)
 		return false
 	}
-	c.mu.Lock()
-	c.n += n
-	c.mu.Unlock()
+	if !b.take(n) {
+		b.presized.Add(-n)
+		return false
+	}
 	return true
 }
 
-// release gives back everything charged; calling it again does nothing.
-func (c *bodyCharge) release() {
-	c.mu.Lock()
-	n := c.n
-	c.n = 0
-	c.mu.Unlock()
-	c.budget.used.Add(-n)
-}
-
-// Buffer sizes of a body being read: the first read gets minBodyBuffer, and
-// each later buffer doubles, up to maxBodyStep more at a time, so that a
-// body takes at most about twice its size, and only once its bytes have
-// arrived. The declared Content-Length is never trusted for a size.
-const (
-	minBodyBuffer = 4 << 10
-	maxBodyStep   = 4 << 20
-)
-
-// readAllBudgeted is io.ReadAll with every growth of the buffer charged to
-// c first; it fails with errBudget when the budget cannot cover it.
-func readAllBudgeted(rd io.Reader, c *bodyCharge) ([]byte, error) {
-	var buf []byte
-	for {
-		if len(buf) == cap(buf) {
-			grow := min(max(cap(buf), minBodyBuffer), maxBodyStep)
-			if !c.grow(int64(grow)) {
-				return nil, errBudget
-			}
-			next := make([]byte, len(buf), cap(buf)+grow)
-			copy(next, buf)
-			// The charge is the capacity of the current buffer; the old
-			// one is garbage now.
-			buf = next
-		}
-		n, err := rd.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
+// endPresize ends what presize started: the charge stays with the body.
+func (b *bodyBudget) endPresize(n int64) { b.presized.Add(-n) }

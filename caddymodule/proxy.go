@@ -107,10 +107,14 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if st == nil || rt == nil {
 		return respondError(w, r, errNotStarted)
 	}
-	body, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
 		return respondError(w, r, err)
 	}
+	// The buffer is used until the exchange ends, and by upstream requests
+	// until their transports close them (Call.BodyPin).
+	defer rb.release()
+	body := rb.Bytes()
 	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
 	if aerr != nil {
 		return respondError(w, r, aerr)
@@ -119,7 +123,14 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	upstreamBody, injected, err := chatproxy.PrepareBody(h.spec.protocol, body, in, route.UpstreamModel)
+	// The edits are made in the pooled buffer; a body that nearly fills
+	// its size class moves to the next one first. (If the budget cannot
+	// cover that, PrepareBodyInPlace allocates the edited body.)
+	if room := chatproxy.PrepareBodyRoom(h.spec.protocol, in, route.UpstreamModel); len(body)+room > cap(body) {
+		rb.reserve(len(body) + room)
+		body = rb.Bytes() // moved, even by a reserve that fell short
+	}
+	upstreamBody, injected, err := chatproxy.PrepareBodyInPlace(h.spec.protocol, body, in, route.UpstreamModel)
 	if err != nil {
 		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
@@ -155,6 +166,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Provider:     route.Provider,
 		Path:         h.spec.path,
 		Body:         upstreamBody,
+		BodyPin:      rb,
 		Inspected:    in,
 		StripUsage:   injected,
 		ClientHeader: r.Header,

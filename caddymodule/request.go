@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,32 +94,6 @@ func asAPIError(err error) *apierror.Error {
 		return e
 	}
 	return apierror.Internal()
-}
-
-// readBody reads r's body up to limit bytes: a larger one gives a 413. The
-// buffer grows as bytes arrive, charged to the process's budget of buffered
-// request bodies (see bodyBudget); it is released when the request ends.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
-	}
-	charge := bodies.newCharge()
-	body, err := readAllBudgeted(http.MaxBytesReader(w, r.Body, limit), charge)
-	if err != nil {
-		charge.release()
-	} else {
-		context.AfterFunc(r.Context(), charge.release)
-	}
-	var mbe *http.MaxBytesError
-	switch {
-	case err == nil:
-		return body, nil
-	case errors.As(err, &mbe):
-		return nil, tooLarge(limit)
-	case errors.Is(err, errBudget):
-		return nil, errBodiesBusy
-	}
-	return nil, apierror.InvalidRequest("", "could not read the request body: "+err.Error())
 }
 
 func tooLarge(limit int64) *apierror.Error {

@@ -71,10 +71,13 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	}
 	switch {
 	case r.Method == http.MethodPost && id == "":
-		body, err := readBody(w, r, h.app.MaxRequestBody)
+		rb, err := readBody(w, r, h.app.MaxRequestBody)
 		if err != nil {
 			return respondError(w, r, err)
 		}
+		// Create reads the body until it returns; nothing keeps it later.
+		defer rb.release()
+		body := rb.Bytes()
 		// Nothing reads the body before it is checked against the nesting
 		// limit; the task service refuses other invalid bodies.
 		var de *jsonlimit.DepthError

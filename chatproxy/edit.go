@@ -28,6 +28,33 @@ type edit struct {
 // Call.StripUsage). When no edit applies, body itself is returned.
 // in must come from InspectChat or InspectMessages on the same body.
 func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+	return prepareBody(p, body, in, upstreamModel, false)
+}
+
+// PrepareBodyInPlace is PrepareBody for a caller that owns body and needs
+// it no more: the edits are made in body's own memory, moving the bytes
+// after each edit, when the result fits cap(body), so that the body is not
+// copied. Only when it does not fit is a new body allocated. Either way,
+// body's bytes are not the client's afterwards.
+func PrepareBodyInPlace(p Protocol, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+	return prepareBody(p, body, in, upstreamModel, true)
+}
+
+// PrepareBodyRoom is the most bytes PrepareBody may add to a body that in
+// describes, for a caller that wants that room in the body's buffer before
+// PrepareBodyInPlace.
+func PrepareBodyRoom(p Protocol, in Inspected, upstreamModel string) int {
+	n := 0
+	if upstreamModel != "" && upstreamModel != in.Model {
+		n += 2 + 6*len(upstreamModel) // quote's worst case
+	}
+	if p == OpenAI && in.Stream && !in.IncludeUsage {
+		n += len(`,"stream_options":`) + len(includeUsage)
+	}
+	return n
+}
+
+func prepareBody(p Protocol, body []byte, in Inspected, upstreamModel string, inPlace bool) (out []byte, injectedUsage bool, err error) {
 	var edits [2]edit
 	n := 0
 	if upstreamModel != "" && upstreamModel != in.Model {
@@ -57,6 +84,9 @@ func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (o
 	for _, e := range es {
 		size += len(e.text) - (e.end - e.at)
 	}
+	if inPlace && size <= cap(body) {
+		return editInPlace(body, es, size), injectedUsage, nil
+	}
 	out = make([]byte, 0, size)
 	prev := 0
 	for _, e := range es {
@@ -66,6 +96,41 @@ func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (o
 	}
 	out = append(out, body[prev:]...)
 	return out, injectedUsage, nil
+}
+
+// editInPlace applies es (at most two, sorted, not overlapping) to body
+// within its capacity and returns the result, of length size. The runs of
+// bytes between edits move by the sum of the size changes before them:
+// those moving right are moved from the last, those moving left from the
+// first, so that no run is overwritten before it moved; then the edits'
+// texts are written in the gaps.
+func editInPlace(body []byte, es []edit, size int) []byte {
+	var (
+		run   [3]struct{ from, to, shift int }
+		prev  int
+		shift int
+	)
+	for k, e := range es {
+		run[k] = struct{ from, to, shift int }{prev, e.at, shift}
+		shift += len(e.text) - (e.end - e.at)
+		prev = e.end
+	}
+	run[len(es)] = struct{ from, to, shift int }{prev, len(body), shift}
+	out := body[:size]
+	for k := len(es); k >= 0; k-- {
+		if r := run[k]; r.shift > 0 {
+			copy(out[r.from+r.shift:], body[r.from:r.to])
+		}
+	}
+	for k := 0; k <= len(es); k++ {
+		if r := run[k]; r.shift < 0 {
+			copy(out[r.from+r.shift:], body[r.from:r.to])
+		}
+	}
+	for k, e := range es {
+		copy(out[e.at+run[k].shift:], e.text)
+	}
+	return out
 }
 
 // usageEdit returns the edit that sets stream_options.include_usage to

@@ -85,6 +85,24 @@ func TestPrepareBodyEdits(t *testing.T) {
 			model: "b",
 			want:  `{"mod\u0065l":"b","messages":[{"role":"user","content":"x"}]}`,
 		},
+		{ // a shorter model and a longer stream_options: runs move both ways
+			body:  `{"model":"a-long-model-name","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":null}`,
+			model: "b",
+			want:  `{"model":"b","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}`,
+			inj:   true,
+		},
+		{ // a longer model and a shorter include_usage
+			body:  `{"model":"a","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":false,"x":1}}`,
+			model: "a-long-model-name",
+			want:  `{"model":"a-long-model-name","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true,"x":1}}`,
+			inj:   true,
+		},
+		{ // a shorter model and a shorter include_usage
+			body:  `{"model":"a-long-model-name","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":false}}`,
+			model: "b",
+			want:  `{"model":"b","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}`,
+			inj:   true,
+		},
 		{ // anthropic streams always carry usage: nothing injected
 			proto: Anthropic,
 			body:  `{"model":"a","messages":[{"role":"user","content":"x"}],"stream":true}`,
@@ -111,6 +129,22 @@ func TestPrepareBodyEdits(t *testing.T) {
 		}
 		if !gjson.ValidBytes(out) {
 			t.Errorf("Test %d: output is not valid JSON", i)
+		}
+		if room := PrepareBodyRoom(tc.proto, in, tc.model); len(tc.want) > len(tc.body)+room {
+			t.Errorf("Test %d: the edits add %d bytes, PrepareBodyRoom says at most %d", i, len(tc.want)-len(tc.body), room)
+		}
+		// In place: within the body's memory when the result fits its
+		// capacity, in new memory otherwise.
+		for _, slack := range []int{0, 64} {
+			buf := append(make([]byte, 0, len(tc.body)+slack), tc.body...)
+			out, inj, err := PrepareBodyInPlace(tc.proto, buf, in, tc.model)
+			if err != nil || string(out) != tc.want || inj != tc.inj {
+				t.Errorf("Test %d, in place with %d spare bytes: got %v %v\n%s\nwant\n%s", i, slack, err, inj, out, tc.want)
+				continue
+			}
+			if inPlace := &out[:1][0] == &buf[:1][0]; inPlace != (len(tc.want) <= cap(buf)) {
+				t.Errorf("Test %d, with %d spare bytes: edited in place: %v", i, slack, inPlace)
+			}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package chatproxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,6 +79,11 @@ type Call struct {
 	Path string
 	// Body is the upstream request body, from PrepareBody.
 	Body []byte
+	// BodyPin, when set, is told of every reader of Body handed to a
+	// transport: Pin when it is made, Unpin once the transport closed it,
+	// which may be after Serve returns (see http.RoundTripper). The caller
+	// keeps Body unchanged until every Pin has had its Unpin.
+	BodyPin Pinner
 	// Inspected describes the client's body.
 	Inspected Inspected
 	// StripUsage removes from an OpenAI stream the usage the gateway
@@ -307,11 +311,15 @@ func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time
 			at.wrote.Store(true)
 		}
 	}}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.BaseURL+c.Path, bytes.NewReader(c.Body))
+	body := newBodyReader(c.Body, c.BodyPin)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.BaseURL+c.Path, body)
 	if err != nil {
+		body.Close()
 		at.err = err
 		return at
 	}
+	req.ContentLength = int64(len(c.Body))
+	req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(c.Body, c.BodyPin), nil }
 	h := make(http.Header, 7)
 	h["Content-Type"] = jsonType
 	h["Accept-Encoding"] = identity

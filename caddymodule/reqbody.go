@@ -1,0 +1,181 @@
+package caddymodule
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/caddy-air/caddy-air/apierror"
+)
+
+// requestBody is a request body read into a pooled buffer, charged to a
+// budget by the buffer's capacity. Its holders count references: the
+// handler that read it holds one until its exchange ends, and every
+// upstream request sending it holds one until its transport closed it
+// (Pin, Unpin). The buffer returns to its pool, and the charge to the
+// budget, when the last one lets go, exactly once.
+type requestBody struct {
+	budget *bodyBudget
+	buf    *[]byte // nil once returned
+	class  int
+	n      int   // length of the body
+	charge int64 // what the budget holds for buf: its capacity
+	refs   atomic.Int32
+	probe  [1]byte // reads past a full buffer
+}
+
+// Bytes returns the body. It must not be used after the last release.
+func (b *requestBody) Bytes() []byte { return (*b.buf)[:b.n:len(*b.buf)] }
+
+// Pin adds a holder of the body.
+func (b *requestBody) Pin() { b.refs.Add(1) }
+
+// Unpin lets go of a holder; the last one returns the buffer.
+func (b *requestBody) Unpin() {
+	switch n := b.refs.Add(-1); {
+	case n > 0:
+		return
+	case n < 0:
+		panic("caddymodule: a request body was released more often than held")
+	}
+	putBodyBuffer(b.buf, b.class)
+	b.buf = nil
+	b.budget.give(b.charge)
+}
+
+// release lets go of the handler's hold, taken by readBody.
+func (b *requestBody) release() { b.Unpin() }
+
+// readBody reads r's body up to limit bytes: a larger one gives a 413. The
+// buffer comes from the pool of its size class, charged to the process's
+// budget of buffered request bodies (see bodyBudget). It is sized from a
+// declared Content-Length as far as bodyBudget.presize allows, and
+// otherwise starts at minBodyBuffer and doubles as bytes arrive. The
+// caller must release the body when its exchange ends, after the response
+// is complete, whatever happened; on error there is nothing to release.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*requestBody, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	rd := io.Reader(r.Body)
+	if r.ContentLength < 0 {
+		// Without a declared length, only MaxBytesReader stops a body at
+		// the limit (and closes the connection behind it).
+		rd = http.MaxBytesReader(w, r.Body, limit)
+	}
+	body, err := bodies.read(rd, r.ContentLength, limit)
+	if err != nil {
+		return nil, readError(err, limit)
+	}
+	return body, nil
+}
+
+// readError is the answer to a body that could not be read. (In a function
+// of its own, the target of errors.As is allocated only on errors.)
+func readError(err error, limit int64) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe), errors.Is(err, errTooLarge):
+		return tooLarge(limit)
+	case errors.Is(err, errBudget):
+		return errBodiesBusy
+	}
+	return apierror.InvalidRequest("", "could not read the request body: "+err.Error())
+}
+
+// errTooLarge is returned by a read past its limit.
+var errTooLarge = errors.New("request body too large")
+
+// read reads rd to its end, at most limit bytes, into a pooled buffer
+// charged to b. declared is the length the client announced, or -1. On
+// error, nothing stays charged or taken from the pools.
+func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, error) {
+	body := &requestBody{budget: b}
+	body.refs.Store(1)
+	size, presized := minBodyBuffer, int64(0)
+	if declared > minBodyBuffer && declared <= limit {
+		if c := classFor(int(declared)); c != unpooled && b.presize(1<<(c+minBodyShift)) {
+			size = 1 << (c + minBodyShift)
+			presized = int64(size)
+		}
+	}
+	if presized == 0 && !b.take(int64(size)) {
+		return nil, errBudget
+	}
+	body.buf, body.class = getBodyBuffer(size)
+	body.charge = int64(size)
+	err := body.readFrom(rd, limit)
+	b.endPresize(presized)
+	if err != nil {
+		body.release()
+		return nil, err
+	}
+	return body, nil
+}
+
+// readFrom reads rd to its end into the buffer, growing it as needed.
+func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
+	for {
+		if buf := *b.buf; b.n < len(buf) {
+			k, err := rd.Read(buf[b.n:])
+			b.n += k
+			if int64(b.n) > limit {
+				return errTooLarge
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		// The buffer is full: a body that fills it exactly ends here, so
+		// look for more before doubling it.
+		k, err := rd.Read(b.probe[:])
+		if k > 0 {
+			if int64(b.n) >= limit {
+				return errTooLarge
+			}
+			if !b.grow() {
+				return errBudget
+			}
+			(*b.buf)[b.n] = b.probe[0]
+			b.n++
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// reserve makes room for n bytes in the body's buffer, growing it through
+// the pools, or reports false when the budget cannot cover it.
+func (b *requestBody) reserve(n int) bool {
+	for len(*b.buf) < n {
+		if !b.grow() {
+			return false
+		}
+	}
+	return true
+}
+
+// grow moves the body to a buffer of the next size, charging the
+// difference first, and returns the old buffer to its pool.
+func (b *requestBody) grow() bool {
+	old, oldClass := b.buf, b.class
+	size := nextSize(len(*old))
+	more := int64(size - len(*old))
+	if !b.budget.take(more) {
+		return false
+	}
+	b.buf, b.class = getBodyBuffer(size)
+	b.charge += more
+	copy(*b.buf, (*old)[:b.n])
+	putBodyBuffer(old, oldClass)
+	return true
+}
