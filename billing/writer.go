@@ -13,11 +13,11 @@ import (
 // them in the store at most countLinger later, until the ledger is closed
 // and its queue is empty.
 //
-// A batch holds every record queued while the previous one was being
-// written: at a low rate each record is written at once, alone; at a high
-// rate many share one sync. There is no deliberate wait before a write, as
-// there was when records were not synced: a client's last byte now waits
-// for its record's sync.
+// A batch holds every record queued since the previous one. Syncs are
+// paced (pace): a batch waits until the commit interval has passed since
+// the last sync began, so that at a high rate many records share one sync,
+// while a lone record on an idle ledger is written at once. A client's
+// last byte waits for its record's sync.
 func (l *Ledger) run() {
 	defer close(l.done)
 	timer := time.NewTimer(time.Hour)
