@@ -185,7 +185,16 @@ func (il *intentLog) trim() {
 	if _, err := il.j.RemoveThrough(through); err != nil {
 		il.log.Error("deleting resolved ledger intents", zap.Error(err))
 	}
-	if len(il.perSeg) == 0 && end.Offset > trimAt {
+	il.emptyPast(trimAt)
+}
+
+// emptyPast empties the last segment when it holds no open intent and has
+// grown past size bytes. il.mu must be held.
+func (il *intentLog) emptyPast(size int64) {
+	if il.j == nil || len(il.perSeg) > 0 {
+		return
+	}
+	if end := il.j.End(); end.Offset > size {
 		if err := il.j.Truncate(journal.Pos{Segment: end.Segment}); err != nil {
 			il.log.Error("emptying resolved ledger intents", zap.Error(err))
 		}
@@ -275,13 +284,7 @@ func (l *Ledger) SettleInterrupted(ctx context.Context, price func(Record) Recor
 	}
 	il.resolve(all)
 	il.mu.Lock()
-	if il.j != nil && len(il.perSeg) == 0 {
-		if end := il.j.End(); end.Offset > 0 {
-			if err := il.j.Truncate(journal.Pos{Segment: end.Segment}); err != nil {
-				l.log.Error("emptying resolved ledger intents", zap.Error(err))
-			}
-		}
-	}
+	il.emptyPast(0) // every intent left by the stop is settled
 	il.mu.Unlock()
 	return len(recs), nil
 }
