@@ -85,15 +85,15 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 		res.Held = nil
 	case timedOut:
 		res.Outcome, res.Err = OutcomeTimeout, errTimeout
-		p.breakOff(res, c, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+		breakOff(res, c, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 			fmt.Sprintf("the upstream provider fell silent for %s", at.timeout)))
-	case readErr != nil || cut:
+	case cut:
 		res.Outcome = OutcomeUpstreamError
 		if readErr == nil {
 			readErr = errors.New("the stream ended without its final event")
 		}
 		res.Err = readErr
-		p.breakOff(res, c, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_cut",
+		breakOff(res, c, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_cut",
 			"the upstream provider broke off the response: "+readErr.Error()))
 	case !ok || t.upstreamError:
 		res.Outcome = OutcomeUpstreamError
@@ -104,7 +104,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 
 // breakOff replaces what is held of a response that broke off with e: the
 // whole response when none of it was written, or the stream's error event.
-func (p *Proxy) breakOff(res *Result, c *Call, e *apierror.Error) {
+func breakOff(res *Result, c *Call, e *apierror.Error) {
 	h := res.Held
 	switch {
 	case h == nil || !h.started:
