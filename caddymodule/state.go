@@ -14,7 +14,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
-	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/mediafs"
 )
 
@@ -27,7 +27,7 @@ var statePool = caddy.NewUsagePool()
 // state is what outlives a config: the open store and the services whose
 // in-memory data must stay consistent with it.
 type state struct {
-	store   *badgerstore.DB
+	store   *badger.DB
 	media   *mediafs.Store
 	keys    *keys.Service
 	ledger  *billing.Ledger
@@ -55,7 +55,7 @@ func openState(dir string, ledgerRetention time.Duration, minFree int64, log *za
 	if err != nil {
 		return nil, err
 	}
-	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: log.Named("badger")})
+	db, err := badger.Open(badger.Options{Dir: dir, Logger: log.Named("badger")})
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/badger"
 )
 
-func newTestService(t *testing.T) (*Service, *badgerstore.DB) {
+func newTestService(t *testing.T) (*Service, *badger.DB) {
 	t.Helper()
-	db, err := badgerstore.Open(badgerstore.Options{Dir: t.TempDir(), GCInterval: -1})
+	db, err := badger.Open(badger.Options{Dir: t.TempDir(), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
