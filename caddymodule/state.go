@@ -72,7 +72,7 @@ func openState(dir string, ledgerRetention time.Duration, minFree int64, log *za
 	return &state{
 		store:   db,
 		media:   media,
-		keys:    keys.NewService(db),
+		keys:    keys.NewService(context.Background(), badger.NewKeys(db)),
 		ledger:  ledger,
 		budgets: budgets,
 		guard:   newStorageGuard(dir, minFree, ledger.Backlogged, log.Named("storage")),
