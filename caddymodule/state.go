@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/mediafs"
 )
@@ -28,7 +29,8 @@ var statePool = caddy.NewUsagePool()
 // in-memory data must stay consistent with it.
 type state struct {
 	store   *badger.DB
-	media   *mediafs.Store
+	media   store.MediaStore
+	tasks   store.Tasks
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
@@ -71,7 +73,8 @@ func openState(dir string, ledgerRetention time.Duration, minFree int64, log *za
 	}
 	return &state{
 		store:   db,
-		media:   media,
+		media:   badger.WithLegacyMedia(media, db),
+		tasks:   badger.NewTasks(db),
 		keys:    keys.NewService(context.Background(), badger.NewKeys(db)),
 		ledger:  ledger,
 		budgets: budgets,

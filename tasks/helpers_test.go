@@ -84,7 +84,7 @@ func newEnv(t testing.TB, protocol string, routes ...*providers.Route) *env {
 func (e *env) service(mod func(*Config)) *Service {
 	e.t.Helper()
 	c := Config{
-		Store: e.db, Media: e.media, Routes: e.table, Biller: e.biller,
+		Store: badger.NewTasks(e.db), Media: badger.WithLegacyMedia(e.media, e.db), Routes: e.table, Biller: e.biller,
 		PollInterval: 20 * time.Millisecond, ImagePollInterval: 10 * time.Millisecond,
 		MaxBackoff: 100 * time.Millisecond, Lease: 5 * time.Second,
 	}
