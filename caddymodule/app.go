@@ -112,7 +112,9 @@ type live struct {
 
 // Storage selects the state backend.
 type Storage struct {
-	// Backend is the store implementation; only "badger" exists today.
+	// Backend is the storage backend (package store's repositories):
+	// "badger", the embedded default for one instance. "postgres" is
+	// reserved for the shared backend and rejected until it exists.
 	Backend string `json:"backend,omitempty"`
 	// Dir is the Badger database directory. Placeholders such as
 	// {env.AIR_DATA_DIR} are expanded at load time.
@@ -329,8 +331,12 @@ func (a *App) configError(err error) error {
 
 // Validate checks the configuration.
 func (a *App) Validate() error {
-	if a.Storage.Backend != "badger" {
-		return fmt.Errorf("storage backend %q is not supported (only badger)", a.Storage.Backend)
+	switch a.Storage.Backend {
+	case "badger":
+	case "postgres":
+		return errors.New(`storage backend "postgres" is not available in this build yet: use "badger"`)
+	default:
+		return fmt.Errorf("storage backend %q is not supported: use \"badger\"", a.Storage.Backend)
 	}
 	if a.MaxRequestBody < 0 {
 		return errors.New("max_request_body must be positive")
@@ -354,7 +360,7 @@ func (a *App) Validate() error {
 // work.
 func (a *App) Start() error {
 	val, _, err := statePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		return openState(a.Storage.Dir, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
+		return openState(a.Storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
 	})
 	if err != nil {
 		return err
