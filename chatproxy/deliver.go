@@ -50,7 +50,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	encoded := resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity")
-	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth}
+	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth, meta: at.meta}
 	var readErr error
 	var gone bool
 	if ok && !encoded && isEventStream(resp.Header.Get("Content-Type")) {
