@@ -188,12 +188,14 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			p.logRetry(c, a, i, res.Err)
 			continue
 		}
+		// A traced attempt collects its answer's model and finish reasons.
+		var meta *respMeta
 		if span.IsRecording() {
-			at.meta = new(respMeta)
+			meta = new(respMeta)
 		}
-		p.deliver(w, r, c, at, &res)
+		p.deliver(w, r, c, at, &res, meta)
 		at.close()
-		p.attemptDelivered(span, c, &res, at.meta)
+		p.attemptDelivered(span, c, &res, meta)
 		return res
 	}
 	if failed != nil {
@@ -258,9 +260,6 @@ type attempt struct {
 	// row that found it clear.
 	alive atomic.Bool
 	quiet atomic.Int32
-	// meta collects the answer's model and finish reasons when the
-	// attempt is traced; nil otherwise.
-	meta *respMeta
 }
 
 // idleTicks is how many times per timeout an attempt's watchdog looks for
