@@ -9,8 +9,8 @@ import (
 
 // Names of the checks.
 const (
-	CheckStore     = "store"
-	CheckFreeSpace = "free_space"
+	CheckStore     = "store_writable"
+	CheckFreeSpace = "storage_space"
 	CheckLedger    = "ledger"
 	// CheckProvider is followed by ":" and the provider's name.
 	CheckProvider = "provider"
@@ -75,7 +75,7 @@ type Input struct {
 
 // Check is the result of one check.
 type Check struct {
-	// Name is the check's name: store, free_space, ledger or
+	// Name is the check's name: store_writable, storage_space, ledger or
 	// provider:<name>.
 	Name string `json:"name"`
 	// OK is true when the check passes.
