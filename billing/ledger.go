@@ -46,11 +46,13 @@ type Ledger struct {
 	// nanoseconds).
 	commitInterval, lastSync atomic.Int64
 
-	mu     sync.Mutex // guards closed and queue
+	mu     sync.Mutex // guards closed, queue and queuedSince
 	closed bool
 	queue  []job
-	wake   chan struct{} // has a value when queue may not be empty
-	done   chan struct{}
+	// queuedSince is when the oldest job in queue was queued.
+	queuedSince time.Time
+	wake        chan struct{} // has a value when queue may not be empty
+	done        chan struct{}
 
 	stats ledgerStats
 }
@@ -112,9 +114,13 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 // without a second call of done. After Close, Enqueue writes rec at once,
 // and a failure is logged with the record's user, key and cost.
 func (l *Ledger) Enqueue(rec Record, done func(err error)) {
-	rec.fillDefaults(time.Now())
+	now := time.Now()
+	rec.fillDefaults(now)
 	l.mu.Lock()
 	if !l.closed {
+		if len(l.queue) == 0 {
+			l.queuedSince = now
+		}
 		l.queue = append(l.queue, job{rec: &rec, done: done})
 		l.mu.Unlock()
 		l.signal()
@@ -169,6 +175,9 @@ func (l *Ledger) Flush(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if len(l.queue) == 0 {
+		l.queuedSince = time.Now()
 	}
 	l.queue = append(l.queue, job{flushed: ch})
 	l.mu.Unlock()

@@ -182,6 +182,9 @@ func (l *Ledger) appendBatch(recs []*Record) error {
 type LedgerStats struct {
 	// Queued is the number of records waiting for the writer.
 	Queued int
+	// OldestQueued is how long the oldest of them has waited; zero when
+	// none waits. Records the writer took and is writing do not count.
+	OldestQueued time.Duration
 	// Batches is the number of batches made durable so far (journal
 	// syncs on Badger).
 	Batches int64
@@ -207,11 +210,17 @@ func (s *ledgerStats) synced(n int, d time.Duration) {
 
 // Stats returns the writer's state.
 func (l *Ledger) Stats() LedgerStats {
+	l.mu.Lock()
+	queued, since := len(l.queue), l.queuedSince
+	l.mu.Unlock()
 	st := LedgerStats{
-		Queued:   l.Queued(),
+		Queued:   queued,
 		Batches:  l.stats.batches.Load(),
 		Records:  l.stats.records.Load(),
 		LastSync: time.Duration(l.stats.lastSync.Load()),
+	}
+	if queued > 0 {
+		st.OldestQueued = time.Since(since)
 	}
 	if err := l.Backlogged(); err != nil {
 		st.Broken = err.Error()

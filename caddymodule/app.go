@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -90,6 +91,8 @@ type App struct {
 	Models []*ModelConfig `json:"models,omitempty"`
 	// Tasks tunes the image and video task service.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Health tunes the health checks.
+	Health *HealthConfig `json:"health,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -100,6 +103,10 @@ type App struct {
 	live      *live
 	cancel    context.CancelFunc
 	done      chan struct{}
+	// tracker counts each provider's upstream attempts, for health.
+	tracker *health.Tracker
+	// probe tests that the store takes writes, for health.
+	probe *storeProbe
 }
 
 // live is what a started config serves with; handlers read it per request.
@@ -238,6 +245,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.routes, err = a.buildRoutes(); err != nil {
 		return err
 	}
+	a.provisionHealth()
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)

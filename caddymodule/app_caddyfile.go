@@ -52,6 +52,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			poll_interval <duration>
 //			max_concurrent_creates <n>
 //		}
+//		health {
+//			window <duration>
+//			min_success_rate <0..1>
+//			min_attempts <n>
+//			max_ledger_lag <duration>
+//		}
 //	}
 //
 // `provider` and `model` repeat. Keys and URLs may use placeholders such as
@@ -99,6 +105,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseModel(d)
 		case "tasks":
 			err = a.parseTasks(d)
+		case "health":
+			err = a.parseHealth(d)
 		default:
 			return d.Errf("unrecognized air option %q", d.Val())
 		}

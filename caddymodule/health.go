@@ -1,30 +1,40 @@
 package caddymodule
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/health"
 )
 
-// health is the answer of GET /air/health: whether the gateway can take
-// billable work, and the storage and ledger state behind it.
-type health struct {
+// healthReport is the answer of GET /air/health and of air_health: whether
+// the gateway serves, each check, and the state behind them.
+type healthReport struct {
 	// Status is "ok" when every check passes, else "failing".
 	Status string `json:"status"`
-	// Failing lists the reasons of the failing checks.
+	// Failing lists the failing checks as "<check>: <reason>".
 	Failing []string `json:"failing,omitempty"`
-	// Storage is the storage guard's last measure.
+	// Checks are every check, passing or not.
+	Checks []health.Check `json:"checks"`
+	// Storage is the storage's state.
 	Storage storageHealth `json:"storage"`
 	// Ledger is the ledger writer's state.
 	Ledger ledgerHealth `json:"ledger"`
+	// Providers are the recent upstream attempts of each provider.
+	Providers []providerHealth `json:"providers"`
 }
 
-// storageHealth is the storage guard's last measure.
+// storageHealth is the storage's state.
 type storageHealth struct {
-	Dir       string `json:"dir"`
-	FreeBytes int64  `json:"free_bytes"`
+	// Dir is the storage directory (admin API only).
+	Dir string `json:"dir,omitempty"`
+	// Writable is whether the last write probe succeeded.
+	Writable  bool  `json:"writable"`
+	FreeBytes int64 `json:"free_bytes"`
 	// MarginBytes is the free space kept for writes under way: the
 	// configured minimum plus what the store's sparse files may claim.
 	MarginBytes int64 `json:"margin_bytes"`
@@ -32,16 +42,28 @@ type storageHealth struct {
 
 // ledgerHealth is the ledger writer's state.
 type ledgerHealth struct {
-	Queued  int   `json:"queued"`
-	Batches int64 `json:"batches"`
-	Records int64 `json:"records"`
+	Queued int `json:"queued"`
+	// OldestQueuedMillis is how long the oldest queued record has waited.
+	OldestQueuedMillis float64 `json:"oldest_queued_ms"`
+	Batches            int64   `json:"batches"`
+	Records            int64   `json:"records"`
 	// LastSyncMillis is how long the last journal sync took.
 	LastSyncMillis float64 `json:"last_sync_ms"`
 	Broken         string  `json:"broken,omitempty"`
 }
 
-// handleHealth answers GET /air/health: 200 while billable work is
-// accepted, 503 with the failing checks otherwise.
+// providerHealth is one provider's recent attempts.
+type providerHealth struct {
+	Name        string  `json:"name"`
+	Attempts    int64   `json:"attempts"`
+	Failures    int64   `json:"failures"`
+	SuccessRate float64 `json:"success_rate"`
+	// WindowSeconds is how far back the attempts are counted.
+	WindowSeconds float64 `json:"window_seconds"`
+}
+
+// handleHealth answers GET /air/health: 200 while the gateway serves, 503
+// with the failing checks otherwise.
 func (Admin) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
@@ -50,33 +72,80 @@ func (Admin) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rep, status := running.Load().healthReport(r.Context(), st, false)
+	return writeAdminJSON(w, status, rep)
+}
+
+// Texts that stand, in the public report, for error texts that may name
+// files or hosts.
+const (
+	publicStoreErr  = "the store refused a test write (details on the admin API's /air/health)"
+	publicLedgerErr = "the ledger refuses records (details on the admin API's /air/health)"
+	publicSpaceErr  = "the free space cannot be measured (details on the admin API's /air/health)"
+)
+
+// healthReport runs the health checks of a on st and returns the report
+// and its HTTP status. A public report (air_health) leaves out the storage
+// directory and the error texts of the store, the ledger and the storage
+// guard, which may name files.
+func (a *App) healthReport(ctx context.Context, st *state, public bool) (healthReport, int) {
 	ls := st.ledger.Stats()
-	h := health{
-		Status: "ok",
-		Storage: storageHealth{
-			Dir:         st.guard.dir,
-			FreeBytes:   st.guard.free.Load(),
-			MarginBytes: st.guard.margin.Load(),
-		},
-		Ledger: ledgerFrom(ls),
+	in := health.Input{
+		StoreErr:     a.probe.check(ctx, st.repos.Probe),
+		FreeBytes:    st.guard.free.Load(),
+		MarginBytes:  st.guard.margin.Load(),
+		Queued:       ls.Queued,
+		OldestQueued: ls.OldestQueued,
+		LedgerBroken: ls.Broken,
+		Window:       time.Duration(a.Health.Window),
+		Providers:    a.tracker.All(),
 	}
-	if why := st.guard.full.Load(); why != nil {
-		h.Failing = append(h.Failing, "storage: "+*why)
+	// The guard refuses work for the ledger's backlog too; any other
+	// refusal with room to spare is a failure to measure.
+	if why := st.guard.full.Load(); why != nil && *why != ls.Broken && in.FreeBytes >= in.MarginBytes {
+		in.MeasureErr = *why
 	}
-	if ls.Broken != "" && st.guard.full.Load() == nil {
-		h.Failing = append(h.Failing, "ledger: "+ls.Broken)
+	rep := healthReport{
+		Storage: storageHealth{Dir: st.guard.dir, Writable: in.StoreErr == nil, FreeBytes: in.FreeBytes, MarginBytes: in.MarginBytes},
+		Ledger:  ledgerFrom(ls),
 	}
-	status := http.StatusOK
-	if len(h.Failing) > 0 {
-		h.Status, status = "failing", http.StatusServiceUnavailable
+	if public {
+		rep.Storage.Dir = ""
+		if in.StoreErr != nil {
+			in.StoreErr = errors.New(publicStoreErr)
+		}
+		if in.LedgerBroken != "" {
+			in.LedgerBroken, rep.Ledger.Broken = publicLedgerErr, publicLedgerErr
+		}
+		if in.MeasureErr != "" {
+			in.MeasureErr = publicSpaceErr
+		}
 	}
-	return writeAdminJSON(w, status, h)
+	checks, ok := health.Evaluate(in, a.Health.thresholds())
+	rep.Checks = checks
+	for _, c := range checks {
+		if !c.OK {
+			rep.Failing = append(rep.Failing, c.Name+": "+c.Reason)
+		}
+	}
+	rep.Providers = make([]providerHealth, 0, len(in.Providers))
+	for _, p := range in.Providers {
+		rep.Providers = append(rep.Providers, providerHealth{Name: p.Name, Attempts: p.Attempts, Failures: p.Failures,
+			SuccessRate: p.SuccessRate(), WindowSeconds: in.Window.Seconds()})
+	}
+	if !ok {
+		rep.Status = "failing"
+		return rep, http.StatusServiceUnavailable
+	}
+	rep.Status = "ok"
+	return rep, http.StatusOK
 }
 
 // ledgerFrom converts the ledger's stats.
 func ledgerFrom(s billing.LedgerStats) ledgerHealth {
 	return ledgerHealth{
-		Queued: s.Queued, Batches: s.Batches, Records: s.Records,
+		Queued: s.Queued, OldestQueuedMillis: float64(s.OldestQueued) / float64(time.Millisecond),
+		Batches: s.Batches, Records: s.Records,
 		LastSyncMillis: float64(s.LastSync) / float64(time.Millisecond), Broken: s.Broken,
 	}
 }

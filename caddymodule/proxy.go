@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/telemetry"
 )
 
 func init() {
@@ -87,7 +88,7 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 		return err
 	}
 	h.spec, h.app, h.log = spec, app, ctx.Logger()
-	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth}
+	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker}
 	return nil
 }
 
@@ -119,10 +120,13 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
+	rspan := telemetry.StartRoute(r.Context(), telemetry.Route{Operation: h.spec.endpoint, Model: in.Model})
 	route, aerr := h.route(in.Model)
 	if aerr != nil {
+		telemetry.EndRoute(rspan, "", "", errorCode(aerr))
 		return respondError(w, r, aerr)
 	}
+	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
 	// The edits are made in the pooled buffer; a body that nearly fills
 	// its size class moves to the next one first. (If the budget cannot
 	// cover that, PrepareBodyInPlace allocates the edited body.)
@@ -238,6 +242,14 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", model, route.Kind, endpointFor(route.Kind)))
 	}
 	return route, nil
+}
+
+// errorCode is an API error's code, or its type when it has none.
+func errorCode(e *apierror.Error) string {
+	if e.Code != nil {
+		return *e.Code
+	}
+	return e.Type
 }
 
 // endpointFor names the endpoint that serves a model kind.

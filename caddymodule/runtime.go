@@ -47,6 +47,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		MaxConcurrentCreates: a.Tasks.MaxConcurrentCreates,
 		MaxJSONDepth:         a.MaxJSONDepth,
 		Logger:               a.logger.Named("tasks"),
+		Health:               a.tracker,
 	})
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func TestCopyStreamBatches(t *testing.T) {
 		r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
 		c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), StripUsage: true}
 		var res Result
-		(&Proxy{}).deliver(w, r, c, at, &res)
+		(&Proxy{}).deliver(w, r, c, at, &res, nil)
 		at.close()
 		res.BytesOut += res.Held.Release(w)
 		res.Close()

@@ -237,7 +237,7 @@ func benchStream(b *testing.B, c *Call, ev, tail []byte, want, extra int) {
 	at.resp = &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
 		Body: &chunkStream{n: b.N, ev: ev, tail: tail}}
 	var res Result
-	p.deliver(w, r, c, at, &res)
+	p.deliver(w, r, c, at, &res, nil)
 	b.StopTimer()
 	at.close()
 	res.Close()

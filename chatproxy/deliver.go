@@ -44,13 +44,14 @@ func isEventStream(ct string) bool {
 // successful event stream is forwarded event by event, holding back its
 // final event; anything else is held whole (up to maxHeld) so that a
 // timeout or a cut can still be answered with an error, and so that the
-// client gets it only once its record is durable.
-func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result) {
+// client gets it only once its record is durable. meta, when set,
+// collects the answer's model and finish reasons for the attempt's span.
+func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result, meta *respMeta) {
 	resp := at.resp
 	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	encoded := resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity")
-	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth}
+	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth, meta: meta}
 	var readErr error
 	var gone bool
 	if ok && !encoded && isEventStream(resp.Header.Get("Content-Type")) {

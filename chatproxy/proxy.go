@@ -13,7 +13,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/telemetry"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -60,6 +62,9 @@ type Proxy struct {
 	Transport http.RoundTripper
 	// Logger receives debug logs of retried attempts; nil disables them.
 	Logger *zap.Logger
+	// Health, when set, counts the result of every upstream attempt per
+	// provider.
+	Health *health.Tracker
 	// MaxJSONDepth bounds the nesting of the upstream JSON the proxy reads
 	// usage from (stream chunks and response bodies); zero means
 	// jsonlimit.DefaultMaxDepth. Deeper responses are forwarded untouched
@@ -151,23 +156,27 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	var failed *failure
 	for i, a := range attempts {
 		res.Attempts = i + 1
-		at := p.send(r, c, a, timeout)
+		ctx, span := startAttempt(r.Context(), c, a, i)
+		at := p.send(ctx, c, a, timeout)
 		res.Wrote = res.Wrote || at.wrote.Load()
 		if at.err != nil {
 			at.close()
 			res.Err = at.err
 			if r.Context().Err() != nil {
+				p.attemptFailed(span, c, 0, errTypeCanceled, at.err)
 				res.Status, res.Outcome = 499, OutcomeCanceled
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				return res
 			}
 			if context.Cause(at.ctx) == errTimeout {
+				p.attemptFailed(span, c, 0, errTypeTimeout, errTimeout)
 				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 					fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
 				return res
 			}
+			p.attemptFailed(span, c, 0, errTypeUnavailable, at.err)
 			p.logRetry(c, a, i, at.err)
 			continue
 		}
@@ -175,11 +184,18 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			failed = readFailure(at.resp)
 			at.close()
 			res.Err = fmt.Errorf("upstream answered %d", failed.status)
+			p.attemptFailed(span, c, failed.status, telemetry.StatusErrorType(failed.status), res.Err)
 			p.logRetry(c, a, i, res.Err)
 			continue
 		}
-		p.deliver(w, r, c, at, &res)
+		// A traced attempt collects its answer's model and finish reasons.
+		var meta *respMeta
+		if span.IsRecording() {
+			meta = new(respMeta)
+		}
+		p.deliver(w, r, c, at, &res, meta)
 		at.close()
+		p.attemptDelivered(span, c, &res, meta)
 		return res
 	}
 	if failed != nil {
@@ -302,10 +318,11 @@ var (
 	identity = []string{"identity"}
 )
 
-// send starts one attempt and waits for the response headers.
-func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time.Duration) *attempt {
-	at := newAttempt(r.Context(), timeout)
-	ctx := at.ctx
+// send starts one attempt under ctx, the request's context with the
+// attempt's span, and waits for the response headers.
+func (p *Proxy) send(ctx context.Context, c *Call, a providers.Attempt, timeout time.Duration) *attempt {
+	at := newAttempt(ctx, timeout)
+	ctx = at.ctx
 	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
 		if i.Err == nil {
 			at.wrote.Store(true)
@@ -341,6 +358,7 @@ func (p *Proxy) send(r *http.Request, c *Call, a providers.Attempt, timeout time
 	} else if a.APIKey != "" {
 		h["Authorization"] = []string{"Bearer " + a.APIKey}
 	}
+	telemetry.Inject(ctx, h)
 	req.Header = h
 	rt := p.Transport
 	if rt == nil {

@@ -37,6 +37,9 @@ type tap struct {
 	// prefix is the beginning of an OpenAI chunk up to its choices, which
 	// the next chunks of the stream likely repeat (see chunk.go).
 	prefix []byte
+	// meta, when set, collects the answer's model and finish reasons for
+	// the attempt's span (see observe.go).
+	meta *respMeta
 }
 
 // doneData is the data of an OpenAI stream's final event.
@@ -98,6 +101,9 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 	}
 	t.outBytes += int64(c.outBytes)
 	t.upstreamError = t.upstreamError || c.hasError
+	if t.meta != nil {
+		t.meta.openAIChunk(payload)
+	}
 	if c.usageAt < 0 {
 		return ev
 	}
@@ -121,12 +127,18 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 func (t *tap) anthropicEvent(root gjson.Result) {
 	switch root.Get("type").Str {
 	case "message_start":
+		if t.meta != nil {
+			t.meta.setModel(root.Get("message.model").Str)
+		}
 		if u := root.Get("message.usage"); u.IsObject() {
 			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
 				t.usage, t.started = nu, true
 			}
 		}
 	case "message_delta":
+		if t.meta != nil {
+			t.meta.addFinish(root.Get("delta.stop_reason").Str)
+		}
 		if u := root.Get("usage"); u.IsObject() {
 			t.mergeDelta(u)
 		}
@@ -174,6 +186,9 @@ func (t *tap) body(b []byte, complete bool) {
 	}
 	root := gjson.Parse(str(b))
 	t.usageFrom(root.Get("usage"))
+	if t.meta != nil {
+		t.meta.body(root, t.proto)
+	}
 	switch {
 	case t.reported:
 		// The output size only matters for an estimate.

@@ -83,6 +83,9 @@ type gatewayOptions struct {
 	Extra string
 	// MockOptions is the body of the air_mock block.
 	MockOptions string
+	// Site is extra text at the top of the site block (e.g. tracing, or a
+	// handle block).
+	Site string
 }
 
 var configTemplate = template.Must(template.New("caddyfile").Parse(`{
@@ -125,6 +128,7 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 }
 
 http://localhost:9080 {
+	{{.Site}}
 	handle_path /mock/* {
 		air_mock {
 			api_key mock-upstream-key

@@ -18,6 +18,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"io"
 )
@@ -52,10 +53,20 @@ type Repos struct {
 	// Responses maps response ids to where they live; nil when the backend
 	// has none (nothing stores them yet).
 	Responses Responses
+	// Probe tests that the backend takes writes, for the health check;
+	// nil when the backend has no probe.
+	Probe Prober
 	// Closer releases the backend once the repositories are no longer used;
 	// it closes the ledger (counting what it has not counted yet) and then
 	// the database. Drain billing.Ledger before.
 	Closer io.Closer
+}
+
+// Prober tests that a backend takes writes.
+type Prober interface {
+	// Probe writes a small value that expires on its own, and returns the
+	// error that kept it from being written.
+	Probe(ctx context.Context) error
 }
 
 // Close closes the backend through r.Closer, if any.

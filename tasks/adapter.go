@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/telemetry"
 )
 
 // adapter speaks one provider protocol's generation API.
@@ -47,6 +48,8 @@ type call struct {
 	model string
 	// maxDepth bounds the nesting of the provider's answers.
 	maxDepth int
+	// status is the status of the last answer to the call, for its span.
+	status int
 }
 
 // outcome is what an upstream said about a job.
@@ -158,11 +161,13 @@ func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	telemetry.Inject(ctx, req.Header)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return 0, nil, nil, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
+	c.status = resp.StatusCode
 	var data []byte
 	if resp.ContentLength <= limit {
 		if data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1)); err != nil {

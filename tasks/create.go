@@ -23,6 +23,7 @@ import (
 // URL prefix under which Media serves re-hosted files.
 func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBase string) (*Task, *apierror.Error) {
 	r, aerr := parseRequest(body, s.routes, s.maxDepth)
+	traceRoute(ctx, body, r, aerr)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -154,9 +155,11 @@ func (s *Service) conclude(ctx context.Context, t *Task, out *outcome, c *call) 
 // or key only when an attempt got no answer at all.
 func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) (*outcome, *call, error) {
 	var last error = &upstreamError{name: errUpstream, msg: "the provider has no base URL", permanent: true}
-	for _, a := range p.Attempts() {
+	for i, a := range p.Attempts() {
 		c := &call{client: s.client, attempt: a, kind: t.Type, model: t.UpstreamModel, maxDepth: s.maxDepth}
-		out, err := ad.submit(ctx, c, r)
+		actx, span := startSubmit(ctx, t, p, a, i)
+		out, err := ad.submit(actx, c, r)
+		s.submitDone(span, p, c, out, err)
 		if err == nil {
 			return out, c, nil
 		}

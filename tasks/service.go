@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
@@ -119,6 +120,9 @@ type Config struct {
 	MaxConcurrentCreates int
 	// Logger receives the service's logs; nil discards them.
 	Logger *zap.Logger
+	// Health, when set, counts the result of every submission to a
+	// provider.
+	Health *health.Tracker
 }
 
 // Service creates, serves and finishes tasks.
@@ -141,6 +145,7 @@ type Service struct {
 	maxDepth     int
 	creates      chan struct{}
 	log          *zap.Logger
+	health       *health.Tracker
 }
 
 // New returns a Service for c.
@@ -161,6 +166,7 @@ func New(c Config) (*Service, error) {
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
 		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
 		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), log: c.Logger,
+		health: c.Health,
 	}
 	if s.client == nil {
 		s.client = &http.Client{}

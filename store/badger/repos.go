@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"time"
@@ -59,8 +60,20 @@ func OpenRepos(c Config) (store.Repos, error) {
 		RateLimits: NewRateLimits(),
 		Tasks:      NewTasks(db),
 		Media:      WithLegacyMedia(media, db),
+		Probe:      prober{db},
 		Closer:     closer{ledger, db},
 	}, nil
+}
+
+// probeKey is where the health check's write probe writes.
+var probeKey = []byte("air/health/probe")
+
+// prober writes probeKey, with a TTL of a minute.
+type prober struct{ db *DB }
+
+// Probe implements store.Prober.
+func (p prober) Probe(ctx context.Context) error {
+	return p.db.Set(ctx, probeKey, []byte(time.Now().UTC().Format(time.RFC3339Nano)), time.Minute)
 }
 
 // closer closes the ledger, then the database.

@@ -1,0 +1,76 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-air/caddy-air/health"
+)
+
+func TestHealthCaddyfile(t *testing.T) {
+	for i, tc := range []struct {
+		input   string
+		want    health.Thresholds
+		window  time.Duration
+		wantErr bool
+	}{
+		{input: "air {\n health {\n window 30s\n min_success_rate 0.8\n min_attempts 3\n max_ledger_lag 2s\n }\n}",
+			want: health.Thresholds{MinSuccessRate: 0.8, MinAttempts: 3, MaxLedgerLag: 2 * time.Second}, window: 30 * time.Second},
+		{input: "air {\n health {\n min_success_rate 0\n }\n}", want: health.Thresholds{MinSuccessRate: -1}},
+		{input: "air {\n health {\n min_success_rate 1.5\n }\n}", wantErr: true},
+		{input: "air {\n health {\n min_attempts 0\n }\n}", wantErr: true},
+		{input: "air {\n health {\n window soon\n }\n}", wantErr: true},
+		{input: "air {\n health {\n colour red\n }\n}", wantErr: true},
+		{input: "air {\n health on\n}", wantErr: true},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if got := a.Health.thresholds(); got != tc.want {
+			t.Errorf("Test %d: thresholds %+v, want %+v", i, got, tc.want)
+		}
+		if time.Duration(a.Health.Window) != tc.window {
+			t.Errorf("Test %d: window %s, want %s", i, time.Duration(a.Health.Window), tc.window)
+		}
+	}
+}
+
+// failingStore refuses writes, and counts them.
+type failingStore struct {
+	writes int
+}
+
+func (f *failingStore) Probe(context.Context) error {
+	f.writes++
+	return errors.New("read-only file system")
+}
+
+// TestStoreProbe: the probe reports the store's refusal, and writes at
+// most once per interval however often it is asked.
+func TestStoreProbe(t *testing.T) {
+	s := &failingStore{}
+	p := new(storeProbe)
+	for range 3 {
+		if err := p.check(context.Background(), s); err == nil {
+			t.Fatal("a refused write passed the probe")
+		}
+	}
+	if s.writes != 1 {
+		t.Errorf("%d probe writes, want 1 within the interval", s.writes)
+	}
+	p.at = time.Now().Add(-probeInterval)
+	_ = p.check(context.Background(), s)
+	if s.writes != 2 {
+		t.Errorf("%d probe writes after the interval, want 2", s.writes)
+	}
+}
