@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -38,6 +39,10 @@ type DB struct {
 	log  *zap.Logger
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	compactArmed atomic.Bool // a compaction check is due
+	compactMu    sync.Mutex  // held by a compaction, and by Close
+	closed       bool        // under compactMu
 }
 
 // Open opens (or creates) the Badger database described by o.
@@ -66,14 +71,14 @@ func Open(o Options) (*DB, error) {
 		WithMemTableSize(1 << 20).
 		WithBaseTableSize(512 << 10).
 		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
+		WithNumLevelZeroTables(numLevelZeroTables).
+		WithNumLevelZeroTablesStall(numLevelZeroTablesStall).
 		WithValueThreshold(1 << 10).
 		WithValueLogFileSize(16 << 20).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
 		WithCompression(options.None).
-		WithNumCompactors(2).
+		WithNumCompactors(0). // compactions on demand: see compact.go
 		WithDetectConflicts(true)
 	if o.InMemory {
 		opts = opts.WithDir("").WithValueDir("")
@@ -140,11 +145,13 @@ func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 
 // Set implements store.Store.
 func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
+	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return setEntry(txn, key, value, ttl) })
 }
 
 // Delete implements store.Store.
 func (s *DB) Delete(_ context.Context, key []byte) error {
+	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
 
@@ -153,6 +160,7 @@ const maxConflictRetries = 100
 
 // Update implements store.Store, retrying fn on transaction conflicts.
 func (s *DB) Update(ctx context.Context, fn func(store.Txn) error) error {
+	defer s.wrote()
 	for i := 0; ; i++ {
 		err := s.db.Update(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
 		if !errors.Is(err, badger.ErrConflict) || i >= maxConflictRetries {
@@ -205,10 +213,13 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o store.ScanOptions, fn fu
 	})
 }
 
-// Close stops garbage collection and closes the database.
+// Close stops garbage collection and compaction and closes the database.
 func (s *DB) Close() error {
 	close(s.stop)
 	s.wg.Wait()
+	s.compactMu.Lock()
+	s.closed = true
+	s.compactMu.Unlock()
 	return s.db.Close()
 }
 
