@@ -53,6 +53,7 @@ type options struct {
 	writeReadme    bool
 	airOptions     string
 	quiet          bool
+	idle           time.Duration
 	// Scenario 7.
 	mediaSize        int // MiB
 	mediaConcurrency int
@@ -85,6 +86,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
+	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure both processes' CPU with no load, after they start (0: not at all)")
 	flag.IntVar(&o.mediaSize, "media-size", 50, "MiB of the media file of scenario 7")
 	flag.IntVar(&o.mediaConcurrency, "media-concurrency", 20, "concurrent downloads of scenario 7")
 	flag.IntVar(&o.mediaDownloads, "media-downloads", 3, "downloads per connection and round of scenario 7")
@@ -133,6 +135,8 @@ func (o options) validate() error {
 		return errors.New("-profile-scenario must be 2, 4, 5 or 6")
 	case o.profileTarget != "air" && o.profileTarget != "bare":
 		return errors.New("-profile-target must be air or bare")
+	case o.idle < 0 || o.idle > 5*time.Minute:
+		return errors.New("-idle must be in [0, 5m]")
 	case o.mediaSize < 1 || o.mediaSize > 256 || o.mediaConcurrency < 1 || o.mediaConcurrency > 200 || o.mediaDownloads < 1 || o.mediaDownloads > 100:
 		return errors.New("-media-size must be in [1, 256] (the mock provider's limit), -media-concurrency in [1, 200], -media-downloads in [1, 100]")
 	}
@@ -225,6 +229,16 @@ func benchmark(ctx context.Context, o options) error {
 		return nil
 	}
 
+	var idle *idleCPU
+	if o.idle > 0 {
+		logf("measuring idle CPU for %v", o.idle)
+		time.Sleep(2 * time.Second) // let the starts settle
+		if idle, err = b.measureIdle(ctx, o.idle); err != nil {
+			return err
+		}
+		logf("%s", strings.TrimSpace(idle.String()))
+	}
+
 	var scenarios []*scenario
 	if want[1] {
 		title := fmt.Sprintf("1. chat, JSON, %d req/s", o.rate)
@@ -294,7 +308,7 @@ func benchmark(ctx context.Context, o options) error {
 		"scenarios 4 to 6 like 1 and 2; scenario 7: %d MiB, %d downloads at once, %d each per round. Command: `go run ./bench %s`.",
 		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife,
 		o.mediaSize, o.mediaConcurrency, o.mediaDownloads, strings.Join(os.Args[1:], " "))
-	tbl, verdict := table(scenarios), verdicts(scenarios)
+	tbl, verdict := table(scenarios)+idle.String(), verdicts(scenarios)
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
 	if o.writeReadme {
 		path := filepath.Join(root, "bench", "README.md")
