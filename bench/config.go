@@ -24,7 +24,8 @@ const pricesJSON = `{
         {"up_to": 32000, "input": "0.80", "output": "2.00"},
         {"input": "2.40", "output": "9.60"}
       ]
-    }
+    },
+    "` + mediaModel + `": {"video_second": "0.10"}
   }
 }
 `
@@ -39,21 +40,25 @@ const globalOptions = `	admin 127.0.0.1:%d
 	}
 `
 
-// bareCaddyfile is bare Caddy: a reverse proxy to the upstream, no access
-// log.
-func bareCaddyfile(adminPort, port, upstreamPort int) string {
+// bareCaddyfile is bare Caddy: a reverse proxy to the upstream, and
+// file_server on caddy-air's media directory (scenario 7), no access log.
+func bareCaddyfile(adminPort, port, upstreamPort int, mediaDir string) string {
 	return fmt.Sprintf("{\n"+globalOptions+"}\n\n"+`http://:%d {
 	bind 127.0.0.1
 	route /v1/* {
 		reverse_proxy 127.0.0.1:%d
 	}
+	handle_path /media/* {
+		root * %s
+		file_server
+	}
 }
-`, adminPort, port, upstreamPort)
+`, adminPort, port, upstreamPort, mediaDir)
 }
 
 // airCaddyfile is caddy-air: key authentication, the chat proxy with its
-// usage tap, ledger and billing, state in Badger under dataDir, no access
-// log.
+// usage tap, ledger and billing, tasks and their re-hosted media (scenario
+// 7), state in Badger under dataDir, no access log.
 // extra is Caddyfile text added to its air block (the -air-options flag).
 func airCaddyfile(adminPort, port, upstreamPort int, dataDir, pricesFile, extra string) string {
 	return fmt.Sprintf("{\n"+globalOptions+`	air {
@@ -66,6 +71,9 @@ func airCaddyfile(adminPort, port, upstreamPort int, dataDir, pricesFile, extra 
 			api_key %s
 		}
 		model %s mock
+		model %s mock {
+			kind video
+		}
 	}
 }
 
@@ -74,9 +82,13 @@ http://:%d {
 	route /v1/* {
 		air_auth
 		air_chat /v1/chat/completions
+		air_tasks /v1/tasks*
+	}
+	route /media/* {
+		air_media
 	}
 }
-`, adminPort, dataDir, pricesFile, upstreamPort, upstreamKey, benchModel, port)
+`, adminPort, dataDir, pricesFile, upstreamPort, upstreamKey, benchModel, mediaModel, port)
 }
 
 // writeFile writes content to name in dir and returns its path.

@@ -53,6 +53,11 @@ type options struct {
 	writeReadme    bool
 	airOptions     string
 	quiet          bool
+	idle           time.Duration
+	// Scenario 7.
+	mediaSize        int // MiB
+	mediaConcurrency int
+	mediaDownloads   int
 }
 
 func parseFlags() options {
@@ -72,7 +77,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
@@ -81,6 +86,10 @@ func parseFlags() options {
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
+	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure both processes' CPU with no load, after they start (0: not at all)")
+	flag.IntVar(&o.mediaSize, "media-size", 50, "MiB of the media file of scenario 7")
+	flag.IntVar(&o.mediaConcurrency, "media-concurrency", 20, "concurrent downloads of scenario 7")
+	flag.IntVar(&o.mediaDownloads, "media-downloads", 3, "downloads per connection and round of scenario 7")
 	flag.Parse()
 	return o
 }
@@ -126,6 +135,10 @@ func (o options) validate() error {
 		return errors.New("-profile-scenario must be 2, 4, 5 or 6")
 	case o.profileTarget != "air" && o.profileTarget != "bare":
 		return errors.New("-profile-target must be air or bare")
+	case o.idle < 0 || o.idle > 5*time.Minute:
+		return errors.New("-idle must be in [0, 5m]")
+	case o.mediaSize < 1 || o.mediaSize > 256 || o.mediaConcurrency < 1 || o.mediaConcurrency > 200 || o.mediaDownloads < 1 || o.mediaDownloads > 100:
+		return errors.New("-media-size must be in [1, 256] (the mock provider's limit), -media-concurrency in [1, 200], -media-downloads in [1, 100]")
 	}
 	return nil
 }
@@ -155,7 +168,7 @@ func benchmark(ctx context.Context, o options) error {
 	want := map[int]bool{}
 	for _, s := range strings.Split(o.scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "1", "2", "3", "4", "5", "6":
+		case "1", "2", "3", "4", "5", "6", "7":
 			want[int(s[0]-'0')] = true
 		default:
 			return fmt.Errorf("-scenarios: unknown scenario %q", s)
@@ -174,7 +187,7 @@ func benchmark(ctx context.Context, o options) error {
 		return err
 	}
 	upstream := &http.Server{
-		Handler:           mockprovider.New(mockprovider.Config{APIKey: upstreamKey}),
+		Handler:           mockprovider.New(mockprovider.Config{APIKey: upstreamKey, VideoDuration: mockVideoDuration}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go upstream.Serve(ln)
@@ -214,6 +227,16 @@ func benchmark(ctx context.Context, o options) error {
 			}
 		}
 		return nil
+	}
+
+	var idle *idleCPU
+	if o.idle > 0 {
+		logf("measuring idle CPU for %v", o.idle)
+		time.Sleep(2 * time.Second) // let the starts settle
+		if idle, err = b.measureIdle(ctx, o.idle); err != nil {
+			return err
+		}
+		logf("%s", strings.TrimSpace(idle.String()))
 	}
 
 	var scenarios []*scenario
@@ -270,14 +293,22 @@ func benchmark(ctx context.Context, o options) error {
 		}
 		scenarios = append(scenarios, sc)
 	}
+	if want[7] {
+		sc, err := b.mediaScenario(ctx, filepath.Join(tmp, "air", "badger", mediaDir))
+		if err != nil {
+			return err
+		}
+		scenarios = append(scenarios, sc)
+	}
 
 	host := machine(strings.TrimSpace(string(version)))
 	params := fmt.Sprintf("Parameters: %d rounds per scenario and target, alternating which goes first; "+
 		"scenarios 1 and 2: %v of constant-rate load per round (after %v of warm-up), at most %d requests in flight; "+
 		"scenario 3: %d streams opened over %v, %v between events, ~%v each, fresh processes each round; "+
-		"scenarios 4 to 6 like 1 and 2. Command: `go run ./bench %s`.",
-		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife, strings.Join(os.Args[1:], " "))
-	tbl, verdict := table(scenarios), verdicts(scenarios)
+		"scenarios 4 to 6 like 1 and 2; scenario 7: %d MiB, %d downloads at once, %d each per round. Command: `go run ./bench %s`.",
+		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife,
+		o.mediaSize, o.mediaConcurrency, o.mediaDownloads, strings.Join(os.Args[1:], " "))
+	tbl, verdict := table(scenarios)+idle.String(), verdicts(scenarios)
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
 	if o.writeReadme {
 		path := filepath.Join(root, "bench", "README.md")
@@ -318,8 +349,9 @@ func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *ca
 		return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
 			workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
 	}
+	airData := filepath.Join(tmp, "air", "badger")
 	bare, err = mk("bare", ports[0], ports[1], func(dir string) (string, error) {
-		return writeFile(dir, "Caddyfile", bareCaddyfile(ports[1], ports[0], upPort))
+		return writeFile(dir, "Caddyfile", bareCaddyfile(ports[1], ports[0], upPort, filepath.Join(airData, mediaDir)))
 	})
 	if err != nil {
 		return nil, nil, err
@@ -329,7 +361,7 @@ func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *ca
 		if err != nil {
 			return "", err
 		}
-		return writeFile(dir, "Caddyfile", airCaddyfile(ports[3], ports[2], upPort, filepath.Join(dir, "badger"), prices, airOptions))
+		return writeFile(dir, "Caddyfile", airCaddyfile(ports[3], ports[2], upPort, airData, prices, airOptions))
 	})
 	return bare, air, err
 }

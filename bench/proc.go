@@ -130,6 +130,7 @@ type rssSample struct {
 // sampler reads the RSS of a process at a fixed interval until stopped.
 type sampler struct {
 	pid     int
+	once    sync.Once
 	stop    chan struct{}
 	done    chan struct{}
 	mu      sync.Mutex
@@ -168,9 +169,10 @@ func (s *sampler) sample() {
 	s.mu.Unlock()
 }
 
-// Stop ends sampling and returns every sample taken.
+// Stop ends sampling and returns every sample taken. Calling it again
+// returns the same samples.
 func (s *sampler) Stop() []rssSample {
-	close(s.stop)
+	s.once.Do(func() { close(s.stop) })
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()

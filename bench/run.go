@@ -97,6 +97,8 @@ type scenario struct {
 	Runs map[string][]run
 	// Streams is the number of concurrent streams of scenario 3.
 	Streams int
+	// Media holds scenario 7's re-hosts and range checks.
+	Media *mediaResult
 }
 
 // bench holds what a benchmark needs.

@@ -1,24 +1,45 @@
 package caddymodule
 
 import (
-	"math/bits"
+	"sort"
 	"sync"
 )
 
-// Size classes of the buffers request bodies are read into: powers of two
-// from minBodyBuffer to maxPooledBody, each with its own pool. A body that
-// outgrows the largest class (only when max_request_body is larger) gets
-// unpooled buffers that grow by maxPooledBody at a time.
+// Size classes of the buffers request bodies are read into, each with its
+// own pool: powers of two from minBodyBuffer to 256 KiB, then four classes
+// per doubling (1, 1.25, 1.5 and 1.75 times a power of two) up to
+// maxPooledBody, so that a body declared just over a power of two (a
+// "1 MiB" conversation of 1,050,000 bytes) takes at most a quarter more
+// than it needs, not twice. Buffers grown for a body of unknown length
+// double, from power of two to power of two. A body that outgrows the
+// largest class (only when max_request_body is larger) gets unpooled
+// buffers that grow by maxPooledBody at a time.
 const (
-	minBodyShift  = 12 // 4 KiB
-	maxBodyShift  = 24 // 16 MiB
-	minBodyBuffer = 1 << minBodyShift
-	maxPooledBody = 1 << maxBodyShift
+	minBodyBuffer = 1 << 12 // 4 KiB
+	fineFrom      = 1 << 18 // 256 KiB: the first class with quarter steps
+	maxPooledBody = 1 << 24 // 16 MiB
+	// numClasses is 7 powers of two from 4 KiB to 256 KiB, then 4
+	// classes for each of the 6 doublings up to 16 MiB.
+	numClasses = 7 + 6*4
 )
+
+// classSizes are the sizes of the classes, ascending.
+var classSizes = func() []int {
+	var s []int
+	for n := minBodyBuffer; n < fineFrom; n *= 2 {
+		s = append(s, n)
+	}
+	for n := fineFrom; n < maxPooledBody; n *= 2 {
+		for q := range 4 {
+			s = append(s, n+q*n/4)
+		}
+	}
+	return append(s, maxPooledBody)
+}()
 
 // bodyPools holds the free buffers of each class. They hold *[]byte with
 // len == cap == the class's size, so that Put does not allocate.
-var bodyPools [maxBodyShift - minBodyShift + 1]sync.Pool
+var bodyPools [numClasses]sync.Pool
 
 // unpooled is the class of buffers larger than every class.
 const unpooled = -1
@@ -26,15 +47,15 @@ const unpooled = -1
 // classFor returns the smallest class whose buffers hold n bytes, or
 // unpooled.
 func classFor(n int) int {
-	if n <= minBodyBuffer {
-		return 0
-	}
-	c := bits.Len(uint(n-1)) - minBodyShift
-	if c >= len(bodyPools) {
+	c := sort.SearchInts(classSizes, n)
+	if c == len(classSizes) {
 		return unpooled
 	}
 	return c
 }
+
+// classSize returns the size of the buffers of class c.
+func classSize(c int) int { return classSizes[c] }
 
 // nextSize is the capacity a full buffer of size n grows to.
 func nextSize(n int) int {
@@ -56,7 +77,7 @@ func getBodyBuffer(n int) (*[]byte, int) {
 		bufferGot(c)
 		return p, c
 	}
-	b := make([]byte, 1<<(c+minBodyShift))
+	b := make([]byte, classSize(c))
 	bufferGot(c)
 	return &b, c
 }

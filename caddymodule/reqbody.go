@@ -95,8 +95,8 @@ func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, er
 	body.refs.Store(1)
 	size, presized := minBodyBuffer, int64(0)
 	if declared > minBodyBuffer && declared <= limit {
-		if c := classFor(int(declared)); c != unpooled && b.presize(1<<(c+minBodyShift)) {
-			size = 1 << (c + minBodyShift)
+		if c := classFor(int(declared)); c != unpooled && b.presize(int64(classSize(c))) {
+			size = classSize(c)
 			presized = int64(size)
 		}
 	}

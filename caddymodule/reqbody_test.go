@@ -381,3 +381,34 @@ func BenchmarkReadBody(b *testing.B) {
 		}
 	}
 }
+
+// TestBodyClasses: a body just over a power of two takes a buffer at most
+// a quarter larger than it (from 256 KiB on), every class is pooled, and
+// a body of unknown length grows through classes.
+func TestBodyClasses(t *testing.T) {
+	if len(classSizes) != numClasses || classSizes[0] != minBodyBuffer || classSizes[numClasses-1] != maxPooledBody {
+		t.Fatalf("classes %v", classSizes)
+	}
+	for i, tc := range []struct{ n, want int }{
+		{1, 4 << 10},
+		{4 << 10, 4 << 10},
+		{100 << 10, 128 << 10},
+		{256<<10 + 1, 320 << 10},
+		{1<<20 + 5000, 1<<20 + 1<<18}, // the bench's "1 MiB" conversation
+		{3 << 20, 3 << 20},
+		{15<<20 + 1, 16 << 20},
+	} {
+		c := classFor(tc.n)
+		if c == unpooled || classSize(c) != tc.want {
+			t.Errorf("Test %d: %d bytes: class %d, want a buffer of %d", i, tc.n, c, tc.want)
+		}
+	}
+	if c := classFor(maxPooledBody + 1); c != unpooled {
+		t.Errorf("past the largest class: class %d", c)
+	}
+	for n := minBodyBuffer; n < maxPooledBody; n *= 2 {
+		if c := classFor(nextSize(n)); c == unpooled || classSize(c) != nextSize(n) {
+			t.Errorf("growth from %d to %d leaves the classes", n, nextSize(n))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package mockprovider
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"mime"
@@ -138,6 +139,8 @@ func (v *video) setField(k string, val gjson.Result, mf *mockFields) {
 		v.size = val.String()
 	case "mock_status":
 		mf.status = forcedStatus(val.Int())
+	case "mock_content_bytes":
+		v.contentBytes = val.Int()
 	}
 }
 
@@ -151,6 +154,9 @@ func (v *video) validate() (param, msg string) {
 	}
 	if _, _, ok := parseSize(v.size); !ok || v.size == "auto" {
 		return "size", "Invalid 'size': expected WIDTHxHEIGHT, such as '720x1280'."
+	}
+	if v.contentBytes < 0 || v.contentBytes > maxContentBytes {
+		return "mock_content_bytes", fmt.Sprintf("Invalid 'mock_content_bytes': expected at most %d.", maxContentBytes)
 	}
 	return "", ""
 }
@@ -195,6 +201,9 @@ func (h *Handler) video(w http.ResponseWriter, r *http.Request, id, sub string) 
 	data, ctype := videoBytes(v.id), "video/mp4"
 	if variant := r.URL.Query().Get("variant"); variant != "" && variant != "video" {
 		data, ctype = renderPNG(imageSeed(v.id, 0), maxImageSide, maxImageSide), "image/png"
+	} else if v.contentBytes > 0 {
+		writeLargeVideo(w, r, v)
+		return
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", ctype)
@@ -231,18 +240,47 @@ func (h *Handler) listVideos(w http.ResponseWriter, r *http.Request) {
 // videoBytes returns the deterministic mp4 bytes of a video: an ISO BMFF
 // ftyp box, then a free box whose payload derives from the id.
 func videoBytes(id string) []byte {
-	const payload = 1024
-	b := make([]byte, 0, 32+8+payload)
+	return appendVideoBytes(make([]byte, 0, 32+8+1024), id, 1024)
+}
+
+// maxContentBytes bounds mock_content_bytes.
+const maxContentBytes = 256 << 20
+
+// writeLargeVideo answers with v.contentBytes bytes of content: the MP4
+// header of videoBytes, then filler, written in pieces so that the mock
+// never holds the file.
+func writeLargeVideo(w http.ResponseWriter, r *http.Request, v *video) {
+	hd := w.Header()
+	hd.Set("Content-Type", "video/mp4")
+	hd.Set("Content-Length", strconv.FormatInt(v.contentBytes, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	const piece = 256 << 10
+	b := appendVideoBytes(make([]byte, 0, piece), v.id, piece-40)
+	for left := v.contentBytes; left > 0; left -= int64(len(b)) {
+		b = b[:min(int64(len(b)), left)]
+		if _, err := w.Write(b); err != nil {
+			return
+		}
+	}
+}
+
+// appendVideoBytes appends a tiny valid-looking MP4 (ftyp box) followed by
+// a free box of payload pseudo-random bytes seeded by id.
+func appendVideoBytes(b []byte, id string, payload int) []byte {
+	end := len(b) + 32 + 8 + payload
 	b = binary.BigEndian.AppendUint32(b, 32)
 	b = append(b, "ftypisom"...)
 	b = binary.BigEndian.AppendUint32(b, 0x200)
 	b = append(b, "isomiso2avc1mp41"...)
-	b = binary.BigEndian.AppendUint32(b, 8+payload)
+	b = binary.BigEndian.AppendUint32(b, uint32(8+payload))
 	b = append(b, "free"...)
 	f := fnv.New64a()
 	f.Write([]byte(id))
 	x := f.Sum64()
-	for len(b) < cap(b) {
+	for len(b) < end {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17

@@ -190,3 +190,27 @@ func TestVideoStoreBounded(t *testing.T) {
 		t.Errorf("store holds %d videos; oldest kept %v", len(s.byID), s.get("a", now) != nil)
 	}
 }
+
+// TestVideoContentBytes: mock_content_bytes sets the length of a video's
+// content, for measuring large downloads, and is bounded.
+func TestVideoContentBytes(t *testing.T) {
+	base, clk := newVideoServer(t, 0)
+	const n = 3<<20 + 5 // not a whole number of the pieces it is written in
+	status, _, body := post(t, base+"/videos", `{"model":"sora-2","prompt":"a long take","seconds":"4","size":"720x1280","mock_content_bytes":3145733}`)
+	id := gjson.Get(body, "id").Str
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("create: status %d, body %s", status, body)
+	}
+	clk.Advance(time.Minute)
+	status, hdr, content := do(t, http.MethodGet, base+"/videos/"+id+"/content", "", "")
+	if status != http.StatusOK || hdr.Get("Content-Length") != "3145733" || len(content) != n || content[4:8] != "ftyp" || hdr.Get("Content-Type") != "video/mp4" {
+		t.Fatalf("content: status %d, Content-Length %q, %d bytes, type %q", status, hdr.Get("Content-Length"), len(content), hdr.Get("Content-Type"))
+	}
+	if _, _, again := do(t, http.MethodGet, base+"/videos/"+id+"/content", "", ""); again != content {
+		t.Error("large video content is not deterministic")
+	}
+	status, _, body = post(t, base+"/videos", `{"model":"sora-2","prompt":"too long","seconds":"4","size":"720x1280","mock_content_bytes":268435457}`)
+	if status != http.StatusBadRequest || gjson.Get(body, "error.param").Str != "mock_content_bytes" {
+		t.Errorf("over the bound: status %d, body %s", status, body)
+	}
+}

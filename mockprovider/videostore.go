@@ -17,6 +17,7 @@ type video struct {
 	id, model, prompt, seconds, size string
 	created                          time.Time
 	failCode, failMessage            string // set when the job will fail
+	contentBytes                     int64  // length of the content; 0: a small file
 }
 
 // videoStore holds videos in memory, forgetting them after videoTTL or,

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -22,15 +21,10 @@ func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error)
 	if c.kind == providers.KindImage {
 		return openAIImage(ctx, c, r)
 	}
-	body, err := forwardBody(r, c.model, "negative_prompt", "seed", "n")
+	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model,
+		drop: []string{"negative_prompt", "seed", "n"}, secondsAsString: true})
 	if err != nil {
 		return nil, err
-	}
-	// The Videos API takes seconds as a string ("4", "8", "12").
-	if s := gjson.GetBytes(body, "seconds"); s.Type == gjson.Number {
-		if body, err = sjson.SetBytes(body, "seconds", s.Raw); err != nil {
-			return nil, badRequest(err)
-		}
 	}
 	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+"/videos", bearer(c.attempt), body)
 	if err != nil {
@@ -58,14 +52,9 @@ func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
 
 // openAIImage generates images with POST /images/generations.
 func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
-	body, err := forwardBody(r, c.model, "negative_prompt", "seed")
+	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model, drop: []string{"negative_prompt", "seed"}, defaultSize: r.size})
 	if err != nil {
 		return nil, err
-	}
-	if !gjson.GetBytes(body, "size").Exists() && r.size != "" {
-		if body, err = sjson.SetBytes(body, "size", r.size); err != nil {
-			return nil, badRequest(err)
-		}
 	}
 	limit := int64(max(r.n, 1))*maxImageJSONB64 + maxJSONBody
 	status, header, data, err := exchangeLimit(ctx, c, limit, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
@@ -137,21 +126,6 @@ func openAIError(status int, header http.Header, data []byte) *upstreamError {
 		code = e.Get("type").String()
 	}
 	return httpError(status, header, code, e.Get("message").String())
-}
-
-// forwardBody returns a copy of the client's body with the upstream model
-// set and the given fields removed.
-func forwardBody(r *request, model string, drop ...string) ([]byte, error) {
-	body, err := sjson.SetBytes(append([]byte(nil), r.body...), "model", model)
-	if err != nil {
-		return nil, badRequest(err)
-	}
-	for _, f := range drop {
-		if body, err = sjson.DeleteBytes(body, f); err != nil {
-			return nil, badRequest(err)
-		}
-	}
-	return body, nil
 }
 
 // wholeSeconds reads a duration given as a number or a numeric string.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -41,6 +42,13 @@ type DB struct {
 	log  *zap.Logger
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	compactArmed atomic.Bool // a compaction check is due
+	compactMu    sync.Mutex  // held by a compaction, and by Close
+	closed       bool        // under compactMu
+	// badgerCompacts is set when Badger's own compactors run (a large
+	// store): writes arm no checks.
+	badgerCompacts bool
 }
 
 // Open opens (or creates) the Badger database described by o.
@@ -69,15 +77,19 @@ func Open(o Options) (*DB, error) {
 		WithMemTableSize(1 << 20).
 		WithBaseTableSize(512 << 10).
 		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
+		WithNumLevelZeroTables(numLevelZeroTables).
+		WithNumLevelZeroTablesStall(numLevelZeroTablesStall).
 		WithValueThreshold(1 << 10).
 		WithValueLogFileSize(16 << 20).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
 		WithCompression(options.None).
-		WithNumCompactors(2).
+		WithNumCompactors(0). // compactions on demand: see compact.go
 		WithDetectConflicts(true)
+	onDemand := o.InMemory || tablesSize(o.Dir) < maxOnDemandTables
+	if !onDemand {
+		opts = opts.WithNumCompactors(2)
+	}
 	if o.InMemory {
 		opts = opts.WithDir("").WithValueDir("")
 	}
@@ -85,7 +97,7 @@ func Open(o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
 	}
-	s := &DB{db: db, log: log, stop: make(chan struct{})}
+	s := &DB{db: db, log: log, stop: make(chan struct{}), badgerCompacts: !onDemand}
 	if o.GCInterval >= 0 && !o.InMemory {
 		every := o.GCInterval
 		if every == 0 {
@@ -143,11 +155,13 @@ func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 
 // Set implements KV.
 func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
+	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return setEntry(txn, key, value, ttl) })
 }
 
 // Delete implements KV.
 func (s *DB) Delete(_ context.Context, key []byte) error {
+	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
 
@@ -156,6 +170,7 @@ const maxConflictRetries = 100
 
 // Update implements KV, retrying fn on transaction conflicts.
 func (s *DB) Update(ctx context.Context, fn func(Txn) error) error {
+	defer s.wrote()
 	for i := 0; ; i++ {
 		err := s.db.Update(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
 		if !errors.Is(err, badger.ErrConflict) || i >= maxConflictRetries {
@@ -208,10 +223,13 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o ScanOptions, fn func(key
 	})
 }
 
-// Close stops garbage collection and closes the database.
+// Close stops garbage collection and compaction and closes the database.
 func (s *DB) Close() error {
 	close(s.stop)
 	s.wg.Wait()
+	s.compactMu.Lock()
+	s.closed = true
+	s.compactMu.Unlock()
 	return s.db.Close()
 }
 

@@ -71,8 +71,12 @@ const (
 	maxBatch = 1024
 	// countLinger is how long appended records may wait to be counted in
 	// the DB: one transaction counts all records appended within it.
-	// Records are durable before; reports see them after.
-	countLinger = 50 * time.Millisecond
+	// Records are durable before; reports see them after (the admin API's
+	// reports flush first). A count costs about 300 µs of CPU whatever it
+	// carries: at 10–50 requests a second, a shorter linger counts each
+	// record alone, and the count is a tenth of the request's cost to the
+	// gateway.
+	countLinger = 500 * time.Millisecond
 	// maxUncounted bounds the records kept in memory while the DB cannot
 	// count them; beyond it they are counted from the journal.
 	maxUncounted = 1 << 16
