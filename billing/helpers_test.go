@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
-	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/badger"
 
 	"github.com/caddy-air/caddy-air/internal/fakeclock"
 )
 
 // openStore opens a real Badger store in a temporary directory.
-func openStore(t testing.TB) *badgerstore.DB {
+func openStore(t testing.TB) *badger.DB {
 	t.Helper()
-	db, err := badgerstore.Open(badgerstore.Options{Dir: t.TempDir(), GCInterval: -1})
+	db, err := badger.Open(badger.Options{Dir: t.TempDir(), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-air/caddy-air/store/journal"
+	"github.com/caddy-air/caddy-air/store/badger/journal"
 )
 
 // intentsDir is the folder of the ledger's journal folder that holds the

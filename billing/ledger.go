@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/store"
-	"github.com/caddy-air/caddy-air/store/journal"
+	"github.com/caddy-air/caddy-air/store/badger/journal"
 )
 
 // DefaultRetention is how long ledger records are kept when NewLedger is

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
-	"github.com/caddy-air/caddy-air/store/journal"
+	"github.com/caddy-air/caddy-air/store/badger/journal"
 )
 
 var day0 = time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)

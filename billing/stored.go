@@ -10,7 +10,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/caddy-air/caddy-air/store/journal"
+	"github.com/caddy-air/caddy-air/store/badger/journal"
 )
 
 // How records are stored. The ledger writes one record per billed request,

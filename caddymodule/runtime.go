@@ -36,7 +36,7 @@ func (a *App) loadPrices() (*billing.PriceTable, error) {
 func (a *App) startRuntime(st *state) (*runtime, error) {
 	engine := billing.NewEngine(a.prices, st.ledger, st.budgets)
 	svc, err := tasks.New(tasks.Config{
-		Store:                st.store,
+		Store:                st.tasks,
 		Media:                st.media,
 		Routes:               a.routes,
 		Client:               &http.Client{Transport: a.transport.Transport},

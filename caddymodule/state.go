@@ -14,7 +14,8 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
-	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/mediafs"
 )
 
@@ -27,8 +28,9 @@ var statePool = caddy.NewUsagePool()
 // state is what outlives a config: the open store and the services whose
 // in-memory data must stay consistent with it.
 type state struct {
-	store   *badgerstore.DB
-	media   *mediafs.Store
+	store   *badger.DB
+	media   store.MediaStore
+	tasks   store.Tasks
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
@@ -55,7 +57,7 @@ func openState(dir string, ledgerRetention time.Duration, minFree int64, log *za
 	if err != nil {
 		return nil, err
 	}
-	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: log.Named("badger")})
+	db, err := badger.Open(badger.Options{Dir: dir, Logger: log.Named("badger")})
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +73,9 @@ func openState(dir string, ledgerRetention time.Duration, minFree int64, log *za
 	}
 	return &state{
 		store:   db,
-		media:   media,
-		keys:    keys.NewService(db),
+		media:   badger.WithLegacyMedia(media, db),
+		tasks:   badger.NewTasks(db),
+		keys:    keys.NewService(context.Background(), badger.NewKeys(db)),
 		ledger:  ledger,
 		budgets: budgets,
 		guard:   newStorageGuard(dir, minFree, ledger.Backlogged, log.Named("storage")),

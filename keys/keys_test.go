@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/badger"
 )
 
-func newTestService(t *testing.T) (*Service, *badgerstore.DB) {
+func newTestService(t *testing.T) (*Service, *badger.DB) {
 	t.Helper()
-	db, err := badgerstore.Open(badgerstore.Options{Dir: t.TempDir(), GCInterval: -1})
+	db, err := badger.Open(badger.Options{Dir: t.TempDir(), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return NewService(db), db
+	return NewService(context.Background(), badger.NewKeys(db)), db
 }
 
 func TestCreateAuthenticate(t *testing.T) {
@@ -39,7 +39,7 @@ func TestCreateAuthenticate(t *testing.T) {
 		t.Fatalf("authenticated %+v, want %+v", got, k)
 	}
 	// A fresh service (empty cache, as after a restart) finds it in the store.
-	s2 := NewService(s.store)
+	s2 := NewService(context.Background(), s.store)
 	if _, err := s2.Authenticate(ctx, secret); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
@@ -143,3 +143,25 @@ func TestNoPlaintextInStore(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRevocationReachesOtherServices: a key cached by one Service is
+// rejected by it at once when another Service on the same repository
+// revokes it (store.Keys.Revocations), as instances sharing a backend.
+func TestRevocationReachesOtherServices(t *testing.T) {
+	a, _ := newTestService(t)
+	ctx := context.Background()
+	b := NewService(ctx, a.store)
+	secret, k, err := a.Create(ctx, CreateOptions{User: "dora"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err) // now cached by b
+	}
+	if _, err := a.Revoke(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Authenticate(ctx, secret); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("b after a revoked: %v, want ErrRevoked", err)
+	}
+}

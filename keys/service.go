@@ -2,10 +2,8 @@ package keys
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,27 +11,36 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// Store key layout: "k/h/<hash>" holds the Key JSON, "k/i/<id>" holds the
-// hash, so that keys can be listed and revoked by id.
-const (
-	hashPrefix = "k/h/"
-	idPrefix   = "k/i/"
-)
-
 // Service creates, lists, revokes and authenticates keys. It caches active
-// keys in memory; since revocation goes through the same Service, it takes
-// effect on the next request.
+// keys in memory and drops a key from the cache when the repository
+// reports its revocation (store.Keys.Revocations), so that a revocation
+// through any instance takes effect on the next request.
 type Service struct {
-	store store.Store
+	store store.Keys
 	now   func() time.Time
 
 	mu    sync.RWMutex
 	cache map[string]*Key // by hash
 }
 
-// NewService returns a Service over s.
-func NewService(s store.Store) *Service {
-	return &Service{store: s, now: time.Now, cache: make(map[string]*Key)}
+// NewService returns a Service over r. It watches r's revocations until
+// ctx ends.
+func NewService(ctx context.Context, r store.Keys) *Service {
+	s := &Service{store: r, now: time.Now, cache: make(map[string]*Key)}
+	r.Revocations(ctx, s.forget)
+	return s
+}
+
+// forget drops the key with hash h from the cache.
+func (s *Service) forget(h string) {
+	s.mu.Lock()
+	delete(s.cache, h)
+	s.mu.Unlock()
+}
+
+// fromStore converts a stored key.
+func fromStore(k store.Key) *Key {
+	return &Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
 }
 
 // CreateOptions describes a new key.
@@ -64,20 +71,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (string, *Key, er
 		return "", nil, err
 	}
 	k := &Key{ID: id, User: o.User, Name: o.Name, CreatedAt: s.now().UTC(), ExpiresAt: o.ExpiresAt}
-	h := Hash(secret)
-	val, err := json.Marshal(k)
-	if err != nil {
-		return "", nil, err
-	}
-	err = s.store.Update(ctx, func(tx store.Txn) error {
-		if _, err := tx.Get([]byte(idPrefix + id)); err == nil {
-			return fmt.Errorf("key id collision: %s", id)
-		}
-		if err := tx.Set([]byte(hashPrefix+h), val, 0); err != nil {
-			return err
-		}
-		return tx.Set([]byte(idPrefix+id), []byte(h), 0)
-	})
+	err = s.store.Create(ctx, store.Key{ID: k.ID, Hash: Hash(secret), User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt})
 	if err != nil {
 		return "", nil, fmt.Errorf("storing key: %w", err)
 	}
@@ -116,17 +110,14 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error)
 
 // load reads the key with hash h from the store and caches it.
 func (s *Service) load(ctx context.Context, h string) (*Key, error) {
-	val, err := s.store.Get(ctx, []byte(hashPrefix+h))
+	sk, err := s.store.ByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrUnknown
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading key: %w", err)
 	}
-	k := new(Key)
-	if err := json.Unmarshal(val, k); err != nil {
-		return nil, fmt.Errorf("decoding key: %w", err)
-	}
+	k := fromStore(sk)
 	s.mu.Lock()
 	s.cache[h] = k
 	s.mu.Unlock()
@@ -135,19 +126,15 @@ func (s *Service) load(ctx context.Context, h string) (*Key, error) {
 
 // List returns the keys of user (all keys if user is empty), oldest first.
 func (s *Service) List(ctx context.Context, user string) ([]*Key, error) {
-	var out []*Key
-	err := s.store.Scan(ctx, []byte(hashPrefix), store.ScanOptions{}, func(_, val []byte) error {
-		k := new(Key)
-		if err := json.Unmarshal(val, k); err != nil {
-			return fmt.Errorf("decoding key: %w", err)
-		}
-		if user == "" || k.User == user {
-			out = append(out, k)
-		}
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out, err
+	stored, err := s.store.List(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Key, len(stored))
+	for i, k := range stored {
+		out[i] = fromStore(k)
+	}
+	return out, nil
 }
 
 // ErrNoSuchKey is returned by Revoke for an unknown key id.
@@ -156,41 +143,13 @@ var ErrNoSuchKey = errors.New("no such key")
 // Revoke revokes the key with the given public id. Revoking a revoked key
 // keeps its first revocation time.
 func (s *Service) Revoke(ctx context.Context, id string) (*Key, error) {
-	var k *Key
-	var h string
-	err := s.store.Update(ctx, func(tx store.Txn) error {
-		hb, err := tx.Get([]byte(idPrefix + id))
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrNoSuchKey
-		}
-		if err != nil {
-			return err
-		}
-		h = string(hb)
-		val, err := tx.Get([]byte(hashPrefix + h))
-		if err != nil {
-			return fmt.Errorf("reading key %s: %w", id, err)
-		}
-		k = new(Key)
-		if err := json.Unmarshal(val, k); err != nil {
-			return err
-		}
-		if k.RevokedAt != nil {
-			return nil
-		}
-		now := s.now().UTC()
-		k.RevokedAt = &now
-		val, err = json.Marshal(k)
-		if err != nil {
-			return err
-		}
-		return tx.Set([]byte(hashPrefix+h), val, 0)
-	})
+	sk, err := s.store.Revoke(ctx, id, s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNoSuchKey
+	}
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.cache, h)
-	s.mu.Unlock()
-	return k, nil
+	s.forget(sk.Hash)
+	return fromStore(sk), nil
 }

@@ -1,64 +1,66 @@
-// Package store defines the small key-value interface that every part of
-// caddy-air persists through: get and set with a time to live, atomic
-// read-modify-write transactions and ordered prefix scans. The embedded
-// Badger implementation lives in store/badgerstore; another backend (for
-// example Postgres) only has to implement Store.
+// Package store is caddy-air's storage seam: one repository interface per
+// concern (keys, the ledger and its aggregates, budgets and spend, rate
+// limits, tasks with leases, media, response-id mappings), the plain
+// data types they exchange, and the contract that every backend must
+// keep (package store/storetest checks it).
+//
+// The seam sits at the domain level, not at a key-value level: budget
+// reservations, task leases and idempotent ledger inserts want a
+// backend's own guarantees (a database's transactions and row locks), not
+// transactions emulated over keys. Domain packages (billing, keys, tasks)
+// import this package only, never a backend. Backends: store/badger
+// (embedded, one instance) and, on the way, store/postgres (shared by
+// several instances).
+//
+// Types here are storage shapes: amounts are int64 nano units of their
+// currency, ids and names plain strings. The domain packages convert them
+// to and from their own types.
 package store
 
 import (
-	"context"
 	"errors"
-	"time"
+	"io"
 )
 
-// ErrNotFound is returned by Get when a key does not exist or has expired.
-var ErrNotFound = errors.New("store: key not found")
+// ErrNotFound is returned when a record does not exist or has expired.
+var ErrNotFound = errors.New("store: not found")
 
-// ErrStop may be returned by a Scan callback to end the scan early without
-// an error.
+// ErrExists is returned by inserts whose id is already taken.
+var ErrExists = errors.New("store: already exists")
+
+// ErrStop may be returned by a callback given to a method that walks
+// records, to end the walk early; the method then returns nil.
 var ErrStop = errors.New("store: stop scan")
 
-// Txn is the view of the store inside an atomic Update. Reads see the
-// transaction's own writes. Values returned by Get are only valid until the
-// transaction ends; copy them to keep them.
-type Txn interface {
-	// Get returns the value stored under key, or ErrNotFound.
-	Get(key []byte) ([]byte, error)
-	// Set stores value under key. A ttl of zero means no expiry.
-	Set(key, value []byte, ttl time.Duration) error
-	// Delete removes key. Deleting a missing key is not an error.
-	Delete(key []byte) error
+// Repos is one backend's set of repositories. A backend's Open returns it;
+// the gateway holds it for as long as a config uses the backend.
+type Repos struct {
+	// Keys keeps API keys.
+	Keys Keys
+	// Ledger keeps settled records and their aggregates.
+	Ledger Ledger
+	// Intents keeps the intents of requests in flight.
+	Intents Intents
+	// Budgets keeps limits, spend and budget leases.
+	Budgets Budgets
+	// RateLimits counts requests and tokens per window.
+	RateLimits RateLimits
+	// Tasks keeps image and video tasks and their leases.
+	Tasks Tasks
+	// Media keeps re-hosted files.
+	Media MediaStore
+	// Responses maps response ids to where they live; nil when the backend
+	// has none (nothing stores them yet).
+	Responses Responses
+	// Closer releases the backend once the repositories are no longer used;
+	// it closes the ledger (draining it) and then the database.
+	Closer io.Closer
 }
 
-// ScanOptions tunes a prefix scan.
-type ScanOptions struct {
-	// Reverse walks the keys in descending order.
-	Reverse bool
-	// KeysOnly skips reading values; the callback gets a nil value.
-	KeysOnly bool
-	// Start, if it sorts after the prefix, is where a forward scan begins:
-	// keys before it are skipped without being read. Reverse scans ignore
-	// it.
-	Start []byte
-}
-
-// Store is a durable, ordered key-value store with TTLs.
-type Store interface {
-	// Get returns a copy of the value stored under key, or ErrNotFound.
-	Get(ctx context.Context, key []byte) ([]byte, error)
-	// Set stores value under key. A ttl of zero means no expiry.
-	Set(ctx context.Context, key, value []byte, ttl time.Duration) error
-	// Delete removes key. Deleting a missing key is not an error.
-	Delete(ctx context.Context, key []byte) error
-	// Update runs fn in one serializable read-write transaction and commits
-	// it if fn returns nil. Implementations retry fn on write conflicts, so
-	// fn must not have side effects outside the transaction.
-	Update(ctx context.Context, fn func(Txn) error) error
-	// Scan calls fn for every live key that starts with prefix, in key
-	// order. key and value are only valid during the call. Returning ErrStop
-	// from fn ends the scan and Scan returns nil; any other error ends the
-	// scan and is returned.
-	Scan(ctx context.Context, prefix []byte, opts ScanOptions, fn func(key, value []byte) error) error
-	// Close releases the store's resources.
-	Close() error
+// Close closes the backend through r.Closer, if any.
+func (r Repos) Close() error {
+	if r.Closer == nil {
+		return nil
+	}
+	return r.Closer.Close()
 }

@@ -98,7 +98,7 @@ func TestDashScopeImage(t *testing.T) {
 	if got := e.biller.charges(); len(got) != 1 || got[0].Images != 2 {
 		t.Errorf("charges = %+v, want 2 delivered images", got)
 	}
-	if runningCount(t, s) != 0 {
+	if runningCount(t, e) != 0 {
 		t.Error("a finished image task stays in the running index")
 	}
 }
@@ -192,7 +192,7 @@ func TestDashScopeVideo(t *testing.T) {
 			}
 			continue
 		}
-		waitFor(t, "running index to empty", func() bool { return runningCount(t, s) == 0 })
+		waitFor(t, "running index to empty", func() bool { return runningCount(t, e) == 0 })
 		if len(e.biller.charges()) != 0 {
 			t.Errorf("Test %d: failed video billed", i)
 		}
@@ -212,7 +212,7 @@ func TestDashScopeRequestError(t *testing.T) {
 	if tk.Status != StatusFailed || tk.Error != "InvalidParameter: The size is not match the allowed size." {
 		t.Errorf("status %q error %q", tk.Status, tk.Error)
 	}
-	if runningCount(t, s) != 0 {
+	if runningCount(t, e) != 0 {
 		t.Error("a failed create stays in the running index")
 	}
 }

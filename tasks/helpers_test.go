@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/providers"
-	"github.com/caddy-air/caddy-air/store/badgerstore"
+	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/mediafs"
 )
 
@@ -29,7 +29,7 @@ type recorded struct {
 // routing table to the upstream.
 type env struct {
 	t        testing.TB
-	db       *badgerstore.DB
+	db       *badger.DB
 	media    *mediafs.Store
 	mediaDir string
 	srv      *httptest.Server
@@ -45,7 +45,7 @@ type env struct {
 // it. The provider base URL ends in /v1 (OpenAI) or /api/v1 (DashScope).
 func newEnv(t testing.TB, protocol string, routes ...*providers.Route) *env {
 	t.Helper()
-	db, err := badgerstore.Open(badgerstore.Options{Dir: t.TempDir(), GCInterval: -1})
+	db, err := badger.Open(badger.Options{Dir: t.TempDir(), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func newEnv(t testing.TB, protocol string, routes ...*providers.Route) *env {
 func (e *env) service(mod func(*Config)) *Service {
 	e.t.Helper()
 	c := Config{
-		Store: e.db, Media: e.media, Routes: e.table, Biller: e.biller,
+		Store: badger.NewTasks(e.db), Media: badger.WithLegacyMedia(e.media, e.db), Routes: e.table, Biller: e.biller,
 		PollInterval: 20 * time.Millisecond, ImagePollInterval: 10 * time.Millisecond,
 		MaxBackoff: 100 * time.Millisecond, Lease: 5 * time.Second,
 	}

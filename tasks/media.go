@@ -31,11 +31,7 @@ func (s *Service) Media(ctx context.Context, id string) (*store.Media, error) {
 	if !validMediaID(id) {
 		return nil, store.ErrNotFound
 	}
-	m, err := s.media.Open(ctx, id)
-	if !errors.Is(err, store.ErrNotFound) {
-		return m, err
-	}
-	return s.legacyMedia(ctx, id)
+	return s.media.Open(ctx, id)
 }
 
 // validMediaID reports whether id could have been issued by putMedia.

@@ -162,7 +162,7 @@ func TestLegacyMedia(t *testing.T) {
 	id := strings.Repeat("a", mediaIDLen)
 	v := append([]byte{byte(len("image/png"))}, "image/png"...)
 	v = append(v, pngBytes...)
-	if err := e.db.Set(context.Background(), []byte(legacyMediaPrefix+id), v, 2*time.Second); err != nil {
+	if err := e.db.Set(context.Background(), []byte("m/"+id), v, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	ct, data, err := readMedia(s, id)

@@ -266,7 +266,7 @@ func TestOpenAIVideoFailure(t *testing.T) {
 		if got.Error != c.wantError || got.CompletedAt == nil || got.Output != nil {
 			t.Errorf("Test %d: error %q, want %q", i, got.Error, c.wantError)
 		}
-		waitFor(t, "running index to empty", func() bool { return runningCount(t, s) == 0 })
+		waitFor(t, "running index to empty", func() bool { return runningCount(t, e) == 0 })
 		if n := len(e.biller.charges()); n != 0 {
 			t.Errorf("Test %d: failed task billed %d times", i, n)
 		}
@@ -274,10 +274,10 @@ func TestOpenAIVideoFailure(t *testing.T) {
 }
 
 // runningCount counts the entries of the running index.
-func runningCount(t *testing.T, s *Service) int {
+func runningCount(t *testing.T, e *env) int {
 	t.Helper()
 	n := 0
-	err := s.store.Scan(context.Background(), []byte(runPrefix), store.ScanOptions{KeysOnly: true}, func(k, v []byte) error {
+	err := e.db.Scan(context.Background(), []byte("tr/"), store.ScanOptions{KeysOnly: true}, func(k, v []byte) error {
 		n++
 		return nil
 	})

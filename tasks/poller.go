@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-air/caddy-air/store"
 )
 
 // maxSweep bounds the tasks one sweep looks at; the rest wait for the next.
@@ -20,10 +19,10 @@ const maxSweep = 10000
 const mediaSweepInterval = time.Minute
 
 // Run polls the upstream of running tasks and charges succeeded ones until
-// ctx is done. It picks up every task left in the running index, so a new
+// ctx is done. It picks up every working task of the store, so a new
 // Service on the same store resumes what a stopped one left. Several
-// Services may run on one store: a task is claimed (compare-and-set on its
-// next poll time) before anyone works on it. Run also deletes expired
+// Services may run on one store: a task is claimed for a lease
+// (store.Tasks.ClaimDue) before anyone works on it. Run also deletes expired
 // media, at once and then every minute.
 func (s *Service) Run(ctx context.Context) {
 	every := max(s.pollInterval/4, time.Millisecond)
@@ -55,74 +54,47 @@ func (s *Service) expireMedia(ctx context.Context) {
 	}
 }
 
-// sweep works once on every task of the running index that is due.
+// sweep works once on every working task that is due: it claims them,
+// s.concurrency at a time, for one lease each (store.Tasks.ClaimDue), so
+// that no other poller, of this instance or another, works on them
+// meanwhile.
 func (s *Service) sweep(ctx context.Context) {
-	var ids []string
-	err := s.store.Scan(ctx, []byte(runPrefix), store.ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
-		ids = append(ids, string(k[len(runPrefix):]))
-		if len(ids) >= maxSweep {
-			return store.ErrStop
+	for swept := 0; swept < maxSweep && ctx.Err() == nil; {
+		claimed, err := s.store.ClaimDue(ctx, s.now(), s.lease, s.concurrency)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("claiming due tasks", zap.Error(err))
+			}
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("scanning running tasks", zap.Error(err))
+		if len(claimed) == 0 {
+			return
 		}
-		return
+		swept += len(claimed)
+		var wg sync.WaitGroup
+		for i := range claimed {
+			t, err := decode(&claimed[i])
+			if err != nil {
+				s.log.Error("claiming task", zap.String("task", claimed[i].ID), zap.Error(err))
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.work(ctx, t)
+			}()
+		}
+		wg.Wait()
 	}
-	sem := make(chan struct{}, s.concurrency)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			s.work(ctx, id)
-		}()
-	}
-	wg.Wait()
 }
 
-// work claims task id if it is due and advances it by one step.
-func (s *Service) work(ctx context.Context, id string) {
-	t, claimed, err := s.claim(ctx, id)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-			s.log.Error("claiming task", zap.String("task", id), zap.Error(err))
-		}
-		return
-	}
-	if !claimed {
-		return
-	}
+// work advances claimed task t by one step.
+func (s *Service) work(ctx context.Context, t *Task) {
 	if t.Status == StatusSucceeded {
 		s.charge(ctx, t)
 		return
 	}
 	s.advance(ctx, t)
-}
-
-// claim takes task id for one lease if it needs work and is due. A task
-// that needs no work leaves the running index.
-func (s *Service) claim(ctx context.Context, id string) (*Task, bool, error) {
-	var claimed bool
-	t, _, err := s.update(ctx, id, func(t *Task, now time.Time) bool {
-		claimed = false
-		if !t.needsWork() {
-			return true // rewriting drops the stale running-index entry
-		}
-		if t.NextPollAt.After(now) {
-			return false
-		}
-		t.NextPollAt = now.Add(s.lease)
-		claimed = true
-		return true
-	})
-	return t, claimed, err
 }
 
 // advance polls the upstream of a claimed running task once and records

@@ -2,12 +2,9 @@ package tasks
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
@@ -19,21 +16,10 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// Store key layout:
-//
-//	t/<id>                       the task JSON (TTL: Config.TTL after creation)
-//	tu/<user>/<inverted time><id> empty; lists a user's tasks newest first
-//	tr/<id>                      empty; the poller has work on the task
-//	m/<id>                       media of earlier versions (see legacyMediaPrefix)
-//
-// Re-hosted media live in Config.Media.
-const (
-	taskPrefix  = "t/"
-	userPrefix  = "tu/"
-	runPrefix   = "tr/"
-	defaultTTL  = 24 * time.Hour
-	maxListScan = 1000
-)
+// Tasks are kept in Config.Store as JSON documents (store.TaskRecord), with
+// the task's NextPollAt as the record's Due and needsWork as its Working;
+// re-hosted media live in Config.Media.
+const defaultTTL = 24 * time.Hour
 
 // List limits (contract section 8).
 const (
@@ -86,8 +72,8 @@ type Biller interface {
 
 // Config configures a Service. Only Store, Media and Routes are required.
 type Config struct {
-	// Store persists tasks.
-	Store store.Store
+	// Store persists tasks and their leases.
+	Store store.Tasks
 	// Media keeps re-hosted images and videos.
 	Media store.MediaStore
 	// Routes maps model ids to providers.
@@ -137,7 +123,7 @@ type Config struct {
 
 // Service creates, serves and finishes tasks.
 type Service struct {
-	store        store.Store
+	store        store.Tasks
 	media        store.MediaStore
 	routes       *providers.Table
 	client       *http.Client
@@ -205,119 +191,79 @@ func or(d, def time.Duration) time.Duration {
 	return d
 }
 
-func taskKey(id string) []byte { return []byte(taskPrefix + id) }
-func runKey(id string) []byte  { return []byte(runPrefix + id) }
-
-// userIndexPrefix is the prefix of a user's index keys; the user name is
-// encoded so that no user's prefix is a prefix of another's.
-func userIndexPrefix(user string) []byte {
-	return []byte(userPrefix + base64.RawURLEncoding.EncodeToString([]byte(user)) + "/")
-}
-
-// userKey orders a user's tasks newest first.
-func userKey(t *Task) []byte {
-	k := userIndexPrefix(t.User)
-	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(t.CreatedAt.UnixNano()))
-	return append(k, t.ID...)
-}
-
-// remaining is the TTL left to a task's keys at now (never zero, which
-// would mean no expiry).
-func (s *Service) remaining(t *Task, now time.Time) time.Duration {
-	d := t.CreatedAt.Add(s.ttl).Sub(now)
-	if d < time.Millisecond {
-		d = time.Millisecond
-	}
-	return d
-}
-
 // expired reports whether t is past its query validity.
 func (s *Service) expired(t *Task, now time.Time) bool {
 	return !now.Before(t.CreatedAt.Add(s.ttl))
 }
 
-// insert persists a new task with its indexes.
-func (s *Service) insert(ctx context.Context, t *Task) error {
+// record is the stored form of t.
+func (s *Service) record(t *Task) (store.TaskRecord, error) {
 	val, err := json.Marshal(t)
+	if err != nil {
+		return store.TaskRecord{}, err
+	}
+	return store.TaskRecord{
+		ID: t.ID, User: t.User, Created: t.CreatedAt, Expires: t.CreatedAt.Add(s.ttl),
+		Working: t.needsWork(), Due: t.NextPollAt, Data: val,
+	}, nil
+}
+
+// decode returns the task of a stored record; the record's Due, which a
+// claim moves, is its NextPollAt.
+func decode(rec *store.TaskRecord) (*Task, error) {
+	t := new(Task)
+	if err := json.Unmarshal(rec.Data, t); err != nil {
+		return nil, fmt.Errorf("decoding task %s: %w", rec.ID, err)
+	}
+	if rec.Working {
+		t.NextPollAt = rec.Due
+	}
+	return t, nil
+}
+
+// insert persists a new task.
+func (s *Service) insert(ctx context.Context, t *Task) error {
+	rec, err := s.record(t)
 	if err != nil {
 		return err
 	}
-	return s.store.Update(ctx, func(tx store.Txn) error {
-		if _, err := tx.Get(taskKey(t.ID)); err == nil {
-			return fmt.Errorf("task id collision: %s", t.ID)
-		}
-		ttl := s.remaining(t, s.now())
-		if err := tx.Set(taskKey(t.ID), val, ttl); err != nil {
-			return err
-		}
-		if err := tx.Set(userKey(t), []byte{}, ttl); err != nil {
-			return err
-		}
-		return tx.Set(runKey(t.ID), []byte{}, ttl)
-	})
+	return s.store.Insert(ctx, rec)
 }
 
-// update applies fn to the stored task in one transaction, writing it back
-// (and keeping the running index in step) if fn reports a change. It
-// returns the task as fn left it and whether fn changed it; a missing task
-// is store.ErrNotFound.
+// update applies fn to the stored task atomically, writing it back if fn
+// reports a change. It returns the task as fn left it and whether fn
+// changed it; a missing task is store.ErrNotFound.
 func (s *Service) update(ctx context.Context, id string, fn func(t *Task, now time.Time) bool) (*Task, bool, error) {
 	var out *Task
-	var changed bool
 	// A state change must not be lost because the work that led to it ran
 	// out of time.
-	err := s.store.Update(context.WithoutCancel(ctx), func(tx store.Txn) error {
-		out, changed = nil, false
-		raw, err := tx.Get(taskKey(id))
-		if errors.Is(err, store.ErrNotFound) {
-			return tx.Delete(runKey(id))
-		}
+	_, changed, err := s.store.Update(context.WithoutCancel(ctx), id, func(rec *store.TaskRecord) (bool, error) {
+		t, err := decode(rec)
 		if err != nil {
-			return err
-		}
-		t := new(Task)
-		if err := json.Unmarshal(raw, t); err != nil {
-			return fmt.Errorf("decoding task %s: %w", id, err)
+			return false, err
 		}
 		out = t
-		now := s.now()
-		if !fn(t, now) {
-			return nil
+		if !fn(t, s.now()) {
+			return false, nil
 		}
-		changed = true
-		val, err := json.Marshal(t)
-		if err != nil {
-			return err
+		if *rec, err = s.record(t); err != nil {
+			return false, err
 		}
-		ttl := s.remaining(t, now)
-		if err := tx.Set(taskKey(id), val, ttl); err != nil {
-			return err
-		}
-		if t.needsWork() {
-			return tx.Set(runKey(id), []byte{}, ttl)
-		}
-		return tx.Delete(runKey(id))
+		return true, nil
 	})
 	if err != nil {
 		return nil, false, err
-	}
-	if out == nil {
-		return nil, false, store.ErrNotFound
 	}
 	return out, changed, nil
 }
 
 // load reads a task, or returns store.ErrNotFound.
 func (s *Service) load(ctx context.Context, id string) (*Task, error) {
-	raw, err := s.store.Get(ctx, taskKey(id))
+	rec, err := s.store.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	t := new(Task)
-	if err := json.Unmarshal(raw, t); err != nil {
-		return nil, fmt.Errorf("decoding task %s: %w", id, err)
-	}
-	return t, nil
+	return decode(&rec)
 }
 
 // taskNotFound is the answer for a task that does not exist, expired or
@@ -349,43 +295,21 @@ func (s *Service) List(ctx context.Context, owner Owner, limit int) ([]*Task, *a
 	if limit < 1 || limit > maxListLimit {
 		return nil, limitError()
 	}
-	prefix := userIndexPrefix(owner.User)
 	now := s.now()
-	out := make([]*Task, 0, limit)
-	var after []byte
-	for scanned := 0; len(out) < limit && scanned < maxListScan; {
-		var ids []string
-		err := s.store.Scan(ctx, prefix, store.ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
-			if after != nil && string(k) <= string(after) {
-				return nil
-			}
-			after = append(after[:0], k...)
-			ids = append(ids, string(k[len(prefix)+8:]))
-			if len(ids) >= limit-len(out) {
-				return store.ErrStop
-			}
-			return nil
-		})
+	recs, err := s.store.ListByUser(ctx, owner.User, time.Time{}, limit)
+	if err != nil {
+		s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
+		return nil, apierror.Internal()
+	}
+	out := make([]*Task, 0, len(recs))
+	for i := range recs {
+		t, err := decode(&recs[i])
 		if err != nil {
-			s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
+			s.log.Error("reading task", zap.String("task", recs[i].ID), zap.Error(err))
 			return nil, apierror.Internal()
 		}
-		if len(ids) == 0 {
-			break
-		}
-		scanned += len(ids)
-		for _, id := range ids {
-			t, err := s.load(ctx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				s.log.Error("reading task", zap.String("task", id), zap.Error(err))
-				return nil, apierror.Internal()
-			}
-			if t.User == owner.User && !s.expired(t, now) {
-				out = append(out, t)
-			}
+		if t.User == owner.User && !s.expired(t, now) {
+			out = append(out, t)
 		}
 	}
 	return out, nil

@@ -159,7 +159,7 @@ func TestTwoPollersBillOnce(t *testing.T) {
 	f.set(`{"id":"video_123","object":"video","status":"completed","progress":100,"seconds":"4"}`)
 	waitStatus(t, s2, alice, tk.ID, StatusSucceeded)
 	waitBilled(t, s1, tk.ID)
-	waitFor(t, "running index to empty", func() bool { return runningCount(t, s1) == 0 })
+	waitFor(t, "running index to empty", func() bool { return runningCount(t, e) == 0 })
 	if got := e.biller.charges(); len(got) != 1 || got[0].VideoSeconds != 4 {
 		t.Errorf("charges = %+v, want exactly one", got)
 	}

@@ -69,7 +69,7 @@ func TestValidation(t *testing.T) {
 	if n := e.count("POST", "/"); n != 0 {
 		t.Errorf("invalid requests reached the upstream %d times", n)
 	}
-	if n := runningCount(t, s); n != 0 {
+	if n := runningCount(t, e); n != 0 {
 		t.Errorf("invalid requests created %d tasks", n)
 	}
 }

@@ -1,4 +1,4 @@
-package tasks
+package badger
 
 import (
 	"bytes"
@@ -20,10 +20,25 @@ import (
 // can hold such records (one media TTL after every deployment upgraded).
 const legacyMediaPrefix = "m/"
 
-// legacyMedia returns a file stored by an earlier version, or
-// store.ErrNotFound.
-func (s *Service) legacyMedia(ctx context.Context, id string) (*store.Media, error) {
-	v, err := s.store.Get(ctx, []byte(legacyMediaPrefix+id))
+// LegacyMedia is a MediaStore that serves, after the files of its
+// MediaStore, the files that earlier versions kept in db.
+type LegacyMedia struct {
+	store.MediaStore
+	db *DB
+}
+
+// WithLegacyMedia returns m, falling back to the files kept in db.
+func WithLegacyMedia(m store.MediaStore, db *DB) *LegacyMedia {
+	return &LegacyMedia{MediaStore: m, db: db}
+}
+
+// Open implements store.MediaStore.
+func (l *LegacyMedia) Open(ctx context.Context, id string) (*store.Media, error) {
+	m, err := l.MediaStore.Open(ctx, id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return m, err
+	}
+	v, err := l.db.Get(ctx, []byte(legacyMediaPrefix+id))
 	if err != nil {
 		return nil, err
 	}
@@ -43,3 +58,6 @@ func (s *Service) legacyMedia(ctx context.Context, id string) (*store.Media, err
 type nopCloser struct{ io.ReadSeeker }
 
 func (nopCloser) Close() error { return nil }
+
+// Interface guard.
+var _ store.MediaStore = (*LegacyMedia)(nil)

@@ -1,7 +1,7 @@
-// Package badgerstore implements store.Store on an embedded Badger v4
+// Package badger implements store.Store on an embedded Badger v4
 // database with lean memory options, value-log garbage collection and
 // logging through zap.
-package badgerstore
+package badger
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package badgerstore
+package badger
 
 import (
 	"context"

@@ -1,0 +1,163 @@
+package badger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// Key layout of the keys repository, unchanged from the versions that kept
+// keys in the key-value store directly:
+//
+//	k/h/<hash>  the key (JSON)
+//	k/i/<id>    the key's hash
+const (
+	keyHashPrefix = "k/h/"
+	keyIDPrefix   = "k/i/"
+)
+
+// storedKey is a key's JSON in the store.
+type storedKey struct {
+	ID        string     `json:"id"`
+	User      string     `json:"user"`
+	Name      string     `json:"name,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+func (s *storedKey) key(hash string) store.Key {
+	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt}
+}
+
+// Keys is the keys repository on a DB. Revocations are reported to the
+// watchers of this process only: one Badger store serves one instance.
+type Keys struct {
+	db *DB
+
+	mu       sync.Mutex
+	watchers map[int]func(string)
+	next     int
+}
+
+// NewKeys returns the keys repository of db.
+func NewKeys(db *DB) *Keys { return &Keys{db: db, watchers: map[int]func(string){}} }
+
+// Create implements store.Keys.
+func (r *Keys) Create(ctx context.Context, k store.Key) error {
+	val, err := json.Marshal(storedKey{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt})
+	if err != nil {
+		return err
+	}
+	return r.db.Update(ctx, func(tx store.Txn) error {
+		if _, err := tx.Get([]byte(keyIDPrefix + k.ID)); err == nil {
+			return fmt.Errorf("key id %s: %w", k.ID, store.ErrExists)
+		}
+		if _, err := tx.Get([]byte(keyHashPrefix + k.Hash)); err == nil {
+			return fmt.Errorf("key hash: %w", store.ErrExists)
+		}
+		if err := tx.Set([]byte(keyHashPrefix+k.Hash), val, 0); err != nil {
+			return err
+		}
+		return tx.Set([]byte(keyIDPrefix+k.ID), []byte(k.Hash), 0)
+	})
+}
+
+// ByHash implements store.Keys.
+func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
+	val, err := r.db.Get(ctx, []byte(keyHashPrefix+hash))
+	if err != nil {
+		return store.Key{}, err
+	}
+	var sk storedKey
+	if err := json.Unmarshal(val, &sk); err != nil {
+		return store.Key{}, fmt.Errorf("decoding key: %w", err)
+	}
+	return sk.key(hash), nil
+}
+
+// List implements store.Keys.
+func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
+	var out []store.Key
+	err := r.db.Scan(ctx, []byte(keyHashPrefix), store.ScanOptions{}, func(k, val []byte) error {
+		var sk storedKey
+		if err := json.Unmarshal(val, &sk); err != nil {
+			return fmt.Errorf("decoding key: %w", err)
+		}
+		if user == "" || sk.User == user {
+			out = append(out, sk.key(string(k[len(keyHashPrefix):])))
+		}
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, err
+}
+
+// Revoke implements store.Keys.
+func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, error) {
+	var out store.Key
+	var fresh bool
+	err := r.db.Update(ctx, func(tx store.Txn) error {
+		fresh = false
+		hb, err := tx.Get([]byte(keyIDPrefix + id))
+		if err != nil {
+			return err
+		}
+		h := string(hb)
+		val, err := tx.Get([]byte(keyHashPrefix + h))
+		if err != nil {
+			return fmt.Errorf("reading key %s: %w", id, err)
+		}
+		var sk storedKey
+		if err := json.Unmarshal(val, &sk); err != nil {
+			return fmt.Errorf("decoding key %s: %w", id, err)
+		}
+		if sk.RevokedAt == nil {
+			at := at.UTC()
+			sk.RevokedAt, fresh = &at, true
+			if val, err = json.Marshal(sk); err != nil {
+				return err
+			}
+			if err := tx.Set([]byte(keyHashPrefix+h), val, 0); err != nil {
+				return err
+			}
+		}
+		out = sk.key(h)
+		return nil
+	})
+	if err != nil {
+		return store.Key{}, err
+	}
+	if fresh {
+		r.mu.Lock()
+		for _, fn := range r.watchers {
+			fn(out.Hash)
+		}
+		r.mu.Unlock()
+	}
+	return out, nil
+}
+
+// Revocations implements store.Keys.
+func (r *Keys) Revocations(ctx context.Context, fn func(hash string)) {
+	r.mu.Lock()
+	id := r.next
+	r.next++
+	r.watchers[id] = fn
+	r.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		r.mu.Lock()
+		delete(r.watchers, id)
+		r.mu.Unlock()
+	}()
+}
+
+
+// Interface guard.
+var _ store.Keys = (*Keys)(nil)

@@ -1,0 +1,256 @@
+package badger
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// Key layout of the tasks repository, as the versions that kept tasks in
+// the key-value store directly wrote it:
+//
+//	t/<id>                         the task document (TTL: until it expires)
+//	tu/<user>/<inverted time><id>  empty; lists a user's tasks newest first
+//	tr/<id>                        the task's Due (Unix nanoseconds, 8 bytes)
+//	                               while it is Working; empty in entries of
+//	                               earlier versions, which count as due
+const (
+	taskPrefix = "t/"
+	userPrefix = "tu/"
+	runPrefix  = "tr/"
+)
+
+// maxListScan bounds the index entries one ListByUser reads.
+const maxListScan = 1000
+
+// Tasks is the tasks repository on a DB. Its leases hold between the
+// goroutines of one process (Badger's conflict detection makes a claim a
+// compare-and-set); one Badger store serves one instance.
+type Tasks struct{ db *DB }
+
+// NewTasks returns the tasks repository of db.
+func NewTasks(db *DB) *Tasks { return &Tasks{db: db} }
+
+func taskKey(id string) []byte { return []byte(taskPrefix + id) }
+func runKey(id string) []byte  { return []byte(runPrefix + id) }
+
+// userIndexPrefix is the prefix of a user's index keys; the user name is
+// encoded so that no user's prefix is a prefix of another's.
+func userIndexPrefix(user string) []byte {
+	return []byte(userPrefix + base64.RawURLEncoding.EncodeToString([]byte(user)) + "/")
+}
+
+// userKey orders a user's tasks newest first.
+func userKey(user string, created time.Time, id string) []byte {
+	k := userIndexPrefix(user)
+	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(created.UnixNano()))
+	return append(k, id...)
+}
+
+// ttlUntil is the TTL of an entry that expires at t (never zero, which
+// would mean no expiry).
+func ttlUntil(t time.Time) time.Duration {
+	return max(time.Until(t), time.Millisecond)
+}
+
+// update runs fn in a read-write transaction, retrying it on conflicts.
+func (s *DB) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	for i := 0; ; i++ {
+		err := s.db.Update(fn)
+		if !errors.Is(err, badger.ErrConflict) || i >= maxConflictRetries {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// Insert implements store.Tasks.
+func (r *Tasks) Insert(ctx context.Context, t store.TaskRecord) error {
+	return r.db.update(ctx, func(txn *badger.Txn) error {
+		if _, err := txn.Get(taskKey(t.ID)); err == nil {
+			return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
+		}
+		ttl := ttlUntil(t.Expires)
+		if err := setEntry(txn, taskKey(t.ID), t.Data, ttl); err != nil {
+			return err
+		}
+		if err := setEntry(txn, userKey(t.User, t.Created, t.ID), []byte{}, ttl); err != nil {
+			return err
+		}
+		return r.setRun(txn, &t, ttl)
+	})
+}
+
+// setRun keeps t's running-index entry in step with t.
+func (r *Tasks) setRun(txn *badger.Txn, t *store.TaskRecord, ttl time.Duration) error {
+	if !t.Working {
+		return txn.Delete(runKey(t.ID))
+	}
+	return setEntry(txn, runKey(t.ID), binary.BigEndian.AppendUint64(nil, uint64(t.Due.UnixNano())), ttl)
+}
+
+// get reads task id in txn.
+func (r *Tasks) get(txn *badger.Txn, id string) (store.TaskRecord, error) {
+	item, err := txn.Get(taskKey(id))
+	if err != nil {
+		return store.TaskRecord{}, mapErr(err)
+	}
+	t := store.TaskRecord{ID: id, Expires: time.Unix(int64(item.ExpiresAt()), 0)}
+	if t.Data, err = item.ValueCopy(nil); err != nil {
+		return t, err
+	}
+	run, err := txn.Get(runKey(id))
+	switch {
+	case err == nil:
+		t.Working = true
+		err = run.Value(func(v []byte) error {
+			if len(v) == 8 {
+				t.Due = time.Unix(0, int64(binary.BigEndian.Uint64(v)))
+			}
+			return nil
+		})
+	case errors.Is(err, badger.ErrKeyNotFound):
+		err = nil
+	}
+	return t, err
+}
+
+// Get implements store.Tasks. The record's User and Created are not
+// stored apart from the document: they are zero.
+func (r *Tasks) Get(_ context.Context, id string) (store.TaskRecord, error) {
+	var t store.TaskRecord
+	err := r.db.db.View(func(txn *badger.Txn) error {
+		var err error
+		t, err = r.get(txn, id)
+		return err
+	})
+	return t, err
+}
+
+// Update implements store.Tasks.
+func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskRecord) (bool, error)) (store.TaskRecord, bool, error) {
+	var out store.TaskRecord
+	var changed bool
+	err := r.db.update(ctx, func(txn *badger.Txn) error {
+		changed = false
+		t, err := r.get(txn, id)
+		if errors.Is(err, store.ErrNotFound) {
+			if err := txn.Delete(runKey(id)); err != nil {
+				return err
+			}
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		t.ID = id
+		if changed, err = fn(&t); err != nil || !changed {
+			out = t
+			return err
+		}
+		t.ID = id
+		out = t
+		ttl := ttlUntil(t.Expires)
+		if err := setEntry(txn, taskKey(id), t.Data, ttl); err != nil {
+			return err
+		}
+		return r.setRun(txn, &t, ttl)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		// The stale running-index entry was deleted; report the task gone.
+		return store.TaskRecord{}, false, store.ErrNotFound
+	}
+	return out, changed, err
+}
+
+// ClaimDue implements store.Tasks: it reads the running index and claims
+// each due task in a transaction of its own, which conflicts with any
+// other claim or update of the task.
+func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.TaskRecord, error) {
+	var due []string
+	err := r.db.Scan(ctx, []byte(runPrefix), store.ScanOptions{}, func(k, v []byte) error {
+		if len(v) == 8 && time.Unix(0, int64(binary.BigEndian.Uint64(v))).After(now) {
+			return nil
+		}
+		due = append(due, string(k[len(runPrefix):]))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []store.TaskRecord
+	for _, id := range due {
+		if len(out) >= limit {
+			break
+		}
+		t, claimed, err := r.Update(ctx, id, func(t *store.TaskRecord) (bool, error) {
+			if !t.Working || t.Due.After(now) {
+				return false, nil
+			}
+			t.Due = now.Add(lease)
+			return true, nil
+		})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return out, err
+		case claimed:
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// ListByUser implements store.Tasks.
+func (r *Tasks) ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]store.TaskRecord, error) {
+	prefix := userIndexPrefix(user)
+	var start []byte
+	if !before.IsZero() {
+		start = binary.BigEndian.AppendUint64(append([]byte{}, prefix...), math.MaxUint64-uint64(before.UnixNano()-1))
+	}
+	var ids []string
+	scanned := 0
+	err := r.db.Scan(ctx, prefix, store.ScanOptions{KeysOnly: true, Start: start}, func(k, _ []byte) error {
+		if len(k) < len(prefix)+8 {
+			return nil
+		}
+		ids = append(ids, string(k[len(prefix)+8:]))
+		if scanned++; scanned >= maxListScan {
+			return store.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.TaskRecord, 0, min(limit, len(ids)))
+	for _, id := range ids {
+		if len(out) >= limit {
+			break
+		}
+		t, err := r.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.User = user
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Interface guard.
+var _ store.Tasks = (*Tasks)(nil)

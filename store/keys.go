@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Key is a stored API key (keys.Key's storage shape). The secret itself is
+// never stored, only its hash.
+type Key struct {
+	// ID is the key's public id.
+	ID string
+	// Hash is the hex SHA-256 of the secret; lookups go by it.
+	Hash string
+	// User owns the key.
+	User string
+	// Name is a free-form label.
+	Name string
+	// CreatedAt is when the key was created.
+	CreatedAt time.Time
+	// ExpiresAt, if set, is when the key stops working.
+	ExpiresAt *time.Time
+	// RevokedAt, if set, is when the key was revoked.
+	RevokedAt *time.Time
+}
+
+// Keys keeps API keys.
+//
+// A key created through any instance is found by ByHash on every instance
+// at once (the create has committed when Create returns). Revocations are
+// broadcast: an instance that caches keys drops a revoked one when
+// Revocations reports it, so that no per-request read is needed for a
+// valid key; a shared backend delivers the report to every instance
+// within one second.
+type Keys interface {
+	// Create stores k. A key whose ID or Hash is taken is ErrExists and
+	// nothing is stored.
+	Create(ctx context.Context, k Key) error
+	// ByHash returns the key whose secret hashes to hash, revoked and
+	// expired keys included, or ErrNotFound.
+	ByHash(ctx context.Context, hash string) (Key, error)
+	// List returns the keys of user (every key when user is ""), oldest
+	// first.
+	List(ctx context.Context, user string) ([]Key, error)
+	// Revoke marks key id revoked at at and returns it; revoking a revoked
+	// key keeps the first time and changes nothing. An unknown id is
+	// ErrNotFound.
+	Revoke(ctx context.Context, id string, at time.Time) (Key, error)
+	// Revocations calls fn with the hash of every key revoked (through any
+	// instance) after the call, until ctx ends. fn must not block.
+	Revocations(ctx context.Context, fn func(hash string))
+}

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Usage is a record's normalized token usage.
+type Usage struct {
+	// Input is the prompt tokens billed at the plain input price.
+	Input int64
+	// CacheCreation is the prompt tokens written to the cache.
+	CacheCreation int64
+	// CacheRead is the prompt tokens read from the cache.
+	CacheRead int64
+	// Output is the generated tokens, reasoning included.
+	Output int64
+	// Reasoning is the part of Output spent on reasoning.
+	Reasoning int64
+}
+
+// Record is one settled request or task (billing.Record's storage shape).
+type Record struct {
+	// ID identifies the request or task.
+	ID string
+	// Time is when the request started (UTC); it picks the aggregate's day
+	// and the spend's month.
+	Time time.Time
+	// Endpoint is "chat", "messages" or "tasks".
+	Endpoint string
+	// User owns the key that made the request.
+	User string
+	// KeyID is the public id of the API key.
+	KeyID string
+	// Model is the model id the client asked for.
+	Model string
+	// Provider is the provider that served it.
+	Provider string
+	// Usage is the normalized token usage.
+	Usage Usage
+	// Source says how Usage was obtained.
+	Source string
+	// Status is the HTTP status answered to the client.
+	Status int
+	// Outcome is a short word such as "ok" or "partial".
+	Outcome string
+	// Images is the number of images generated.
+	Images int
+	// VideoMillis is the duration of generated video.
+	VideoMillis int64
+	// Tier is the index of the price tier that applied, -1 if none.
+	Tier int
+	// Priced is false when the model had no price.
+	Priced bool
+	// Currency is the currency of Cost ("" when unpriced).
+	Currency string
+	// Cost is what the request cost, in nano units of Currency.
+	Cost int64
+}
+
+// Totals sums records: the aggregate of a day, user, key, model and
+// currency.
+type Totals struct {
+	// Requests is the number of records.
+	Requests int64
+	// Unpriced is the number of records that had no price.
+	Unpriced int64
+	// Usage sums the records' usage.
+	Usage Usage
+	// Images sums the records' images.
+	Images int64
+	// VideoMillis sums the records' video.
+	VideoMillis int64
+	// Cost sums the records' cost.
+	Cost int64
+	// Sources counts the records by usage source (empty sources are not
+	// counted).
+	Sources map[string]int64
+	// Outcomes counts the records by outcome (empty outcomes are not
+	// counted).
+	Outcomes map[string]int64
+}
+
+// Add counts rec in t.
+func (t *Totals) Add(rec *Record) {
+	t.Requests++
+	if !rec.Priced {
+		t.Unpriced++
+	}
+	t.Usage = addUsage(t.Usage, rec.Usage)
+	t.Images += int64(rec.Images)
+	t.VideoMillis += rec.VideoMillis
+	t.Cost += rec.Cost
+	if rec.Source != "" {
+		t.Sources = inc(t.Sources, rec.Source, 1)
+	}
+	if rec.Outcome != "" {
+		t.Outcomes = inc(t.Outcomes, rec.Outcome, 1)
+	}
+}
+
+// Merge adds o to t.
+func (t *Totals) Merge(o *Totals) {
+	t.Requests += o.Requests
+	t.Unpriced += o.Unpriced
+	t.Usage = addUsage(t.Usage, o.Usage)
+	t.Images += o.Images
+	t.VideoMillis += o.VideoMillis
+	t.Cost += o.Cost
+	for k, v := range o.Sources {
+		t.Sources = inc(t.Sources, k, v)
+	}
+	for k, v := range o.Outcomes {
+		t.Outcomes = inc(t.Outcomes, k, v)
+	}
+}
+
+func addUsage(a, b Usage) Usage {
+	return Usage{Input: a.Input + b.Input, CacheCreation: a.CacheCreation + b.CacheCreation,
+		CacheRead: a.CacheRead + b.CacheRead, Output: a.Output + b.Output, Reasoning: a.Reasoning + b.Reasoning}
+}
+
+func inc(m map[string]int64, k string, n int64) map[string]int64 {
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m[k] += n
+	return m
+}
+
+// DayLayout formats an aggregate's day (UTC).
+const DayLayout = "2006-01-02"
+
+// AggregateKey names one aggregate.
+type AggregateKey struct {
+	// Day is the records' day, in DayLayout (UTC).
+	Day string
+	// User, KeyID, Model and Currency are the records' own.
+	User, KeyID, Model, Currency string
+}
+
+// KeyOf is the aggregate that rec counts in.
+func KeyOf(rec *Record) AggregateKey {
+	return AggregateKey{Day: rec.Time.UTC().Format(DayLayout), User: rec.User, KeyID: rec.KeyID, Model: rec.Model, Currency: rec.Currency}
+}
+
+// Aggregate is the totals of one day, user, key, model and currency.
+type Aggregate struct {
+	AggregateKey
+	Totals
+}
+
+// UsageFilter selects aggregates. Empty fields match everything.
+type UsageFilter struct {
+	// User, KeyID and Model must match exactly when set.
+	User, KeyID, Model string
+	// Since and Until bound the day, both inclusive, in DayLayout.
+	Since, Until string
+}
+
+// Ledger is the durable record of settled requests and tasks, with the
+// aggregates and spend counters derived from it.
+//
+// Guarantees every implementation keeps:
+//
+//   - Durability: when Append or Insert returns nil, its records survive a
+//     crash of the process (kill -9) and of the machine as far as the
+//     backend's storage syncs (Badger: the journal is fdatasync'ed per
+//     batch; PostgreSQL: the transaction committed). A client's last byte
+//     waits for this, so a backend must make a batch cheap: one sync or
+//     one transaction for all records of a call.
+//   - Consistency: the aggregates (Usage) and spend counters
+//     (Budgets.Spend) count exactly the records that Records returns,
+//     each once, once Flush has returned. An implementation may count
+//     appended records a little later than it makes them durable
+//     (Badger: within 50 ms), never fewer or twice, and never loses the
+//     count across a crash.
+//   - Retention: records older than the retention given to the backend are
+//     dropped (with the records only; aggregates and spend stay).
+type Ledger interface {
+	// Append makes recs durable in one batch. Their IDs must be new (a
+	// request's random id): an implementation need not look them up, so a
+	// repeated ID may be stored twice (Badger) or skipped (PostgreSQL's ON
+	// CONFLICT DO NOTHING); callers never rely on either. On error nothing
+	// of recs is counted and the caller may retry the whole batch.
+	Append(ctx context.Context, recs []Record) error
+	// Insert makes rec durable at once, idempotently on rec.ID: it reports
+	// whether rec was new, and inserting an ID that an earlier Insert
+	// wrote changes nothing and reports false. It is for records whose ID
+	// may come again, such as a task's charge after a crash.
+	Insert(ctx context.Context, rec Record) (bool, error)
+	// Get returns the record that Insert wrote with id, or ErrNotFound.
+	// Records of Append may be found too; callers do not rely on it.
+	Get(ctx context.Context, id string) (Record, error)
+	// Records calls fn for every record with since <= Time < until (a zero
+	// bound is open) within the retention, in the order they were written.
+	// fn may return ErrStop. Appended records are included once Flush
+	// returned.
+	Records(ctx context.Context, since, until time.Time, fn func(Record) error) error
+	// Usage calls fn for every aggregate that f selects, in day order.
+	// fn may return ErrStop.
+	Usage(ctx context.Context, f UsageFilter, fn func(Aggregate) error) error
+	// Flush returns once every record appended before the call is counted
+	// in the aggregates and spend counters, or ctx ends.
+	Flush(ctx context.Context) error
+	// Err reports why the ledger refuses records for good (for example a
+	// failed sync: nothing written since can be trusted to be on disk), or
+	// nil. The gateway must be restarted once the storage is healthy.
+	Err() error
+	// Close counts what is left and releases the ledger. Calls after Close
+	// fail.
+	Close() error
+}
+
+// Intents keeps, for every request about to reach an upstream, the record
+// it would leave if its instance died before settling it. An intent
+// survives a crash of its instance's process; it is resolved by Resolve
+// (its record is durable) or Abandon (it never reached an upstream).
+type Intents interface {
+	// Add records the intent rec (the record the request leaves with
+	// outcome "interrupted" if it is never settled). It must be cheap: it
+	// is on every request's path (Badger: an unsynced append).
+	Add(rec Record) error
+	// Resolve forgets the intents of ids, whose records are durable.
+	Resolve(ids []string)
+	// Abandon forgets the intent of id so that it is never reported by
+	// Interrupted.
+	Abandon(id string)
+	// Interrupted returns, once per instance, the intents that a stopped
+	// instance left unresolved and whose records are not in the ledger:
+	// requests that had reached an upstream when it stopped. The caller
+	// prices them, appends them to the ledger and then resolves them. An
+	// intent whose record is in the ledger is resolved by Interrupted
+	// itself. With a shared backend, an instance's intents are reported to
+	// another once the dead instance's lease expired.
+	Interrupted(ctx context.Context) ([]Record, error)
+}
