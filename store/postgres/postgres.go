@@ -12,11 +12,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
 )
+
+// instanceLease is how long an instance counts as alive after its last
+// heartbeat; it renews it every third of that. The intents of an instance
+// that died are taken over once its lease expired.
+const instanceLease = 15 * time.Second
 
 // Options configures Open.
 type Options struct {
@@ -24,19 +32,30 @@ type Options struct {
 	// or in keyword form (host=… dbname=…); pool settings such as
 	// pool_max_conns may be added to it.
 	DSN string
+	// Retention is how long ledger records are kept; zero keeps them
+	// forever.
+	Retention time.Duration
 	// Logger receives the backend's own log lines; nil discards them.
 	Logger *zap.Logger
 }
 
 // DB is an open PostgreSQL backend: a connection pool on a migrated
-// schema.
+// schema, registered as one gateway instance.
 type DB struct {
-	pool *pgxpool.Pool
-	log  *zap.Logger
+	pool      *pgxpool.Pool
+	log       *zap.Logger
+	retention time.Duration
+	// instance is this process's id in air_instances.
+	instance string
+
+	intents   *Intents
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
-// Open connects to the database, applies the migrations it lacks and
-// returns the backend.
+// Open connects to the database, applies the migrations it lacks,
+// registers the instance and starts its heartbeat.
 func Open(ctx context.Context, o Options) (*DB, error) {
 	pool, err := Connect(ctx, o.DSN)
 	if err != nil {
@@ -54,7 +73,16 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	for _, m := range applied {
 		log.Info("applied schema migration", zap.Int64("version", m.Version), zap.String("name", m.Name))
 	}
-	return &DB{pool: pool, log: log}, nil
+	db := &DB{pool: pool, log: log, retention: o.Retention, instance: newID(), done: make(chan struct{})}
+	if err := db.heartbeat(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: registering the instance: %w", err)
+	}
+	hbCtx, cancel := context.WithCancel(context.Background())
+	db.stop = cancel
+	go db.beat(hbCtx)
+	db.intents = newIntents(db)
+	return db, nil
 }
 
 // Connect opens a pool on dsn and checks that the server answers, within
@@ -81,11 +109,64 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// Repos returns the backend's repositories; their Closer closes db.
+func (db *DB) Repos() store.Repos {
+	return store.Repos{
+		Keys:       &Keys{db: db},
+		Ledger:     &Ledger{db: db, retention: db.retention},
+		Intents:    db.intents,
+		Budgets:    &Budgets{db: db},
+		RateLimits: &RateLimits{db: db},
+		Tasks:      &Tasks{db: db},
+		Media:      &Media{db: db},
+		Responses:  &Responses{db: db},
+		Closer:     db,
+	}
+}
+
 // Pool returns the connection pool.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
-// Close closes the pool.
+// Instance returns this instance's id.
+func (db *DB) Instance() string { return db.instance }
+
+// heartbeat renews the instance's lease.
+func (db *DB) heartbeat(ctx context.Context) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO air_instances (id, started, expires) VALUES ($1, now(), now() + $2::interval)
+		ON CONFLICT (id) DO UPDATE SET expires = EXCLUDED.expires`, db.instance, instanceLease)
+	return err
+}
+
+func (db *DB) beat(ctx context.Context) {
+	defer close(db.done)
+	t := time.NewTicker(instanceLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := db.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				db.log.Warn("renewing the instance lease failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// Close writes the queued intents, ends the instance's lease (its
+// unresolved intents are then taken over by the next Interrupted of any
+// instance) and closes the pool.
 func (db *DB) Close() error {
-	db.pool.Close()
+	db.closeOnce.Do(func() {
+		db.intents.close()
+		db.stop()
+		<-db.done
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := db.pool.Exec(ctx, `UPDATE air_instances SET expires = now() WHERE id = $1`, db.instance); err != nil {
+			db.log.Warn("ending the instance lease failed", zap.Error(err))
+		}
+		db.pool.Close()
+	})
 	return nil
 }
