@@ -41,10 +41,10 @@ func recordArgs(recs []store.Record) []any {
 	n := len(recs)
 	var (
 		ids, endpoints, users, keyIDs, models, providers, sources, outcomes, currencies = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		ts                                                                                = make([]time.Time, n)
-		input, cacheCreation, cacheRead, output, reasoning, videoMS, cost                 = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		status, images, tier                                                              = make([]int32, n), make([]int32, n), make([]int32, n)
-		priced                                                                            = make([]bool, n)
+		ts                                                                              = make([]time.Time, n)
+		input, cacheCreation, cacheRead, output, reasoning, videoMS, cost               = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		status, images, tier                                                            = make([]int32, n), make([]int32, n), make([]int32, n)
+		priced                                                                          = make([]bool, n)
 	)
 	for i := range recs {
 		r := &recs[i]
