@@ -2,12 +2,9 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,17 +14,18 @@ import (
 
 // Budgets enforces the spend and rate limits of users and API keys. It
 // keeps every subject's spend of the current month and of all time in
-// memory, loaded from the store at start and updated as requests settle,
-// so admission never touches the store. The process must be the only
-// writer of its store, and one Budgets must serve it (keep it across config
-// reloads, as the Ledger).
+// memory, loaded from the backend at start (store.Budgets) and updated as
+// requests settle, so admission never touches the backend. The process
+// must be the only writer of its backend, and one Budgets must serve it
+// (keep it across config reloads, as the Ledger); budgets shared by
+// several instances take leases (store.Budgets.Reserve) instead.
 //
 // Admission reserves each request's estimated cost and tokens; settling
 // replaces the estimate by the actual cost. A request is admitted only
 // while spend plus reservations are below the limit, so concurrent requests
 // overspend by at most one request's cost when estimates hold.
 type Budgets struct {
-	s store.Store
+	s store.Budgets
 
 	// Now returns the current time. Tests replace it; set it before use.
 	Now func() time.Time
@@ -57,20 +55,12 @@ type spendSlot struct {
 	currency, period string
 }
 
-// NewBudgets loads the limits and the current spend kept in s.
-func NewBudgets(ctx context.Context, s store.Store) (*Budgets, error) {
-	b := &Budgets{s: s, Now: time.Now, accounts: map[subjectKey]*account{}}
-	err := s.Scan(ctx, []byte(prefixLimits), store.ScanOptions{}, func(k, v []byte) error {
-		sk, ok := parseSubject(strings.TrimPrefix(string(k), prefixLimits))
-		if !ok {
-			return nil
-		}
-		var lim Limits
-		if err := json.Unmarshal(v, &lim); err != nil {
-			return fmt.Errorf("decoding limits %s: %w", k, err)
-		}
-		acc := b.account(sk)
-		acc.limits, acc.hasLimits = lim, true
+// NewBudgets loads the limits and the current spend kept in r.
+func NewBudgets(ctx context.Context, r store.Budgets) (*Budgets, error) {
+	b := &Budgets{s: r, Now: time.Now, accounts: map[subjectKey]*account{}}
+	err := r.Limits(ctx, func(s store.Subject, lim store.Limits) error {
+		acc := b.account(subjectKey{Scope(s.Scope), s.ID})
+		acc.limits, acc.hasLimits = limitsFromStore(lim), true
 		return nil
 	})
 	if err != nil {
@@ -78,40 +68,14 @@ func NewBudgets(ctx context.Context, s store.Store) (*Budgets, error) {
 	}
 	// Monthly counters expire a few months after their month, so loading all
 	// of them is cheap, and it does not depend on the clock.
-	err = s.Scan(ctx, []byte(prefixSpend), store.ScanOptions{}, func(k, v []byte) error {
-		parts := strings.Split(strings.TrimPrefix(string(k), prefixSpend), "/")
-		if len(parts) != 4 {
-			return nil
-		}
-		sk, ok := parseSubject(parts[0] + "/" + parts[1])
-		if !ok {
-			return nil
-		}
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil {
-			return fmt.Errorf("decoding spend %s: %w", k, err)
-		}
-		b.account(sk).spent[spendSlot{unesc(parts[2]), parts[3]}] = Amount(n)
+	err = r.Spend(ctx, func(sp store.Spend) error {
+		b.account(subjectKey{Scope(sp.Scope), sp.ID}).spent[spendSlot{sp.Currency, sp.Period}] = Amount(sp.Amount)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading spend: %w", err)
 	}
 	return b, nil
-}
-
-// parseSubject parses "<u|k>/<escaped id>".
-func parseSubject(s string) (subjectKey, bool) {
-	short, id, ok := strings.Cut(s, "/")
-	switch {
-	case !ok:
-		return subjectKey{}, false
-	case short == "u":
-		return subjectKey{ScopeUser, unesc(id)}, true
-	case short == "k":
-		return subjectKey{ScopeKey, unesc(id)}, true
-	}
-	return subjectKey{}, false
 }
 
 // account returns the account of sk, creating it. b.mu must be held (or b

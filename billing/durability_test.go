@@ -93,7 +93,7 @@ func TestLedgerSettlesInterrupted(t *testing.T) {
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l.Close() // as if killed: lost-1 and lost-2 had reached an upstream
+	closeLedger(l) // as if killed: lost-1 and lost-2 had reached an upstream
 
 	price := func(rec Record) Record {
 		rec.Priced, rec.Currency, rec.Cost = true, "USD", 999 // the engine's rule zeroes it; here the ledger keeps it
@@ -119,7 +119,7 @@ func TestLedgerSettlesInterrupted(t *testing.T) {
 		if got := fmt.Sprint(outcomes); got != "[ok/reported interrupted/estimated interrupted/estimated]" {
 			t.Errorf("round %d: outcomes %s", round, got)
 		}
-		l.Close()
+		closeLedger(l)
 	}
 }
 
@@ -150,7 +150,7 @@ func TestLedgerGetChecksID(t *testing.T) {
 	if _, err := l.Write(ctx, testRecord("task-1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	l.Close()
+	closeLedger(l)
 	// The machine lost the journal's last page: the segment is empty again.
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if len(segs) != 1 || os.Truncate(segs[0], 0) != nil {

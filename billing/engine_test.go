@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/store/badger"
 )
 
 // claudeUsage costs 1000×3/1e6 + 100×15/1e6 = 0.0045 USD on claude-x.
@@ -88,7 +89,7 @@ func TestConcurrentAdmitStaysWithinBudget(t *testing.T) {
 	}
 
 	// A restarted process loads the same spend from the store and refuses.
-	b2, err := NewBudgets(ctx, te.s)
+	b2, err := NewBudgets(ctx, badger.NewBudgets(te.s))
 	if err != nil {
 		t.Fatal(err)
 	}

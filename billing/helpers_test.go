@@ -2,10 +2,10 @@ package billing
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
 
 	"github.com/caddy-air/caddy-air/internal/fakeclock"
@@ -22,37 +22,54 @@ func openStore(t testing.TB) *badger.DB {
 	return db
 }
 
-// newLedger returns a ledger on s, with its journal in a new temporary
-// directory, that is closed before s.
-func newLedger(t testing.TB, s store.Store, retention time.Duration) *Ledger {
+// newLedger returns a ledger on a Badger ledger on s, with its journal in
+// a new temporary directory, that is closed before s.
+func newLedger(t testing.TB, s badger.KV, retention time.Duration) *Ledger {
 	t.Helper()
 	return newLedgerIn(t, s, t.TempDir(), retention)
 }
 
-// newLedgerIn returns a ledger on s with its journal in dir that is closed
-// before s.
-func newLedgerIn(t testing.TB, s store.Store, dir string, retention time.Duration) *Ledger {
+// backends holds the Badger ledger under each test ledger.
+var backends sync.Map // *Ledger → *badger.Ledger
+
+// newLedgerIn returns a ledger on a Badger ledger on s with its journal in
+// dir that is closed before s.
+func newLedgerIn(t testing.TB, s badger.KV, dir string, retention time.Duration) *Ledger {
 	t.Helper()
-	l, err := NewLedger(s, dir, retention, nil)
+	bl, err := badger.OpenLedger(s, dir, retention, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
+	l := NewLedger(bl, bl.Intents(), nil)
+	backends.Store(l, bl)
+	t.Cleanup(func() { closeLedger(l) })
 	return l
+}
+
+// closeLedger closes l and then its Badger ledger, as the gateway does
+// when it stops.
+func closeLedger(l *Ledger) error {
+	err := l.Close()
+	if bl, ok := backends.LoadAndDelete(l); ok {
+		if berr := bl.(*badger.Ledger).Close(); err == nil {
+			err = berr
+		}
+	}
+	return err
 }
 
 // testEngine is an engine on a fresh store with the test prices and a fake
 // clock.
 type testEngine struct {
 	*Engine
-	s     store.Store
+	s     *badger.DB
 	clock *fakeclock.Clock
 }
 
 func newTestEngine(t testing.TB) *testEngine {
 	t.Helper()
 	s := openStore(t)
-	b, err := NewBudgets(context.Background(), s)
+	b, err := NewBudgets(context.Background(), badger.NewBudgets(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,11 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Limits are the spend and rate limits of a user or an API key. A zero
@@ -75,13 +76,9 @@ func (b *Budgets) SetLimits(ctx context.Context, scope Scope, id string, lim Lim
 	if err := lim.validate(); err != nil {
 		return err
 	}
-	val, err := json.Marshal(lim)
-	if err != nil {
-		return err
-	}
 	b.setMu.Lock()
 	defer b.setMu.Unlock()
-	if err := b.s.Set(ctx, limitsKey(scope, id), val, 0); err != nil {
+	if err := b.s.SetLimits(ctx, store.Subject{Scope: store.Scope(scope), ID: id}, lim.toStore()); err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -100,7 +97,7 @@ func (b *Budgets) DeleteLimits(ctx context.Context, scope Scope, id string) erro
 	}
 	b.setMu.Lock()
 	defer b.setMu.Unlock()
-	if err := b.s.Delete(ctx, limitsKey(scope, id)); err != nil {
+	if err := b.s.DeleteLimits(ctx, store.Subject{Scope: store.Scope(scope), ID: id}); err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -132,4 +129,14 @@ type CurrencySpend struct {
 	Total Amount `json:"total"`
 	// Reserved is the estimated cost of requests in flight.
 	Reserved Amount `json:"reserved"`
+}
+
+// toStore returns l's storage shape.
+func (l Limits) toStore() store.Limits {
+	return store.Limits{Currency: l.Currency, Monthly: int64(l.Monthly), Total: int64(l.Total), RPM: l.RPM, TPM: l.TPM}
+}
+
+// limitsFromStore returns the limits of a storage shape.
+func limitsFromStore(s store.Limits) Limits {
+	return Limits{Currency: s.Currency, Monthly: Amount(s.Monthly), Total: Amount(s.Total), RPM: s.RPM, TPM: s.TPM}
 }

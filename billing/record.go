@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"time"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Endpoints recorded in Record.Endpoint.
@@ -97,4 +99,24 @@ func newRecordID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return "rec_" + hex.EncodeToString(b)
+}
+
+// toStore returns rec's storage shape.
+func (rec *Record) toStore() store.Record {
+	return store.Record{
+		ID: rec.ID, Time: rec.Time, Endpoint: rec.Endpoint, User: rec.User, KeyID: rec.KeyID,
+		Model: rec.Model, Provider: rec.Provider, Usage: store.Usage(rec.Usage), Source: string(rec.Source),
+		Status: rec.Status, Outcome: rec.Outcome, Images: rec.Images, VideoMillis: rec.VideoMillis,
+		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: int64(rec.Cost),
+	}
+}
+
+// recordFromStore returns the record of a storage shape.
+func recordFromStore(s *store.Record) Record {
+	return Record{
+		ID: s.ID, Time: s.Time, Endpoint: s.Endpoint, User: s.User, KeyID: s.KeyID,
+		Model: s.Model, Provider: s.Provider, Usage: Usage(s.Usage), Source: Source(s.Source),
+		Status: s.Status, Outcome: s.Outcome, Images: s.Images, VideoMillis: s.VideoMillis,
+		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: Amount(s.Cost),
+	}
 }

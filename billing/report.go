@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -52,10 +51,6 @@ type ReportTotal struct {
 	Totals
 }
 
-// maxDayScans is the longest range that Report reads day by day; longer
-// ranges scan every aggregate once.
-const maxDayScans = 400
-
 // Report sums the aggregates selected by f. Aggregates are per UTC day, so
 // Since and Until select whole days. Records enqueued but not yet written
 // are not included; Flush first to include them.
@@ -63,66 +58,34 @@ func (l *Ledger) Report(ctx context.Context, f ReportFilter) (*Report, error) {
 	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
 		return nil, fmt.Errorf("report: until (%s) is before since (%s)", f.Until.Format(dayLayout), f.Since.Format(dayLayout))
 	}
-	var from, to string
+	uf := store.UsageFilter{User: f.User, KeyID: f.KeyID, Model: f.Model}
 	if !f.Since.IsZero() {
-		from = f.Since.UTC().Format(dayLayout)
+		uf.Since = f.Since.UTC().Format(dayLayout)
 	}
 	if !f.Until.IsZero() {
-		to = f.Until.UTC().Format(dayLayout)
+		uf.Until = f.Until.UTC().Format(dayLayout)
 	}
 	rows := map[aggKey]*ReportRow{}
-	visit := func(k, v []byte) error {
-		ak, ok := parseAggKey(k)
-		if !ok || ak.day < from {
-			return nil
-		}
-		if to != "" && ak.day > to {
-			return store.ErrStop
-		}
-		if f.User != "" && ak.user != f.User || f.KeyID != "" && ak.key != f.KeyID || f.Model != "" && ak.model != f.Model {
-			return nil
-		}
-		var t Totals
-		if err := json.Unmarshal(v, &t); err != nil {
-			return fmt.Errorf("decoding aggregate %s: %w", k, err)
-		}
-		rk := aggKey{day: ak.day, model: ak.model, currency: ak.currency}
+	err := l.repo.Usage(ctx, uf, func(a store.Aggregate) error {
+		rk := aggKey{day: a.Day, model: a.Model, currency: a.Currency}
 		row := rows[rk]
 		if row == nil {
-			row = &ReportRow{Day: ak.day, Model: ak.model, Currency: ak.currency}
+			row = &ReportRow{Day: a.Day, Model: a.Model, Currency: a.Currency}
 			rows[rk] = row
 		}
+		t := totalsFromStore(&a.Totals)
 		row.merge(&t)
 		return nil
-	}
-	if err := l.scanDays(ctx, f, visit); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	return buildReport(rows), nil
 }
 
-// scanDays visits the aggregates of f's days: day by day when the range is
-// bounded and short, else in one scan of all aggregates.
-func (l *Ledger) scanDays(ctx context.Context, f ReportFilter, visit func(k, v []byte) error) error {
-	if f.Since.IsZero() {
-		return l.s.Scan(ctx, []byte(prefixAggregates), store.ScanOptions{}, visit)
-	}
-	until := f.Until
-	if until.IsZero() {
-		until = time.Now()
-	}
-	first := f.Since.UTC().Truncate(24 * time.Hour)
-	last := until.UTC().Truncate(24 * time.Hour)
-	if last.Sub(first) > maxDayScans*24*time.Hour {
-		return l.s.Scan(ctx, []byte(prefixAggregates), store.ScanOptions{}, visit)
-	}
-	for d := first; !d.After(last); d = d.AddDate(0, 0, 1) {
-		prefix := []byte(prefixAggregates + d.Format(dayLayout) + "/")
-		if err := l.s.Scan(ctx, prefix, store.ScanOptions{}, visit); err != nil {
-			return err
-		}
-	}
-	return nil
+// aggKey identifies a row of a report: a day, model and currency.
+type aggKey struct {
+	day, model, currency string
 }
 
 // buildReport sorts rows and sums them per currency.

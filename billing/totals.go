@@ -1,5 +1,7 @@
 package billing
 
+import "github.com/caddy-air/caddy-air/store"
+
 // Totals sums ledger records. Aggregates are stored as Totals and reports
 // are made of them.
 type Totals struct {
@@ -65,4 +67,19 @@ func (t *Totals) merge(o *Totals) {
 		}
 		t.Outcomes[k] += v
 	}
+}
+
+// totalsFromStore returns the totals of a storage shape.
+func totalsFromStore(s *store.Totals) Totals {
+	t := Totals{
+		Requests: s.Requests, Unpriced: s.Unpriced, Usage: Usage(s.Usage),
+		Images: s.Images, VideoMillis: s.VideoMillis, Cost: Amount(s.Cost), Outcomes: s.Outcomes,
+	}
+	for k, v := range s.Sources {
+		if t.Sources == nil {
+			t.Sources = map[Source]int64{}
+		}
+		t.Sources[Source(k)] = v
+	}
+	return t
 }

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
-// run is the writer: it commits queued records in batches, one journal
-// write and one sync each (group commit), reports them durable, and counts
-// them in the store at most countLinger later, until the ledger is closed
-// and its queue is empty.
+// run is the writer: it hands queued records to the backend in batches,
+// one store.Ledger.Append each (group commit), and reports them durable,
+// until the ledger is closed and its queue is empty.
 //
 // A batch holds every record queued since the previous one. Syncs are
 // paced (pace): a batch waits until the commit interval has passed since
@@ -48,10 +49,7 @@ func (l *Ledger) run() {
 			if len(jobs) == 0 {
 				break // only retries: wait for new records or the timer
 			}
-			// Under steady load the queue never empties: count as due.
-			l.countDue(false)
 		}
-		wait := l.countDue(closed)
 		if closed && l.Queued() == 0 {
 			if len(retry) > 0 {
 				for _, j := range retry {
@@ -59,10 +57,6 @@ func (l *Ledger) run() {
 				}
 			}
 			return
-		}
-		if wait > 0 && !armed {
-			timer.Reset(wait)
-			armed = true
 		}
 		if len(retry) > 0 && !armed {
 			timer.Reset(retryInterval)
@@ -72,7 +66,7 @@ func (l *Ledger) run() {
 }
 
 // DefaultCommitInterval is the least time between the starts of two
-// journal syncs: records that arrive meanwhile wait and share the next
+// batches, and so of two journal syncs on Badger: records that arrive meanwhile wait and share the next
 // sync. A sync costs about 300 µs of CPU on this project's virtual disks
 // whatever it carries, so syncing each request alone costs more than a
 // bare reverse proxy spends on the request itself. Spacing syncs by 25 ms
@@ -130,13 +124,19 @@ func (l *Ledger) writeJobs(jobs, retry []job) []job {
 			}
 		}
 		err := l.appendBatch(recs)
-		if err == nil {
-			l.intents.resolve(recs)
+		if err == nil && len(recs) > 0 {
+			ids := make([]string, len(recs))
+			for i, rec := range recs {
+				ids[i] = rec.ID
+			}
+			l.intents.Resolve(ids)
 		}
 		for i := range batch {
 			j := &batch[i]
 			if j.flushed != nil {
-				l.countNow()
+				if err := l.repo.Flush(context.Background()); err != nil {
+					l.log.Error("counting ledger records; tried again later, and at the next start", zap.Error(err))
+				}
 				close(j.flushed)
 				continue
 			}
@@ -160,58 +160,34 @@ func (l *Ledger) writeJobs(jobs, retry []job) []job {
 	return failed
 }
 
-// appendBatch appends and syncs recs and keeps them to be counted.
+// appendBatch makes recs durable in one store.Ledger.Append.
 func (l *Ledger) appendBatch(recs []*Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
-	switch {
-	case l.jclosed:
-		return errorString("ledger closed")
-	case l.broken != nil:
-		return l.broken
+	batch := make([]store.Record, len(recs))
+	for i, rec := range recs {
+		batch[i] = rec.toStore()
 	}
-	if _, _, err := l.appendLocked(recs, false); err != nil {
+	t := time.Now()
+	l.lastSync.Store(t.UnixNano())
+	if err := l.repo.Append(context.Background(), batch); err != nil {
 		return err
 	}
-	if !l.rescan {
-		l.uncounted = append(l.uncounted, recs...)
-	}
+	l.stats.synced(len(recs), time.Since(t))
 	return nil
 }
-
-// countDue counts the uncounted records if they have waited countLinger
-// (or now, when closing), and otherwise returns how long until they have.
-func (l *Ledger) countDue(now bool) time.Duration {
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
-	if l.jclosed || l.j.End() == l.countedEnd() {
-		return 0
-	}
-	if wait := countLinger - time.Since(l.lastCount); !now && wait > 0 {
-		return wait
-	}
-	if err := l.countLocked(context.Background()); err != nil {
-		l.log.Error("counting ledger records in the store; tried again later, and at the next start", zap.Error(err))
-		return retryInterval
-	}
-	return 0
-}
-
-// countNow counts the uncounted records at once.
-func (l *Ledger) countNow() { l.countDue(true) }
 
 // LedgerStats is the writer's state, for health checks and metrics.
 type LedgerStats struct {
 	// Queued is the number of records waiting for the writer.
 	Queued int
-	// Batches is the number of journal syncs so far.
+	// Batches is the number of batches made durable so far (journal
+	// syncs on Badger).
 	Batches int64
-	// Records is the number of records synced so far.
+	// Records is the number of records made durable so far.
 	Records int64
-	// LastSync is how long the last sync took.
+	// LastSync is how long the last batch took to be made durable.
 	LastSync time.Duration
 	// Broken is why the ledger refuses records, if it does.
 	Broken string

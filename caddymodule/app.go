@@ -352,7 +352,7 @@ func (a *App) Validate() error {
 // work.
 func (a *App) Start() error {
 	val, _, err := statePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		return openState(a.Storage.Dir, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
+		return openState(a.Storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
 	})
 	if err != nil {
 		return err

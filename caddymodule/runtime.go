@@ -36,8 +36,8 @@ func (a *App) loadPrices() (*billing.PriceTable, error) {
 func (a *App) startRuntime(st *state) (*runtime, error) {
 	engine := billing.NewEngine(a.prices, st.ledger, st.budgets)
 	svc, err := tasks.New(tasks.Config{
-		Store:                st.tasks,
-		Media:                st.media,
+		Store:                st.repos.Tasks,
+		Media:                st.repos.Media,
 		Routes:               a.routes,
 		Client:               &http.Client{Transport: a.transport.Transport},
 		Biller:               taskBiller{engine},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,25 +15,24 @@ import (
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
-	"github.com/caddy-air/caddy-air/store/mediafs"
 )
 
-// statePool holds the state of each storage directory across config
-// reloads. Badger locks its directory even within one process, and during a
-// reload the new config starts before the old one stops, so both must share
-// one open database.
+// statePool holds the state of each storage backend across config
+// reloads. Badger locks its directory even within one process, and during
+// a reload the new config starts before the old one stops, so both must
+// share one open backend.
 var statePool = caddy.NewUsagePool()
 
-// state is what outlives a config: the open store and the services whose
-// in-memory data must stay consistent with it.
+// state is what outlives a config: the backend's repositories and the
+// services whose in-memory data must stay consistent with them.
 type state struct {
-	store   *badger.DB
-	media   store.MediaStore
-	tasks   store.Tasks
+	repos   store.Repos
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
 	guard   *storageGuard
+	// stop ends the services' watches of the repositories.
+	stop context.CancelFunc
 	// interrupted settles, once, the requests the last stop interrupted.
 	interrupted sync.Once
 	// closed is set once the last config let go of the state: requests
@@ -42,49 +40,46 @@ type state struct {
 	closed atomic.Bool
 }
 
-// Folders of the storage directory: the ledger's journal and the
-// re-hosted media of tasks. Badger ignores folders in its directory.
-const (
-	ledgerDir = "ledger"
-	mediaDir  = "media"
-)
+// openRepos opens the repositories of s's backend. Validate has checked
+// that the backend exists.
+func openRepos(s *Storage, ledgerRetention time.Duration, log *zap.Logger) (store.Repos, error) {
+	switch s.Backend {
+	case "badger":
+		return badger.OpenRepos(badger.Config{Dir: s.Dir, LedgerRetention: ledgerRetention, Logger: log})
+	}
+	return store.Repos{}, fmt.Errorf("storage backend %q is not supported", s.Backend)
+}
 
-// openState opens the Badger store in dir, the ledger's journal in its
-// ledger folder, the media store in its media folder, and the services on
-// top of them.
-func openState(dir string, ledgerRetention time.Duration, minFree int64, log *zap.Logger) (*state, error) {
-	media, err := mediafs.Open(mediafs.Options{Dir: filepath.Join(dir, mediaDir)})
+// openState opens the backend that s selects and the services on top of
+// its repositories.
+func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *zap.Logger) (*state, error) {
+	repos, err := openRepos(s, ledgerRetention, log)
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(badger.Options{Dir: dir, Logger: log.Named("badger")})
+	ctx, stop := context.WithCancel(context.Background())
+	budgets, err := billing.NewBudgets(ctx, repos.Budgets)
 	if err != nil {
-		return nil, err
-	}
-	budgets, err := billing.NewBudgets(context.Background(), db)
-	if err != nil {
-		_ = db.Close()
+		stop()
+		_ = repos.Close()
 		return nil, fmt.Errorf("loading budgets: %w", err)
 	}
-	ledger, err := billing.NewLedger(db, filepath.Join(dir, ledgerDir), ledgerRetention, log.Named("ledger"))
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
+	ledger := billing.NewLedger(repos.Ledger, repos.Intents, log.Named("ledger"))
 	return &state{
-		store:   db,
-		media:   badger.WithLegacyMedia(media, db),
-		tasks:   badger.NewTasks(db),
-		keys:    keys.NewService(context.Background(), badger.NewKeys(db)),
+		repos:   repos,
+		keys:    keys.NewService(ctx, repos.Keys),
 		ledger:  ledger,
 		budgets: budgets,
-		guard:   newStorageGuard(dir, minFree, ledger.Backlogged, log.Named("storage")),
+		guard:   newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
+		stop:    stop,
 	}, nil
 }
 
-// Destruct closes the store once no config uses it.
+// Destruct drains the ledger and closes the backend once no config uses
+// it.
 func (s *state) Destruct() error {
 	s.closed.Store(true)
 	s.guard.close()
-	return errors.Join(s.ledger.Close(), s.store.Close())
+	s.stop()
+	return errors.Join(s.ledger.Close(), s.repos.Close())
 }

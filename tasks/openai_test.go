@@ -14,7 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/providers"
-	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/badger"
 )
 
 // mediaID returns the id at the end of a re-hosted URL, failing if the URL
@@ -277,7 +277,7 @@ func TestOpenAIVideoFailure(t *testing.T) {
 func runningCount(t *testing.T, e *env) int {
 	t.Helper()
 	n := 0
-	err := e.db.Scan(context.Background(), []byte("tr/"), store.ScanOptions{KeysOnly: true}, func(k, v []byte) error {
+	err := e.db.Scan(context.Background(), []byte("tr/"), badger.ScanOptions{KeysOnly: true}, func(k, v []byte) error {
 		n++
 		return nil
 	})

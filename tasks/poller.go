@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
 )
 
 // maxSweep bounds the tasks one sweep looks at; the rest wait for the next.

@@ -1,4 +1,4 @@
-// Package badger implements store.Store on an embedded Badger v4
+// Package badger implements KV on an embedded Badger v4
 // database with lean memory options, value-log garbage collection and
 // logging through zap.
 package badger
@@ -32,7 +32,7 @@ type Options struct {
 	InMemory bool
 }
 
-// DB is a store.Store backed by Badger.
+// DB is a KV backed by Badger.
 type DB struct {
 	db   *badger.DB
 	log  *zap.Logger
@@ -124,7 +124,7 @@ func (s *DB) RunGC() {
 	}
 }
 
-// Get implements store.Store.
+// Get implements KV.
 func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 	var out []byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -138,12 +138,12 @@ func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 	return out, err
 }
 
-// Set implements store.Store.
+// Set implements KV.
 func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
 	return s.db.Update(func(txn *badger.Txn) error { return setEntry(txn, key, value, ttl) })
 }
 
-// Delete implements store.Store.
+// Delete implements KV.
 func (s *DB) Delete(_ context.Context, key []byte) error {
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
@@ -151,8 +151,8 @@ func (s *DB) Delete(_ context.Context, key []byte) error {
 // maxConflictRetries bounds how often Update reruns a conflicting txn.
 const maxConflictRetries = 100
 
-// Update implements store.Store, retrying fn on transaction conflicts.
-func (s *DB) Update(ctx context.Context, fn func(store.Txn) error) error {
+// Update implements KV, retrying fn on transaction conflicts.
+func (s *DB) Update(ctx context.Context, fn func(Txn) error) error {
 	for i := 0; ; i++ {
 		err := s.db.Update(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
 		if !errors.Is(err, badger.ErrConflict) || i >= maxConflictRetries {
@@ -164,8 +164,8 @@ func (s *DB) Update(ctx context.Context, fn func(store.Txn) error) error {
 	}
 }
 
-// Scan implements store.Store.
-func (s *DB) Scan(ctx context.Context, prefix []byte, o store.ScanOptions, fn func(key, value []byte) error) error {
+// Scan implements KV.
+func (s *DB) Scan(ctx context.Context, prefix []byte, o ScanOptions, fn func(key, value []byte) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		io := badger.DefaultIteratorOptions
 		io.Prefix = prefix
@@ -257,4 +257,4 @@ func (l zapLogger) Infof(f string, a ...any)    { l.s.Debugf(f, a...) }
 func (l zapLogger) Debugf(f string, a ...any)   { l.s.Debugf(f, a...) }
 
 // Interface guard.
-var _ store.Store = (*DB)(nil)
+var _ KV = (*DB)(nil)

@@ -71,19 +71,19 @@ func TestScanOrder(t *testing.T) {
 		}
 	}
 	for i, tc := range []struct {
-		opts store.ScanOptions
+		opts ScanOptions
 		stop int
 		want string
 	}{
-		{store.ScanOptions{}, 0, "p/1,p/2,p/3,"},
-		{store.ScanOptions{Reverse: true}, 0, "p/3,p/2,p/1,"},
-		{store.ScanOptions{Reverse: true}, 2, "p/3,p/2,"},
-		{store.ScanOptions{KeysOnly: true}, 1, "p/1,"},
-		{store.ScanOptions{Start: []byte("p/2")}, 0, "p/2,p/3,"},
-		{store.ScanOptions{Start: []byte("p/15")}, 0, "p/2,p/3,"},
-		{store.ScanOptions{Start: []byte("p/4")}, 0, ""},
-		{store.ScanOptions{Start: []byte("a")}, 0, "p/1,p/2,p/3,"},
-		{store.ScanOptions{Start: []byte("p/2"), Reverse: true}, 0, "p/3,p/2,p/1,"},
+		{ScanOptions{}, 0, "p/1,p/2,p/3,"},
+		{ScanOptions{Reverse: true}, 0, "p/3,p/2,p/1,"},
+		{ScanOptions{Reverse: true}, 2, "p/3,p/2,"},
+		{ScanOptions{KeysOnly: true}, 1, "p/1,"},
+		{ScanOptions{Start: []byte("p/2")}, 0, "p/2,p/3,"},
+		{ScanOptions{Start: []byte("p/15")}, 0, "p/2,p/3,"},
+		{ScanOptions{Start: []byte("p/4")}, 0, ""},
+		{ScanOptions{Start: []byte("a")}, 0, "p/1,p/2,p/3,"},
+		{ScanOptions{Start: []byte("p/2"), Reverse: true}, 0, "p/3,p/2,p/1,"},
 	} {
 		got := ""
 		n := 0
@@ -116,7 +116,7 @@ func TestUpdateIsAtomic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := db.Update(ctx, func(tx store.Txn) error {
+			err := db.Update(ctx, func(tx Txn) error {
 				v, err := tx.Get([]byte("ctr"))
 				if err != nil && !errors.Is(err, store.ErrNotFound) {
 					return err

@@ -54,7 +54,7 @@ func (r *Keys) Create(ctx context.Context, k store.Key) error {
 	if err != nil {
 		return err
 	}
-	return r.db.Update(ctx, func(tx store.Txn) error {
+	return r.db.Update(ctx, func(tx Txn) error {
 		if _, err := tx.Get([]byte(keyIDPrefix + k.ID)); err == nil {
 			return fmt.Errorf("key id %s: %w", k.ID, store.ErrExists)
 		}
@@ -84,7 +84,7 @@ func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
 // List implements store.Keys.
 func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
 	var out []store.Key
-	err := r.db.Scan(ctx, []byte(keyHashPrefix), store.ScanOptions{}, func(k, val []byte) error {
+	err := r.db.Scan(ctx, []byte(keyHashPrefix), ScanOptions{}, func(k, val []byte) error {
 		var sk storedKey
 		if err := json.Unmarshal(val, &sk); err != nil {
 			return fmt.Errorf("decoding key: %w", err)
@@ -102,7 +102,7 @@ func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
 func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, error) {
 	var out store.Key
 	var fresh bool
-	err := r.db.Update(ctx, func(tx store.Txn) error {
+	err := r.db.Update(ctx, func(tx Txn) error {
 		fresh = false
 		hb, err := tx.Get([]byte(keyIDPrefix + id))
 		if err != nil {
@@ -157,7 +157,6 @@ func (r *Keys) Revocations(ctx context.Context, fn func(hash string)) {
 		r.mu.Unlock()
 	}()
 }
-
 
 // Interface guard.
 var _ store.Keys = (*Keys)(nil)

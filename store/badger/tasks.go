@@ -178,7 +178,7 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 // other claim or update of the task.
 func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.TaskRecord, error) {
 	var due []string
-	err := r.db.Scan(ctx, []byte(runPrefix), store.ScanOptions{}, func(k, v []byte) error {
+	err := r.db.Scan(ctx, []byte(runPrefix), ScanOptions{}, func(k, v []byte) error {
 		if len(v) == 8 && time.Unix(0, int64(binary.BigEndian.Uint64(v))).After(now) {
 			return nil
 		}
@@ -221,7 +221,7 @@ func (r *Tasks) ListByUser(ctx context.Context, user string, before time.Time, l
 	}
 	var ids []string
 	scanned := 0
-	err := r.db.Scan(ctx, prefix, store.ScanOptions{KeysOnly: true, Start: start}, func(k, _ []byte) error {
+	err := r.db.Scan(ctx, prefix, ScanOptions{KeysOnly: true, Start: start}, func(k, _ []byte) error {
 		if len(k) < len(prefix)+8 {
 			return nil
 		}

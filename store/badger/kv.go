@@ -1,19 +1,19 @@
-package store
+package badger
 
 import (
 	"context"
 	"time"
 )
 
-// The key-value interface below is what the domain packages persisted
-// through before the repository seam; it remains only while they move to
-// the repositories, and then lives inside store/badger.
+// KV is the key-value view of the DB that the repositories of this
+// package are written on (before the repository seam, every domain
+// package persisted through it). Tests wrap it to inject failures.
 
 // Txn is the view of the store inside an atomic Update. Reads see the
 // transaction's own writes. Values returned by Get are only valid until the
 // transaction ends; copy them to keep them.
 type Txn interface {
-	// Get returns the value stored under key, or ErrNotFound.
+	// Get returns the value stored under key, or store.ErrNotFound.
 	Get(key []byte) ([]byte, error)
 	// Set stores value under key. A ttl of zero means no expiry.
 	Set(key, value []byte, ttl time.Duration) error
@@ -33,9 +33,9 @@ type ScanOptions struct {
 	Start []byte
 }
 
-// Store is a durable, ordered key-value store with TTLs.
-type Store interface {
-	// Get returns a copy of the value stored under key, or ErrNotFound.
+// KV is a durable, ordered key-value store with TTLs.
+type KV interface {
+	// Get returns a copy of the value stored under key, or store.ErrNotFound.
 	Get(ctx context.Context, key []byte) ([]byte, error)
 	// Set stores value under key. A ttl of zero means no expiry.
 	Set(ctx context.Context, key, value []byte, ttl time.Duration) error
@@ -46,7 +46,7 @@ type Store interface {
 	// fn must not have side effects outside the transaction.
 	Update(ctx context.Context, fn func(Txn) error) error
 	// Scan calls fn for every live key that starts with prefix, in key
-	// order. key and value are only valid during the call. Returning ErrStop
+	// order. key and value are only valid during the call. Returning store.ErrStop
 	// from fn ends the scan and Scan returns nil; any other error ends the
 	// scan and is returned.
 	Scan(ctx context.Context, prefix []byte, opts ScanOptions, fn func(key, value []byte) error) error

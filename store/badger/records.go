@@ -1,15 +1,13 @@
-package billing
+package badger
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger/journal"
 )
 
@@ -17,17 +15,13 @@ import (
 // so its size is the gateway's write volume. A record is stored as a CBOR
 // array without field names, about a third of its JSON.
 //
-// Records are entries of the ledger's journal (package store/journal): a
-// header with the record's ID, then the CBOR array. Earlier versions kept records
-// in the store, as JSON and then as version 1 values (storedRecordV1 and
-// the array, the ID in the key); those are still read.
+// Records are entries of the ledger's journal (package
+// store/badger/journal): a header with the record's ID, then the CBOR
+// array. Versions before the journal kept records in the key-value store
+// (as JSON, then as "version 1" values); those are no longer read.
 
-// storedRecordV1 marks a value as a version 1 stored record: this byte,
-// then the CBOR array of storedRecord. A JSON record starts with '{'.
-const storedRecordV1 = 0x01
-
-// storedRecord is the version 1 stored form of a Record, encoded as a CBOR
-// array in field order. Fields may only ever be appended.
+// storedRecord is the stored form of a Record, encoded as a CBOR array in
+// field order. Fields may only ever be appended.
 type storedRecord struct {
 	_             struct{} `cbor:",toarray"`
 	TimeNanos     int64
@@ -41,7 +35,7 @@ type storedRecord struct {
 	CacheRead     int64
 	Output        int64
 	Reasoning     int64
-	Source        Source
+	Source        string
 	Status        int
 	Outcome       string
 	Images        int
@@ -49,11 +43,11 @@ type storedRecord struct {
 	Tier          int
 	Priced        bool
 	Currency      string
-	Cost          Amount
+	Cost          int64
 }
 
 // marshalStored returns the CBOR array of rec, without its ID.
-func marshalStored(rec *Record) ([]byte, error) {
+func marshalStored(rec *store.Record) ([]byte, error) {
 	return cbor.Marshal(storedRecord{
 		TimeNanos: rec.Time.UnixNano(), Endpoint: rec.Endpoint,
 		User: rec.User, KeyID: rec.KeyID, Model: rec.Model, Provider: rec.Provider,
@@ -66,15 +60,15 @@ func marshalStored(rec *Record) ([]byte, error) {
 }
 
 // unmarshalStored decodes the CBOR array of a record with id.
-func unmarshalStored(id string, b []byte) (Record, error) {
+func unmarshalStored(id string, b []byte) (store.Record, error) {
 	var s storedRecord
 	if err := cbor.Unmarshal(b, &s); err != nil {
-		return Record{}, err
+		return store.Record{}, err
 	}
-	return Record{
+	return store.Record{
 		ID: id, Time: time.Unix(0, s.TimeNanos).UTC(), Endpoint: s.Endpoint,
 		User: s.User, KeyID: s.KeyID, Model: s.Model, Provider: s.Provider,
-		Usage:  Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
+		Usage:  store.Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
 		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost,
@@ -87,19 +81,19 @@ func unmarshalStored(id string, b []byte) (Record, error) {
 // CBOR array of storedRecord.
 const journalEntryV1 = 0x02
 
-// entryIndexed flags an entry whose record was written with Write and so
+// entryIndexed flags an entry whose record was written with Insert and so
 // has an ID index entry.
 const entryIndexed = 1
 
 // entry is a decoded journal entry.
 type entry struct {
-	rec      Record
+	rec      store.Record
 	appended time.Time
 	indexed  bool
 }
 
 // encodeEntry returns the journal entry of rec, appended at appended.
-func encodeEntry(rec *Record, indexed bool, appended time.Time) ([]byte, error) {
+func encodeEntry(rec *store.Record, indexed bool, appended time.Time) ([]byte, error) {
 	arr, err := marshalStored(rec)
 	if err != nil {
 		return nil, err
@@ -135,47 +129,6 @@ func decodeEntry(b []byte) (entry, error) {
 	return e, nil
 }
 
-// decodeRecord returns the record stored, by an earlier version, under key
-// with value v.
-func decodeRecord(key, v []byte) (Record, error) {
-	var rec Record
-	if len(v) == 0 {
-		return rec, errors.New("empty value")
-	}
-	switch v[0] {
-	case '{':
-		err := json.Unmarshal(v, &rec)
-		return rec, err
-	case storedRecordV1:
-	default:
-		return rec, fmt.Errorf("unknown record format %#x", v[0])
-	}
-	id, ok := recordIDOf(key)
-	if !ok {
-		return rec, fmt.Errorf("malformed record key %q", key)
-	}
-	return unmarshalStored(id, v[1:])
-}
-
-// recordIDOf returns the record ID in a record key, current or legacy.
-func recordIDOf(key []byte) (string, bool) {
-	k := string(key)
-	var n int
-	switch {
-	case strings.HasPrefix(k, prefixRecordsV2):
-		n = len(prefixRecordsV2)
-	case strings.HasPrefix(k, prefixRecordsV1):
-		n = len(prefixRecordsV1)
-	default:
-		return "", false
-	}
-	i := strings.LastIndexByte(k, '/')
-	if i < n {
-		return "", false
-	}
-	return unesc(k[i+1:]), true
-}
-
 // indexJournal marks an ID index entry that holds a journal position: this
 // byte, then the position's 16 bytes.
 const indexJournal = 'j'
@@ -195,17 +148,4 @@ func journalPosFromIndex(v []byte) (journal.Pos, bool) {
 		return pos, false
 	}
 	return pos, true
-}
-
-// recordKeysFromIndex returns the store keys, most likely first, under
-// which an earlier version may have stored the record with id and ID index
-// entry v.
-func recordKeysFromIndex(id string, v []byte) [][]byte {
-	if len(v) != 8 {
-		return [][]byte{v} // the key itself
-	}
-	t := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
-	// Index entries of this form pointed into prefixRecordsV2, or, before
-	// that prefix, into prefixRecordsV1.
-	return [][]byte{recordKeyIn(prefixRecordsV2, t, id), recordKeyIn(prefixRecordsV1, t, id)}
 }

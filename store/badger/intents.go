@@ -1,4 +1,4 @@
-package billing
+package badger
 
 import (
 	"context"
@@ -10,43 +10,36 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger/journal"
 )
-
-// intentsDir is the folder of the ledger's journal folder that holds the
-// intents of requests in flight.
-const intentsDir = "intents"
 
 // intentSegmentSize is the size of an intent log segment: small, so that
 // segments whose intents are all resolved are deleted soon.
 const intentSegmentSize = 1 << 20
 
-// OutcomeInterrupted is the outcome of a request that had reached an
-// upstream when the gateway stopped (a crash, kill -9) before it could
-// settle it: the restart records it from its intent, with usage estimated
-// from the request and no cost (see SettleInterrupted).
-const OutcomeInterrupted = "interrupted"
-
-// intentLog keeps, for every request that is about to reach an upstream,
+// Intents is store.Intents on a journal of its own. It keeps, for every request that is about to reach an upstream,
 // an intent: the record it would leave if the gateway died before settling
 // it. Intents are appended to their own journal with a plain write (no
 // sync: they survive a crash of the process, which is what they are for)
 // and forgotten once the request's record is durable. Segments whose
 // intents are all resolved are deleted.
-type intentLog struct {
-	log *zap.Logger
+type Intents struct {
+	log    *zap.Logger
+	ledger *Ledger // where Interrupted looks for records
 
 	mu      sync.Mutex
 	j       *journal.Journal
 	open    map[string]uint64 // request id → segment of its intent
 	perSeg  map[uint64]int    // segment → intents not resolved
-	left    []Record          // intents found at open, for SettleInterrupted
-	settled bool              // SettleInterrupted ran
+	left    []store.Record    // intents found at open, for Interrupted
+	settled bool              // Interrupted ran
+	pending map[string]bool   // intents Interrupted reported and the caller has not resolved
 }
 
 // openIntents opens the intent log in dir and reads the intents that a
 // stopped gateway left.
-func openIntents(dir string, log *zap.Logger) (*intentLog, error) {
+func openIntents(l *Ledger, dir string, log *zap.Logger) (*Intents, error) {
 	// Preallocated: an append into zeros costs a few microseconds, where
 	// one that grows the file waits tens of them for the file system.
 	j, err := journal.Open(journal.Options{Dir: dir, SegmentSize: intentSegmentSize, Preallocate: intentSegmentSize / 4})
@@ -54,7 +47,7 @@ func openIntents(dir string, log *zap.Logger) (*intentLog, error) {
 		return nil, err
 	}
 	logRepair(log, "ledger intents", j.Repair())
-	il := &intentLog{log: log, j: j, open: map[string]uint64{}, perSeg: map[uint64]int{}}
+	il := &Intents{log: log, ledger: l, j: j, open: map[string]uint64{}, perSeg: map[uint64]int{}}
 	abandoned := map[string]bool{}
 	err = j.Scan(journal.Pos{}, journal.Pos{}, time.Time{}, func(pos journal.Pos, b []byte) error {
 		e, err := decodeEntry(b)
@@ -70,7 +63,7 @@ func openIntents(dir string, log *zap.Logger) (*intentLog, error) {
 		il.track(e.rec.ID, pos.Segment)
 		return nil
 	})
-	il.left = slices.DeleteFunc(il.left, func(rec Record) bool {
+	il.left = slices.DeleteFunc(il.left, func(rec store.Record) bool {
 		if abandoned[rec.ID] {
 			il.forget(rec.ID)
 			return true
@@ -86,7 +79,7 @@ func openIntents(dir string, log *zap.Logger) (*intentLog, error) {
 }
 
 // track counts an intent of segment seq as open.
-func (il *intentLog) track(id string, seq uint64) {
+func (il *Intents) track(id string, seq uint64) {
 	if _, dup := il.open[id]; dup {
 		return
 	}
@@ -94,9 +87,11 @@ func (il *intentLog) track(id string, seq uint64) {
 	il.perSeg[seq]++
 }
 
-// add appends the intent rec.
-func (il *intentLog) add(rec *Record) error {
-	b, err := encodeEntry(rec, false, time.Now())
+// Add implements store.Intents: an append to the intent journal, not
+// synced (an intent must survive a crash of the process, which the page
+// cache does).
+func (il *Intents) Add(rec store.Record) error {
+	b, err := encodeEntry(&rec, false, time.Now())
 	if err != nil {
 		return err
 	}
@@ -113,16 +108,23 @@ func (il *intentLog) add(rec *Record) error {
 	return nil
 }
 
-// resolve forgets the intents of recs, whose records are durable.
-func (il *intentLog) resolve(recs []*Record) {
+// Resolve implements store.Intents.
+func (il *Intents) Resolve(ids []string) {
 	il.mu.Lock()
 	defer il.mu.Unlock()
 	freed := false
-	for _, rec := range recs {
-		freed = il.forget(rec.ID) || freed
+	for _, id := range ids {
+		freed = il.forget(id) || freed
+		if il.pending != nil {
+			delete(il.pending, id)
+		}
 	}
 	if freed {
 		il.trim()
+	}
+	if il.pending != nil && len(il.pending) == 0 {
+		il.pending = nil
+		il.emptyPast(0) // every intent left by the stop is settled
 	}
 }
 
@@ -130,11 +132,11 @@ func (il *intentLog) resolve(recs []*Record) {
 // request never reached an upstream.
 const abandonedMark = "abandoned"
 
-// drop forgets the intent of a request that never reached an upstream,
-// and appends a mark so that a restart does not record it: this happens
-// only when no upstream could be reached, so its cost does not matter.
-func (il *intentLog) drop(id string) {
-	mark, err := encodeEntry(&Record{ID: id, Outcome: abandonedMark}, false, time.Now())
+// Abandon implements store.Intents: it forgets the intent of a request
+// that never reached an upstream, and appends a mark so that a restart
+// does not report it.
+func (il *Intents) Abandon(id string) {
+	mark, err := encodeEntry(&store.Record{ID: id, Outcome: abandonedMark}, false, time.Now())
 	il.mu.Lock()
 	defer il.mu.Unlock()
 	if _, ok := il.open[id]; !ok || il.j == nil {
@@ -153,7 +155,7 @@ func (il *intentLog) drop(id string) {
 
 // forget removes id's intent and reports whether its segment has no open
 // intent left.
-func (il *intentLog) forget(id string) bool {
+func (il *Intents) forget(id string) bool {
 	seq, ok := il.open[id]
 	if !ok {
 		return false
@@ -173,7 +175,7 @@ const trimAt = 64 << 10
 
 // trim deletes the segments before the first that has open intents, and
 // empties the last one once it holds none and has grown past trimAt.
-func (il *intentLog) trim() {
+func (il *Intents) trim() {
 	if il.j == nil {
 		return
 	}
@@ -190,7 +192,7 @@ func (il *intentLog) trim() {
 
 // emptyPast empties the last segment when it holds no open intent and has
 // grown past size bytes. il.mu must be held.
-func (il *intentLog) emptyPast(size int64) {
+func (il *Intents) emptyPast(size int64) {
 	if il.j == nil || len(il.perSeg) > 0 {
 		return
 	}
@@ -202,7 +204,7 @@ func (il *intentLog) emptyPast(size int64) {
 }
 
 // close closes the intent log.
-func (il *intentLog) close() error {
+func (il *Intents) close() error {
 	il.mu.Lock()
 	defer il.mu.Unlock()
 	if il.j == nil {
@@ -213,34 +215,16 @@ func (il *intentLog) close() error {
 	return err
 }
 
-// Intend records, before a request reaches an upstream, the record it
-// leaves if the gateway dies before settling it: rec, with outcome
-// interrupted. Settling a record with the same ID, or Abandon, resolves
-// the intent.
-func (l *Ledger) Intend(rec Record) error {
-	rec.fillDefaults(time.Now())
-	return l.intents.add(&rec)
-}
-
-// Abandon resolves the intent of a request that never reached an upstream
-// and leaves no record.
-func (l *Ledger) Abandon(id string) { l.intents.drop(id) }
-
-// SettleInterrupted records the intents that a stopped gateway left and
-// that have no record: requests that had reached an upstream when it
-// stopped. Each is written with outcome interrupted and usage source
-// estimated, priced by price; an intent whose request was settled before
-// the stop (its record is in the journal) is not recorded again. It runs
-// once per ledger and reports how many records it wrote.
-func (l *Ledger) SettleInterrupted(ctx context.Context, price func(Record) Record) (int, error) {
-	il := l.intents
+// Interrupted implements store.Intents: the intents left at open whose
+// records are not in the ledger's journal.
+func (il *Intents) Interrupted(ctx context.Context) ([]store.Record, error) {
 	il.mu.Lock()
 	left := il.left
 	done := il.settled
 	il.left, il.settled = nil, true
 	il.mu.Unlock()
 	if done || len(left) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	want := make(map[string]bool, len(left))
 	oldest := left[0].Time
@@ -252,39 +236,46 @@ func (l *Ledger) SettleInterrupted(ctx context.Context, price func(Record) Recor
 	}
 	// A record is appended after its intent: segments finished before the
 	// oldest intent hold none of them.
-	err := l.j.Scan(journal.Pos{}, journal.Pos{}, oldest.Add(-time.Minute), func(pos journal.Pos, b []byte) error {
+	err := il.ledger.j.Scan(journal.Pos{}, journal.Pos{}, oldest.Add(-time.Minute), func(pos journal.Pos, b []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if e, err := decodeEntry(b); err == nil && want[e.rec.ID] {
 			delete(want, e.rec.ID)
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("reading the ledger for interrupted requests: %w", err)
+		il.mu.Lock()
+		il.left, il.settled = left, false
+		il.mu.Unlock()
+		return nil, fmt.Errorf("reading the ledger for interrupted requests: %w", err)
 	}
-	var recs []*Record
-	for i := range left {
-		rec := &left[i]
-		if !want[rec.ID] {
-			continue
+	var out, recorded []store.Record
+	pending := map[string]bool{}
+	for _, rec := range left {
+		switch {
+		case pending[rec.ID]:
+			// An intent appended twice is reported once.
+		case want[rec.ID]:
+			out = append(out, rec)
+			pending[rec.ID] = true
+		default:
+			recorded = append(recorded, rec)
 		}
-		delete(want, rec.ID) // an intent appended twice is recorded once
-		rec.Outcome, rec.Source = OutcomeInterrupted, SourceEstimated
-		*rec = price(*rec)
-		recs = append(recs, rec)
 	}
-	if len(recs) > 0 {
-		if _, err := l.commit(ctx, recs, false); err != nil {
-			return 0, err
-		}
-		l.log.Warn("recorded requests interrupted by the last stop", zap.Int("records", len(recs)))
-	}
-	all := make([]*Record, len(left))
-	for i := range left {
-		all[i] = &left[i]
-	}
-	il.resolve(all)
 	il.mu.Lock()
-	il.emptyPast(0) // every intent left by the stop is settled
+	if len(pending) > 0 {
+		il.pending = pending
+	}
 	il.mu.Unlock()
-	return len(recs), nil
+	ids := make([]string, len(recorded))
+	for i, rec := range recorded {
+		ids[i] = rec.ID
+	}
+	il.Resolve(ids)
+	return out, nil
 }
+
+// Interface guard.
+var _ store.Intents = (*Intents)(nil)

@@ -1,0 +1,72 @@
+package badger
+
+import (
+	"errors"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/mediafs"
+)
+
+// Folders of the storage directory: the ledger's journal (with its
+// intents) and the re-hosted media. Badger ignores folders in its
+// directory.
+const (
+	LedgerDir = "ledger"
+	MediaDir  = "media"
+)
+
+// Config configures the Badger backend.
+type Config struct {
+	// Dir is the storage directory: the Badger database, with the ledger's
+	// journal and the media in folders of it.
+	Dir string
+	// LedgerRetention is how long ledger records are kept; zero means
+	// DefaultRetention.
+	LedgerRetention time.Duration
+	// Logger receives the backend's logs; nil discards them.
+	Logger *zap.Logger
+}
+
+// OpenRepos opens the Badger backend in c.Dir and returns its
+// repositories. Closing them closes the ledger, then the database.
+func OpenRepos(c Config) (store.Repos, error) {
+	log := c.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	media, err := mediafs.Open(mediafs.Options{Dir: filepath.Join(c.Dir, MediaDir)})
+	if err != nil {
+		return store.Repos{}, err
+	}
+	db, err := Open(Options{Dir: c.Dir, Logger: log.Named("badger")})
+	if err != nil {
+		return store.Repos{}, err
+	}
+	ledger, err := OpenLedger(db, filepath.Join(c.Dir, LedgerDir), c.LedgerRetention, log.Named("ledger"))
+	if err != nil {
+		_ = db.Close()
+		return store.Repos{}, err
+	}
+	return store.Repos{
+		Keys:       NewKeys(db),
+		Ledger:     ledger,
+		Intents:    ledger.Intents(),
+		Budgets:    NewBudgets(db),
+		RateLimits: NewRateLimits(),
+		Tasks:      NewTasks(db),
+		Media:      WithLegacyMedia(media, db),
+		Closer:     closer{ledger, db},
+	}, nil
+}
+
+// closer closes the ledger, then the database.
+type closer struct {
+	ledger *Ledger
+	db     *DB
+}
+
+func (c closer) Close() error { return errors.Join(c.ledger.Close(), c.db.Close()) }

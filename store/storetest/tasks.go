@@ -1,0 +1,189 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// RunTasks checks store.Tasks: insert and get, ErrExists, atomic updates,
+// claims of due working tasks only, exclusive within a lease and taken
+// over after it, and lists by user, newest first.
+func RunTasks(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := b.open(t)
+	r := h.r.Tasks
+	now := time.Now().Truncate(time.Millisecond)
+	task := func(id, user string, created time.Time, working bool, due time.Time) store.TaskRecord {
+		return store.TaskRecord{ID: id, User: user, Created: created, Expires: now.Add(time.Hour),
+			Working: working, Due: due, Data: []byte(`{"id":"` + id + `"}`)}
+	}
+	tasks := []store.TaskRecord{
+		task("t1", "alice", now.Add(-3*time.Minute), true, now.Add(-time.Second)), // due
+		task("t2", "alice", now.Add(-2*time.Minute), true, now.Add(time.Minute)),  // not yet due
+		task("t3", "bob", now.Add(-time.Minute), false, time.Time{}),              // done
+		task("t4", "alice", now.Add(-time.Minute), true, now),                     // due now
+	}
+	for _, tk := range tasks {
+		must(t, r.Insert(ctx, tk))
+	}
+	if err := r.Insert(ctx, task("t1", "eve", now, false, now)); !errors.Is(err, store.ErrExists) {
+		t.Errorf("Insert of a taken id = %v, want ErrExists", err)
+	}
+	got, err := r.Get(ctx, "t2")
+	if err != nil || string(got.Data) != `{"id":"t2"}` || !got.Working || !got.Due.Equal(tasks[1].Due) {
+		t.Errorf("Get(t2) = %+v, %v", got, err)
+	}
+	if _, err := r.Get(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get(missing) = %v, want ErrNotFound", err)
+	}
+
+	claimed, err := r.ClaimDue(ctx, now, time.Minute, 10)
+	must(t, err)
+	if ids := taskIDs(claimed); !sameSet(ids, []string{"t1", "t4"}) {
+		t.Errorf("ClaimDue = %v, want t1 and t4", ids)
+	}
+	for _, c := range claimed {
+		if !c.Due.Equal(now.Add(time.Minute)) || string(c.Data) == "" {
+			t.Errorf("claimed %s: Due %v, want the end of the lease %v", c.ID, c.Due, now.Add(time.Minute))
+		}
+	}
+	if again, _ := r.ClaimDue(ctx, now.Add(30*time.Second), time.Minute, 10); len(again) != 0 {
+		t.Errorf("ClaimDue within the lease = %v, want none", taskIDs(again))
+	}
+	// The owner died: after the lease another claim takes the tasks over,
+	// t2 (now due) with them.
+	over, err := r.ClaimDue(ctx, now.Add(61*time.Second), time.Minute, 10)
+	must(t, err)
+	if ids := taskIDs(over); !sameSet(ids, []string{"t1", "t2", "t4"}) {
+		t.Errorf("ClaimDue after the lease = %v, want t1, t2 and t4", ids)
+	}
+	if lim, _ := r.ClaimDue(ctx, now.Add(10*time.Minute), time.Minute, 2); len(lim) != 2 {
+		t.Errorf("ClaimDue with max 2 claimed %d", len(lim))
+	}
+
+	// Update: fn sees the task; a change is written, no change is not.
+	up, changed, err := r.Update(ctx, "t1", func(tk *store.TaskRecord) (bool, error) {
+		tk.Working, tk.Data = false, []byte(`{"id":"t1","done":true}`)
+		return true, nil
+	})
+	if err != nil || !changed || up.Working || string(up.Data) != `{"id":"t1","done":true}` {
+		t.Errorf("Update = %+v, %v, %v", up, changed, err)
+	}
+	if _, changed, err := r.Update(ctx, "t2", func(tk *store.TaskRecord) (bool, error) {
+		tk.Data = []byte("lost")
+		return false, nil
+	}); err != nil || changed {
+		t.Errorf("Update without change = %v, %v", changed, err)
+	}
+	if got, _ := r.Get(ctx, "t2"); string(got.Data) != `{"id":"t2"}` {
+		t.Errorf("an unchanged Update wrote %s", got.Data)
+	}
+	boom := errors.New("boom")
+	if _, _, err := r.Update(ctx, "t2", func(*store.TaskRecord) (bool, error) { return true, boom }); !errors.Is(err, boom) {
+		t.Errorf("Update whose fn fails = %v", err)
+	}
+	if _, _, err := r.Update(ctx, "missing", func(*store.TaskRecord) (bool, error) { return true, nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Update(missing) = %v, want ErrNotFound", err)
+	}
+	// A task no longer working is never claimed.
+	if c, _ := r.ClaimDue(ctx, now.Add(time.Hour-time.Second), time.Minute, 10); contains(taskIDs(c), "t1") {
+		t.Error("a task that is not working was claimed")
+	}
+
+	for i, tc := range []struct {
+		user   string
+		before time.Time
+		limit  int
+		want   string
+	}{
+		{"alice", time.Time{}, 10, "[t4 t2 t1]"},
+		{"alice", time.Time{}, 2, "[t4 t2]"},
+		{"alice", now.Add(-time.Minute), 10, "[t2 t1]"},
+		{"bob", time.Time{}, 10, "[t3]"},
+		{"carol", time.Time{}, 10, "[]"},
+	} {
+		list, err := r.ListByUser(ctx, tc.user, tc.before, tc.limit)
+		must(t, err)
+		if got := fmt.Sprint(taskIDs(list)); got != tc.want {
+			t.Errorf("Test %d: ListByUser(%s, %v, %d) = %s, want %s", i, tc.user, tc.before, tc.limit, got, tc.want)
+		}
+	}
+	t.Run("claims are exclusive", func(t *testing.T) { exclusiveClaims(t, r) })
+}
+
+// exclusiveClaims races claims of many due tasks and checks that each is
+// claimed exactly once within a lease.
+func exclusiveClaims(t *testing.T, r store.Tasks) {
+	ctx := context.Background()
+	now := time.Now()
+	const n = 40
+	for i := range n {
+		must(t, r.Insert(ctx, store.TaskRecord{ID: fmt.Sprintf("race-%d", i), User: "racer", Created: now,
+			Expires: now.Add(time.Hour), Working: true, Due: now.Add(-time.Second), Data: []byte("{}")}))
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				c, err := r.ClaimDue(ctx, now, time.Minute, 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, tk := range c {
+					seen[tk.ID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for id, k := range seen {
+		if k > 1 {
+			t.Errorf("%s claimed %d times within one lease", id, k)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d of %d due tasks claimed by 8×5 claims of 3", len(seen), n)
+	}
+}
+
+func taskIDs(ts []store.TaskRecord) []string {
+	ids := []string{}
+	for _, tk := range ts {
+		ids = append(ids, tk.ID)
+	}
+	return ids
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range b {
+		if !contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
