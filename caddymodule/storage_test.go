@@ -132,4 +132,3 @@ func TestMigrateCommand(t *testing.T) {
 		t.Error("migrate without a database succeeded")
 	}
 }
-

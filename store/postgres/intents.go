@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,7 +39,8 @@ type Intents struct {
 	db *DB
 
 	mu      sync.Mutex
-	queued  map[string]store.Record // added, not yet written
+	queued  map[string]queuedIntent // added, not yet written
+	added   uint64                  // numbers the intents in the order of Add
 	resolve []string                // to delete
 	kick    chan struct{}
 	done    chan struct{}
@@ -46,7 +49,7 @@ type Intents struct {
 
 func newIntents(db *DB) *Intents {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Intents{db: db, queued: map[string]store.Record{}, kick: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
+	in := &Intents{db: db, queued: map[string]queuedIntent{}, kick: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
 	go in.run(ctx)
 	return in
 }
@@ -54,7 +57,8 @@ func newIntents(db *DB) *Intents {
 // Add implements store.Intents.
 func (in *Intents) Add(rec store.Record) error {
 	in.mu.Lock()
-	in.queued[rec.ID] = rec
+	in.added++
+	in.queued[rec.ID] = queuedIntent{n: in.added, rec: rec}
 	full := len(in.queued) >= intentBatch
 	in.mu.Unlock()
 	if full {
@@ -96,8 +100,8 @@ func (in *Intents) Interrupted(ctx context.Context) ([]store.Record, error) {
 				UPDATE air_intents i SET instance = $1
 				WHERE i.instance IN (SELECT id FROM dead)
 					OR (i.instance <> $1 AND NOT EXISTS (SELECT 1 FROM air_instances a WHERE a.id = i.instance))
-				RETURNING i.id, i.record)
-			SELECT t.id, t.record, EXISTS (SELECT 1 FROM air_ledger l WHERE l.id = t.id) FROM taken t`, in.db.instance)
+				RETURNING i.id, i.record, i.seq)
+			SELECT t.id, t.record, EXISTS (SELECT 1 FROM air_ledger l WHERE l.id = t.id) FROM taken t ORDER BY t.seq`, in.db.instance)
 		if err != nil {
 			return err
 		}
@@ -160,17 +164,23 @@ func (in *Intents) flush(ctx context.Context) {
 		in.mu.Unlock()
 		return
 	}
-	in.queued, in.resolve = make(map[string]store.Record, len(queued)), nil
+	in.queued, in.resolve = make(map[string]queuedIntent, len(queued)), nil
 	in.mu.Unlock()
 
-	ids := make([]string, 0, len(queued))
-	recs := make([][]byte, 0, len(queued))
-	for id, rec := range queued {
-		b, err := json.Marshal(rec)
+	// In the order they were added, which Interrupted keeps.
+	batch := make([]queuedIntent, 0, len(queued))
+	for _, q := range queued {
+		batch = append(batch, q)
+	}
+	slices.SortFunc(batch, func(a, b queuedIntent) int { return cmp.Compare(a.n, b.n) })
+	ids := make([]string, 0, len(batch))
+	recs := make([][]byte, 0, len(batch))
+	for _, q := range batch {
+		b, err := json.Marshal(q.rec)
 		if err != nil {
 			continue
 		}
-		ids, recs = append(ids, id), append(recs, b)
+		ids, recs = append(ids, q.rec.ID), append(recs, b)
 	}
 	err := pgx.BeginFunc(ctx, in.db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
@@ -178,7 +188,7 @@ func (in *Intents) flush(ctx context.Context) {
 		}
 		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, `INSERT INTO air_intents (id, instance, record)
-				SELECT id, $1, rec FROM unnest($2::text[], $3::jsonb[]) AS x(id, rec)
+				SELECT id, $1, rec FROM unnest($2::text[], $3::jsonb[]) WITH ORDINALITY AS x(id, rec, n) ORDER BY n
 				ON CONFLICT (id) DO NOTHING`, in.db.instance, ids, recs); err != nil {
 				return err
 			}
@@ -196,9 +206,9 @@ func (in *Intents) flush(ctx context.Context) {
 	in.db.log.Warn("writing ledger intents failed; retrying", zap.Int("intents", len(ids)), zap.Int("resolved", len(resolve)), zap.Error(err))
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	for id, rec := range queued {
+	for id, q := range queued {
 		if _, again := in.queued[id]; !again {
-			in.queued[id] = rec
+			in.queued[id] = q
 		}
 	}
 	// Resolutions that arrived meanwhile may name intents of this batch:
@@ -212,6 +222,12 @@ func (in *Intents) flush(ctx context.Context) {
 		kept = append(kept, id)
 	}
 	in.resolve = append(kept, resolve...)
+}
+
+// queuedIntent is an intent waiting to be written.
+type queuedIntent struct {
+	n   uint64
+	rec store.Record
 }
 
 // close writes what is queued and stops the writer.

@@ -106,67 +106,93 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 }
 
 // Revocations implements store.Keys: it listens on a connection of its own
-// until ctx ends, reconnecting after a second when it breaks.
+// until ctx ends, reconnecting after a second when it breaks. The first
+// LISTEN is in place when Revocations returns (unless the database is
+// unreachable, then it is retried), so a revocation committed after the
+// call is reported.
 func (r *Keys) Revocations(ctx context.Context, fn func(hash string)) {
-	go r.listen(ctx, fn)
+	l := &listener{keys: r, fn: fn}
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := l.connect(startCtx)
+	cancel()
+	go l.run(ctx, err)
 }
 
-func (r *Keys) listen(ctx context.Context, fn func(hash string)) {
-	// since is the database time from which revocations may have been
-	// missed while not listening; zero until the first LISTEN.
-	var since time.Time
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx, &since, fn)
+// listener reports revocations to fn.
+type listener struct {
+	keys *Keys
+	fn   func(hash string)
+	conn *pgx.Conn
+	// since is the database time of the last LISTEN: after a reconnect,
+	// revocations committed from then on are read again (reporting one
+	// twice is harmless).
+	since time.Time
+}
+
+// connect takes a connection out of the pool for good (it ends in LISTEN
+// state), listens, and reports the revocations it may have missed since
+// the previous LISTEN.
+func (l *listener) connect(ctx context.Context) error {
+	conn, err := l.keys.db.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	pc := conn.Hijack()
+	var now time.Time
+	if _, err := pc.Exec(ctx, "LISTEN "+revokeChannel); err == nil {
+		err = pc.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now)
+	}
+	if err != nil {
+		_ = pc.Close(context.Background())
+		return err
+	}
+	if !l.since.IsZero() {
+		// A second of overlap covers a transaction that took its time
+		// between setting revoked_seen and committing.
+		rows, err := pc.Query(ctx, `SELECT hash FROM air_keys WHERE revoked_seen >= $1`, l.since.Add(-time.Second))
+		if err != nil {
+			_ = pc.Close(context.Background())
+			return err
+		}
+		hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			_ = pc.Close(context.Background())
+			return err
+		}
+		for _, h := range hashes {
+			l.fn(h)
+		}
+	}
+	l.conn, l.since = pc, now
+	return nil
+}
+
+// run waits for notifications until ctx ends, reconnecting after a second
+// when the connection fails; err is the first connect's.
+func (l *listener) run(ctx context.Context, err error) {
+	for {
+		if err == nil {
+			for {
+				var n *pgconn.Notification
+				n, err = l.conn.WaitForNotification(ctx)
+				if err != nil {
+					break
+				}
+				l.fn(n.Payload)
+			}
+			_ = l.conn.Close(context.Background())
+			l.conn = nil
+		}
 		if ctx.Err() != nil {
 			return
 		}
-		r.db.log.Warn("listening for key revocations failed; retrying in 1s", zap.Error(err))
+		l.keys.db.log.Warn("listening for key revocations failed; retrying in 1s", zap.Error(err))
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
-	}
-}
-
-func (r *Keys) listenOnce(ctx context.Context, since *time.Time, fn func(hash string)) error {
-	conn, err := r.db.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The connection leaves the pool for good: it ends in LISTEN state.
-	pc := conn.Hijack()
-	defer pc.Close(context.Background())
-	if _, err := pc.Exec(ctx, "LISTEN "+revokeChannel); err != nil {
-		return err
-	}
-	var now time.Time
-	if err := pc.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
-		return err
-	}
-	if !since.IsZero() {
-		// Revocations committed while this instance was not listening.
-		// A second of overlap covers a transaction that took its time
-		// between setting revoked_seen and committing.
-		rows, err := pc.Query(ctx, `SELECT hash FROM air_keys WHERE revoked_seen >= $1`, since.Add(-time.Second))
-		if err != nil {
-			return err
-		}
-		hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, h := range hashes {
-			fn(h)
-		}
-	}
-	*since = now
-	for {
-		n, err := pc.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		fn(n.Payload)
+		err = l.connect(ctx)
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 // client's last byte, which waits for it, waits for the commit.
 type Ledger struct {
 	db *DB
-	// retention is how long records are kept (Records hides older ones
-	// and the retention job deletes them).
+	// retention is how long records are kept after they were written
+	// (Records hides older ones and the retention job deletes them).
 	retention time.Duration
 }
 
@@ -126,9 +126,7 @@ func (l *Ledger) Get(ctx context.Context, id string) (store.Record, error) {
 
 // Records implements store.Ledger, in the order the rows were inserted.
 func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(store.Record) error) error {
-	if cutoff := time.Now().Add(-l.retention); l.retention > 0 && since.Before(cutoff) {
-		since = cutoff
-	}
+	cutoff := retentionCutoff(time.Now(), l.retention)
 	var sinceArg, untilArg *time.Time
 	if !since.IsZero() {
 		sinceArg = &since
@@ -137,7 +135,8 @@ func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(st
 		untilArg = &until
 	}
 	rows, err := l.db.pool.Query(ctx, `SELECT `+ledgerColumns+` FROM air_ledger
-		WHERE ($1::timestamptz IS NULL OR ts >= $1) AND ($2::timestamptz IS NULL OR ts < $2) ORDER BY seq`, sinceArg, untilArg)
+		WHERE ($1::timestamptz IS NULL OR ts >= $1) AND ($2::timestamptz IS NULL OR ts < $2)
+			AND ($3::timestamptz IS NULL OR written >= $3) ORDER BY seq`, sinceArg, untilArg, cutoff)
 	if err != nil {
 		return err
 	}

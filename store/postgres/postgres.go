@@ -47,6 +47,9 @@ type DB struct {
 	retention time.Duration
 	// instance is this process's id in air_instances.
 	instance string
+	// dsn is what Open was given, kept for reopening in tests; never
+	// logged.
+	dsn string
 
 	intents   *Intents
 	stop      context.CancelFunc
@@ -73,7 +76,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	for _, m := range applied {
 		log.Info("applied schema migration", zap.Int64("version", m.Version), zap.String("name", m.Name))
 	}
-	db := &DB{pool: pool, log: log, retention: o.Retention, instance: newID(), done: make(chan struct{})}
+	db := &DB{pool: pool, log: log, retention: o.Retention, instance: newID(), dsn: o.DSN, done: make(chan struct{})}
 	if err := db.heartbeat(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: registering the instance: %w", err)

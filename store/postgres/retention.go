@@ -37,7 +37,7 @@ func (db *DB) Sweep(ctx context.Context, now time.Time) (Swept, error) {
 			sql string
 			arg any
 		}{
-			{&s.Records, `DELETE FROM air_ledger WHERE $1::timestamptz IS NOT NULL AND ts < $1`, retentionCutoff(now, db.retention)},
+			{&s.Records, `DELETE FROM air_ledger WHERE $1::timestamptz IS NOT NULL AND written < $1`, retentionCutoff(now, db.retention)},
 			{&s.Tasks, `DELETE FROM air_tasks WHERE expires <= $1`, now},
 			{&s.Media, `DELETE FROM air_media WHERE expires <= $1`, now},
 			{&s.Leases, `DELETE FROM air_leases WHERE expires <= $1`, now},

@@ -402,6 +402,10 @@ func TestSweepOneInstanceAtATime(t *testing.T) {
 	if err := dbs[0].Repos().Ledger.Append(ctx, []store.Record{old, rec("new", 1)}); err != nil {
 		t.Fatal(err)
 	}
+	// Retention goes by when a record was written: age one.
+	if _, err := dbs[0].pool.Exec(ctx, `UPDATE air_ledger SET written = now() - interval '48 hours' WHERE id = 'old'`); err != nil {
+		t.Fatal(err)
+	}
 	tx, err := dbs[0].pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

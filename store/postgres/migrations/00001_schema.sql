@@ -22,6 +22,8 @@ CREATE INDEX air_keys_revoked_seen ON air_keys (revoked_seen) WHERE revoked_seen
 CREATE TABLE air_ledger (
 	seq            bigint GENERATED ALWAYS AS IDENTITY,
 	id             text PRIMARY KEY,
+	-- when the row was written: retention goes by it
+	written        timestamptz NOT NULL DEFAULT now(),
 	ts             timestamptz NOT NULL,
 	endpoint       text NOT NULL,
 	user_name      text NOT NULL,
@@ -45,6 +47,7 @@ CREATE TABLE air_ledger (
 );
 CREATE INDEX air_ledger_seq ON air_ledger (seq);
 CREATE INDEX air_ledger_ts ON air_ledger (ts);
+CREATE INDEX air_ledger_written ON air_ledger (written);
 
 -- Aggregates of the ledger per day, user, key, model and currency, updated
 -- in the transaction that inserts the records they count.
@@ -175,6 +178,7 @@ CREATE TABLE air_instances (
 -- Intents of requests in flight: the record each would leave if its
 -- instance died before settling it.
 CREATE TABLE air_intents (
+	seq      bigint GENERATED ALWAYS AS IDENTITY,
 	id       text PRIMARY KEY,
 	instance text NOT NULL,
 	record   jsonb NOT NULL
