@@ -41,22 +41,28 @@ var (
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	stop := Setup()
+	code := m.Run()
+	stop()
+	os.Exit(code)
 }
 
-func run(m *testing.M) int {
+// Setup makes a cluster available to DSN, for a TestMain that does more
+// than Main: the one in AIR_TEST_PG_DSN, or one it starts with
+// scripts/pg.sh. Call the returned func after m.Run to stop the latter.
+// When no cluster can be had, DSN fails (CI) or skips the tests that ask.
+func Setup() (stop func()) {
 	if dsn := os.Getenv(EnvDSN); dsn != "" {
 		serverDSN = dsn
-		return m.Run()
+		return func() {}
 	}
 	dir, dsn, err := startCluster()
 	if err != nil {
 		startErr = err
-		return m.Run()
+		return func() {}
 	}
 	serverDSN = dsn
-	defer stopCluster(dir)
-	return m.Run()
+	return func() { stopCluster(dir) }
 }
 
 // DSN creates a fresh, empty database for the test and returns its DSN; the

@@ -26,6 +26,10 @@ import (
 // that died are taken over once its lease expired.
 const instanceLease = 15 * time.Second
 
+// sweepInterval is how often each instance tries to run the retention
+// job; one at a time does (see Sweep).
+const sweepInterval = time.Minute
+
 // Options configures Open.
 type Options struct {
 	// DSN is the connection string, as a URL (postgres://user:pw@host/db)
@@ -140,18 +144,32 @@ func (db *DB) heartbeat(ctx context.Context) error {
 	return err
 }
 
+// beat renews the instance lease every third of it, and runs the
+// retention job (Sweep) every sweepInterval, until ctx ends.
 func (db *DB) beat(ctx context.Context) {
 	defer close(db.done)
 	t := time.NewTicker(instanceLease / 3)
 	defer t.Stop()
+	lastSweep := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := db.heartbeat(ctx); err != nil && ctx.Err() == nil {
-				db.log.Warn("renewing the instance lease failed", zap.Error(err))
-			}
+		}
+		if err := db.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			db.log.Warn("renewing the instance lease failed", zap.Error(err))
+		}
+		if time.Since(lastSweep) < sweepInterval {
+			continue
+		}
+		lastSweep = time.Now()
+		s, err := db.Sweep(ctx, lastSweep)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			db.log.Warn("the retention job failed", zap.Error(err))
+		case s.Records+s.Tasks+s.Media > 0:
+			db.log.Info("deleted expired rows", zap.Int64("records", s.Records), zap.Int64("tasks", s.Tasks), zap.Int64("media", s.Media))
 		}
 	}
 }
