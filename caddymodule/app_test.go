@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -166,6 +167,30 @@ func TestMaxBufferedBodies(t *testing.T) {
 		a.Storage = &Storage{Backend: "badger"}
 		if err := a.Validate(); (err != nil) != tc.invalid || a.MaxBufferedBodies != tc.want {
 			t.Errorf("Test %d: %d bytes, validation error %v; want %d bytes, invalid: %v", i, a.MaxBufferedBodies, err, tc.want, tc.invalid)
+		}
+	}
+}
+
+// TestStorageBackends checks that the storage line picks a backend: badger
+// passes, and postgres and anything else are refused with an error that
+// names the backend and what to use instead.
+func TestStorageBackends(t *testing.T) {
+	for i, tc := range []struct {
+		input   string
+		wantErr string
+	}{
+		{"air {\nstorage badger /var/lib/air\n}", ""},
+		{"air {\nstorage postgres postgres://air@db/air\n}", `storage backend "postgres" is not available in this build yet: use "badger"`},
+		{"air {\nstorage etcd /x\n}", `storage backend "etcd" is not supported: use "badger"`},
+	} {
+		a := new(App)
+		if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input)); err != nil {
+			t.Fatalf("Test %d: %v", i, err)
+		}
+		a.MaxRequestBody, a.MaxBufferedBodies = defaultMaxRequestBody, defaultMaxBufferedBodies
+		err := a.Validate()
+		if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && got != tc.wantErr {
+			t.Errorf("Test %d: Validate = %v, want %q", i, err, tc.wantErr)
 		}
 	}
 }

@@ -182,7 +182,9 @@ type Ledger interface {
 	// request's random id): an implementation need not look them up, so a
 	// repeated ID may be stored twice (Badger) or skipped (PostgreSQL's ON
 	// CONFLICT DO NOTHING); callers never rely on either. On error nothing
-	// of recs is counted and the caller may retry the whole batch.
+	// of recs is counted and the caller may retry the whole batch. Append
+	// takes recs over: the caller must not change them afterwards (an
+	// implementation may keep them until it has counted them).
 	Append(ctx context.Context, recs []Record) error
 	// Insert makes rec durable at once, idempotently on rec.ID: it reports
 	// whether rec was new, and inserting an ID that an earlier Insert

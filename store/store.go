@@ -53,7 +53,8 @@ type Repos struct {
 	// has none (nothing stores them yet).
 	Responses Responses
 	// Closer releases the backend once the repositories are no longer used;
-	// it closes the ledger (draining it) and then the database.
+	// it closes the ledger (counting what it has not counted yet) and then
+	// the database. Drain billing.Ledger before.
 	Closer io.Closer
 }
 

@@ -1,6 +1,9 @@
-// Package badger implements KV on an embedded Badger v4
-// database with lean memory options, value-log garbage collection and
-// logging through zap.
+// Package badger is the embedded storage backend: the repositories of
+// package store on a Badger v4 database (with lean memory options,
+// value-log garbage collection and logging through zap), the ledger's
+// append-only journal (package journal) and media files (package
+// store/mediafs). One instance owns a backend: Badger locks its
+// directory. OpenRepos opens it all.
 package badger
 
 import (
@@ -32,7 +35,7 @@ type Options struct {
 	InMemory bool
 }
 
-// DB is a KV backed by Badger.
+// DB is the Badger database, as a KV for the repositories of this package.
 type DB struct {
 	db   *badger.DB
 	log  *zap.Logger

@@ -141,12 +141,10 @@ func (l *Ledger) Append(_ context.Context, recs []store.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// The records are kept until counted: copy them out of the caller's
-	// slice.
-	own := append([]store.Record(nil), recs...)
-	ptrs := make([]*store.Record, len(own))
-	for i := range own {
-		ptrs[i] = &own[i]
+	// The records are kept until counted (Append takes recs over).
+	ptrs := make([]*store.Record, len(recs))
+	for i := range recs {
+		ptrs[i] = &recs[i]
 	}
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()

@@ -177,12 +177,18 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 // each due task in a transaction of its own, which conflicts with any
 // other claim or update of the task.
 func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.TaskRecord, error) {
+	// Candidates beyond a few times limit are left for the next call: a
+	// claim that loses a race only costs a candidate.
+	candidates := max(4*limit, 64)
 	var due []string
 	err := r.db.Scan(ctx, []byte(runPrefix), ScanOptions{}, func(k, v []byte) error {
 		if len(v) == 8 && time.Unix(0, int64(binary.BigEndian.Uint64(v))).After(now) {
 			return nil
 		}
 		due = append(due, string(k[len(runPrefix):]))
+		if len(due) >= candidates {
+			return store.ErrStop
+		}
 		return nil
 	})
 	if err != nil {
