@@ -2,7 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -65,4 +70,82 @@ func TestPostgresChatBilled(t *testing.T) {
 	if recs := waitLedger(t, "pg-chat", 1); recs[0].Usage.Output == 0 {
 		t.Errorf("the admin API's record has no output tokens: %+v", recs[0])
 	}
+}
+
+// TestPostgresProcessKeepsTheDSNSecret runs a gateway process at debug
+// level on `storage postgres` with the DSN (password included) written
+// literally in the Caddyfile, migrates with `caddy air migrate` first, and
+// checks that a chat request is billed in PostgreSQL and that the password
+// appears nowhere in the output of either command.
+func TestPostgresProcessKeepsTheDSNSecret(t *testing.T) {
+	const password = "hunter2-pg-secret"
+	u, err := url.Parse(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), password) // the cluster trusts loopback: any password works
+	dsn := u.String()
+	dataDir := t.TempDir()
+	cfg := quickstartConfig(t, dataDir, "")
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "storage badger "+dataDir, fmt.Sprintf("storage postgres %q", dsn), 1)
+	text = strings.Replace(text, "\tadmin "+procAdminAddr+"\n", "\tadmin "+procAdminAddr+"\n\tdebug\n", 1)
+	if !strings.Contains(text, "storage postgres") || !strings.Contains(text, "\tdebug\n") {
+		t.Fatalf("could not rewrite the example's storage line:\n%s", text)
+	}
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	migrated := caddyCLI(t, "air", "migrate", "--config", cfg, "--adapter", "caddyfile")
+	if !strings.Contains(migrated, "applied 00001_schema.sql") {
+		t.Fatalf("migrate printed:\n%s", migrated)
+	}
+	p := startProcess(t, cfg, dataDir)
+	key := lastLine(caddyCLI(t, "air", "key", "create", "--user", "pg-proc", "--config", cfg))
+	status, body := postStatus(t, p.url("/v1/chat/completions"), key, `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, body)
+	}
+	p.stop()
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM air_ledger WHERE user_name = 'pg-proc'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d records in PostgreSQL (%v), want 1", n, err)
+	}
+	for what, out := range map[string]string{"caddy run": p.log.String(), "caddy air migrate": migrated} {
+		if strings.Contains(out, password) {
+			t.Errorf("the output of %s holds the DSN's password:\n%s", what, out)
+		}
+	}
+	if !strings.Contains(p.log.String(), `"level":"debug"`) && !strings.Contains(p.log.String(), "DEBUG") {
+		t.Errorf("the process did not log at debug level; the check proves nothing:\n%.2000s", p.log.String())
+	}
+}
+
+// postStatus posts a JSON body with key and returns the status and body.
+func postStatus(t *testing.T, url, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ import (
 // that died are taken over once its lease expired.
 const instanceLease = 15 * time.Second
 
+// defaultMaxConns is the pool's size when the DSN does not set
+// pool_max_conns.
+const defaultMaxConns = 16
+
 // sweepInterval is how often each instance tries to run the retention
 // job; one at a time does (see Sweep).
 const sweepInterval = time.Minute
@@ -34,7 +39,7 @@ const sweepInterval = time.Minute
 type Options struct {
 	// DSN is the connection string, as a URL (postgres://user:pw@host/db)
 	// or in keyword form (host=… dbname=…); pool settings such as
-	// pool_max_conns may be added to it.
+	// pool_max_conns (default here: 16) may be added to it.
 	DSN string
 	// Retention is how long ledger records are kept; zero keeps them
 	// forever.
@@ -102,6 +107,11 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgx's default, the number of CPUs (at least 4), is too few for
+		// a gateway whose requests wait on the network, not the CPU.
+		cfg.MaxConns = defaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
