@@ -146,7 +146,11 @@ func (in *Intents) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			in.flush(context.Background())
+			// The last round, bounded: a database that does not answer
+			// must not hang the stop.
+			last, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			in.flush(last)
+			cancel()
 			return
 		case <-t.C:
 		case <-in.kick:
