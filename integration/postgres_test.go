@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -148,4 +150,95 @@ func postStatus(t *testing.T, url, key, body string) (int, string) {
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data)
+}
+
+// Ports of the second gateway process of TestPostgresTwoInstances.
+const (
+	procHTTPPortB  = "18081"
+	procAdminAddrB = "localhost:12020"
+)
+
+// TestPostgresTwoInstances runs two gateway processes on one PostgreSQL
+// database: a key created through one works on the other at once, both
+// bill into the one ledger, and a revocation through one is refused by the
+// other within a second, although the other had the key cached.
+func TestPostgresTwoInstances(t *testing.T) {
+	t.Setenv("AIR_TEST_TWO_PG_DSN", pgtest.DSN(t))
+	dataA, dataB := t.TempDir(), t.TempDir()
+	cfgA := quickstartConfig(t, dataA, "")
+	src, err := os.ReadFile(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textA := strings.Replace(string(src), "storage badger "+dataA, "storage postgres {env.AIR_TEST_TWO_PG_DSN}", 1)
+	if !strings.Contains(textA, "storage postgres") {
+		t.Fatal("could not rewrite the example's storage line")
+	}
+	textB := strings.ReplaceAll(textA, procHTTPPort, procHTTPPortB)
+	textB = strings.Replace(textB, "admin "+procAdminAddr, "admin "+procAdminAddrB, 1)
+	cfgB := cfgA + ".b"
+	if err := os.WriteFile(cfgA, []byte(textA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgB, []byte(textB), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startProcessAt(t, procHTTPPort, cfgA, dataA, "/v1/models", http.StatusUnauthorized)
+	b := startProcessAt(t, procHTTPPortB, cfgB, dataB, "/v1/models", http.StatusUnauthorized)
+	defer a.stop()
+	defer b.stop()
+
+	out := caddyCLI(t, "air", "key", "create", "--user", "two", "--config", cfgA)
+	key := lastLine(out)
+	chat := `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`
+	// Created on A, used on B at once; then on A, which caches it.
+	for _, p := range []*process{b, a} {
+		if status, body := postStatus(t, p.url("/v1/chat/completions"), key, chat); status != http.StatusOK {
+			t.Fatalf("chat on port %s: %d %s", p.port, status, body)
+		}
+	}
+	var usage struct {
+		Totals []struct {
+			Requests int64 `json:"requests"`
+		} `json:"totals"`
+	}
+	status := adminGet(t, procAdminAddrB, "/air/usage?user=two", &usage)
+	var requests int64
+	for _, tot := range usage.Totals {
+		requests += tot.Requests
+	}
+	if status != http.StatusOK || requests != 2 {
+		t.Errorf("usage through B: status %d, %d requests; want both instances' 2", status, requests)
+	}
+
+	id := strings.Fields(strings.Split(caddyCLI(t, "air", "key", "list", "--config", cfgB), "\n")[1])[0]
+	caddyCLI(t, "air", "key", "revoke", id, "--config", cfgB)
+	revoked := time.Now()
+	for {
+		status, _ := getStatus(t, a.url("/v1/models"), key)
+		if status == http.StatusUnauthorized {
+			break
+		}
+		if time.Since(revoked) > time.Second {
+			t.Fatalf("A still accepts the key %v after B revoked it (status %d)", time.Since(revoked), status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// adminGet reads a JSON answer of the admin API at addr into out.
+func adminGet(t *testing.T, addr, path string, out any) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("decoding %s: %v: %s", path, err, data)
+		}
+	}
+	return resp.StatusCode
 }
