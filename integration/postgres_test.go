@@ -160,8 +160,9 @@ const (
 
 // TestPostgresTwoInstances runs two gateway processes on one PostgreSQL
 // database: a key created through one works on the other at once, both
-// bill into the one ledger, and a revocation through one is refused by the
-// other within a second, although the other had the key cached.
+// bill into the one ledger, a video task created on one is seen, served
+// and billed once across both, and a revocation through one is refused by
+// the other within a second, although the other had the key cached.
 func TestPostgresTwoInstances(t *testing.T) {
 	t.Setenv("AIR_TEST_TWO_PG_DSN", pgtest.DSN(t))
 	dataA, dataB := t.TempDir(), t.TempDir()
@@ -176,6 +177,9 @@ func TestPostgresTwoInstances(t *testing.T) {
 	}
 	textB := strings.ReplaceAll(textA, procHTTPPort, procHTTPPortB)
 	textB = strings.Replace(textB, "admin "+procAdminAddr, "admin "+procAdminAddrB, 1)
+	// Both use A's mock provider, which keeps its videos in A's memory:
+	// a task created on one instance may be polled by the other.
+	textB = strings.ReplaceAll(textB, "localhost:"+procHTTPPortB+"/mock", "localhost:"+procHTTPPort+"/mock")
 	cfgB := cfgA + ".b"
 	if err := os.WriteFile(cfgA, []byte(textA), 0o600); err != nil {
 		t.Fatal(err)
@@ -209,6 +213,50 @@ func TestPostgresTwoInstances(t *testing.T) {
 	}
 	if status != http.StatusOK || requests != 2 {
 		t.Errorf("usage through B: status %d, %d requests; want both instances' 2", status, requests)
+	}
+
+	// A video task created on A is queried on B, polled by whichever
+	// instance claims it, re-hosted in PostgreSQL, served by both, and
+	// billed once.
+	status, _, raw := callURL(t, http.MethodPost, a.url("/v1/tasks"), key, `{"model":"mock-video","prompt":"waves","seconds":"4"}`)
+	var task taskView
+	if err := json.Unmarshal(raw, &task); status != http.StatusAccepted || err != nil {
+		t.Fatalf("create on A: %d %s", status, raw)
+	}
+	eventually(t, 60*time.Second, "the video task succeeds, seen from B", func() bool {
+		_, _, raw := callURL(t, http.MethodGet, b.url("/v1/tasks/"+task.ID), key, "")
+		task = taskView{}
+		_ = json.Unmarshal(raw, &task)
+		if task.Status == "failed" {
+			t.Fatalf("the task failed: %s", raw)
+		}
+		return task.Status == "succeeded"
+	})
+	if task.Output == nil || task.Output.VideoURL == "" {
+		t.Fatalf("no video: %+v", task)
+	}
+	mediaPath := task.Output.VideoURL[strings.Index(task.Output.VideoURL, "/media/"):]
+	var sizes []int
+	for _, p := range []*process{a, b} {
+		status, ctype, data := fetchMedia(t, p.url(mediaPath))
+		if status != http.StatusOK || ctype != "video/mp4" || len(data) == 0 {
+			t.Fatalf("media from port %s: %d %s %d bytes", p.port, status, ctype, len(data))
+		}
+		sizes = append(sizes, len(data))
+	}
+	if sizes[0] != sizes[1] {
+		t.Errorf("the instances serve %d and %d bytes of one video", sizes[0], sizes[1])
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("AIR_TEST_TWO_PG_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	time.Sleep(500 * time.Millisecond) // both pollers had their chance to bill again
+	var charges int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM air_ledger WHERE id = $1`, task.ID).Scan(&charges); err != nil || charges != 1 {
+		t.Errorf("the task is billed %d times (%v), want once", charges, err)
 	}
 
 	id := strings.Fields(strings.Split(caddyCLI(t, "air", "key", "list", "--config", cfgB), "\n")[1])[0]
