@@ -77,8 +77,9 @@ func TestPostgresChatBilled(t *testing.T) {
 // TestPostgresProcessKeepsTheDSNSecret runs a gateway process at debug
 // level on `storage postgres` with the DSN (password included) written
 // literally in the Caddyfile, migrates with `caddy air migrate` first, and
-// checks that a chat request is billed in PostgreSQL and that the password
-// appears nowhere in the output of either command.
+// checks that chat requests are billed in PostgreSQL, before and after a
+// reload, and that the password appears nowhere in the output of either
+// command.
 func TestPostgresProcessKeepsTheDSNSecret(t *testing.T) {
 	const password = "hunter2-pg-secret"
 	u, err := url.Parse(pgtest.DSN(t))
@@ -108,9 +109,14 @@ func TestPostgresProcessKeepsTheDSNSecret(t *testing.T) {
 	}
 	p := startProcess(t, cfg, dataDir)
 	key := lastLine(caddyCLI(t, "air", "key", "create", "--user", "pg-proc", "--config", cfg))
-	status, body := postStatus(t, p.url("/v1/chat/completions"), key, `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`)
-	if status != http.StatusOK {
+	chat := `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`
+	if status, body := postStatus(t, p.url("/v1/chat/completions"), key, chat); status != http.StatusOK {
 		t.Fatalf("chat: %d %s", status, body)
+	}
+	// A reload shares the open backend between the old and the new config.
+	caddyCLI(t, "reload", "--config", cfg, "--adapter", "caddyfile", "--force")
+	if status, body := postStatus(t, p.url("/v1/chat/completions"), key, chat); status != http.StatusOK {
+		t.Fatalf("chat after a reload: %d %s", status, body)
 	}
 	p.stop()
 
@@ -121,8 +127,8 @@ func TestPostgresProcessKeepsTheDSNSecret(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM air_ledger WHERE user_name = 'pg-proc'`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d records in PostgreSQL (%v), want 1", n, err)
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM air_ledger WHERE user_name = 'pg-proc'`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d records in PostgreSQL (%v), want 2", n, err)
 	}
 	for what, out := range map[string]string{"caddy run": p.log.String(), "caddy air migrate": migrated} {
 		if strings.Contains(out, password) {
