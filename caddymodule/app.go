@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -119,13 +118,21 @@ type live struct {
 
 // Storage selects the state backend.
 type Storage struct {
-	// Backend is the storage backend (package store's repositories):
-	// "badger", the embedded default for one instance. "postgres" is
-	// reserved for the shared backend and rejected until it exists.
+	// Backend is the store implementation: "badger" (embedded, one
+	// instance; the default) or "postgres" (shared by several instances).
 	Backend string `json:"backend,omitempty"`
 	// Dir is the Badger database directory. Placeholders such as
 	// {env.AIR_DATA_DIR} are expanded at load time.
 	Dir string `json:"dir,omitempty"`
+	// DSN is the PostgreSQL connection string of the postgres backend, as a
+	// URL (postgres://user:password@host:5432/db) or in keyword form. It is
+	// a secret: give it as a placeholder such as {env.AIR_PG_DSN}, expanded
+	// at load time, so that the config (which the admin API serves) holds
+	// only the placeholder. caddy-air never logs it.
+	DSN string `json:"dsn,omitempty"`
+
+	// dsn is DSN with its placeholders replaced.
+	dsn string
 }
 
 // ProviderConfig declares one upstream provider.
@@ -200,21 +207,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.live = new(live)
-	if a.Storage == nil {
-		a.Storage = &Storage{}
+	if err := a.provisionStorage(); err != nil {
+		return a.configError(err)
 	}
-	if a.Storage.Backend == "" {
-		a.Storage.Backend = "badger"
-	}
-	if a.Storage.Dir == "" {
-		a.Storage.Dir = filepath.Join(caddy.AppDataDir(), "air")
-	}
-	dir, err := filepath.Abs(caddy.NewReplacer().ReplaceAll(a.Storage.Dir, ""))
-	if err != nil {
-		return fmt.Errorf("storage dir: %v", err)
-	}
-	a.Storage.Dir = dir
-	a.poolKey = a.Storage.Backend + ":" + filepath.Clean(dir)
 	if a.LedgerRetention == 0 {
 		a.LedgerRetention = caddy.Duration(defaultLedgerRetention)
 	}
@@ -242,6 +237,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Tasks.PollInterval == 0 {
 		a.Tasks.PollInterval = caddy.Duration(defaultPollInterval)
 	}
+	var err error
 	if a.routes, err = a.buildRoutes(); err != nil {
 		return err
 	}
@@ -339,12 +335,8 @@ func (a *App) configError(err error) error {
 
 // Validate checks the configuration.
 func (a *App) Validate() error {
-	switch a.Storage.Backend {
-	case "badger":
-	case "postgres":
-		return errors.New(`storage backend "postgres" is not available in this build yet: use "badger"`)
-	default:
-		return fmt.Errorf("storage backend %q is not supported: use \"badger\"", a.Storage.Backend)
+	if err := a.validateStorage(); err != nil {
+		return err
 	}
 	if a.MaxRequestBody < 0 {
 		return errors.New("max_request_body must be positive")

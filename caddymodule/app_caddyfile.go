@@ -26,7 +26,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 // UnmarshalCaddyfile sets up the app from the global option block. Syntax:
 //
 //	air {
-//		storage badger <dir>
+//		storage badger <dir> | postgres <dsn>
 //		prices <file.json>
 //		ledger_retention <duration>
 //		ledger_commit_interval <duration>
@@ -72,8 +72,17 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch d.Val() {
 		case "storage":
 			a.Storage = &Storage{}
-			if !d.Args(&a.Storage.Backend, &a.Storage.Dir) {
+			var arg string
+			if !d.Args(&a.Storage.Backend, &arg) || d.NextArg() {
 				return d.ArgErr()
+			}
+			switch a.Storage.Backend {
+			case backendBadger:
+				a.Storage.Dir = arg
+			case backendPostgres:
+				a.Storage.DSN = arg
+			default:
+				return d.Errf("storage backend %q is not supported (badger or postgres)", a.Storage.Backend)
 			}
 		case "prices":
 			if !d.AllArgs(&a.Prices) {

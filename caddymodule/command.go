@@ -20,11 +20,11 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "key|usage|budget …",
+		Usage: "key|usage|budget|migrate …",
 		Short: "Manages caddy-air keys, usage reports and budgets",
 		Long: `
-Manages caddy-air through the admin API of a running Caddy (it never opens
-the database itself). The admin address is taken from --address, or from the
+Manages caddy-air through the admin API of a running Caddy (these never
+open the database themselves). The admin address is taken from --address, or from the
 config given with --config (and --adapter), or is the default localhost:2019.
 
   caddy air key create --user <user> [--name <name>] [--expires <duration>]
@@ -33,12 +33,15 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air usage [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
   caddy air budget set --user <u> | --key <id> [--spend <amount>] [--period month|total] [--rpm <n>] [--tpm <n>]
   caddy air budget get|delete --user <u> | --key <id>
+  caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
+
+"migrate" is the exception: it connects to the PostgreSQL database itself.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().String("address", "", "The address of the admin API")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-			cmd.AddCommand(keyCommand(), usageCommand(), budgetCommand())
+			cmd.AddCommand(keyCommand(), usageCommand(), budgetCommand(), migrateCommand())
 		},
 	})
 }

@@ -66,7 +66,37 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 // runBackground runs the task poller until ctx is done. It resumes the
 // running tasks of the store, so tasks survive reloads and restarts.
 func (a *App) runBackground(ctx context.Context, rt *runtime) {
+	if a.Storage.Backend == backendPostgres {
+		go a.settleTakenOver(ctx, rt)
+	}
 	rt.tasks.Run(ctx)
+}
+
+// settleInterval is how often an instance on a shared backend records the
+// requests that other, dead instances left interrupted: about once per
+// instance lease, after which a dead instance's intents are taken over.
+const settleInterval = 15 * time.Second
+
+// settleTakenOver records, until ctx is done, the interrupted requests of
+// instances that died while this one runs (the first call at start only
+// sees those whose lease had already expired).
+func (a *App) settleTakenOver(ctx context.Context, rt *runtime) {
+	t := time.NewTicker(settleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := rt.billing.SettleInterrupted(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.logger.Error("recording the requests that stopped instances interrupted", zap.Error(err))
+		case n > 0:
+			a.logger.Warn("recorded requests that stopped instances interrupted (outcome interrupted, usage estimated, no cost)", zap.Int("records", n))
+		}
+	}
 }
 
 // runtimeState returns the started runtime, or nil before Start and once
@@ -104,7 +134,8 @@ var _ tasks.Biller = taskBiller{}
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {
 	a.logger.Info("air app started",
-		zap.String("storage", a.Storage.Dir),
+		zap.String("storage", a.Storage.Backend),
+		zap.String("dir", a.Storage.Dir),
 		zap.Int("providers", len(a.Providers)),
 		zap.Int("models", len(a.Models)),
 		zap.Bool("priced", a.Prices != ""))

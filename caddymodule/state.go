@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
+	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
 // statePool holds the state of each storage backend across config
@@ -40,12 +41,24 @@ type state struct {
 	closed atomic.Bool
 }
 
+// openTimeout bounds how long opening a shared backend (connecting and
+// migrating) may take.
+const openTimeout = 2 * time.Minute
+
 // openRepos opens the repositories of s's backend. Validate has checked
 // that the backend exists.
 func openRepos(s *Storage, ledgerRetention time.Duration, log *zap.Logger) (store.Repos, error) {
 	switch s.Backend {
-	case "badger":
+	case backendBadger:
 		return badger.OpenRepos(badger.Config{Dir: s.Dir, LedgerRetention: ledgerRetention, Logger: log})
+	case backendPostgres:
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		defer cancel()
+		db, err := postgres.Open(ctx, postgres.Options{DSN: s.dsn, Retention: ledgerRetention, Logger: log.Named("postgres")})
+		if err != nil {
+			return store.Repos{}, err
+		}
+		return db.Repos(), nil
 	}
 	return store.Repos{}, fmt.Errorf("storage backend %q is not supported", s.Backend)
 }

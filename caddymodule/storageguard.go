@@ -23,7 +23,8 @@ const defaultMinFreeSpace = 64 << 20
 const guardInterval = time.Second
 
 // storageGuard refuses new billable work before the storage runs out: it
-// measures the free space of the storage directory's file system every
+// measures the free space of the storage directory's file system (if the
+// backend has one) every
 // guardInterval and compares it with a margin, the configured minimum plus
 // the holes of the store's sparse files. Badger memory-maps its value log
 // and memtable files at their full size and fills them as it writes; a
@@ -80,7 +81,10 @@ func (g *storageGuard) close() {
 func (g *storageGuard) measure() {
 	var why string
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(g.dir, &st); err != nil {
+	if g.dir == "" {
+		// A backend without local storage (postgres): only the ledger's
+		// backlog counts.
+	} else if err := syscall.Statfs(g.dir, &st); err != nil {
 		why = "cannot measure the free space of the storage: " + err.Error()
 	} else {
 		free := int64(st.Bavail) * int64(st.Bsize)

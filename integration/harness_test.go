@@ -22,6 +22,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	_ "github.com/caddy-air/caddy-air"
+	"github.com/caddy-air/caddy-air/internal/pgtest"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 )
 
@@ -63,7 +64,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building caddy:", err)
 		os.Exit(1)
 	}
+	stopPG := pgtest.Setup()
 	code := m.Run()
+	stopPG()
 	printFaultTable(os.Stdout)
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -86,6 +89,9 @@ type gatewayOptions struct {
 	// Site is extra text at the top of the site block (e.g. tracing, or a
 	// handle block).
 	Site string
+	// Storage, when set, replaces the storage line's arguments (e.g.
+	// "postgres {env.X}"); DataDir then only holds the price file.
+	Storage string
 }
 
 var configTemplate = template.Must(template.New("caddyfile").Parse(`{
@@ -94,7 +100,7 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 	https_port 9443
 	grace_period 5s
 	air {
-		storage badger {{.DataDir}}
+		{{if .Storage}}storage {{.Storage}}{{else}}storage badger {{.DataDir}}{{end}}
 		{{if .PricesFile}}prices {{.PricesFile}}{{end}}
 		provider mock {
 			protocol openai

@@ -28,6 +28,7 @@ const (
 // process is a caddy-air gateway running as its own OS process.
 type process struct {
 	t       *testing.T
+	port    string // the site's port
 	config  string
 	dataDir string
 	cmd     *exec.Cmd
@@ -92,7 +93,14 @@ func startProcess(t *testing.T, config, dataDir string) *process {
 // process exits before.
 func startProcessReady(t *testing.T, config, dataDir, path string, status int) *process {
 	t.Helper()
-	p := &process{t: t, config: config, dataDir: dataDir, log: new(lockedBuffer), exited: make(chan struct{})}
+	return startProcessAt(t, procHTTPPort, config, dataDir, path, status)
+}
+
+// startProcessAt is startProcessReady for a config whose site listens on
+// port, for tests that run more than one gateway process.
+func startProcessAt(t *testing.T, port, config, dataDir, path string, status int) *process {
+	t.Helper()
+	p := &process{t: t, port: port, config: config, dataDir: dataDir, log: new(lockedBuffer), exited: make(chan struct{})}
 	p.cmd = exec.Command(caddyBin, "run", "--config", config, "--adapter", "caddyfile")
 	p.cmd.Dir = ".."
 	p.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dataDir, "xdg"))
@@ -120,7 +128,7 @@ func startProcessReady(t *testing.T, config, dataDir, path string, status int) *
 	return p
 }
 
-func (p *process) url(path string) string { return "http://localhost:" + procHTTPPort + path }
+func (p *process) url(path string) string { return "http://localhost:" + p.port + path }
 
 // pid returns the process id.
 func (p *process) pid() int { return p.cmd.Process.Pid }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of caddy-air on a fresh machine: installs what the tests
-# need (Go modules, the npm SDKs), then unit tests with the race detector,
+# need (Go modules, the npm SDKs, PostgreSQL), starts a throwaway
+# PostgreSQL cluster, then unit tests with the race detector,
 # then the integration tests in one real Caddy (-p 1: caddytest uses fixed
 # ports), which also drive the official Node SDKs.
 set -euo pipefail
@@ -11,6 +12,15 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	echo "installing node and npm from Debian"
 	if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; else sudo apt-get update -qq && sudo apt-get install -y -qq nodejs npm; fi
 fi
+
+# PostgreSQL (Debian's postgresql package) for the shared-storage tests:
+# one throwaway cluster for the whole run (scripts/pg.sh: initdb in a
+# temporary folder, an unprivileged user, a random loopback port), removed
+# on exit. Tests that need it fail without it in CI.
+./scripts/pg.sh install
+eval "$(./scripts/pg.sh start)"
+trap './scripts/pg.sh stop "$AIR_TEST_PG_DIR"' EXIT
+echo "postgresql test cluster in $AIR_TEST_PG_DIR"
 
 echo "== go modules"
 go mod download

@@ -9,7 +9,7 @@
 // backend's own guarantees (a database's transactions and row locks), not
 // transactions emulated over keys. Domain packages (billing, keys, tasks)
 // import this package only, never a backend. Backends: store/badger
-// (embedded, one instance) and, on the way, store/postgres (shared by
+// (embedded, one instance) and store/postgres (shared by
 // several instances).
 //
 // Types here are storage shapes: amounts are int64 nano units of their

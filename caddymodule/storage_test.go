@@ -1,0 +1,134 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-air/caddy-air/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestStorageCaddyfile(t *testing.T) {
+	for i, tc := range []struct {
+		input   string
+		want    Storage
+		wantErr string
+	}{
+		{"air {\n storage badger /var/lib/air\n}", Storage{Backend: "badger", Dir: "/var/lib/air"}, ""},
+		{"air {\n storage postgres {env.AIR_PG_DSN}\n}", Storage{Backend: "postgres", DSN: "{env.AIR_PG_DSN}"}, ""},
+		{"air {\n storage postgres \"host=db dbname=air\"\n}", Storage{Backend: "postgres", DSN: "host=db dbname=air"}, ""},
+		{"air {\n storage postgres\n}", Storage{}, "wrong argument count"},
+		{"air {\n storage postgres a b\n}", Storage{}, "wrong argument count"},
+		{"air {\n storage mysql dsn\n}", Storage{}, `storage backend "mysql" is not supported`},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Test %d: %v", i, err)
+			continue
+		}
+		if *a.Storage != tc.want {
+			t.Errorf("Test %d: storage %+v, want %+v", i, *a.Storage, tc.want)
+		}
+	}
+}
+
+// TestPostgresDSNPlaceholder checks that the DSN's placeholder is expanded
+// at provisioning, that the config keeps only the placeholder, and that an
+// unset variable fails the load naming the variable.
+func TestPostgresDSNPlaceholder(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	const secret = "postgres://air:hunter2-secret@db.internal/air"
+	t.Setenv("AIR_TEST_PG_SECRET", secret)
+	a := &App{Storage: &Storage{Backend: "postgres", DSN: "{env.AIR_TEST_PG_SECRET}"}}
+	if err := a.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Cleanup()
+	if err := a.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Storage.dsn != secret {
+		t.Errorf("expanded DSN %q", a.Storage.dsn)
+	}
+	out, _ := json.Marshal(a)
+	if bytes.Contains(out, []byte("hunter2")) || strings.Contains(a.poolKey, "hunter2") {
+		t.Errorf("the config or pool key holds the password: %s / %s", out, a.poolKey)
+	}
+
+	b := &App{Storage: &Storage{Backend: "postgres", DSN: "{env.AIR_TEST_PG_UNSET}"}}
+	err := b.Provision(ctx)
+	if err == nil || !strings.Contains(err.Error(), "AIR_TEST_PG_UNSET is unset or empty") {
+		t.Errorf("an unset DSN variable: %v", err)
+	}
+	_ = b.Cleanup()
+	c := &App{Storage: &Storage{Backend: "postgres", Dir: "/x", DSN: "host=db"}}
+	if err := c.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil {
+		t.Error("postgres with a directory validated")
+	}
+	_ = c.Cleanup()
+}
+
+// TestMigrateCommand runs `caddy air migrate` against a fresh database,
+// from a Caddyfile whose storage line names the DSN through a placeholder,
+// then again with --dsn: the first run applies the migrations, the second
+// none.
+func TestMigrateCommand(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	t.Setenv("AIR_TEST_MIGRATE_DSN", dsn)
+	cfg := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfg, []byte("{\n\tair {\n\t\tstorage postgres {env.AIR_TEST_MIGRATE_DSN}\n\t}\n}\n:0 {\n\trespond ok\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := migrateCommand()
+		cmd.Flags().StringP("config", "c", "", "")
+		cmd.Flags().StringP("adapter", "a", "", "")
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		cmd.SetContext(context.Background())
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := run("--config", cfg, "--adapter", "caddyfile")
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "applied 00001_schema.sql") || !strings.Contains(out, "schema version 1 ") {
+		t.Errorf("first run printed:\n%s", out)
+	}
+	out, err = run("--dsn", "{env.AIR_TEST_MIGRATE_DSN}")
+	if err != nil {
+		t.Fatalf("migrate --dsn: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "applied") || !strings.Contains(out, "schema version 1 ") {
+		t.Errorf("second run printed:\n%s", out)
+	}
+	if _, err := run("--dsn", "postgres://air:hunter2-secret@127.0.0.1:1/air?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a failed connection: %v (must fail without the password)", err)
+	}
+	if _, err := run(); err == nil {
+		t.Error("migrate without a database succeeded")
+	}
+}

@@ -1,0 +1,65 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/caddy-air/caddy-air/internal/pgtest"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// BenchmarkLedgerAppend measures one Append (one transaction: the records,
+// their aggregates and spend) per batch size; ns/op is per batch, and the
+// record/s metric what one connection sustains.
+func BenchmarkLedgerAppend(b *testing.B) {
+	for _, size := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			l := db.Repos().Ledger
+			now := time.Now()
+			b.ResetTimer()
+			for i := range b.N {
+				recs := make([]store.Record, size)
+				for j := range recs {
+					recs[j] = rec(fmt.Sprintf("b%d-%d", i, j), 1000)
+					recs[j].Time = now
+				}
+				if err := l.Append(context.Background(), recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkReserve measures a budget lease taken under its subject's row
+// lock, with the room computed from spend and live leases.
+func BenchmarkReserve(b *testing.B) {
+	db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	bud := db.Repos().Budgets
+	sub := store.Subject{Scope: store.ScopeUser, ID: "alice"}
+	if err := bud.SetLimits(context.Background(), sub, store.Limits{Currency: "USD", Monthly: 1 << 60}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		l, err := bud.Reserve(context.Background(), sub, "USD", 1000, time.Now(), time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := bud.Release(context.Background(), l.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

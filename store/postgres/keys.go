@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// revokeChannel is the NOTIFY channel of key revocations; the payload is
+// the revoked key's hash.
+const revokeChannel = "air_key_revoked"
+
+// Keys is the keys repository. A key created through any instance is in
+// the table once Create returns. Revocations are sent with NOTIFY in the
+// revoking transaction, so every instance listening hears of them when it
+// commits; an instance whose listening connection broke re-reads the
+// revocations it may have missed when it reconnects, and reconnects
+// within a second.
+type Keys struct {
+	db *DB
+}
+
+const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at"
+
+func scanKey(row pgx.Row) (store.Key, error) {
+	var k store.Key
+	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, store.ErrNotFound
+	}
+	k.CreatedAt = k.CreatedAt.UTC()
+	k.ExpiresAt = utcPtr(k.ExpiresAt)
+	k.RevokedAt = utcPtr(k.RevokedAt)
+	return k, err
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Create implements store.Keys.
+func (r *Keys) Create(ctx context.Context, k store.Key) error {
+	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
+	}
+	return err
+}
+
+// ByHash implements store.Keys.
+func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
+	return scanKey(r.db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM air_keys WHERE hash = $1`, hash))
+}
+
+// List implements store.Keys.
+func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
+	rows, err := r.db.pool.Query(ctx, `SELECT `+keyColumns+` FROM air_keys
+		WHERE $1 = '' OR user_name = $1 ORDER BY created_at, id`, user)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// Revoke implements store.Keys. The first revocation sets revoked_at and
+// notifies every instance in the same transaction.
+func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, error) {
+	var out store.Key
+	err := pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
+		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET revoked_at = $2, revoked_seen = clock_timestamp()
+			WHERE id = $1 AND revoked_at IS NULL RETURNING `+keyColumns, id, at.UTC()))
+		if errors.Is(err, store.ErrNotFound) {
+			// Unknown, or revoked before: the first time stays.
+			out, err = scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM air_keys WHERE id = $1`, id))
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		out = k
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, revokeChannel, k.Hash)
+		return err
+	})
+	return out, err
+}
+
+// Revocations implements store.Keys: it listens on a connection of its own
+// until ctx ends, reconnecting after a second when it breaks. The first
+// LISTEN is in place when Revocations returns (unless the database is
+// unreachable, then it is retried), so a revocation committed after the
+// call is reported.
+func (r *Keys) Revocations(ctx context.Context, fn func(hash string)) {
+	l := &listener{keys: r, fn: fn}
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := l.connect(startCtx)
+	cancel()
+	go l.run(ctx, err)
+}
+
+// listener reports revocations to fn.
+type listener struct {
+	keys *Keys
+	fn   func(hash string)
+	conn *pgx.Conn
+	// since is the database time of the last LISTEN: after a reconnect,
+	// revocations committed from then on are read again (reporting one
+	// twice is harmless).
+	since time.Time
+}
+
+// connect takes a connection out of the pool for good (it ends in LISTEN
+// state), listens, and reports the revocations it may have missed since
+// the previous LISTEN.
+func (l *listener) connect(ctx context.Context) error {
+	conn, err := l.keys.db.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	pc := conn.Hijack()
+	var now time.Time
+	if _, err := pc.Exec(ctx, "LISTEN "+revokeChannel); err == nil {
+		err = pc.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now)
+	}
+	if err != nil {
+		_ = pc.Close(context.Background())
+		return err
+	}
+	if !l.since.IsZero() {
+		// A second of overlap covers a transaction that took its time
+		// between setting revoked_seen and committing.
+		rows, err := pc.Query(ctx, `SELECT hash FROM air_keys WHERE revoked_seen >= $1`, l.since.Add(-time.Second))
+		if err != nil {
+			_ = pc.Close(context.Background())
+			return err
+		}
+		hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			_ = pc.Close(context.Background())
+			return err
+		}
+		for _, h := range hashes {
+			l.fn(h)
+		}
+	}
+	l.conn, l.since = pc, now
+	return nil
+}
+
+// run waits for notifications until ctx ends, reconnecting after a second
+// when the connection fails; err is the first connect's.
+func (l *listener) run(ctx context.Context, err error) {
+	for {
+		if err == nil {
+			for {
+				var n *pgconn.Notification
+				n, err = l.conn.WaitForNotification(ctx)
+				if err != nil {
+					break
+				}
+				l.fn(n.Payload)
+			}
+			_ = l.conn.Close(context.Background())
+			l.conn = nil
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		l.keys.db.log.Warn("listening for key revocations failed; retrying in 1s", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		err = l.connect(ctx)
+	}
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Interface guard.
+var _ store.Keys = (*Keys)(nil)
