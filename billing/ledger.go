@@ -91,6 +91,8 @@ type job struct {
 	rec     *Record
 	done    func(err error)
 	flushed chan struct{}
+	// queued is when rec was enqueued (see Lag).
+	queued time.Time
 }
 
 // Sizes and times of the writer.
@@ -195,10 +197,11 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 // of done. After Close, Enqueue writes rec at once, and a failure is logged
 // with the record's user, key and cost.
 func (l *Ledger) Enqueue(rec Record, done func(err error)) {
-	rec.fillDefaults(time.Now())
+	now := time.Now()
+	rec.fillDefaults(now)
 	l.mu.Lock()
 	if !l.closed {
-		l.queue = append(l.queue, job{rec: &rec, done: done})
+		l.queue = append(l.queue, job{rec: &rec, done: done, queued: now})
 		l.mu.Unlock()
 		l.signal()
 		return

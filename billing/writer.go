@@ -220,6 +220,8 @@ type LedgerStats struct {
 // ledgerStats are the counters behind LedgerStats.
 type ledgerStats struct {
 	batches, records, lastSync atomic.Int64
+	// observe, if set, is told of every sync (SetSyncObserver).
+	observe atomic.Pointer[func(time.Duration)]
 }
 
 // synced counts a sync of n records that took d.
@@ -227,6 +229,33 @@ func (s *ledgerStats) synced(n int, d time.Duration) {
 	s.batches.Add(1)
 	s.records.Add(int64(n))
 	s.lastSync.Store(int64(d))
+	if f := s.observe.Load(); f != nil {
+		(*f)(d)
+	}
+}
+
+// SetSyncObserver makes f be called, from the writer, with the time each
+// batch commit (journal append and sync) took; nil stops the calls. f
+// must be quick: the writer waits for it.
+func (l *Ledger) SetSyncObserver(f func(time.Duration)) {
+	if f == nil {
+		l.stats.observe.Store(nil)
+		return
+	}
+	l.stats.observe.Store(&f)
+}
+
+// Lag is the age of the oldest record waiting for the writer, zero when
+// none waits.
+func (l *Ledger) Lag() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.queue {
+		if l.queue[i].rec != nil {
+			return time.Since(l.queue[i].queued)
+		}
+	}
+	return 0
 }
 
 // Stats returns the writer's state.

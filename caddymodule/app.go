@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
@@ -90,6 +91,9 @@ type App struct {
 	Models []*ModelConfig `json:"models,omitempty"`
 	// Tasks tunes the image and video task service.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Metrics configures the Prometheus metrics. Default: on, without
+	// per-user labels.
+	Metrics *MetricsConfig `json:"metrics,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -98,6 +102,7 @@ type App struct {
 	poolKey   string
 	prices    *billing.PriceTable
 	live      *live
+	metrics   *airmetrics.Observer // nil when metrics are off
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -236,6 +241,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.routes, err = a.buildRoutes(); err != nil {
 		return err
 	}
+	if err := a.setupMetrics(ctx); err != nil {
+		return fmt.Errorf("metrics: %v", err)
+	}
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)
@@ -366,6 +374,7 @@ func (a *App) Start() error {
 		commitInterval = time.Duration(*a.LedgerCommitInterval)
 	}
 	st.ledger.SetCommitInterval(commitInterval)
+	st.ledger.SetSyncObserver(a.commitObserver())
 	rt, err := a.startRuntime(st)
 	if err != nil {
 		_, _ = statePool.Delete(a.poolKey)

@@ -52,6 +52,10 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			poll_interval <duration>
 //			max_concurrent_creates <n>
 //		}
+//		metrics off
+//		metrics {
+//			per_user
+//		}
 //	}
 //
 // `provider` and `model` repeat. Keys and URLs may use placeholders such as
@@ -99,6 +103,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseModel(d)
 		case "tasks":
 			err = a.parseTasks(d)
+		case "metrics":
+			err = a.parseMetrics(d)
 		default:
 			return d.Errf("unrecognized air option %q", d.Val())
 		}

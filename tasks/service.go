@@ -133,7 +133,25 @@ type Config struct {
 	MaxConcurrentCreates int
 	// Logger receives the service's logs; nil discards them.
 	Logger *zap.Logger
+	// Observer, if set, is told of task status changes and upstream polls.
+	Observer Observer
 }
+
+// Observer is told of what the service does, for metrics.
+type Observer interface {
+	// TaskStatus reports a task of kind (image, video) reaching status:
+	// running when created, then succeeded or failed.
+	TaskStatus(kind, status string)
+	// TaskPolled reports an upstream poll of a task on provider, and
+	// whether it failed.
+	TaskPolled(provider string, failed bool)
+}
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) TaskStatus(string, string) {}
+func (nopObserver) TaskPolled(string, bool)   {}
 
 // Service creates, serves and finishes tasks.
 type Service struct {
@@ -155,6 +173,7 @@ type Service struct {
 	maxDepth     int
 	creates      chan struct{}
 	log          *zap.Logger
+	obs          Observer
 }
 
 // New returns a Service for c.
@@ -194,6 +213,10 @@ func New(c Config) (*Service, error) {
 	s.creates = make(chan struct{}, c.MaxConcurrentCreates)
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	s.obs = c.Observer
+	if s.obs == nil {
+		s.obs = nopObserver{}
 	}
 	return s, nil
 }
