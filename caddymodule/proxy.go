@@ -216,8 +216,8 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if !res.FirstByte.IsZero() {
 		q.FirstByte = res.FirstByte.Sub(arrived)
 	}
-	if err != nil {
-		q.Status = http.StatusServiceUnavailable
+	if err != nil && r.Context().Err() == nil {
+		q.Status = http.StatusServiceUnavailable // finish answers ledger_unavailable
 	}
 	if err != nil && r.Context().Err() == nil {
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
