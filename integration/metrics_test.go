@@ -200,10 +200,13 @@ func TestMetricsScrape(t *testing.T) {
 	})
 	// 2 chats, messages, retried, limited ok, canceled stream, image, video.
 	recs := waitLedger(t, user, 8)
-	eventually(t, 10*time.Second, "the canceled stream is settled", func() bool {
-		return scrapeMetrics(t).delta(before, "air_requests_total", `model="met-slow"`) == 1
+	// A request is counted once its answer is written: wait for all 10
+	// (the canceled stream's only once its record is settled).
+	var after scrape
+	eventually(t, 10*time.Second, "every request is counted", func() bool {
+		after = scrapeMetrics(t)
+		return after.delta(before, "air_requests_total") == 10
 	})
-	after := scrapeMetrics(t)
 
 	tests := []struct {
 		name string
@@ -311,7 +314,11 @@ func TestMetricsScrape(t *testing.T) {
 	if status, _, raw := postChat(t, key, `{"model":"met-model","messages":[{"role":"user","content":"x"}]}`); status != http.StatusOK {
 		t.Fatalf("chat after the reload: %d %s", status, raw)
 	}
-	final := scrapeMetrics(t)
+	var final scrape
+	eventually(t, 10*time.Second, "the request after the reload is counted", func() bool {
+		final = scrapeMetrics(t)
+		return final.sumOf("air_user_requests_total") > 0
+	})
 	if got := final.delta(after, "air_requests_total", `model="met-model"`, `outcome="ok"`); got != 1 {
 		t.Errorf("%s grew by %v across the reload and one request, want 1", okChats, got)
 	}
