@@ -166,7 +166,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if err := reservation.Intend(intent); err != nil {
 		reservation.Release()
 		h.log.Error("recording a request's intent", zap.String("request_id", requestID), zap.Error(err))
-		return respondError(w, r, errStorage)
+		return h.refuse(w, r, mr, errStorage)
 	}
 	if in.Stream {
 		mr.StreamOpened()
@@ -218,8 +218,6 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	if err != nil && r.Context().Err() == nil {
 		q.Status = http.StatusServiceUnavailable // finish answers ledger_unavailable
-	}
-	if err != nil && r.Context().Err() == nil {
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
