@@ -52,6 +52,7 @@ type options struct {
 	profileLoad    int
 	writeReadme    bool
 	airOptions     string
+	metricsOff     bool
 	quiet          bool
 	idle           time.Duration
 	// Scenario 7.
@@ -85,6 +86,7 @@ func parseFlags() options {
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
+	flag.BoolVar(&o.metricsOff, "metrics-off", false, "also run caddy-air with `metrics off` as a third target, to measure what its metrics cost")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure both processes' CPU with no load, after they start (0: not at all)")
 	flag.IntVar(&o.mediaSize, "media-size", 50, "MiB of the media file of scenario 7")
@@ -200,7 +202,16 @@ func benchmark(ctx context.Context, o options) error {
 	}
 	defer bare.Stop()
 	defer air.Stop()
-	for _, p := range []*caddyProcess{bare, air} {
+	procs := []*caddyProcess{bare, air}
+	var noMetrics *caddyProcess
+	if o.metricsOff {
+		if noMetrics, err = newAirProcess(o.caddyBin, tmp, noMetricsName, upPort, o.airOptions+"\n\t\tmetrics off"); err != nil {
+			return err
+		}
+		defer noMetrics.Stop()
+		procs = append(procs, noMetrics)
+	}
+	for _, p := range procs {
 		logf("starting %s Caddy on 127.0.0.1:%d (admin %d)", p.Name, p.Port, p.AdminPort)
 		if err := p.Start(ctx); err != nil {
 			return err
@@ -217,6 +228,13 @@ func benchmark(ctx context.Context, o options) error {
 			{proc: air, key: key, client: newClient(o.inflight)},
 		},
 		logf: logf,
+	}
+	if noMetrics != nil {
+		k, err := createKey(ctx, noMetrics)
+		if err != nil {
+			return err
+		}
+		b.targets = append(b.targets, &target{proc: noMetrics, key: k, client: newClient(o.inflight)})
 	}
 	b.restart = func(ctx context.Context) error {
 		for _, t := range b.targets {
@@ -356,12 +374,41 @@ func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *ca
 	if err != nil {
 		return nil, nil, err
 	}
-	air, err = mk("air", ports[2], ports[3], func(dir string) (string, error) {
-		prices, err := writeFile(dir, "prices.json", pricesJSON)
-		if err != nil {
-			return "", err
-		}
-		return writeFile(dir, "Caddyfile", airCaddyfile(ports[3], ports[2], upPort, airData, prices, airOptions))
-	})
+	air, err = newAirProcessOn(bin, tmp, "air", ports[2], ports[3], upPort, airOptions)
 	return bare, air, err
+}
+
+// noMetricsName names the caddy-air process with `metrics off`.
+const noMetricsName = "air-nometrics"
+
+// newAirProcess prepares another caddy-air process, on fresh ports.
+func newAirProcess(bin, tmp, name string, upPort int, airOptions string) (*caddyProcess, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return newAirProcessOn(bin, tmp, name, port, admin, upPort, airOptions)
+}
+
+// newAirProcessOn prepares a caddy-air process named name, its config and
+// working directory under tmp.
+func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, airOptions string) (*caddyProcess, error) {
+	dir := filepath.Join(tmp, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	prices, err := writeFile(dir, "prices.json", pricesJSON)
+	if err != nil {
+		return nil, err
+	}
+	path, err := writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, filepath.Join(dir, "badger"), prices, airOptions))
+	if err != nil {
+		return nil, err
+	}
+	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
+		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
 }

@@ -55,6 +55,8 @@ func summarize(runs []run) summary {
 const (
 	bareLabel = "bare Caddy"
 	airLabel  = "caddy-air"
+	// noMetricsLabel is caddy-air with `metrics off` (-metrics-off).
+	noMetricsLabel = "caddy-air, metrics off"
 )
 
 // The issue's targets.
@@ -125,6 +127,7 @@ func table(scenarios []*scenario) string {
 			f(ratio(air.RPS, bare.RPS), 2), f(ratio(air.P50, bare.P50), 2), f(ratio(air.P99, bare.P99), 2),
 			f(ratio(air.CPU, bare.CPU), 2), f(ratio(air.PeakRSS, bare.PeakRSS), 2), f(ratio(air.HWM, bare.HWM), 2))
 	}
+	b.WriteString(metricsCost(scenarios))
 	b.WriteString(peakSplit(scenarios))
 	for _, sc := range scenarios {
 		if sc.Media != nil {
@@ -191,6 +194,7 @@ func verdicts(scenarios []*scenario) string {
 			r := ratio(air.CPU, bare.CPU)
 			fmt.Fprintf(&b, "- Scenario %d CPU/req: %s× bare (target ≤ %.2f×): %s\n", sc.ID, f(r, 2), maxCPU, check(r <= maxCPU))
 		}
+		b.WriteString(metricsVerdict(sc))
 		if maxRSS > 0 {
 			r := ratio(air.PeakRSS, bare.PeakRSS)
 			fmt.Fprintf(&b, "- Scenario %d peak RSS: %s× bare (target ≤ %.2f×): %s\n", sc.ID, f(r, 2), maxRSS, check(r <= maxRSS))
@@ -267,4 +271,42 @@ func replaceSection(doc, section string) (string, error) {
 // resultsSection is the generated README section.
 func resultsSection(when time.Time, host, params, tbl, verdict string) string {
 	return fmt.Sprintf("Run of %s on %s.\n\n%s\n\n%s\n%s\n", when.UTC().Format("2006-01-02 15:04 MST"), host, params, tbl, verdict)
+}
+
+// maxMetricsCost is the most CPU per request that caddy-air's metrics may
+// add (issue #18): 3% over caddy-air with `metrics off`.
+const maxMetricsCost = 0.03
+
+// metricsCost renders, when the run had a caddy-air with `metrics off`
+// (-metrics-off), what the metrics cost per request.
+func metricsCost(scenarios []*scenario) string {
+	var b strings.Builder
+	for _, sc := range scenarios {
+		off, ok := sc.Runs[noMetricsLabel]
+		if !ok || sc.ID == 3 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nCost of caddy-air's metrics (medians; the same run, -metrics-off):\n\n" +
+				"| Scenario | CPU µs/req, metrics on | CPU µs/req, metrics off | cost | p50 ms on / off |\n|---|--:|--:|--:|--:|\n")
+		}
+		on, o := summarize(sc.Runs[airLabel]), summarize(off)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s%% | %s / %s |\n", sc.Title, f(on.CPU, 0), f(o.CPU, 0),
+			f(100*(ratio(on.CPU, o.CPU)-1), 1), f(on.P50, 2), f(o.P50, 2))
+	}
+	return b.String()
+}
+
+// metricsVerdict checks the metrics' cost against maxMetricsCost.
+func metricsVerdict(sc *scenario) string {
+	off, ok := sc.Runs[noMetricsLabel]
+	if !ok || sc.ID == 3 {
+		return ""
+	}
+	c := ratio(summarize(sc.Runs[airLabel]).CPU, summarize(off).CPU) - 1
+	verdict := "PASS"
+	if c > maxMetricsCost {
+		verdict = "**MISS**"
+	}
+	return fmt.Sprintf("- Scenario %d metrics cost: %s%% CPU/req over metrics off (target ≤ %.0f%%): %s\n", sc.ID, f(100*c, 1), 100*maxMetricsCost, verdict)
 }

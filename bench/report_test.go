@@ -132,3 +132,34 @@ func TestVerdictsLongScenarios(t *testing.T) {
 		}
 	}
 }
+
+func TestMetricsCost(t *testing.T) {
+	runs := func(cpu time.Duration) []run {
+		r := run{CPU: cpu, result: result{OK: 1000, Elapsed: time.Second}}
+		return []run{r, r, r}
+	}
+	for i, tc := range []struct {
+		on   time.Duration
+		want string
+	}{
+		{202 * time.Millisecond, "Scenario 2 metrics cost: 1.0% CPU/req over metrics off (target ≤ 3%): PASS"},
+		{210 * time.Millisecond, "Scenario 2 metrics cost: 5.0% CPU/req over metrics off (target ≤ 3%): **MISS**"},
+	} {
+		sc := &scenario{ID: 2, Title: "2. chat, SSE", Runs: map[string][]run{
+			bareLabel:      runs(150 * time.Millisecond),
+			airLabel:       runs(tc.on),
+			noMetricsLabel: runs(200 * time.Millisecond),
+		}}
+		if got := verdicts([]*scenario{sc}); !strings.Contains(got, tc.want) {
+			t.Errorf("Test %d: verdicts lack %q:\n%s", i, tc.want, got)
+		}
+		if got := table([]*scenario{sc}); !strings.Contains(got, "| 2. chat, SSE | 202 | 200 | 1.0% |") && i == 0 {
+			t.Errorf("Test %d: table lacks the metrics cost row:\n%s", i, got)
+		}
+	}
+	// Without -metrics-off, nothing about metrics.
+	sc := &scenario{ID: 2, Runs: map[string][]run{bareLabel: runs(time.Second), airLabel: runs(time.Second)}}
+	if got := verdicts([]*scenario{sc}) + table([]*scenario{sc}); strings.Contains(got, "metrics") {
+		t.Errorf("metrics cost reported without a metrics-off target:\n%s", got)
+	}
+}

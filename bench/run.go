@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -16,8 +17,11 @@ type target struct {
 
 // Label returns the target's name in tables.
 func (t *target) Label() string {
-	if t.proc.Name == "air" {
-		return "caddy-air"
+	switch t.proc.Name {
+	case "air":
+		return airLabel
+	case noMetricsName:
+		return noMetricsLabel
 	}
 	return "bare Caddy"
 }
@@ -116,7 +120,9 @@ func (b *bench) order(i int) []*target {
 	if i%2 == 0 {
 		return b.targets
 	}
-	return []*target{b.targets[1], b.targets[0]}
+	out := slices.Clone(b.targets)
+	slices.Reverse(out)
+	return out
 }
 
 // rateScenario runs a constant-rate scenario for every round and target.

@@ -46,13 +46,11 @@ type Ledger struct {
 	// nanoseconds).
 	commitInterval, lastSync atomic.Int64
 
-	mu     sync.Mutex // guards closed, queue and queuedSince
+	mu     sync.Mutex // guards closed and queue
 	closed bool
 	queue  []job
-	// queuedSince is when the oldest job in queue was queued.
-	queuedSince time.Time
-	wake        chan struct{} // has a value when queue may not be empty
-	done        chan struct{}
+	wake   chan struct{} // has a value when queue may not be empty
+	done   chan struct{}
 
 	stats ledgerStats
 }
@@ -62,6 +60,8 @@ type job struct {
 	rec     *Record
 	done    func(err error)
 	flushed chan struct{}
+	// queued is when rec was enqueued (see Lag).
+	queued time.Time
 }
 
 // Sizes of the writer.
@@ -118,10 +118,7 @@ func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	rec.fillDefaults(now)
 	l.mu.Lock()
 	if !l.closed {
-		if len(l.queue) == 0 {
-			l.queuedSince = now
-		}
-		l.queue = append(l.queue, job{rec: &rec, done: done})
+		l.queue = append(l.queue, job{rec: &rec, done: done, queued: now})
 		l.mu.Unlock()
 		l.signal()
 		return
@@ -175,9 +172,6 @@ func (l *Ledger) Flush(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}
-	if len(l.queue) == 0 {
-		l.queuedSince = time.Now()
 	}
 	l.queue = append(l.queue, job{flushed: ch})
 	l.mu.Unlock()

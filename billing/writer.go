@@ -199,6 +199,8 @@ type LedgerStats struct {
 // ledgerStats are the counters behind LedgerStats.
 type ledgerStats struct {
 	batches, records, lastSync atomic.Int64
+	// observe, if set, is told of every sync (SetSyncObserver).
+	observe atomic.Pointer[func(time.Duration)]
 }
 
 // synced counts a sync of n records that took d.
@@ -206,21 +208,51 @@ func (s *ledgerStats) synced(n int, d time.Duration) {
 	s.batches.Add(1)
 	s.records.Add(int64(n))
 	s.lastSync.Store(int64(d))
+	if f := s.observe.Load(); f != nil {
+		(*f)(d)
+	}
+}
+
+// SetSyncObserver makes f be called, from the writer, with the time each
+// batch commit (journal append and sync) took; nil stops the calls. f
+// must be quick: the writer waits for it.
+func (l *Ledger) SetSyncObserver(f func(time.Duration)) {
+	if f == nil {
+		l.stats.observe.Store(nil)
+		return
+	}
+	l.stats.observe.Store(&f)
+}
+
+// Lag is the age of the oldest record waiting for the writer, zero when
+// none waits.
+func (l *Ledger) Lag() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lagLocked()
+}
+
+// lagLocked is Lag with l.mu held.
+func (l *Ledger) lagLocked() time.Duration {
+	for i := range l.queue {
+		if l.queue[i].rec != nil {
+			return time.Since(l.queue[i].queued)
+		}
+	}
+	return 0
 }
 
 // Stats returns the writer's state.
 func (l *Ledger) Stats() LedgerStats {
 	l.mu.Lock()
-	queued, since := len(l.queue), l.queuedSince
+	queued, lag := len(l.queue), l.lagLocked()
 	l.mu.Unlock()
 	st := LedgerStats{
-		Queued:   queued,
-		Batches:  l.stats.batches.Load(),
-		Records:  l.stats.records.Load(),
-		LastSync: time.Duration(l.stats.lastSync.Load()),
-	}
-	if queued > 0 {
-		st.OldestQueued = time.Since(since)
+		Queued:       queued,
+		OldestQueued: lag,
+		Batches:      l.stats.batches.Load(),
+		Records:      l.stats.records.Load(),
+		LastSync:     time.Duration(l.stats.lastSync.Load()),
 	}
 	if err := l.Backlogged(); err != nil {
 		st.Broken = err.Error()

@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -92,6 +93,9 @@ type App struct {
 	Tasks *TasksConfig `json:"tasks,omitempty"`
 	// Health tunes the health checks.
 	Health *HealthConfig `json:"health,omitempty"`
+	// Metrics configures the Prometheus metrics. Default: on, without
+	// per-user labels.
+	Metrics *MetricsConfig `json:"metrics,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -100,6 +104,7 @@ type App struct {
 	poolKey   string
 	prices    *billing.PriceTable
 	live      *live
+	metrics   *airmetrics.Observer // nil when metrics are off
 	cancel    context.CancelFunc
 	done      chan struct{}
 	// tracker counts each provider's upstream attempts, for health.
@@ -242,6 +247,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.provisionHealth()
+	if err := a.setupMetrics(ctx); err != nil {
+		return fmt.Errorf("metrics: %v", err)
+	}
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)
@@ -372,6 +380,7 @@ func (a *App) Start() error {
 		commitInterval = time.Duration(*a.LedgerCommitInterval)
 	}
 	st.ledger.SetCommitInterval(commitInterval)
+	st.ledger.SetSyncObserver(a.commitObserver())
 	rt, err := a.startRuntime(st)
 	if err != nil {
 		_, _ = statePool.Delete(a.poolKey)

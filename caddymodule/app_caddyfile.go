@@ -57,6 +57,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			min_success_rate <0..1>
 //			min_attempts <n>
 //			max_ledger_lag <duration>
+//		metrics off
+//		metrics {
+//			per_user
 //		}
 //	}
 //
@@ -116,6 +119,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseTasks(d)
 		case "health":
 			err = a.parseHealth(d)
+		case "metrics":
+			err = a.parseMetrics(d)
 		default:
 			return d.Errf("unrecognized air option %q", d.Val())
 		}

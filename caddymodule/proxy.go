@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
@@ -89,6 +90,9 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 	}
 	h.spec, h.app, h.log = spec, app, ctx.Logger()
 	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker}
+	if app.metrics != nil {
+		h.proxy.Attempts = app.metrics
+	}
 	return nil
 }
 
@@ -96,21 +100,23 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 // ledger record is durable before the client gets the end of the answer
 // (see chatproxy.Held).
 func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	arrived := time.Now()
+	var mr *airmetrics.Route // the model's metrics, once routed
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
+		return h.refuse(w, r, mr, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
 	}
 	key := identity(r)
 	if key == nil {
-		return respondError(w, r, errNoIdentity)
+		return h.refuse(w, r, mr, errNoIdentity)
 	}
 	st, rt := h.app.current(), h.app.runtimeState()
 	if st == nil || rt == nil {
-		return respondError(w, r, errNotStarted)
+		return h.refuse(w, r, mr, errNotStarted)
 	}
 	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
-		return respondError(w, r, err)
+		return h.refuse(w, r, mr, err)
 	}
 	// The buffer is used until the exchange ends, and by upstream requests
 	// until their transports close them (Call.BodyPin).
@@ -118,15 +124,16 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	body := rb.Bytes()
 	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return h.refuse(w, r, mr, aerr)
 	}
 	rspan := telemetry.StartRoute(r.Context(), telemetry.Route{Operation: h.spec.endpoint, Model: in.Model})
 	route, aerr := h.route(in.Model)
 	if aerr != nil {
 		telemetry.EndRoute(rspan, "", "", errorCode(aerr))
-		return respondError(w, r, aerr)
+		return h.refuse(w, r, mr, aerr)
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
+	mr = h.app.metrics.Route(route.Pattern)
 	// The edits are made in the pooled buffer; a body that nearly fills
 	// its size class moves to the next one first. (If the budget cannot
 	// cover that, PrepareBodyInPlace allocates the edited body.)
@@ -136,15 +143,15 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	upstreamBody, injected, err := chatproxy.PrepareBodyInPlace(h.spec.protocol, body, in, route.UpstreamModel)
 	if err != nil {
-		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+		return h.refuse(w, r, mr, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
 	if aerr := st.guard.check(); aerr != nil {
-		return respondError(w, r, aerr)
+		return h.refuse(w, r, mr, aerr)
 	}
 	subject := billing.Subject{User: key.User, KeyID: key.ID}
 	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, chatproxy.EstimateRequest(in))
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return h.refuse(w, r, mr, aerr)
 	}
 	requestID := newRequestID()
 	start := time.Now().UTC()
@@ -163,7 +170,15 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if err := reservation.Intend(intent); err != nil {
 		reservation.Release()
 		h.log.Error("recording a request's intent", zap.String("request_id", requestID), zap.Error(err))
-		return respondError(w, r, errStorage)
+		return h.refuse(w, r, mr, errStorage)
+	}
+	if in.Stream {
+		mr.StreamOpened()
+		defer mr.StreamClosed()
+	}
+	var q airmetrics.Request
+	if mr != nil {
+		defer h.observe(mr, &q, arrived)
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
@@ -181,6 +196,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// No upstream saw the request: nothing to bill.
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
+		q.Outcome, q.Status = metricsOutcome(res.Outcome), res.Status
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
@@ -195,11 +211,34 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		zap.String("air_cost", rec.Cost.String()),
 		zap.String("air_outcome", res.Outcome),
 	)
+	q = airmetrics.Request{
+		Outcome: metricsOutcome(res.Outcome), Status: res.Status,
+		Tokens: airmetrics.Tokens{Input: rec.Usage.Input, Output: rec.Usage.Output, CacheRead: rec.Usage.CacheRead,
+			CacheCreation: rec.Usage.CacheCreation, Reasoning: rec.Usage.Reasoning},
+		Currency: rec.Currency, CostNanos: int64(rec.Cost), User: key.User, KeyID: key.ID,
+	}
+	if !res.FirstByte.IsZero() {
+		q.FirstByte = res.FirstByte.Sub(arrived)
+	}
 	if err != nil && r.Context().Err() == nil {
+		q.Status = http.StatusServiceUnavailable // finish answers ledger_unavailable
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
 	return h.finish(w, r, res.Held, err)
+}
+
+// refuse answers a request the gateway refuses by itself with err, as
+// respondError does, and counts it in the metrics.
+func (h *proxyHandler) refuse(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, err error) error {
+	h.app.observeRefusal(mr, h.spec.endpoint, err)
+	return respondError(w, r, err)
+}
+
+// observe records a request that reached the proxy, once it ended.
+func (h *proxyHandler) observe(mr *airmetrics.Route, q *airmetrics.Request, start time.Time) {
+	q.Duration = sinceStart(start)
+	mr.Observe(q)
 }
 
 // errStorage answers a request the ledger cannot record.

@@ -40,7 +40,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Media:                st.repos.Media,
 		Routes:               a.routes,
 		Client:               &http.Client{Transport: a.transport.Transport},
-		Biller:               taskBiller{engine},
+		Biller:               taskBiller{engine: engine, app: a},
 		TTL:                  time.Duration(a.Tasks.TTL),
 		MediaTTL:             time.Duration(a.Tasks.MediaTTL),
 		PollInterval:         time.Duration(a.Tasks.PollInterval),
@@ -48,6 +48,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		MaxJSONDepth:         a.MaxJSONDepth,
 		Logger:               a.logger.Named("tasks"),
 		Health:               a.tracker,
+		Observer:             a.taskObserver(),
 	})
 	if err != nil {
 		return nil, err
@@ -109,11 +110,14 @@ func (a *App) runtimeState() *runtime {
 }
 
 // taskBiller charges succeeded tasks to the ledger, idempotently by task id.
-type taskBiller struct{ engine *billing.Engine }
+type taskBiller struct {
+	engine *billing.Engine
+	app    *App
+}
 
 // ChargeTask implements tasks.Biller.
 func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
-	_, _, err := b.engine.Charge(ctx, billing.Record{
+	rec, fresh, err := b.engine.Charge(ctx, billing.Record{
 		ID:          c.TaskID,
 		Endpoint:    billing.EndpointTasks,
 		User:        c.User,
@@ -126,7 +130,19 @@ func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
 		Images:      c.Images,
 		VideoMillis: c.VideoSeconds * 1000,
 	})
+	if err == nil && fresh {
+		b.app.metricsRoute(c.Model).Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
+	}
 	return err
+}
+
+// taskObserver is what the task service reports to, nil when metrics are
+// off.
+func (a *App) taskObserver() tasks.Observer {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics
 }
 
 var _ tasks.Biller = taskBiller{}

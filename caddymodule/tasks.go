@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -71,40 +74,7 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	}
 	switch {
 	case r.Method == http.MethodPost && id == "":
-		rb, err := readBody(w, r, h.app.MaxRequestBody)
-		if err != nil {
-			return respondError(w, r, err)
-		}
-		// Create reads the body until it returns; nothing keeps it later.
-		defer rb.release()
-		body := rb.Bytes()
-		// Nothing reads the body before it is checked against the nesting
-		// limit; the task service refuses other invalid bodies.
-		var de *jsonlimit.DepthError
-		if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
-			return respondError(w, r, apierror.InvalidBody(err))
-		}
-		if st := h.app.current(); st != nil {
-			if aerr := st.guard.check(); aerr != nil {
-				return respondError(w, r, aerr)
-			}
-		}
-		// Spend and rate limits apply before any upstream call; the task is
-		// charged when it succeeds, by the task service. A created task
-		// counts as a request against the rate limits; a refused one does
-		// not.
-		subject := billing.Subject{User: key.User, KeyID: key.ID}
-		reservation, aerr := rt.billing.AdmitTask(r.Context(), subject, gjson.GetBytes(body, "model").String(), 1, 0)
-		if aerr != nil {
-			return respondError(w, r, aerr)
-		}
-		task, aerr := rt.tasks.Create(r.Context(), owner, body, h.mediaBase(r))
-		if aerr != nil {
-			reservation.Release()
-			return respondError(w, r, aerr)
-		}
-		reservation.ReleaseCost()
-		return writeJSON(w, http.StatusAccepted, task.CreateView())
+		return h.create(w, r, key, rt)
 	case r.Method == http.MethodGet && id != "":
 		task, aerr := rt.tasks.Get(r.Context(), owner, id)
 		if aerr != nil {
@@ -125,6 +95,61 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
 	}
+}
+
+// create serves POST /v1/tasks.
+func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, rt *runtime) error {
+	arrived := time.Now()
+	var mr *airmetrics.Route // the model's metrics, once known
+	refuse := func(err error) error {
+		h.app.observeRefusal(mr, "tasks", err)
+		return respondError(w, r, err)
+	}
+	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	if err != nil {
+		return refuse(err)
+	}
+	// Create reads the body until it returns; nothing keeps it later.
+	defer rb.release()
+	body := rb.Bytes()
+	// Nothing reads the body before it is checked against the nesting
+	// limit; the task service refuses other invalid bodies.
+	var de *jsonlimit.DepthError
+	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
+		return refuse(apierror.InvalidBody(err))
+	}
+	model := gjson.GetBytes(body, "model").String()
+	mr = h.app.metricsRoute(model)
+	if st := h.app.current(); st != nil {
+		if aerr := st.guard.check(); aerr != nil {
+			return refuse(aerr)
+		}
+	}
+	// Spend and rate limits apply before any upstream call; the task is
+	// charged when it succeeds, by the task service. A created task
+	// counts as a request against the rate limits; a refused one does
+	// not.
+	subject := billing.Subject{User: key.User, KeyID: key.ID}
+	reservation, aerr := rt.billing.AdmitTask(r.Context(), subject, model, 1, 0)
+	if aerr != nil {
+		return refuse(aerr)
+	}
+	task, aerr := rt.tasks.Create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, h.mediaBase(r))
+	if aerr != nil {
+		reservation.Release()
+		return refuse(aerr)
+	}
+	reservation.ReleaseCost()
+	err = writeJSON(w, http.StatusAccepted, task.CreateView())
+	if mr != nil {
+		q := airmetrics.Request{Outcome: airmetrics.OutcomeOK, Status: http.StatusAccepted, Duration: sinceStart(arrived),
+			User: key.User, KeyID: key.ID}
+		if task.Status == tasks.StatusFailed {
+			q.Outcome = airmetrics.OutcomeUpstreamError
+		}
+		mr.Observe(&q)
+	}
+	return err
 }
 
 // mediaBase is the absolute URL prefix of re-hosted media for r's site.

@@ -185,6 +185,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			if len(run) > 0 && !er.buffered() {
 				if res.BytesOut == 0 {
 					headers.cancel()
+					res.FirstByte = time.Now()
 				}
 				n, werr := w.Write(run)
 				res.BytesOut += int64(n)

@@ -70,6 +70,53 @@ type Proxy struct {
 	// jsonlimit.DefaultMaxDepth. Deeper responses are forwarded untouched
 	// and their usage is estimated.
 	MaxJSONDepth int
+	// Attempts, if set, is told of every upstream attempt.
+	Attempts AttemptObserver
+}
+
+// AttemptObserver is told of each upstream attempt: the provider's name,
+// the attempt's result (one of the Attempt* constants) and whether another
+// attempt followed it.
+type AttemptObserver interface {
+	Attempt(provider, result string, retried bool)
+}
+
+// Results of an upstream attempt, for AttemptObserver.
+const (
+	// AttemptOK is an answer with a 1xx, 2xx or 3xx status.
+	AttemptOK = "ok"
+	// AttemptStatus4xx is an answer with a 4xx status other than 429.
+	AttemptStatus4xx = "status_4xx"
+	// AttemptStatus429 is an answer with status 429.
+	AttemptStatus429 = "status_429"
+	// AttemptStatus5xx is an answer with a 5xx status.
+	AttemptStatus5xx = "status_5xx"
+	// AttemptConnectError is no answer: the connection failed.
+	AttemptConnectError = "connect_error"
+	// AttemptTimeout is no answer within the provider's timeout.
+	AttemptTimeout = "timeout"
+	// AttemptCanceled is a client that left before the answer.
+	AttemptCanceled = "canceled"
+)
+
+// statusResult is the attempt result of an answer with status.
+func statusResult(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return AttemptStatus429
+	case status >= 500:
+		return AttemptStatus5xx
+	case status >= 400:
+		return AttemptStatus4xx
+	}
+	return AttemptOK
+}
+
+// observe tells the observer, if any, of an attempt.
+func (p *Proxy) observe(c *Call, result string, retried bool) {
+	if p.Attempts != nil {
+		p.Attempts.Attempt(c.Provider.Name, result, retried)
+	}
 }
 
 // Call is one request to proxy.
@@ -127,6 +174,9 @@ type Result struct {
 	Provider string
 	// BytesOut counts the body bytes written to the client so far.
 	BytesOut int64
+	// FirstByte is when the first event of a stream was written to the
+	// client; zero if none was, or the response is not a stream.
+	FirstByte time.Time
 	// Held is the rest of the response, nil when nothing remains to be
 	// written (the client left). Close it when done.
 	Held *Held
@@ -164,12 +214,14 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			res.Err = at.err
 			if r.Context().Err() != nil {
 				p.attemptFailed(span, c, 0, errTypeCanceled, at.err)
+				p.observe(c, AttemptCanceled, false)
 				res.Status, res.Outcome = 499, OutcomeCanceled
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				return res
 			}
 			if context.Cause(at.ctx) == errTimeout {
 				p.attemptFailed(span, c, 0, errTypeTimeout, errTimeout)
+				p.observe(c, AttemptTimeout, false)
 				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
@@ -177,10 +229,12 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 				return res
 			}
 			p.attemptFailed(span, c, 0, errTypeUnavailable, at.err)
+			p.observe(c, AttemptConnectError, i < len(attempts)-1)
 			p.logRetry(c, a, i, at.err)
 			continue
 		}
 		if i < len(attempts)-1 && retryable(at.resp.StatusCode) {
+			p.observe(c, statusResult(at.resp.StatusCode), true)
 			failed = readFailure(at.resp)
 			at.close()
 			res.Err = fmt.Errorf("upstream answered %d", failed.status)
@@ -188,6 +242,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			p.logRetry(c, a, i, res.Err)
 			continue
 		}
+		p.observe(c, statusResult(at.resp.StatusCode), false)
 		// A traced attempt collects its answer's model and finish reasons.
 		var meta *respMeta
 		if span.IsRecording() {

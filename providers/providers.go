@@ -228,3 +228,8 @@ func (t *Table) Models() []*Route {
 	}
 	return out
 }
+
+// Routes returns every route, exact and glob, in declaration order.
+func (t *Table) Routes() []*Route {
+	return append([]*Route(nil), t.ordered...)
+}

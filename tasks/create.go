@@ -55,6 +55,7 @@ func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBas
 		s.log.Error("storing task", zap.String("task", id), zap.Error(err))
 		return nil, apierror.Internal()
 	}
+	s.obs.TaskStatus(t.Type, StatusRunning)
 	ctx = context.WithoutCancel(ctx)
 	if t.Type == providers.KindImage {
 		ctx, cancel := context.WithTimeout(ctx, timeout(p))
@@ -109,6 +110,7 @@ func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad ada
 		case <-time.After(wait):
 		}
 		next, err := ad.poll(ctx, c, out.upstreamID)
+		s.obs.TaskPolled(p.Name, err != nil)
 		if err != nil {
 			var ue *upstreamError
 			if errors.As(err, &ue) && (ue.permanent || ctx.Err() != nil) {

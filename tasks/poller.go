@@ -119,6 +119,7 @@ func (s *Service) advance(ctx context.Context, t *Task) {
 	pctx, cancel := context.WithTimeout(ctx, min(timeout(p), pollTimeout))
 	out, err := ad.poll(pctx, c, t.UpstreamID)
 	cancel()
+	s.obs.TaskPolled(t.Provider, err != nil)
 	if err == nil && out.state == StatusSucceeded {
 		dctx, cancel := context.WithTimeout(ctx, timeout(p))
 		_, err = s.finish(dctx, t, out, c)

@@ -123,7 +123,25 @@ type Config struct {
 	// Health, when set, counts the result of every submission to a
 	// provider.
 	Health *health.Tracker
+	// Observer, if set, is told of task status changes and upstream polls.
+	Observer Observer
 }
+
+// Observer is told of what the service does, for metrics.
+type Observer interface {
+	// TaskStatus reports a task of kind (image, video) reaching status:
+	// running when created, then succeeded or failed.
+	TaskStatus(kind, status string)
+	// TaskPolled reports an upstream poll of a task on provider, and
+	// whether it failed.
+	TaskPolled(provider string, failed bool)
+}
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) TaskStatus(string, string) {}
+func (nopObserver) TaskPolled(string, bool)   {}
 
 // Service creates, serves and finishes tasks.
 type Service struct {
@@ -146,6 +164,7 @@ type Service struct {
 	creates      chan struct{}
 	log          *zap.Logger
 	health       *health.Tracker
+	obs          Observer
 }
 
 // New returns a Service for c.
@@ -186,6 +205,10 @@ func New(c Config) (*Service, error) {
 	s.creates = make(chan struct{}, c.MaxConcurrentCreates)
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	s.obs = c.Observer
+	if s.obs == nil {
+		s.obs = nopObserver{}
 	}
 	return s, nil
 }

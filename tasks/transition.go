@@ -57,6 +57,7 @@ func (s *Service) finish(ctx context.Context, t *Task, out *outcome, c *call) (*
 		s.deleteMedia(context.WithoutCancel(ctx), ids)
 		return t, err
 	}
+	s.obs.TaskStatus(t.Type, StatusSucceeded)
 	s.log.Info("task succeeded", zap.String("task", id), zap.String("model", t.Model),
 		zap.Int("images", t.Images), zap.Int64("video_seconds", t.VideoSeconds))
 	return s.charge(ctx, t), nil
@@ -93,6 +94,7 @@ func (s *Service) fail(ctx context.Context, t *Task, name, msg string) *Task {
 		return t
 	}
 	if changed {
+		s.obs.TaskStatus(stored.Type, StatusFailed)
 		s.log.Info("task failed", zap.String("task", t.ID), zap.String("model", t.Model), zap.String("error", stored.Error))
 	}
 	return stored

@@ -1,0 +1,379 @@
+package airmetrics
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Model is a configured model line, the source of a model label.
+type Model struct {
+	// Pattern is the model id or glob, used as the model label.
+	Pattern string
+	// Provider names the provider serving the model.
+	Provider string
+	// ResponseModel is the gen_ai_response_model label: the model name sent
+	// upstream, or Pattern when none is configured.
+	ResponseModel string
+	// Operation is the model's kind: chat, messages, image or video.
+	Operation string
+}
+
+// Config binds Metrics to one config.
+type Config struct {
+	// Models are the configured models.
+	Models []Model
+	// Providers are the configured provider names.
+	Providers []string
+	// PerUser adds the per-user and per-key metrics.
+	PerUser bool
+}
+
+// Observer records the metrics of one config. Its methods are safe for
+// concurrent use; a nil *Observer records nothing.
+type Observer struct {
+	m         *Metrics
+	perUser   bool
+	routes    map[string]*Route
+	providers map[string]*providerMetrics
+}
+
+// Bind returns an Observer for c, with the label children of every
+// configured model and provider resolved in advance.
+func (m *Metrics) Bind(c Config) *Observer {
+	o := &Observer{m: m, perUser: c.PerUser, routes: make(map[string]*Route, len(c.Models)),
+		providers: make(map[string]*providerMetrics, len(c.Providers))}
+	for _, p := range c.Providers {
+		o.providers[p] = newProviderMetrics(m, p)
+	}
+	for _, md := range c.Models {
+		resp := md.ResponseModel
+		if resp == "" {
+			resp = md.Pattern
+		}
+		o.routes[md.Pattern] = newRoute(o, md.Operation, md.Provider, md.Pattern, resp)
+	}
+	return o
+}
+
+// Route returns the metrics of the configured model pattern, or nil when
+// o is nil or the pattern is not configured.
+func (o *Observer) Route(pattern string) *Route {
+	if o == nil {
+		return nil
+	}
+	return o.routes[pattern]
+}
+
+// Reject records a request refused before its model was routed: its model
+// and provider are "unknown".
+func (o *Observer) Reject(operation string, status int, reason string) {
+	if o == nil {
+		return
+	}
+	o.m.requests.WithLabelValues(operation, Unknown, Unknown, OutcomeRejected, strconv.Itoa(status)).Inc()
+	o.m.rejections.WithLabelValues(reason).Inc()
+}
+
+// Route holds the resolved label children of one configured model.
+type Route struct {
+	o                          *Observer
+	operation, provider, model string
+	tokens                     [len(tokenTypes)]prometheus.Observer
+	durationOK                 prometheus.Observer
+	ttft, tpot                 prometheus.Observer
+	openStreams                prometheus.Gauge
+	mu                         sync.Mutex
+	requests                   atomic.Pointer[map[requestKey]prometheus.Counter]
+	durationErr                atomic.Pointer[map[string]prometheus.Observer]
+	costs                      atomic.Pointer[map[string]prometheus.Counter]
+	respModel                  string
+}
+
+// requestKey selects a child of air_requests_total within a route.
+type requestKey struct {
+	outcome string
+	status  int
+}
+
+func newRoute(o *Observer, operation, provider, model, resp string) *Route {
+	m := o.m
+	r := &Route{o: o, operation: operation, provider: provider, model: model, respModel: resp}
+	for i, tt := range tokenTypes {
+		r.tokens[i] = m.tokenUsage.WithLabelValues(operation, provider, model, resp, tt)
+	}
+	r.durationOK = m.duration.WithLabelValues(operation, provider, model, resp, "")
+	r.ttft = m.ttft.WithLabelValues(operation, provider, model, resp)
+	r.tpot = m.tpot.WithLabelValues(operation, provider, model, resp)
+	r.openStreams = m.openStreams.WithLabelValues(operation, provider)
+	reqs := map[requestKey]prometheus.Counter{
+		{OutcomeOK, 200}: m.requests.WithLabelValues(operation, provider, model, OutcomeOK, "200"),
+	}
+	r.requests.Store(&reqs)
+	r.durationErr.Store(&map[string]prometheus.Observer{})
+	r.costs.Store(&map[string]prometheus.Counter{})
+	return r
+}
+
+// Tokens are a request's tokens in disjoint buckets (as billing.Usage).
+type Tokens struct {
+	Input, Output, CacheRead, CacheCreation, Reasoning int64
+}
+
+// Request is what happened to one request, for Observe.
+type Request struct {
+	// Outcome is one of the Outcome* constants.
+	Outcome string
+	// Status is the HTTP status the client got.
+	Status int
+	// Duration is the time from the request's arrival to its end.
+	Duration time.Duration
+	// FirstByte is the time from the arrival to the first streamed event
+	// written to the client; zero when none was (or not a stream).
+	FirstByte time.Duration
+	// Tokens are the request's tokens (as recorded in the ledger).
+	Tokens Tokens
+	// Currency and CostNanos are the recorded cost, in nano units of the
+	// currency; no cost is counted without a currency.
+	Currency  string
+	CostNanos int64
+	// User and KeyID are used only when per-user metrics are on.
+	User, KeyID string
+}
+
+// Observe records a request served on the route. A nil route records
+// nothing.
+func (r *Route) Observe(q *Request) {
+	if r == nil {
+		return
+	}
+	r.request(q.Outcome, q.Status).Inc()
+	secs := q.Duration.Seconds()
+	if q.Outcome == OutcomeOK {
+		r.durationOK.Observe(secs)
+	} else {
+		r.durationFor(q.Outcome).Observe(secs)
+	}
+	t := &q.Tokens
+	if t.Input > 0 || t.Output > 0 || t.CacheRead > 0 || t.CacheCreation > 0 {
+		r.tokens[0].Observe(float64(t.Input))
+		r.tokens[1].Observe(float64(t.Output))
+		if t.CacheRead > 0 {
+			r.tokens[2].Observe(float64(t.CacheRead))
+		}
+		if t.CacheCreation > 0 {
+			r.tokens[3].Observe(float64(t.CacheCreation))
+		}
+		if t.Reasoning > 0 {
+			r.tokens[4].Observe(float64(t.Reasoning))
+		}
+	}
+	if q.FirstByte > 0 {
+		r.ttft.Observe(q.FirstByte.Seconds())
+		if q.Outcome == OutcomeOK && t.Output > 1 {
+			r.tpot.Observe((q.Duration - q.FirstByte).Seconds() / float64(t.Output-1))
+		}
+	}
+	if q.Currency != "" && q.CostNanos != 0 {
+		r.cost(q.Currency).Add(float64(q.CostNanos) / 1e9)
+	}
+	if r.o.perUser {
+		r.o.observeUser(q)
+	}
+}
+
+// Charge records the cost of work billed after its request ended (a task
+// that succeeded).
+func (r *Route) Charge(currency string, nanos int64, user, keyID string) {
+	if r == nil || currency == "" || nanos == 0 {
+		return
+	}
+	r.cost(currency).Add(float64(nanos) / 1e9)
+	if r.o.perUser {
+		r.o.m.userCost.WithLabelValues(user, keyID, currency).Add(float64(nanos) / 1e9)
+	}
+}
+
+// Reject records a request on the route that the gateway refused.
+func (r *Route) Reject(status int, reason string) {
+	if r == nil {
+		return
+	}
+	r.request(OutcomeRejected, status).Inc()
+	r.o.m.rejections.WithLabelValues(reason).Inc()
+}
+
+// StreamOpened counts a streaming request in flight until StreamClosed.
+func (r *Route) StreamOpened() {
+	if r != nil {
+		r.openStreams.Inc()
+	}
+}
+
+// StreamClosed ends what StreamOpened counted.
+func (r *Route) StreamClosed() {
+	if r != nil {
+		r.openStreams.Dec()
+	}
+}
+
+// Provider names the route's provider.
+func (r *Route) Provider() string { return r.provider }
+
+// request returns the child of air_requests_total for outcome and status.
+func (r *Route) request(outcome string, status int) prometheus.Counter {
+	k := requestKey{outcome, status}
+	if c, ok := (*r.requests.Load())[k]; ok {
+		return c
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := *r.requests.Load()
+	if c, ok := old[k]; ok {
+		return c
+	}
+	c := r.o.m.requests.WithLabelValues(r.operation, r.provider, r.model, outcome, strconv.Itoa(status))
+	next := make(map[requestKey]prometheus.Counter, len(old)+1)
+	for kk, v := range old {
+		next[kk] = v
+	}
+	next[k] = c
+	r.requests.Store(&next)
+	return c
+}
+
+// durationFor returns the duration child for a failed outcome.
+func (r *Route) durationFor(errorType string) prometheus.Observer {
+	return loadOrAdd(&r.mu, &r.durationErr, errorType, func() prometheus.Observer {
+		return r.o.m.duration.WithLabelValues(r.operation, r.provider, r.model, r.respModel, errorType)
+	})
+}
+
+// cost returns the cost child for currency.
+func (r *Route) cost(currency string) prometheus.Counter {
+	return loadOrAdd(&r.mu, &r.costs, currency, func() prometheus.Counter {
+		return r.o.m.cost.WithLabelValues(currency, r.provider, r.model)
+	})
+}
+
+// loadOrAdd returns m's value for k, adding newV()'s under mu when missing
+// (copy on write: reads take no lock).
+func loadOrAdd[V any](mu *sync.Mutex, m *atomic.Pointer[map[string]V], k string, newV func() V) V {
+	if v, ok := (*m.Load())[k]; ok {
+		return v
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	old := *m.Load()
+	if v, ok := old[k]; ok {
+		return v
+	}
+	v := newV()
+	next := withRoom(old)
+	next[k] = v
+	m.Store(&next)
+	return v
+}
+
+// withRoom copies a map with room for one more entry.
+func withRoom[V any](old map[string]V) map[string]V {
+	next := make(map[string]V, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	return next
+}
+
+// observeUser records the per-user metrics of q.
+func (o *Observer) observeUser(q *Request) {
+	o.m.userRequests.WithLabelValues(q.User, q.KeyID, q.Outcome).Inc()
+	vals := [...]int64{q.Tokens.Input, q.Tokens.Output, q.Tokens.CacheRead, q.Tokens.CacheCreation, q.Tokens.Reasoning}
+	for i, n := range vals {
+		if n > 0 {
+			o.m.userTokens.WithLabelValues(q.User, q.KeyID, tokenTypes[i]).Add(float64(n))
+		}
+	}
+	if q.Currency != "" && q.CostNanos != 0 {
+		o.m.userCost.WithLabelValues(q.User, q.KeyID, q.Currency).Add(float64(q.CostNanos) / 1e9)
+	}
+}
+
+// Attempt results, the values of the result label of
+// air_upstream_attempts_total and air_upstream_retries_total.
+const (
+	ResultOK           = "ok"
+	ResultStatus4xx    = "status_4xx"
+	ResultStatus429    = "status_429"
+	ResultStatus5xx    = "status_5xx"
+	ResultConnectError = "connect_error"
+	ResultTimeout      = "timeout"
+	ResultCanceled     = "canceled"
+)
+
+// attemptResults lists the attempt results.
+var attemptResults = [...]string{ResultOK, ResultStatus4xx, ResultStatus429, ResultStatus5xx, ResultConnectError, ResultTimeout, ResultCanceled}
+
+// providerMetrics holds the resolved children of one provider.
+type providerMetrics struct {
+	attempts, retries map[string]prometheus.Counter
+	polls, pollErrors prometheus.Counter
+}
+
+func newProviderMetrics(m *Metrics, name string) *providerMetrics {
+	p := &providerMetrics{attempts: make(map[string]prometheus.Counter), retries: make(map[string]prometheus.Counter),
+		polls: m.polls.WithLabelValues(name), pollErrors: m.pollErrors.WithLabelValues(name)}
+	for _, res := range attemptResults {
+		p.attempts[res] = m.attempts.WithLabelValues(name, res)
+		p.retries[res] = m.retries.WithLabelValues(name, res)
+	}
+	return p
+}
+
+// Attempt records an upstream attempt of provider with result (one of the
+// Result* constants), and whether it was retried.
+func (o *Observer) Attempt(provider, result string, retried bool) {
+	if o == nil {
+		return
+	}
+	p := o.providers[provider]
+	if p == nil {
+		return
+	}
+	if c := p.attempts[result]; c != nil {
+		c.Inc()
+	}
+	if c := p.retries[result]; retried && c != nil {
+		c.Inc()
+	}
+}
+
+// TaskStatus records a task of kind (image, video) reaching status
+// (running, succeeded, failed).
+func (o *Observer) TaskStatus(kind, status string) {
+	if o == nil {
+		return
+	}
+	o.m.tasks.WithLabelValues(kind, status).Inc()
+}
+
+// TaskPolled records an upstream poll of a task on provider, and whether
+// it failed.
+func (o *Observer) TaskPolled(provider string, failed bool) {
+	if o == nil {
+		return
+	}
+	p := o.providers[provider]
+	if p == nil {
+		return
+	}
+	p.polls.Inc()
+	if failed {
+		p.pollErrors.Inc()
+	}
+}
+
+// Metrics returns the Metrics o records into.
+func (o *Observer) Metrics() *Metrics { return o.m }

@@ -1,0 +1,66 @@
+package airmetrics
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// State is what the gauges read at scrape time: the ledger writer's queue
+// and the storage.
+type State struct {
+	// LedgerQueued is the number of records waiting for the ledger writer.
+	LedgerQueued int
+	// LedgerLagSeconds is the age of the oldest record waiting for it.
+	LedgerLagSeconds float64
+	// StoreBytes is the space the storage directory takes on disk.
+	StoreBytes int64
+	// FreeBytes is the free space of the storage's file system.
+	FreeBytes int64
+	// MarginBytes is the free space kept before billable work is refused.
+	MarginBytes int64
+}
+
+// stateCollector reports State at scrape time.
+type stateCollector struct {
+	source                          atomic.Pointer[func() (State, bool)]
+	queued, lag, size, free, margin *prometheus.Desc
+}
+
+func newStateCollector() *stateCollector {
+	return &stateCollector{
+		queued: prometheus.NewDesc("air_ledger_queue_depth", "Ledger records waiting for the writer.", nil, nil),
+		lag:    prometheus.NewDesc("air_ledger_lag_seconds", "Age of the oldest ledger record waiting for the writer (0 when none waits).", nil, nil),
+		size:   prometheus.NewDesc("air_store_size_bytes", "Space the storage directory takes on disk (store, ledger journal, media).", nil, nil),
+		free:   prometheus.NewDesc("air_store_free_bytes", "Free space of the storage's file system.", nil, nil),
+		margin: prometheus.NewDesc("air_store_free_margin_bytes", "Free space below which new billable requests are refused.", nil, nil),
+	}
+}
+
+// SetStateSource sets the function the scrape-time gauges read; it reports
+// false while there is no started state (the gauges are then absent).
+func (m *Metrics) SetStateSource(f func() (State, bool)) { m.state.source.Store(&f) }
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.queued, c.lag, c.size, c.free, c.margin} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.source.Load()
+	if f == nil {
+		return
+	}
+	s, ok := (*f)()
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(s.LedgerQueued))
+	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, s.LedgerLagSeconds)
+	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(s.StoreBytes))
+	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreeBytes))
+	ch <- prometheus.MustNewConstMetric(c.margin, prometheus.GaugeValue, float64(s.MarginBytes))
+}

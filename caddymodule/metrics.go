@@ -1,0 +1,225 @@
+package caddymodule
+
+import (
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-air/caddy-air/airmetrics"
+	"github.com/caddy-air/caddy-air/apierror"
+)
+
+// MetricsConfig configures caddy-air's Prometheus metrics, which appear
+// wherever Caddy's do (the admin API's /metrics, the metrics directive).
+type MetricsConfig struct {
+	// Off disables caddy-air's metrics: nothing is registered or recorded.
+	Off bool `json:"off,omitempty"`
+	// PerUser adds metrics labelled by user and API key id
+	// (air_user_*). Their series grow with the number of users and keys,
+	// so they are off by default.
+	PerUser bool `json:"per_user,omitempty"`
+}
+
+// processMetrics returns the collectors of the process. Caddy gives every
+// config load a new registry; the collectors are registered in each, so
+// counters go on across reloads.
+var processMetrics = sync.OnceValue(func() *airmetrics.Metrics {
+	m := airmetrics.New()
+	m.SetStateSource(metricsState)
+	return m
+})
+
+// setupMetrics registers the collectors in ctx's registry and binds them to
+// the app's models and providers; a.metrics stays nil when they are off.
+func (a *App) setupMetrics(ctx caddy.Context) error {
+	a.metrics = nil
+	if a.Metrics != nil && a.Metrics.Off {
+		return nil
+	}
+	perUser := a.Metrics != nil && a.Metrics.PerUser
+	m := processMetrics()
+	if err := m.Register(ctx.GetMetricsRegistry(), perUser); err != nil {
+		return err
+	}
+	c := airmetrics.Config{PerUser: perUser}
+	for _, p := range a.Providers {
+		c.Providers = append(c.Providers, p.Name)
+	}
+	for _, r := range a.routes.Routes() {
+		c.Models = append(c.Models, airmetrics.Model{
+			Pattern: r.Pattern, Provider: r.Provider.Name, ResponseModel: r.UpstreamModel, Operation: r.Kind,
+		})
+	}
+	a.metrics = m.Bind(c)
+	return nil
+}
+
+// commitObserver returns what the ledger tells of each batch commit, nil
+// when metrics are off.
+func (a *App) commitObserver() func(time.Duration) {
+	if a.metrics == nil {
+		return nil
+	}
+	m := a.metrics.Metrics()
+	return func(d time.Duration) { m.ObserveCommit(d.Seconds()) }
+}
+
+// metricsRoute returns the metrics of the configured model that serves
+// model, or nil (metrics off, or the model is not configured).
+func (a *App) metricsRoute(model string) *airmetrics.Route {
+	if a.metrics == nil {
+		return nil
+	}
+	route, err := a.routes.Lookup(model)
+	if err != nil {
+		return nil
+	}
+	return a.metrics.Route(route.Pattern)
+}
+
+// observeRefusal records a request refused with err, on its model's route
+// when known.
+func (a *App) observeRefusal(mr *airmetrics.Route, operation string, err error) {
+	if a.metrics == nil {
+		return
+	}
+	e := asAPIError(err)
+	reason := refusalReason(e)
+	if mr != nil {
+		mr.Reject(e.Status, reason)
+		return
+	}
+	a.metrics.Reject(operation, e.Status, reason)
+}
+
+// refusalReason classifies an error the gateway answered by itself.
+func refusalReason(e *apierror.Error) string {
+	switch {
+	case e.Type == apierror.TypeInsufficient:
+		return airmetrics.ReasonBudget
+	case e.Type == apierror.TypeRateLimit:
+		return airmetrics.ReasonRateLimit
+	case e.Code != nil && *e.Code == "storage_full":
+		return airmetrics.ReasonStorageFull
+	case e.Status >= 500:
+		return airmetrics.ReasonUnavailable
+	}
+	return airmetrics.ReasonInvalidRequest
+}
+
+// metricsOutcome maps a chatproxy or ledger outcome to a metrics outcome.
+func metricsOutcome(outcome string) string {
+	switch outcome {
+	case airmetrics.OutcomeOK, airmetrics.OutcomePartial, airmetrics.OutcomeCanceled, airmetrics.OutcomeTimeout:
+		return outcome
+	}
+	return airmetrics.OutcomeUpstreamError
+}
+
+// sinceStart is the duration since start, at least a nanosecond.
+func sinceStart(start time.Time) time.Duration { return max(time.Since(start), 1) }
+
+// storeSizeCacheTTL is how long a measure of the storage directory's size
+// is reused: walking it on every scrape would cost a file system walk per
+// scrape.
+const storeSizeCacheTTL = 10 * time.Second
+
+// storeSize caches the size of the storage directory.
+var storeSize struct {
+	mu    sync.Mutex
+	dir   string
+	at    time.Time
+	bytes int64
+}
+
+// metricsState reads the scrape-time gauges from the running app's state.
+func metricsState() (airmetrics.State, bool) {
+	app := running.Load()
+	if app == nil {
+		return airmetrics.State{}, false
+	}
+	st := app.current()
+	if st == nil {
+		return airmetrics.State{}, false
+	}
+	return airmetrics.State{
+		LedgerQueued:     st.ledger.Queued(),
+		LedgerLagSeconds: st.ledger.Lag().Seconds(),
+		StoreBytes:       dirSize(st.guard.dir),
+		FreeBytes:        st.guard.free.Load(),
+		MarginBytes:      st.guard.margin.Load(),
+	}, true
+}
+
+// dirSize is the space dir takes on disk (allocated blocks), measured at
+// most every storeSizeCacheTTL.
+func dirSize(dir string) int64 {
+	storeSize.mu.Lock()
+	defer storeSize.mu.Unlock()
+	if storeSize.dir == dir && time.Since(storeSize.at) < storeSizeCacheTTL {
+		return storeSize.bytes
+	}
+	var total int64
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a file removed meanwhile
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		} else {
+			total += fi.Size()
+		}
+		return nil
+	})
+	storeSize.dir, storeSize.at, storeSize.bytes = dir, time.Now(), total
+	return total
+}
+
+// parseMetrics reads the metrics option:
+//
+//	metrics off
+//	metrics {
+//		per_user
+//	}
+func (a *App) parseMetrics(d *caddyfile.Dispenser) error {
+	a.Metrics = &MetricsConfig{}
+	if d.NextArg() {
+		if d.Val() != "off" {
+			return d.Errf("metrics: unknown argument %q (want off, or a block)", d.Val())
+		}
+		a.Metrics.Off = true
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		if d.NextBlock(d.Nesting()) {
+			return d.Err("metrics off takes no block")
+		}
+		return nil
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "per_user":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.Metrics.PerUser = true
+		case "off":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.Metrics.Off = true
+		default:
+			return d.Errf("unrecognized metrics option %q", d.Val())
+		}
+	}
+	return nil
+}
