@@ -28,27 +28,26 @@ import (
 // instances, by at most what the requests in flight cost beyond their
 // estimates.
 //
-// Slices are extended while in use and expire sliceTTL after their
-// instance stopped extending them (it died), freeing their room.
+// Slices are extended while in use and expire a lease period
+// (SharedConfig.LeaseTTL) after their instance stopped extending them (it
+// died), freeing their room.
 
 // Tunables of shared budgets.
 const (
-	// sliceTTL is how long a slice lasts unless extended.
-	sliceTTL = 30 * time.Second
-	// sliceExtend is how much of sliceTTL may be left when a slice is
-	// extended.
-	sliceExtend = 20 * time.Second
-	// sliceIdle is how long an unused open slice is kept before it is
-	// released, so that an idle instance holds no room others could use.
-	sliceIdle = 10 * time.Second
+	// DefaultLeaseTTL is how long a slice lasts unless extended. A slice
+	// is extended once less than 2/3 of it is left, and an open slice
+	// unused for 1/3 of it is released, so that an idle instance holds no
+	// room that others could use.
+	DefaultLeaseTTL = 30 * time.Second
 	// sliceParts is the slice size as a part of the limit: a slice is
 	// 1/sliceParts of the smallest spend limit, and at least the estimate.
 	sliceParts = 32
 	// refusedFor is how long a budget found spent is refused without
 	// asking the backend again.
 	refusedFor = time.Second
-	// sharedTick is the period of the background work: extending and
-	// releasing slices, handing rate corrections to the backend.
+	// sharedTick is the longest period of the background work: extending
+	// and releasing slices, handing rate corrections to the backend (a
+	// quarter of the lease period if that is shorter).
 	sharedTick = time.Second
 	// limitsEvery is how often the limits are read again from the backend.
 	limitsEvery = 5 * time.Second
@@ -64,12 +63,17 @@ type SharedConfig struct {
 	// Flush waits until the records settled so far are in the backend's
 	// spend counters (Ledger.Flush); a slice is released only after.
 	Flush func(ctx context.Context) error
+	// LeaseTTL is how long a slice outlives an instance that died; zero
+	// means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // shared is the state of shared budgets.
 type shared struct {
 	rl    store.RateLimits
 	flush func(context.Context) error
+	ttl   time.Duration
+	tick  time.Duration
 
 	mu      sync.Mutex // guards slices, buckets and the slices' leases
 	slices  map[sliceKey]*slice
@@ -106,7 +110,11 @@ type lease struct {
 // ends. Call it once, before b serves requests; Close releases the slices.
 // Limits set through other instances reach b within limitsEvery.
 func (b *Budgets) Share(ctx context.Context, c SharedConfig) {
-	sh := &shared{rl: c.RateLimits, flush: c.Flush, slices: map[sliceKey]*slice{}, buckets: map[string]*localBucket{}, done: make(chan struct{})}
+	sh := &shared{rl: c.RateLimits, flush: c.Flush, ttl: c.LeaseTTL, slices: map[sliceKey]*slice{}, buckets: map[string]*localBucket{}, done: make(chan struct{})}
+	if sh.ttl <= 0 {
+		sh.ttl = DefaultLeaseTTL
+	}
+	sh.tick = min(sharedTick, sh.ttl/4)
 	if sh.flush == nil {
 		sh.flush = func(context.Context) error { return nil }
 	}
@@ -184,7 +192,7 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 			s = &slice{}
 			sh.slices[n.key] = s
 		}
-		if l := s.cur; l != nil && l.used+n.est <= Amount(l.l.Amount) {
+		if l := s.cur; l != nil && s.fits(l, n.est) && sh.fresh(l, now) {
 			l.used += n.est
 			l.inflight++
 			s.lastUse = now
@@ -205,7 +213,7 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 		sh.mu.Unlock()
 		want := max(limitOf(n.limit)/sliceParts, n.est, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
-		got, err := b.s.Reserve(ctx, store.Subject{Scope: store.Scope(n.key.sk.scope), ID: n.key.sk.id}, n.key.currency, int64(want), now, sliceTTL)
+		got, err := b.s.Reserve(ctx, store.Subject{Scope: store.Scope(n.key.sk.scope), ID: n.key.sk.id}, n.key.currency, int64(want), now, sh.ttl)
 		cancel()
 		sh.mu.Lock()
 		s.refill = nil
@@ -222,7 +230,7 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 		if got.Amount > 0 {
 			s.cur = &lease{l: got}
 		}
-		if s.cur == nil || s.cur.used+n.est > Amount(s.cur.l.Amount) {
+		if s.cur == nil || !s.fits(s.cur, n.est) {
 			s.refusedUntil = now.Add(refusedFor)
 			sh.mu.Unlock()
 			return nil, overQuota(n.key.sk, spentPeriod(n.limit), limitOf(n.limit), n.key.currency)
@@ -234,6 +242,26 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 		return s.cur, nil
 	}
 }
+
+// fits reports whether an estimate fits in what is left of lease l, the
+// open lease of s: its amount minus what was admitted against it, minus
+// the overage of s's closed leases (what their requests cost beyond
+// their leases), which the backend counts only once they are released.
+// Thus the requests admitted against s's unreleased leases never cost
+// more than those leases' amounts, but for the excess of the requests in
+// flight at the last admission. sh.mu must be held.
+func (s *slice) fits(l *lease, est Amount) bool {
+	room := Amount(l.l.Amount) - l.used - est
+	for _, c := range s.closed {
+		room -= max(c.used-Amount(c.l.Amount), 0)
+	}
+	return room >= 0
+}
+
+// fresh reports whether lease l has at least a third of the lease period
+// left at now, so that requests admitted against it settle before it
+// expires while it is being extended. sh.mu must be held.
+func (sh *shared) fresh(l *lease, now time.Time) bool { return l.l.Expires.Sub(now) >= sh.ttl/3 }
 
 // closeLease moves l, no longer open, to s's closed leases. sh.mu must be
 // held.
@@ -317,7 +345,7 @@ func (b *Budgets) releaseShared(h *hold, rates bool) {
 // backend and reloads the limits, every sharedTick until ctx ends.
 func (b *Budgets) sharedLoop(ctx context.Context) {
 	defer close(b.sh.done)
-	t := time.NewTicker(sharedTick)
+	t := time.NewTicker(b.sh.tick)
 	defer t.Stop()
 	var lastLimits time.Time
 	for {
@@ -344,7 +372,7 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 	var extend []*lease
 	sh.mu.Lock()
 	for _, s := range sh.slices {
-		if s.cur != nil && s.cur.inflight == 0 && now.Sub(s.lastUse) >= sliceIdle {
+		if s.cur != nil && s.cur.inflight == 0 && now.Sub(s.lastUse) >= sh.ttl/3 {
 			l := s.cur
 			s.cur = nil
 			sh.closeLease(s, l, now)
@@ -354,7 +382,7 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 			// A lease drained before this tick: its records were enqueued
 			// before the flush below (settling precedes enqueuing by
 			// nanoseconds, a tick is a second).
-			if l.inflight == 0 && !l.drained.IsZero() && now.Sub(l.drained) >= sharedTick/2 {
+			if l.inflight == 0 && !l.drained.IsZero() && now.Sub(l.drained) >= sh.tick/2 {
 				release = append(release, l.l.ID)
 				continue
 			}
@@ -362,19 +390,14 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 		}
 		s.closed = kept
 		for _, l := range append([]*lease{s.cur}, s.closed...) {
-			if l != nil && l.l.Expires.Sub(now) < sliceExtend {
+			if l != nil && l.l.Expires.Sub(now) < sh.ttl*2/3 {
 				extend = append(extend, l)
 			}
 		}
 	}
 	sh.mu.Unlock()
-	if len(release) > 0 && sh.flush(ctx) == nil {
-		for _, id := range release {
-			_ = b.s.Release(ctx, id)
-		}
-	}
 	for _, l := range extend {
-		until := now.Add(sliceTTL)
+		until := now.Add(sh.ttl)
 		err := b.s.Extend(ctx, l.l.ID, until)
 		sh.mu.Lock()
 		switch {
@@ -386,6 +409,11 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 			l.l.Amount = 0
 		}
 		sh.mu.Unlock()
+	}
+	if len(release) > 0 && sh.flush(ctx) == nil {
+		for _, id := range release {
+			_ = b.s.Release(ctx, id)
+		}
 	}
 }
 
