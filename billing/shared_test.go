@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +26,7 @@ type instance struct {
 
 // newInstances opens n instances on one fresh database, after setting the
 // limits of lim (subject → limits) there.
-func newInstances(t *testing.T, n int, ttl time.Duration, lim map[store.Subject]store.Limits) []*instance {
+func newInstances(t testing.TB, n int, ttl time.Duration, lim map[store.Subject]store.Limits) []*instance {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	out := make([]*instance, n)
@@ -58,7 +59,7 @@ func newInstances(t *testing.T, n int, ttl time.Duration, lim map[store.Subject]
 
 // close stops the instance as the gateway does: drain the ledger, then
 // release the slices.
-func (in *instance) close(t *testing.T) {
+func (in *instance) close(t testing.TB) {
 	if in.closed {
 		return
 	}
@@ -285,5 +286,30 @@ func TestSharedRateLimits(t *testing.T) {
 				t.Errorf("admitted %d requests at %d rpm across %d instances, want %d to %d", n, tc.rpm, tc.instances, low, high)
 			}
 		})
+	}
+}
+
+// BenchmarkSettleShared is BenchmarkSettle on a PostgreSQL budget shared
+// through slices: admission stays in memory, so a request costs no
+// database round trip but the slice's occasional renewal and the batched
+// ledger write.
+func BenchmarkSettleShared(b *testing.B) {
+	ctx := context.Background()
+	key := store.Subject{Scope: store.ScopeKey, ID: "key_1"}
+	in := newInstances(b, 1, 0, map[store.Subject]store.Limits{key: {Currency: "CNY", Monthly: 1 << 62, RPM: 1 << 39}})[0]
+	s := Subject{User: "alice", KeyID: "key_1"}
+	u := Usage{Input: 50_000, CacheRead: 1_000, Output: 2_000}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		res, aerr := in.Admit(ctx, s, "qwen3-max", u)
+		if aerr != nil {
+			b.Fatal(aerr)
+		}
+		res.Settle(Record{ID: "bench-" + strconv.Itoa(i), Endpoint: EndpointChat, Usage: u, Outcome: OutcomeOK})
+		i++
+	}
+	if err := in.Ledger().Flush(ctx); err != nil {
+		b.Fatal(err)
 	}
 }
