@@ -169,7 +169,7 @@ func (b *Budgets) admitShared(subjects []subjectKey, defaultCurrency, currency s
 		h.leases = append(h.leases, heldLease{n.key, l, n.est})
 	}
 	if err := b.sh.takeRates(h, subjects, limits, now); err != nil {
-		b.releaseShared(h, false)
+		b.releaseShared(h, true) // gives back the units of the other limits
 		return nil, err
 	}
 	return h, nil

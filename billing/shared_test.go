@@ -243,16 +243,20 @@ func TestSharedBudgetDeadInstance(t *testing.T) {
 func TestSharedRateLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		rpm       int64
+		rpm, tpm  int64
 		instances int
+		want      int64 // requests the bucket holds
 	}{
-		{"2 instances, 300 rpm", 300, 2},
-		{"3 instances, 30 rpm", 30, 3},
+		{"2 instances, 300 rpm", 300, 0, 2, 300},
+		{"3 instances, 30 rpm", 30, 0, 3, 30},
+		// Each request estimates claudeUsage's 1,100 tokens.
+		{"2 instances, 110k tpm", 0, 110_000, 2, 100},
+		{"3 instances, 50 rpm and 110k tpm", 50, 110_000, 3, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			user := store.Subject{Scope: store.ScopeUser, ID: "alice"}
-			ins := newInstances(t, tc.instances, 0, map[store.Subject]store.Limits{user: {RPM: tc.rpm}})
+			ins := newInstances(t, tc.instances, 0, map[store.Subject]store.Limits{user: {RPM: tc.rpm, TPM: tc.tpm}})
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
 			start := time.Now()
@@ -261,7 +265,7 @@ func TestSharedRateLimits(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						for range int(tc.rpm) {
+						for range int(tc.want) {
 							res, aerr := in.Admit(ctx, Subject{User: "alice", KeyID: "key_1"}, "claude-x", claudeUsage)
 							if aerr != nil {
 								if code(aerr) != "rate_limit_exceeded" || aerr.RetryAfter < 1 {
@@ -279,11 +283,11 @@ func TestSharedRateLimits(t *testing.T) {
 			elapsed := time.Since(start)
 			// At most the bucket plus its refill meanwhile; at least the
 			// bucket minus each instance's unused batch.
-			high := tc.rpm + int64(elapsed.Seconds()*float64(tc.rpm)/60) + 1
-			low := tc.rpm - int64(tc.instances)*(tc.rpm/rateParts)
+			high := tc.want + int64(elapsed.Seconds()*float64(tc.want)/60) + 1
+			low := tc.want - int64(tc.instances)*(tc.want/rateParts+1)
 			t.Logf("admitted %d in %v", admitted.Load(), elapsed)
 			if n := admitted.Load(); n > high || n < low {
-				t.Errorf("admitted %d requests at %d rpm across %d instances, want %d to %d", n, tc.rpm, tc.instances, low, high)
+				t.Errorf("admitted %d requests across %d instances, want %d to %d", n, tc.instances, low, high)
 			}
 		})
 	}
@@ -311,5 +315,35 @@ func BenchmarkSettleShared(b *testing.B) {
 	}
 	if err := in.Ledger().Flush(ctx); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestSharedLimitsReachOtherInstances sets a budget through one instance:
+// another one, which started without it, enforces it within the reload
+// period.
+func TestSharedLimitsReachOtherInstances(t *testing.T) {
+	ctx := context.Background()
+	ins := newInstances(t, 2, 0, nil)
+	s := Subject{KeyID: "key_2"}
+	if _, aerr := ins[1].Admit(ctx, s, "claude-x", claudeUsage); aerr != nil {
+		t.Fatalf("Admit without limits: %v", aerr)
+	}
+	// Less than one request's estimate: every request is refused.
+	if err := ins[0].Budgets().SetLimits(ctx, ScopeKey, "key_2", Limits{Total: claudeCost / 2}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(limitsEvery + 2*time.Second)
+	for {
+		_, aerr := ins[1].Admit(ctx, s, "claude-x", claudeUsage)
+		if code(aerr) == "insufficient_quota" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Admit %v after the limits were set through another instance, want insufficient_quota within %v", aerr, limitsEvery)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lim, ok := ins[1].Budgets().Limits(ScopeKey, "key_2"); !ok || lim.Total != claudeCost/2 {
+		t.Errorf("Limits on the other instance = %+v, %v", lim, ok)
 	}
 }
