@@ -265,6 +265,9 @@ func (b *Budgets) record(rec *Record) {
 	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID}) {
 		acc := b.account(sk)
 		acc.addSpend(rec, now)
+		if b.sh != nil {
+			b.sh.charge(sk, rec)
+		}
 		if lim := acc.limits.TPM; lim > 0 && b.sh != nil {
 			b.sh.owe(rateKey("tpm", sk), clampTokens(rec.Usage.Total()), lim)
 		} else if lim > 0 {

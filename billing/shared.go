@@ -314,6 +314,21 @@ func (b *Budgets) settleShared(h *hold, rec *Record, counted bool) {
 	}
 }
 
+// charge counts rec, settled without a reservation (a task), in sk's open
+// slice of its currency, so that this instance admits that much less
+// until the slice is released (the backend counts it in the spend at
+// once). sh.mu must not be held.
+func (sh *shared) charge(sk subjectKey, rec *Record) {
+	if !rec.Priced || rec.Cost <= 0 {
+		return
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s := sh.slices[sliceKey{sk, rec.Currency}]; s != nil && s.cur != nil {
+		s.cur.used += rec.Cost
+	}
+}
+
 // endRequest drops a request from its lease. sh.mu must be held.
 func (sh *shared) endRequest(hl heldLease, now time.Time) {
 	hl.l.inflight--
