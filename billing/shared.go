@@ -383,7 +383,11 @@ func (b *Budgets) sharedLoop(ctx context.Context) {
 // ledger flushed their records) and extends the others.
 func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 	sh := b.sh
-	var release []string
+	type closedLease struct {
+		s *slice
+		l *lease
+	}
+	var release []closedLease
 	var extend []*lease
 	sh.mu.Lock()
 	for _, s := range sh.slices {
@@ -398,7 +402,7 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 			// before the flush below (settling precedes enqueuing by
 			// nanoseconds, a tick is a second).
 			if l.inflight == 0 && !l.drained.IsZero() && now.Sub(l.drained) >= sh.tick/2 {
-				release = append(release, l.l.ID)
+				release = append(release, closedLease{s, l})
 				continue
 			}
 			kept = append(kept, l)
@@ -425,10 +429,21 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 		}
 		sh.mu.Unlock()
 	}
-	if len(release) > 0 && sh.flush(ctx) == nil {
-		for _, id := range release {
-			_ = b.s.Release(ctx, id)
+	if len(release) == 0 {
+		return
+	}
+	if err := sh.flush(ctx); err != nil {
+		// The records may not be counted yet: keep the leases (and their
+		// overage) until a later flush succeeds.
+		sh.mu.Lock()
+		for _, c := range release {
+			c.s.closed = append(c.s.closed, c.l)
 		}
+		sh.mu.Unlock()
+		return
+	}
+	for _, c := range release {
+		_ = b.s.Release(ctx, c.l.l.ID)
 	}
 }
 
