@@ -141,13 +141,20 @@ func (sh *shared) forget(sk subjectKey) {
 }
 
 // Close releases b's slices of shared budgets, once the ledger has
-// written the records settled against them (close the Ledger first). It
-// is a no-op for budgets that are not shared.
+// written the records settled against them (close the Ledger first) and
+// the context given to Share has ended (it waits for the background work
+// to stop, at most until ctx ends). It is a no-op for budgets that are not
+// shared.
 func (b *Budgets) Close(ctx context.Context) error {
 	if b.sh == nil {
 		return nil
 	}
 	sh := b.sh
+	select { // the loop must not extend what is released below
+	case <-sh.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	var ids []string
 	sh.mu.Lock()
 	for k, s := range sh.slices {
