@@ -184,6 +184,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
+	rec.ServiceTier = res.ServiceTier
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
 		zap.String("air_request_id", requestID),
