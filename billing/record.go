@@ -13,6 +13,8 @@ const (
 	EndpointChat     = "chat"
 	EndpointMessages = "messages"
 	EndpointTasks    = "tasks"
+	// EndpointEmbeddings is POST /v1/embeddings.
+	EndpointEmbeddings = "embeddings"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.
@@ -45,7 +47,8 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the budget's month.
 	Time time.Time `json:"time"`
-	// Endpoint is EndpointChat, EndpointMessages or EndpointTasks.
+	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks or
+	// EndpointEmbeddings.
 	Endpoint string `json:"endpoint"`
 	// User owns the key that made the request.
 	User string `json:"user"`

@@ -72,6 +72,12 @@ type protocolSpec struct {
 	path     string // upstream path below the provider base URL
 	kind     string // model kind this endpoint serves
 	inspect  func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
+	// noOutput marks an endpoint that generates no tokens (embeddings,
+	// token counting): its admission reserves no output.
+	noOutput bool
+	// unbilled marks an endpoint whose requests leave no ledger record
+	// (token counting); they still count against the rate limits.
+	unbilled bool
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -142,7 +148,14 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return respondError(w, r, aerr)
 	}
 	subject := billing.Subject{User: key.User, KeyID: key.ID}
-	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, chatproxy.EstimateRequest(in))
+	estimate := chatproxy.EstimateRequest(in)
+	if h.spec.noOutput {
+		estimate.Output = 0
+	}
+	if h.spec.unbilled {
+		estimate = billing.Usage{} // only the request counts
+	}
+	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, estimate)
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
@@ -160,6 +173,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	intent := rec
 	intent.Usage = chatproxy.EstimateRequest(in)
 	intent.Usage.Output = 0
+	if h.spec.unbilled {
+		return h.serveUnbilled(w, r, reservation, upstreamBody, rb, in, route, injected, requestID)
+	}
 	if err := reservation.Intend(intent); err != nil {
 		reservation.Release()
 		h.log.Error("recording a request's intent", zap.String("request_id", requestID), zap.Error(err))
@@ -260,6 +276,8 @@ func endpointFor(kind string) string {
 		return "POST /v1/messages"
 	case providers.KindImage, providers.KindVideo:
 		return "POST /v1/tasks"
+	case providers.KindEmbedding:
+		return "POST /v1/embeddings"
 	default:
 		return "POST /v1/chat/completions"
 	}

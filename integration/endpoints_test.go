@@ -1,0 +1,172 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/shopspring/decimal"
+	"github.com/tidwall/gjson"
+)
+
+// examplePrices returns prices.example.json, the quickstart's price file.
+func examplePrices(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../prices.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// perMillion returns tokens × the price per million tokens, exactly.
+func perMillion(tokens int64, price string) decimal.Decimal {
+	return decimal.NewFromInt(tokens).Mul(decimal.RequireFromString(price)).Div(decimal.NewFromInt(1_000_000))
+}
+
+// TestEmbeddingsOpenAISDK creates embeddings with openai-go through the
+// gateway and the mock, and checks the one ledger record of each request
+// and its cost: usage.prompt_tokens at mock-embed's 0.02 per million.
+func TestEmbeddingsOpenAISDK(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: examplePrices(t)})
+	key, _ := createKey(t, "embed-sdk")
+	client := openai.NewClient(option.WithBaseURL(baseURL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	res, err := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{
+		Model:          "mock-embed",
+		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"the quick brown fox", "jumps over the lazy dog"}},
+		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+		Dimensions:     openai.Int(4),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Data) != 2 || len(res.Data[0].Embedding) != 4 || res.Usage.PromptTokens == 0 {
+		t.Fatalf("embeddings %+v", res)
+	}
+	rec := waitLedger(t, "embed-sdk", 1)[0]
+	want := perMillion(res.Usage.PromptTokens, "0.02")
+	if rec.Endpoint != "embeddings" || rec.Model != "mock-embed" || rec.Usage.Input != res.Usage.PromptTokens || rec.Usage.Output != 0 ||
+		rec.Outcome != "ok" || !sameDecimal(rec.Cost, want.String()) {
+		t.Fatalf("record %+v, want %d input tokens costing %s", rec, res.Usage.PromptTokens, want)
+	}
+
+	// encoding_format base64 passes untouched: the answer holds strings.
+	status, _, body := call(t, http.MethodPost, "/v1/embeddings", key, `{"model":"mock-embed","input":"abcdefgh","encoding_format":"base64"}`)
+	if status != http.StatusOK || gjson.GetBytes(body, "data.0.embedding").Type != gjson.String {
+		t.Fatalf("base64: %d %s", status, body)
+	}
+	recs := waitLedger(t, "embed-sdk", 2)
+	if !sameDecimal(recs[1].Cost, perMillion(2, "0.02").String()) && !sameDecimal(recs[0].Cost, perMillion(2, "0.02").String()) {
+		t.Fatalf("records %+v, want one of 2 input tokens", recs)
+	}
+
+	// Errors are in OpenAI's shape; an unknown model is refused before any
+	// upstream sees it, and a chat model is not an embedding model.
+	_, err = client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{
+		Model: "no-such-model", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")},
+	})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || apiErr.Code != "model_not_found" {
+		t.Fatalf("unknown model: %v", err)
+	}
+	status, _, body = call(t, http.MethodPost, "/v1/embeddings", key, `{"model":"mock-gpt","input":"x"}`)
+	if e := decodeError(t, body); status != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != "model" {
+		t.Fatalf("chat model on embeddings: %d %s", status, body)
+	}
+	waitLedger(t, "embed-sdk", 2) // the refused requests left no record
+}
+
+// TestModelsRetrieve looks models up with both SDKs.
+func TestModelsRetrieve(t *testing.T) {
+	startGateway(t, gatewayOptions{})
+	key, _ := createKey(t, "models-sdk")
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(baseURL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	m, err := client.Models.Get(ctx, "mock-gpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "mock-gpt" || m.OwnedBy != "mock" || m.Created == 0 {
+		t.Fatalf("model %+v", m)
+	}
+	_, err = client.Models.Get(ctx, "gpt-nonexistent")
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || apiErr.Code != "model_not_found" || apiErr.Type != "invalid_request_error" {
+		t.Fatalf("unknown model: %v", err)
+	}
+
+	ac := anthropic.NewClient(aoption.WithBaseURL(baseURL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
+	info, err := ac.Models.Get(ctx, "mock-claude", anthropic.ModelGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ID != "mock-claude" || string(info.Type) != "model" || info.DisplayName == "" || info.CreatedAt.IsZero() {
+		t.Fatalf("anthropic model %+v", info)
+	}
+	page, err := ac.Models.List(ctx, anthropic.ModelListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, d := range page.Data {
+		ids[d.ID] = true
+	}
+	if !ids["mock-claude"] || !ids["mock-gpt"] || !ids["mock-embed"] || page.HasMore {
+		t.Fatalf("anthropic list %+v", page.Data)
+	}
+	_, err = ac.Models.Get(ctx, "claude-nonexistent", anthropic.ModelGetParams{})
+	var aErr *anthropic.Error
+	if !errors.As(err, &aErr) || aErr.StatusCode != http.StatusNotFound || gjson.Get(aErr.RawJSON(), "error.type").Str != "not_found_error" {
+		t.Fatalf("anthropic unknown model: %v", err)
+	}
+	// The OpenAI list keeps its shape.
+	status, _, body := call(t, http.MethodGet, "/v1/models", key, "")
+	if status != http.StatusOK || gjson.GetBytes(body, "object").Str != "list" || gjson.GetBytes(body, `data.#(id=="mock-embed").object`).Str != "model" {
+		t.Fatalf("openai list: %d %s", status, body)
+	}
+}
+
+// TestCountTokensAnthropicSDK counts tokens with anthropic-sdk-go: the
+// answer comes from the provider, nothing is billed, and the request
+// counts against the key's rate limit.
+func TestCountTokensAnthropicSDK(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: examplePrices(t)})
+	key, keyID := createKey(t, "count-sdk")
+	ac := anthropic.NewClient(aoption.WithBaseURL(baseURL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
+	ctx := context.Background()
+	params := anthropic.MessageCountTokensParams{
+		Model:    "mock-claude",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("How many tokens is this sentence?"))},
+	}
+	n, err := ac.Messages.CountTokens(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.InputTokens <= 0 {
+		t.Fatalf("count %+v", n)
+	}
+	if recs := ledgerOf(t, "count-sdk"); len(recs) != 0 {
+		t.Fatalf("count_tokens left ledger records: %+v", recs)
+	}
+	_, err = ac.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "mock-gpt", Messages: params.Messages})
+	var aErr *anthropic.Error
+	if !errors.As(err, &aErr) || aErr.StatusCode != http.StatusBadRequest || gjson.Get(aErr.RawJSON(), "error.type").Str != "invalid_request_error" {
+		t.Fatalf("a chat model: %v", err)
+	}
+	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"rpm":1}`, nil); status != http.StatusOK {
+		t.Fatalf("set rpm: %d", status)
+	}
+	if _, err := ac.Messages.CountTokens(ctx, params); err != nil {
+		t.Fatalf("first request under the limit: %v", err)
+	}
+	_, err = ac.Messages.CountTokens(ctx, params)
+	if !errors.As(err, &aErr) || aErr.StatusCode != http.StatusTooManyRequests || gjson.Get(aErr.RawJSON(), "error.type").Str != "rate_limit_error" {
+		t.Fatalf("over the rpm: %v", err)
+	}
+}
