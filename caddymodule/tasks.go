@@ -128,13 +128,7 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 }
 
 // mediaBase is the absolute URL prefix of re-hosted media for r's site.
-func (h *Tasks) mediaBase(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + h.MediaPath
-}
+func (h *Tasks) mediaBase(r *http.Request) string { return mediaBase(r, h.MediaPath) }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //

@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"image"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -168,5 +172,85 @@ func TestCountTokensAnthropicSDK(t *testing.T) {
 	_, err = ac.Messages.CountTokens(ctx, params)
 	if !errors.As(err, &aErr) || aErr.StatusCode != http.StatusTooManyRequests || gjson.Get(aErr.RawJSON(), "error.type").Str != "rate_limit_error" {
 		t.Fatalf("over the rpm: %v", err)
+	}
+}
+
+// TestImagesGenerateOpenAISDK generates images with openai-go: by url
+// (re-hosted by the gateway) and in b64_json. Each request is an image
+// task in the user's task list and one ledger record at mock-image's price
+// per image.
+func TestImagesGenerateOpenAISDK(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: examplePrices(t)})
+	key, _ := createKey(t, "images-sdk")
+	client := openai.NewClient(option.WithBaseURL(baseURL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	ctx := context.Background()
+
+	byURL, err := client.Images.Generate(ctx, openai.ImageGenerateParams{
+		Model: "mock-image", Prompt: "a red fox", N: openai.Int(2), Size: openai.ImageGenerateParamsSize256x256,
+		ResponseFormat: openai.ImageGenerateParamsResponseFormatURL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byURL.Data) != 2 || byURL.Created == 0 {
+		t.Fatalf("images %+v", byURL)
+	}
+	for i, d := range byURL.Data {
+		if !strings.HasPrefix(d.URL, baseURL+"/media/") || d.B64JSON != "" {
+			t.Fatalf("image %d: not re-hosted by the gateway: %+v", i, d)
+		}
+		status, ctype, data := fetchMedia(t, d.URL)
+		if status != http.StatusOK || ctype != "image/png" {
+			t.Fatalf("image %d: %d %s", i, status, ctype)
+		}
+		if _, _, err := image.Decode(bytes.NewReader(data)); err != nil {
+			t.Fatalf("image %d: not a PNG: %v", i, err)
+		}
+	}
+
+	b64, err := client.Images.Generate(ctx, openai.ImageGenerateParams{
+		Model: "mock-image", Prompt: "a blue fox", Size: openai.ImageGenerateParamsSize256x256,
+		ResponseFormat: openai.ImageGenerateParamsResponseFormatB64JSON,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b64.Data) != 1 || b64.Data[0].URL != "" {
+		t.Fatalf("b64 images %+v", b64)
+	}
+	png, err := base64.StdEncoding.DecodeString(b64.Data[0].B64JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, _, err := image.Decode(bytes.NewReader(png)); err != nil || img.Bounds().Dx() == 0 {
+		t.Fatalf("b64_json is not an image: %v", err)
+	}
+
+	// Both requests are tasks of the user, and billed per image: 0.04 each.
+	status, _, raw := call(t, http.MethodGet, "/v1/tasks?limit=10", key, "")
+	if status != http.StatusOK || gjson.GetBytes(raw, "data.#").Int() != 2 || gjson.GetBytes(raw, "data.0.type").Str != "image" {
+		t.Fatalf("task list: %d %s", status, raw)
+	}
+	images := map[int]bool{}
+	for _, r := range waitLedger(t, "images-sdk", 2) {
+		want := decimal.RequireFromString("0.04").Mul(decimal.NewFromInt(int64(r.Images)))
+		if r.Endpoint != "tasks" || r.Model != "mock-image" || !sameDecimal(r.Cost, want.String()) {
+			t.Fatalf("record %+v, want %d images costing %s", r, r.Images, want)
+		}
+		images[r.Images] = true
+	}
+	if !images[1] || !images[2] {
+		t.Fatalf("records of %v images, want one of 2 and one of 1", images)
+	}
+
+	// Errors in OpenAI's shape: a chat model, a bad response_format.
+	_, err = client.Images.Generate(ctx, openai.ImageGenerateParams{Model: "mock-gpt", Prompt: "x"})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "model" {
+		t.Fatalf("chat model: %v", err)
+	}
+	status, _, raw = call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"mock-image","prompt":"x","response_format":"gif"}`)
+	if e := decodeError(t, raw); status != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != "response_format" {
+		t.Fatalf("bad response_format: %d %s", status, raw)
 	}
 }
