@@ -8,6 +8,7 @@ import (
 	"image"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -252,5 +253,47 @@ func TestImagesGenerateOpenAISDK(t *testing.T) {
 	status, _, raw = call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"mock-image","prompt":"x","response_format":"gif"}`)
 	if e := decodeError(t, raw); status != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != "response_format" {
 		t.Fatalf("bad response_format: %d %s", status, raw)
+	}
+}
+
+// TestNodeSDKEndpoints runs integration/node/endpoints.test.mjs (the npm
+// `openai` and `@anthropic-ai/sdk` packages on embeddings, images, model
+// lookup and token counting), then checks the ledger: one record per
+// billed request, each at its exact cost from prices.example.json, and
+// none for token counting or model lookups.
+func TestNodeSDKEndpoints(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: examplePrices(t)})
+	key, _ := createKey(t, "node-endpoints")
+	if _, err := os.Stat("node/node_modules/openai"); err != nil {
+		t.Fatalf("the npm SDKs are not installed (run scripts/test.sh, or npm ci in integration/node): %v", err)
+	}
+	cmd := exec.Command("node", "--test", "--test-reporter=spec", "endpoints.test.mjs")
+	cmd.Dir = "node"
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+baseURL, "AIR_KEY="+key)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	if err != nil {
+		t.Fatalf("the npm SDK tests failed: %v", err)
+	}
+	// Two embeddings requests and two image generations (1 and 2 images).
+	var embeddings, images int
+	for _, r := range waitLedger(t, "node-endpoints", 4) {
+		var want decimal.Decimal
+		switch r.Endpoint {
+		case "embeddings":
+			embeddings++
+			want = perMillion(r.Usage.Input, "0.02")
+		case "tasks":
+			images += r.Images
+			want = decimal.RequireFromString("0.04").Mul(decimal.NewFromInt(int64(r.Images)))
+		default:
+			t.Fatalf("unexpected record %+v", r)
+		}
+		if r.Outcome != "ok" || !sameDecimal(r.Cost, want.String()) {
+			t.Fatalf("record %+v, want cost %s", r, want)
+		}
+	}
+	if embeddings != 2 || images != 3 {
+		t.Fatalf("%d embeddings records and %d images, want 2 and 3", embeddings, images)
 	}
 }
