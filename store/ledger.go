@@ -28,7 +28,7 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the spend's month.
 	Time time.Time
-	// Endpoint is "chat", "messages" or "tasks".
+	// Endpoint is "chat", "messages", "tasks" or "embeddings".
 	Endpoint string
 	// User owns the key that made the request.
 	User string
