@@ -32,6 +32,10 @@ var errNotObject = errors.New("usage is not a json object")
 //	  + prompt_tokens_details.cache_creation.ephemeral_1h_input_tokens
 //	cache_creation_input_tokens, then cache_creation.ephemeral_*  (top level)
 //
+// Of the cache writes, the ephemeral_1h_input_tokens of a cache_creation
+// breakdown (in prompt_tokens_details, else at the top level) are the
+// 1-hour writes, CacheCreation1h, capped at the cache writes.
+//
 // Missing fields count as zero. Negative counts are clamped to zero, and the
 // buckets never exceed what the upstream billed: prompt_tokens is trusted as
 // the total (it selects the price tier), cache reads are capped at it, cache
@@ -61,6 +65,7 @@ func NormalizeOpenAI(usage []byte) (Usage, error) {
 	var out Usage
 	out.CacheRead = min(cached, prompt)
 	out.CacheCreation = min(created, prompt-out.CacheRead)
+	out.CacheCreation1h = min(oneHour(det[3], top[5]), out.CacheCreation)
 	out.Input = prompt - out.CacheRead - out.CacheCreation
 	out.Output = completion
 	out.Reasoning = min(count(complDetails.Get("reasoning_tokens")), out.Output)
@@ -101,7 +106,8 @@ func NormalizeDashScope(usage []byte) (Usage, error) { return NormalizeOpenAI(us
 // disjoint: input_tokens excludes cache_creation_input_tokens and
 // cache_read_input_tokens. cache_creation{ephemeral_5m_input_tokens,
 // ephemeral_1h_input_tokens} is a breakdown of cache_creation_input_tokens
-// and is used only when that total is absent. Anthropic does not report
+// and gives the total only when that is absent; its 1-hour part is
+// CacheCreation1h, capped at the total. Anthropic does not report
 // reasoning tokens separately, so Reasoning stays zero. Missing fields count
 // as zero and negative counts are clamped to zero.
 func NormalizeAnthropic(usage []byte) (Usage, error) {
@@ -116,6 +122,7 @@ func NormalizeAnthropic(usage []byte) (Usage, error) {
 	if out.CacheCreation, ok = firstCount(u, "cache_creation_input_tokens"); !ok {
 		out.CacheCreation, _ = ephemeral(u.Get("cache_creation"))
 	}
+	out.CacheCreation1h = min(oneHour(u.Get("cache_creation")), out.CacheCreation)
 	out.Output = count(u.Get("output_tokens"))
 	return out, nil
 }
@@ -175,4 +182,17 @@ func ephemeral(cc gjson.Result) (int64, bool) {
 	m5, ok5 := firstCount(cc, "ephemeral_5m_input_tokens")
 	h1, ok1 := firstCount(cc, "ephemeral_1h_input_tokens")
 	return m5 + h1, ok5 || ok1
+}
+
+// oneHour returns the ephemeral_1h_input_tokens of the first of the
+// cache_creation breakdowns ccs that has them, or zero.
+func oneHour(ccs ...gjson.Result) int64 {
+	for _, cc := range ccs {
+		if cc.IsObject() {
+			if n, ok := firstCount(cc, "ephemeral_1h_input_tokens"); ok {
+				return n
+			}
+		}
+	}
+	return 0
 }

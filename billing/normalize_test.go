@@ -49,6 +49,11 @@ func TestNormalizeOpenAI(t *testing.T) {
 			want: Usage{Input: 4, CacheCreation: 3015, Output: 1},
 		},
 		{
+			name: "1-hour writes in prompt_tokens_details",
+			in:   `{"prompt_tokens":4000,"completion_tokens":1,"prompt_tokens_details":{"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000}}}`,
+			want: Usage{Input: 1000, CacheCreation: 3000, CacheCreation1h: 2000, Output: 1},
+		},
+		{
 			name: "dashscope cache hit",
 			in:   `{"prompt_tokens":3019,"completion_tokens":88,"prompt_tokens_details":{"cached_tokens":3015,"cache_type":"ephemeral"}}`,
 			want: Usage{Input: 4, CacheRead: 3015, Output: 88},
@@ -129,7 +134,19 @@ func TestNormalizeAnthropic(t *testing.T) {
 		{
 			name: "breakdown only",
 			in:   `{"input_tokens":3,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":24},"output_tokens":1}`,
-			want: Usage{Input: 3, CacheCreation: 1024, Output: 1},
+			want: Usage{Input: 3, CacheCreation: 1024, CacheCreation1h: 24, Output: 1},
+		},
+		{
+			name: "1-hour and 5-minute writes with the total",
+			in: `{"input_tokens":10,"cache_creation_input_tokens":3000,
+				"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":7}`,
+			want: Usage{Input: 10, CacheCreation: 3000, CacheCreation1h: 2000, Output: 7},
+		},
+		{
+			name: "1-hour writes capped at the total",
+			in: `{"input_tokens":10,"cache_creation_input_tokens":500,
+				"cache_creation":{"ephemeral_1h_input_tokens":2000},"output_tokens":7}`,
+			want: Usage{Input: 10, CacheCreation: 500, CacheCreation1h: 500, Output: 7},
 		},
 		{
 			name: "null cache fields",

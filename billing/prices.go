@@ -31,8 +31,10 @@ import (
 //	        {"up_to": 128000, "input": "10", "output": "40"},
 //	        {"input": "15", "output": "60"}
 //	      ],
-//	      "cache": {"creation": "1.25", "read": "0.1"}
+//	      "cache": {"creation": "1.25", "creation_1h": "2", "read": "0.1"},
+//	      "service_tiers": {"flex": "0.5", "priority": "1.75"}
 //	    },
+//	    "text-embedding-3-small": {"embedding": "0.02"},
 //	    "gpt-image-1": {"image": "0.04"},
 //	    "sora-2": {"video_second": "0.10"},
 //	    "veo-*": {"video_task": "0.5"}
@@ -44,8 +46,14 @@ import (
 // the longest pattern wins (ties: the one listed first). Token prices are
 // per million tokens; a tier covers total prompt tokens up to and including
 // up_to, and only the last tier may (and must) omit it. Cache multipliers
-// apply to the tier's input price and default to 1.25 (creation) and 0.1
-// (read). Task prices are per image, per second of video or per succeeded
+// apply to the tier's input price and default to 1.25 (creation: 5-minute
+// cache writes), 2 (creation_1h: 1-hour cache writes) and 0.1 (read).
+// Reasoning tokens are output tokens and billed at the output price. An
+// embedding price is per million input tokens: it is a single open-ended
+// tier with that input price and a zero output price, and excludes tiers.
+// service_tiers maps a service tier the upstream reports ("flex",
+// "priority", ...) to a multiplier of the request's whole price; a tier it
+// does not list costs the plain price. Task prices are per image, per second of video or per succeeded
 // task; a model has at most one of them. Prices are JSON strings or numbers
 // and are read exactly, never through floating point.
 type PriceTable struct {
@@ -73,12 +81,14 @@ type modelPrice struct {
 	unit     unitKind
 	// unitRate is in nanos per image, per millisecond of video or per task.
 	unitRate rate
+	// serviceTiers maps a reported service tier to its price multiplier.
+	serviceTiers map[string]decimal.Decimal
 }
 
 // tier is one token tier with its rates in nanos per token.
 type tier struct {
-	upTo                          int64 // 0 means open-ended
-	input, output, creation, read rate
+	upTo                                      int64 // 0 means open-ended
+	input, output, creation, creation1h, read rate
 }
 
 // rate is a non-negative price in nano units per unit of usage. When the
@@ -101,8 +111,9 @@ func newRate(d decimal.Decimal) rate {
 
 // Default cache multipliers, relative to the tier's input price.
 var (
-	defaultCacheCreation = decimal.RequireFromString("1.25")
-	defaultCacheRead     = decimal.RequireFromString("0.1")
+	defaultCacheCreation   = decimal.RequireFromString("1.25")
+	defaultCacheCreation1h = decimal.RequireFromString("2")
+	defaultCacheRead       = decimal.RequireFromString("0.1")
 )
 
 // Unit conversions of prices to nano units.
@@ -259,8 +270,8 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 		return nil, errors.New("must be an object")
 	}
 	mp := &modelPrice{pattern: id, currency: currency}
-	creation, read := defaultCacheCreation, defaultCacheRead
-	var tiers gjson.Result
+	cm := cacheMultipliers{defaultCacheCreation, defaultCacheCreation1h, defaultCacheRead}
+	var tiers, embedding gjson.Result
 	var err error
 	v.ForEach(func(k, f gjson.Result) bool {
 		switch k.Str {
@@ -272,7 +283,11 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 		case "tiers":
 			tiers = f
 		case "cache":
-			creation, read, err = parseCache(f)
+			cm, err = parseCache(f)
+		case "embedding":
+			embedding = f
+		case "service_tiers":
+			mp.serviceTiers, err = parseServiceTiers(f)
 		case "image", "video_second", "video_task":
 			err = mp.setUnit(k.Str, f)
 		default:
@@ -286,13 +301,22 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 	if mp.currency == "" {
 		return nil, errors.New("currency: not set here nor at the top level")
 	}
-	if tiers.Exists() {
-		if mp.tiers, err = parseTiers(tiers, creation, read); err != nil {
+	switch {
+	case tiers.Exists() && embedding.Exists():
+		return nil, errors.New("embedding: a model has tiers or an embedding price, not both")
+	case tiers.Exists():
+		if mp.tiers, err = parseTiers(tiers, cm); err != nil {
 			return nil, err
 		}
+	case embedding.Exists():
+		d, err := parsePrice(embedding)
+		if err != nil {
+			return nil, fmt.Errorf("embedding: %w", err)
+		}
+		mp.tiers = []tier{cm.tier(0, d, decimal.Zero)}
 	}
 	if len(mp.tiers) == 0 && mp.unit == unitNone {
-		return nil, errors.New("no prices: set tiers, image, video_second or video_task")
+		return nil, errors.New("no prices: set tiers, embedding, image, video_second or video_task")
 	}
 	return mp, nil
 }
@@ -317,37 +341,8 @@ func (mp *modelPrice) setUnit(name string, f gjson.Result) error {
 	return nil
 }
 
-// parseCache parses a model's cache multipliers.
-func parseCache(v gjson.Result) (creation, read decimal.Decimal, err error) {
-	creation, read = defaultCacheCreation, defaultCacheRead
-	if !v.IsObject() {
-		return creation, read, errors.New("cache: must be an object")
-	}
-	v.ForEach(func(k, f gjson.Result) bool {
-		var d decimal.Decimal
-		switch k.Str {
-		case "creation", "read":
-			d, err = parsePrice(f)
-		default:
-			err = fmt.Errorf("cache: unknown field %q", k.Str)
-			return false
-		}
-		if err != nil {
-			err = fmt.Errorf("cache.%s: %w", k.Str, err)
-			return false
-		}
-		if k.Str == "creation" {
-			creation = d
-		} else {
-			read = d
-		}
-		return true
-	})
-	return creation, read, err
-}
-
 // parseTiers parses a model's token tiers and applies the cache multipliers.
-func parseTiers(v gjson.Result, creation, read decimal.Decimal) ([]tier, error) {
+func parseTiers(v gjson.Result, cm cacheMultipliers) ([]tier, error) {
 	if !v.IsArray() {
 		return nil, errors.New("tiers: must be an array")
 	}
@@ -357,7 +352,7 @@ func parseTiers(v gjson.Result, creation, read decimal.Decimal) ([]tier, error) 
 	}
 	tiers := make([]tier, len(raw))
 	for i, tv := range raw {
-		t, err := parseTier(tv, creation, read)
+		t, err := parseTier(tv, cm)
 		if err != nil {
 			return nil, fmt.Errorf("tiers[%d]%w", i, err)
 		}
@@ -377,7 +372,7 @@ func parseTiers(v gjson.Result, creation, read decimal.Decimal) ([]tier, error) 
 
 // parseTier parses one tier. Its errors start with the field, as ".input: …",
 // so that the caller can prefix the tier's index.
-func parseTier(v gjson.Result, creation, read decimal.Decimal) (tier, error) {
+func parseTier(v gjson.Result, cm cacheMultipliers) (tier, error) {
 	var t tier
 	if !v.IsObject() {
 		return t, errors.New(": must be an object")
@@ -413,12 +408,7 @@ func parseTier(v gjson.Result, creation, read decimal.Decimal) (tier, error) {
 	case out == nil:
 		return t, errors.New(".output: required")
 	}
-	inN := in.Mul(perMillionToNanosPerToken)
-	t.input = newRate(inN)
-	t.output = newRate(out.Mul(perMillionToNanosPerToken))
-	t.creation = newRate(inN.Mul(creation))
-	t.read = newRate(inN.Mul(read))
-	return t, nil
+	return cm.tier(t.upTo, *in, *out), nil
 }
 
 // parseUpTo parses a tier's up_to: a positive whole number of tokens.

@@ -27,23 +27,27 @@ type units struct {
 // select one tier, whose input and output prices then apply to all of its
 // input and output tokens:
 //
-//	cost = (Input×in + CacheCreation×creation×in + CacheRead×read×in + Output×out) / 1e6
+//	cost = (Input×in + (CacheCreation−CacheCreation1h)×creation×in
+//	        + CacheCreation1h×creation_1h×in + CacheRead×read×in + Output×out) / 1e6
 //
+// Reasoning tokens are part of Output.
 // computed exactly and rounded once to an Amount. Negative counts count as
 // zero.
 func (pt *PriceTable) Quote(model string, u Usage) Quote {
-	return pt.quote(model, u, units{})
+	return pt.quote(model, u, units{}, "")
 }
 
 // QuoteTask prices a task of model that succeeds with the given number of
 // images and milliseconds of video, as an estimate before it runs.
 func (pt *PriceTable) QuoteTask(model string, images int, videoMillis int64) Quote {
-	return pt.quote(model, Usage{}, units{images: int64(images), videoMillis: videoMillis, tasks: 1})
+	return pt.quote(model, Usage{}, units{images: int64(images), videoMillis: videoMillis, tasks: 1}, "")
 }
 
 // QuoteRecord prices a settled request or task: its token usage plus, by the
 // model's task price, rec.Images × the per-image price, rec.VideoMillis ×
-// the per-second price, or the per-task price if the outcome is OutcomeOK.
+// the per-second price, or the per-task price if the outcome is OutcomeOK;
+// all of it times the multiplier of rec.ServiceTier when the model's
+// service_tiers list it.
 //
 // A request that the gateway or the upstream failed to answer at all
 // (Unbilled outcomes) is recorded with its estimated usage and tier, at no
@@ -53,7 +57,7 @@ func (pt *PriceTable) QuoteRecord(rec *Record) Quote {
 	if rec.Outcome == OutcomeOK {
 		un.tasks = 1
 	}
-	q := pt.quote(rec.Model, rec.Usage, un)
+	q := pt.quote(rec.Model, rec.Usage, un, rec.ServiceTier)
 	if Unbilled(rec.Outcome) {
 		q.Cost = 0
 	}
@@ -69,23 +73,25 @@ func Unbilled(outcome string) bool {
 	return outcome == OutcomeTimeout || outcome == OutcomeUnavailable || outcome == OutcomeInterrupted
 }
 
-// quote prices usage and units of model.
-func (pt *PriceTable) quote(model string, u Usage, un units) Quote {
+// quote prices usage and units of model served at serviceTier.
+func (pt *PriceTable) quote(model string, u Usage, un units, serviceTier string) Quote {
 	mp := pt.lookup(model)
 	if mp == nil {
 		return Quote{Tier: -1}
 	}
-	var terms [5]term
+	var terms [6]term
 	n := 0
 	t := -1
 	if len(mp.tiers) > 0 {
 		t = mp.tierFor(u.PromptTotal())
 		tr := &mp.tiers[t]
+		h1 := min(max(u.CacheCreation1h, 0), max(u.CacheCreation, 0))
 		terms[0] = term{u.Input, tr.input}
-		terms[1] = term{u.CacheCreation, tr.creation}
-		terms[2] = term{u.CacheRead, tr.read}
-		terms[3] = term{u.Output, tr.output}
-		n = 4
+		terms[1] = term{u.CacheCreation - h1, tr.creation}
+		terms[2] = term{h1, tr.creation1h}
+		terms[3] = term{u.CacheRead, tr.read}
+		terms[4] = term{u.Output, tr.output}
+		n = 5
 	}
 	switch mp.unit {
 	case unitImage:
@@ -97,6 +103,9 @@ func (pt *PriceTable) quote(model string, u Usage, un units) Quote {
 	case unitVideoTask:
 		terms[n] = term{un.tasks, mp.unitRate}
 		n++
+	}
+	if mult, ok := mp.serviceTiers[serviceTier]; ok && serviceTier != "" {
+		return Quote{Priced: true, Tier: t, Currency: mp.currency, Cost: sumTimes(terms[:n], mult)}
 	}
 	return Quote{Priced: true, Tier: t, Currency: mp.currency, Cost: sum(terms[:n])}
 }
@@ -149,4 +158,16 @@ func sum(terms []term) Amount {
 		}
 	}
 	return amountFromNanos(d)
+}
+
+// sumTimes returns Σ n×rate over terms times mult, computed exactly and
+// rounded once to an Amount.
+func sumTimes(terms []term, mult decimal.Decimal) Amount {
+	d := decimal.Zero
+	for _, t := range terms {
+		if n := max(t.n, 0); n > 0 {
+			d = d.Add(decimal.NewFromInt(n).Mul(t.r.d))
+		}
+	}
+	return amountFromNanos(d.Mul(mult))
 }

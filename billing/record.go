@@ -13,6 +13,8 @@ const (
 	EndpointChat     = "chat"
 	EndpointMessages = "messages"
 	EndpointTasks    = "tasks"
+	// EndpointEmbeddings is POST /v1/embeddings.
+	EndpointEmbeddings = "embeddings"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.
@@ -45,7 +47,8 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the budget's month.
 	Time time.Time `json:"time"`
-	// Endpoint is EndpointChat, EndpointMessages or EndpointTasks.
+	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks or
+	// EndpointEmbeddings.
 	Endpoint string `json:"endpoint"`
 	// User owns the key that made the request.
 	User string `json:"user"`
@@ -76,6 +79,10 @@ type Record struct {
 	Currency string `json:"currency,omitempty"`
 	// Cost is what the request cost, in nano units of Currency.
 	Cost Amount `json:"cost"`
+	// ServiceTier is the service tier the upstream reported serving the
+	// request at ("flex", "priority", ...); it selects the model's price
+	// multiplier for that tier, if the price file sets one.
+	ServiceTier string `json:"service_tier,omitempty"`
 }
 
 // applyQuote copies a quote's result into rec.
@@ -108,6 +115,7 @@ func (rec *Record) toStore() store.Record {
 		Model: rec.Model, Provider: rec.Provider, Usage: store.Usage(rec.Usage), Source: string(rec.Source),
 		Status: rec.Status, Outcome: rec.Outcome, Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: int64(rec.Cost),
+		ServiceTier: rec.ServiceTier,
 	}
 }
 
@@ -118,5 +126,6 @@ func recordFromStore(s *store.Record) Record {
 		Model: s.Model, Provider: s.Provider, Usage: Usage(s.Usage), Source: Source(s.Source),
 		Status: s.Status, Outcome: s.Outcome, Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: Amount(s.Cost),
+		ServiceTier: s.ServiceTier,
 	}
 }

@@ -9,11 +9,17 @@ type Usage struct {
 	Input int64 `json:"input_tokens"`
 	// CacheCreation is the number of prompt tokens written to the cache.
 	CacheCreation int64 `json:"cache_creation_tokens,omitempty"`
+	// CacheCreation1h is the part of CacheCreation written with a one-hour
+	// lifetime (Anthropic's ephemeral_1h_input_tokens). It is priced at the
+	// model's 1-hour cache write multiplier, the rest of CacheCreation at
+	// the 5-minute one.
+	CacheCreation1h int64 `json:"cache_creation_1h_tokens,omitempty"`
 	// CacheRead is the number of prompt tokens read from the cache.
 	CacheRead int64 `json:"cache_read_tokens,omitempty"`
 	// Output is the number of generated tokens, reasoning tokens included.
 	Output int64 `json:"output_tokens"`
-	// Reasoning is the part of Output spent on reasoning (informational).
+	// Reasoning is the part of Output spent on reasoning. It is billed as
+	// output and shown separately in records and reports.
 	Reasoning int64 `json:"reasoning_tokens,omitempty"`
 }
 
@@ -27,11 +33,12 @@ func (u Usage) Total() int64 { return u.PromptTotal() + u.Output }
 // Add returns the bucket-wise sum of u and o.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{
-		Input:         u.Input + o.Input,
-		CacheCreation: u.CacheCreation + o.CacheCreation,
-		CacheRead:     u.CacheRead + o.CacheRead,
-		Output:        u.Output + o.Output,
-		Reasoning:     u.Reasoning + o.Reasoning,
+		Input:           u.Input + o.Input,
+		CacheCreation:   u.CacheCreation + o.CacheCreation,
+		CacheCreation1h: u.CacheCreation1h + o.CacheCreation1h,
+		CacheRead:       u.CacheRead + o.CacheRead,
+		Output:          u.Output + o.Output,
+		Reasoning:       u.Reasoning + o.Reasoning,
 	}
 }
 

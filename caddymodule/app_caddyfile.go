@@ -42,7 +42,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			retries <n>
 //		}
 //		model <id|glob> <provider> [<upstream_model>] [{
-//			kind chat|messages|image|video
+//			kind chat|messages|image|video|embedding
 //			sizes <width>x<height> [...]
 //			typical_duration <duration>
 //		}]

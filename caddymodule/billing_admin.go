@@ -179,16 +179,19 @@ func usageCommand() *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), rep)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "DAY\tMODEL\tREQUESTS\tINPUT\tCACHE WRITE\tCACHE READ\tOUTPUT\tCOST\t")
+			// CACHE WRITE counts every cache write, 1H the part written for an
+			// hour; OUTPUT counts every output token, REASONING the part spent
+			// reasoning.
+			fmt.Fprintln(tw, "DAY\tMODEL\tREQUESTS\tINPUT\tCACHE WRITE\t1H\tCACHE READ\tOUTPUT\tREASONING\tCOST\t")
 			for _, row := range rep.Rows {
 				u := row.Usage
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", row.Day, row.Model, row.Requests,
-					u.Input, u.CacheCreation, u.CacheRead, u.Output, row.Cost, row.Currency)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", row.Day, row.Model, row.Requests,
+					u.Input, u.CacheCreation, u.CacheCreation1h, u.CacheRead, u.Output, u.Reasoning, row.Cost, row.Currency)
 			}
 			for _, tot := range rep.Totals {
 				u := tot.Usage
-				fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", tot.Requests,
-					u.Input, u.CacheCreation, u.CacheRead, u.Output, tot.Cost, tot.Currency)
+				fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", tot.Requests,
+					u.Input, u.CacheCreation, u.CacheCreation1h, u.CacheRead, u.Output, u.Reasoning, tot.Cost, tot.Currency)
 			}
 			return tw.Flush()
 		},

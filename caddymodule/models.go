@@ -1,17 +1,19 @@
 package caddymodule
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/sjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/providers"
 )
 
 func init() {
@@ -20,11 +22,20 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("air_models", httpcaddyfile.Before, "respond")
 }
 
-// Models is the `air_models` handler: `GET /v1/models` lists the configured
-// model ids (globs excluded) in OpenAI's list format, so that SDKs and tools
-// can discover them.
+// Models is the `air_models` handler. `GET /v1/models` lists the
+// configured model ids (globs excluded) in OpenAI's list format, or in
+// Anthropic's when the request carries an anthropic-version header (as
+// Anthropic's SDKs send), so that SDKs and tools can discover them.
+// `GET /v1/models/{id}` answers one model object in the same two shapes,
+// for a listed id or one a glob serves; any other id gets a 404
+// model_not_found error in OpenAI's shape (not_found_error in Anthropic's
+// for Anthropic clients). Other paths under the matcher go to the next
+// handler.
 type Models struct {
-	body []byte
+	created time.Time
+	routes  *providers.Table
+	openAI  []byte
+	anthr   []byte
 }
 
 // CaddyModule returns the Caddy module information.
@@ -35,35 +46,121 @@ func (Models) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision renders the model list once per config.
+// openAIModel is a model object in OpenAI's shape.
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// anthropicModel is a model object in Anthropic's shape.
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// Provision renders the model lists once per config.
 func (m *Models) Provision(ctx caddy.Context) error {
 	app, err := appFrom(ctx)
 	if err != nil {
 		return err
 	}
-	created := time.Now().Unix()
-	m.body = []byte(`{"object":"list","data":[]}`)
-	for i, r := range app.Routes().Models() {
-		p := "data." + strconv.Itoa(i)
-		m.body, _ = sjson.SetBytes(m.body, p+".id", r.Pattern)
-		m.body, _ = sjson.SetBytes(m.body, p+".object", "model")
-		m.body, _ = sjson.SetBytes(m.body, p+".created", created)
-		m.body, _ = sjson.SetBytes(m.body, p+".owned_by", r.Provider.Name)
+	m.created = time.Now().UTC().Truncate(time.Second)
+	m.routes = app.Routes()
+	var oa []openAIModel
+	var an []anthropicModel
+	for _, r := range m.routes.Models() {
+		oa = append(oa, m.openAIModel(r.Pattern, r))
+		an = append(an, m.anthropicModel(r.Pattern))
 	}
-	return nil
+	if m.openAI, err = json.Marshal(struct {
+		Object string        `json:"object"`
+		Data   []openAIModel `json:"data"`
+	}{"list", nonNil(oa)}); err != nil {
+		return err
+	}
+	list := struct {
+		Data    []anthropicModel `json:"data"`
+		HasMore bool             `json:"has_more"`
+		FirstID *string          `json:"first_id"`
+		LastID  *string          `json:"last_id"`
+	}{Data: nonNil(an)}
+	if len(an) > 0 {
+		list.FirstID, list.LastID = &an[0].ID, &an[len(an)-1].ID
+	}
+	m.anthr, err = json.Marshal(list)
+	return err
 }
 
-// ServeHTTP answers GET with the list.
-func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	if r.Method != http.MethodGet {
-		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on /v1/models"))
+// nonNil returns s, or an empty slice for nil, which encodes as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return writeRawJSON(w, http.StatusOK, m.body)
+	return s
+}
+
+func (m *Models) openAIModel(id string, r *providers.Route) openAIModel {
+	return openAIModel{ID: id, Object: "model", Created: m.created.Unix(), OwnedBy: r.Provider.Name}
+}
+
+func (m *Models) anthropicModel(id string) anthropicModel {
+	return anthropicModel{Type: "model", ID: id, DisplayName: id, CreatedAt: m.created.Format(time.RFC3339)}
+}
+
+// ServeHTTP answers GET with the list or one model.
+func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	p := r.URL.Path
+	i := strings.Index(p, "/models")
+	if i < 0 {
+		return next.ServeHTTP(w, r)
+	}
+	rest := p[i+len("/models"):]
+	if rest != "" && rest != "/" && !strings.HasPrefix(rest, "/") {
+		return next.ServeHTTP(w, r) // /v1/modelsX
+	}
+	anthropic := r.Header.Get("Anthropic-Version") != ""
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		return m.fail(w, anthropic, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on "+p))
+	}
+	id := strings.TrimPrefix(rest, "/")
+	if id == "" {
+		if anthropic {
+			return writeRawJSON(w, http.StatusOK, m.anthr)
+		}
+		return writeRawJSON(w, http.StatusOK, m.openAI)
+	}
+	route, err := m.routes.Lookup(id)
+	if err != nil {
+		return m.fail(w, anthropic, apierror.NotFound("model_not_found",
+			fmt.Sprintf("The model '%s' does not exist or is not served here", id)).WithParam("model"))
+	}
+	if anthropic {
+		return writeJSON(w, http.StatusOK, m.anthropicModel(id))
+	}
+	return writeJSON(w, http.StatusOK, m.openAIModel(id, route))
+}
+
+// fail answers e in OpenAI's shape, or Anthropic's for its clients.
+func (m *Models) fail(w http.ResponseWriter, anthropic bool, e *apierror.Error) error {
+	if anthropic {
+		e.WriteAnthropic(w)
+	} else {
+		e.Write(w)
+	}
+	return caddyhttp.Error(e.Status, e)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	air_models [<matcher>]
+//
+// The matcher should cover /v1/models and the paths below it, as
+// /v1/models* does.
 func (m *Models) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
 	if d.NextArg() {

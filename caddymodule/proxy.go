@@ -73,6 +73,12 @@ type protocolSpec struct {
 	path     string // upstream path below the provider base URL
 	kind     string // model kind this endpoint serves
 	inspect  func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
+	// noOutput marks an endpoint that generates no tokens (embeddings,
+	// token counting): its admission reserves no output.
+	noOutput bool
+	// unbilled marks an endpoint whose requests leave no ledger record
+	// (token counting); they still count against the rate limits.
+	unbilled bool
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -149,7 +155,14 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.refuse(w, r, mr, aerr)
 	}
 	subject := billing.Subject{User: key.User, KeyID: key.ID}
-	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, chatproxy.EstimateRequest(in))
+	estimate := chatproxy.EstimateRequest(in)
+	if h.spec.noOutput {
+		estimate.Output = 0
+	}
+	if h.spec.unbilled {
+		estimate = billing.Usage{} // only the request counts
+	}
+	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, estimate)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
@@ -167,6 +180,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	intent := rec
 	intent.Usage = chatproxy.EstimateRequest(in)
 	intent.Usage.Output = 0
+	if h.spec.unbilled {
+		return h.serveUnbilled(w, r, reservation, upstreamBody, rb, in, route, injected, requestID)
+	}
 	if err := reservation.Intend(intent); err != nil {
 		reservation.Release()
 		h.log.Error("recording a request's intent", zap.String("request_id", requestID), zap.Error(err))
@@ -200,6 +216,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
+	rec.ServiceTier = res.ServiceTier
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
 		zap.String("air_request_id", requestID),
@@ -298,6 +315,8 @@ func endpointFor(kind string) string {
 		return "POST /v1/messages"
 	case providers.KindImage, providers.KindVideo:
 		return "POST /v1/tasks"
+	case providers.KindEmbedding:
+		return "POST /v1/embeddings"
 	default:
 		return "POST /v1/chat/completions"
 	}

@@ -153,13 +153,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, rt
 }
 
 // mediaBase is the absolute URL prefix of re-hosted media for r's site.
-func (h *Tasks) mediaBase(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + h.MediaPath
-}
+func (h *Tasks) mediaBase(r *http.Request) string { return mediaBase(r, h.MediaPath) }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //

@@ -73,6 +73,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	cut := gone || timedOut || readErr != nil || stream && !t.terminal
 	if ok {
 		res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
+		res.ServiceTier = t.serviceTier
 	} else {
 		res.Source = billing.SourceReported // an error status: no usage
 	}

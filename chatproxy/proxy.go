@@ -166,6 +166,9 @@ type Result struct {
 	Usage billing.Usage
 	// Source says how Usage was obtained.
 	Source billing.Source
+	// ServiceTier is the service tier the upstream reported serving the
+	// request at, "" if it reported none.
+	ServiceTier string
 	// Outcome is one of the Outcome* constants.
 	Outcome string
 	// Attempts is the number of upstream attempts made.

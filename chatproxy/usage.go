@@ -21,6 +21,9 @@ type tap struct {
 	maxDepth int
 	// usage is the usage reported so far.
 	usage billing.Usage
+	// serviceTier is the service tier the response reported: OpenAI's
+	// top-level service_tier, Anthropic's usage.service_tier.
+	serviceTier string
 	// reported is set once the complete usage has been reported.
 	reported bool
 	// started is set when an Anthropic message_start reported the prompt.
@@ -109,6 +112,9 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 	}
 	usage := payload[c.usageAt:c.usageEnd]
 	isObject := usage[0] == '{'
+	if st := gjson.GetBytes(payload, "service_tier"); st.Type == gjson.String {
+		t.serviceTier = st.Str
+	}
 	if isObject {
 		if nu, err := billing.NormalizeOpenAI(usage); err == nil {
 			t.usage, t.reported = nu, true
@@ -131,6 +137,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 			t.meta.setModel(root.Get("message.model").Str)
 		}
 		if u := root.Get("message.usage"); u.IsObject() {
+			t.anthropicServiceTier(u)
 			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
 				t.usage, t.started = nu, true
 			}
@@ -140,6 +147,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 			t.meta.addFinish(root.Get("delta.stop_reason").Str)
 		}
 		if u := root.Get("usage"); u.IsObject() {
+			t.anthropicServiceTier(u)
 			t.mergeDelta(u)
 		}
 	case "content_block_start", "content_block_delta":
@@ -170,7 +178,15 @@ func (t *tap) mergeDelta(u gjson.Result) {
 		t.usage.CacheRead = d.CacheRead
 	}
 	if present(u, "cache_creation_input_tokens") || u.Get("cache_creation").IsObject() {
-		t.usage.CacheCreation = d.CacheCreation
+		t.usage.CacheCreation, t.usage.CacheCreation1h = d.CacheCreation, d.CacheCreation1h
+	}
+}
+
+// anthropicServiceTier records the service_tier of an Anthropic usage
+// object, when it has one.
+func (t *tap) anthropicServiceTier(u gjson.Result) {
+	if st := u.Get("service_tier"); st.Type == gjson.String {
+		t.serviceTier = st.Str
 	}
 }
 
@@ -186,6 +202,11 @@ func (t *tap) body(b []byte, complete bool) {
 	}
 	root := gjson.Parse(str(b))
 	t.usageFrom(root.Get("usage"))
+	if t.proto == Anthropic {
+		t.anthropicServiceTier(root.Get("usage"))
+	} else if st := root.Get("service_tier"); st.Type == gjson.String {
+		t.serviceTier = st.Str
+	}
 	if t.meta != nil {
 		t.meta.body(root, t.proto)
 	}

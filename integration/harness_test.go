@@ -116,6 +116,10 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 		{{.Providers}}
 		model mock-gpt mock
 		model mock-reasoner mock
+		model mock-long mock
+		model mock-embed mock {
+			kind embedding
+		}
 		model mock-claude mock-anthropic
 		model mock-image mock {
 			kind image
@@ -149,8 +153,11 @@ http://localhost:9080 {
 		route {
 			air_chat /v1/chat/completions
 			air_messages /v1/messages
+			air_count_tokens /v1/messages/count_tokens
+			air_embeddings /v1/embeddings
+			air_images /v1/images/generations
 			air_tasks /v1/tasks*
-			air_models /v1/models
+			air_models /v1/models*
 			air_not_found
 		}
 	}

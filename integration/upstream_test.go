@@ -95,12 +95,15 @@ type ledgerRecord struct {
 	Priced   bool   `json:"priced"`
 	Cost     string `json:"cost"`
 	Images   int    `json:"images"`
-	Usage    struct {
-		Input         int64 `json:"input_tokens"`
-		CacheCreation int64 `json:"cache_creation_tokens"`
-		CacheRead     int64 `json:"cache_read_tokens"`
-		Output        int64 `json:"output_tokens"`
-		Reasoning     int64 `json:"reasoning_tokens"`
+	// ServiceTier is the service tier the upstream reported.
+	ServiceTier string `json:"service_tier"`
+	Usage       struct {
+		Input           int64 `json:"input_tokens"`
+		CacheCreation   int64 `json:"cache_creation_tokens"`
+		CacheCreation1h int64 `json:"cache_creation_1h_tokens"`
+		CacheRead       int64 `json:"cache_read_tokens"`
+		Output          int64 `json:"output_tokens"`
+		Reasoning       int64 `json:"reasoning_tokens"`
 	} `json:"usage"`
 }
 

@@ -34,6 +34,8 @@ const (
 	KindImage = "image"
 	// KindVideo models are served asynchronously by /v1/tasks.
 	KindVideo = "video"
+	// KindEmbedding models are served by /v1/embeddings.
+	KindEmbedding = "embedding"
 )
 
 // Provider is one upstream service.
@@ -156,7 +158,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			r.Kind = DefaultKind(r.Provider.Protocol)
 		}
 		switch r.Kind {
-		case KindChat, KindMessages, KindImage, KindVideo:
+		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
 		}

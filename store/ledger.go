@@ -11,6 +11,8 @@ type Usage struct {
 	Input int64
 	// CacheCreation is the prompt tokens written to the cache.
 	CacheCreation int64
+	// CacheCreation1h is the part of CacheCreation written for one hour.
+	CacheCreation1h int64
 	// CacheRead is the prompt tokens read from the cache.
 	CacheRead int64
 	// Output is the generated tokens, reasoning included.
@@ -26,7 +28,7 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the spend's month.
 	Time time.Time
-	// Endpoint is "chat", "messages" or "tasks".
+	// Endpoint is "chat", "messages", "tasks" or "embeddings".
 	Endpoint string
 	// User owns the key that made the request.
 	User string
@@ -56,6 +58,8 @@ type Record struct {
 	Currency string
 	// Cost is what the request cost, in nano units of Currency.
 	Cost int64
+	// ServiceTier is the service tier the upstream reported, if any.
+	ServiceTier string
 }
 
 // Totals sums records: the aggregate of a day, user, key, model and
@@ -117,7 +121,7 @@ func (t *Totals) Merge(o *Totals) {
 
 func addUsage(a, b Usage) Usage {
 	return Usage{Input: a.Input + b.Input, CacheCreation: a.CacheCreation + b.CacheCreation,
-		CacheRead: a.CacheRead + b.CacheRead, Output: a.Output + b.Output, Reasoning: a.Reasoning + b.Reasoning}
+		CacheCreation1h: a.CacheCreation1h + b.CacheCreation1h, CacheRead: a.CacheRead + b.CacheRead, Output: a.Output + b.Output, Reasoning: a.Reasoning + b.Reasoning}
 }
 
 func inc(m map[string]int64, k string, n int64) map[string]int64 {

@@ -127,11 +127,12 @@ func (n *nanos) UnmarshalJSON(b []byte) error {
 
 // usageJSON is store.Usage as the DB keeps it in aggregates.
 type usageJSON struct {
-	Input         int64 `json:"input_tokens"`
-	CacheCreation int64 `json:"cache_creation_tokens,omitempty"`
-	CacheRead     int64 `json:"cache_read_tokens,omitempty"`
-	Output        int64 `json:"output_tokens"`
-	Reasoning     int64 `json:"reasoning_tokens,omitempty"`
+	Input           int64 `json:"input_tokens"`
+	CacheCreation   int64 `json:"cache_creation_tokens,omitempty"`
+	CacheCreation1h int64 `json:"cache_creation_1h_tokens,omitempty"`
+	CacheRead       int64 `json:"cache_read_tokens,omitempty"`
+	Output          int64 `json:"output_tokens"`
+	Reasoning       int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // totalsJSON is an aggregate as the DB keeps it.

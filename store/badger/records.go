@@ -3,6 +3,8 @@ package badger
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -44,6 +46,9 @@ type storedRecord struct {
 	Priced        bool
 	Currency      string
 	Cost          int64
+	// Appended after the first release; older records decode them as zero.
+	CacheCreation1h int64
+	ServiceTier     string
 }
 
 // marshalStored returns the CBOR array of rec, without its ID.
@@ -56,6 +61,7 @@ func marshalStored(rec *store.Record) ([]byte, error) {
 		Source: rec.Source, Status: rec.Status, Outcome: rec.Outcome,
 		Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: rec.Cost,
+		CacheCreation1h: rec.Usage.CacheCreation1h, ServiceTier: rec.ServiceTier,
 	})
 }
 
@@ -63,16 +69,45 @@ func marshalStored(rec *store.Record) ([]byte, error) {
 func unmarshalStored(id string, b []byte) (store.Record, error) {
 	var s storedRecord
 	if err := cbor.Unmarshal(b, &s); err != nil {
-		return store.Record{}, err
+		if err = unmarshalShort(b, &s); err != nil {
+			return store.Record{}, err
+		}
 	}
 	return store.Record{
 		ID: id, Time: time.Unix(0, s.TimeNanos).UTC(), Endpoint: s.Endpoint,
 		User: s.User, KeyID: s.KeyID, Model: s.Model, Provider: s.Provider,
-		Usage:  store.Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
+		Usage: store.Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheCreation1h: s.CacheCreation1h,
+			CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
 		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
 		Images: s.Images, VideoMillis: s.VideoMillis,
-		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost,
+		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,
 	}, nil
+}
+
+// storedFields is the number of fields of storedRecord.
+var storedFields = reflect.TypeFor[storedRecord]().NumField() - 1 // minus the toarray marker
+
+// cborNull is the CBOR encoding of null, which decodes as a zero value.
+var cborNull = cbor.RawMessage{0xf6}
+
+// unmarshalShort decodes a record written before the last fields were
+// appended: its array is padded with nulls to storedRecord's length.
+func unmarshalShort(b []byte, s *storedRecord) error {
+	var items []cbor.RawMessage
+	if err := cbor.Unmarshal(b, &items); err != nil {
+		return err
+	}
+	if len(items) >= storedFields {
+		return fmt.Errorf("a stored record of %d fields, %d expected", len(items), storedFields)
+	}
+	for len(items) < storedFields {
+		items = append(items, cborNull)
+	}
+	padded, err := cbor.Marshal(items)
+	if err != nil {
+		return err
+	}
+	return cbor.Unmarshal(padded, s)
 }
 
 // journalEntryV1 marks a journal entry of version 1: this byte, a flags

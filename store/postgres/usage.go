@@ -50,6 +50,7 @@ func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
 		n                                                                    = len(keys)
 		days, users, keyIDs, models, currencies                              = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		requests, unpriced, input, cc, cr, output, reasoning, images, vid, c = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		cc1h                                                                 = make([]int64, n)
 		// the counts by source and outcome
 		cDays, cUsers, cKeyIDs, cModels, cCurrencies, cKinds, cNames []string
 		cN                                                           []int64
@@ -59,6 +60,7 @@ func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
 		days[i], users[i], keyIDs[i], models[i], currencies[i] = k.Day, k.User, k.KeyID, k.Model, k.Currency
 		requests[i], unpriced[i], images[i], vid[i], c[i] = t.Requests, t.Unpriced, t.Images, t.VideoMillis, t.Cost
 		input[i], cc[i], cr[i], output[i], reasoning[i] = t.Usage.Input, t.Usage.CacheCreation, t.Usage.CacheRead, t.Usage.Output, t.Usage.Reasoning
+		cc1h[i] = t.Usage.CacheCreation1h
 		for _, kind := range [...]struct {
 			code string
 			m    map[string]int64
@@ -76,16 +78,17 @@ func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(`INSERT INTO air_usage AS u (day, user_name, key_id, model, currency, requests, unpriced,
-			input, cache_creation, cache_read, output, reasoning, images, video_ms, cost)
+			input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h)
 		SELECT * FROM unnest($1::date[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
-			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[])
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[])
 		ON CONFLICT (day, user_name, key_id, model, currency) DO UPDATE SET
 			requests = u.requests + EXCLUDED.requests, unpriced = u.unpriced + EXCLUDED.unpriced,
 			input = u.input + EXCLUDED.input, cache_creation = u.cache_creation + EXCLUDED.cache_creation,
 			cache_read = u.cache_read + EXCLUDED.cache_read, output = u.output + EXCLUDED.output,
 			reasoning = u.reasoning + EXCLUDED.reasoning, images = u.images + EXCLUDED.images,
-			video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost`,
-		days, users, keyIDs, models, currencies, requests, unpriced, input, cc, cr, output, reasoning, images, vid, c)
+			video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost,
+			cache_creation_1h = u.cache_creation_1h + EXCLUDED.cache_creation_1h`,
+		days, users, keyIDs, models, currencies, requests, unpriced, input, cc, cr, output, reasoning, images, vid, c, cc1h)
 	if len(cN) > 0 {
 		batch.Queue(`INSERT INTO air_usage_counts AS c (day, user_name, key_id, model, currency, kind, name, n)
 			SELECT * FROM unnest($1::date[], $2::text[], $3::text[], $4::text[], $5::text[], $6::"char"[], $7::text[], $8::bigint[])
@@ -150,7 +153,7 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 		until = &f.Until
 	}
 	rows, err := l.db.pool.Query(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.user_name, u.key_id, u.model, u.currency,
-			requests, unpriced, input, cache_creation, cache_read, output, reasoning, images, video_ms, cost,
+			requests, unpriced, input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h,
 			(SELECT coalesce(jsonb_object_agg(name, n), '{}') FROM air_usage_counts c
 				WHERE (c.day, c.user_name, c.key_id, c.model, c.currency) = (u.day, u.user_name, u.key_id, u.model, u.currency) AND kind = 's'),
 			(SELECT coalesce(jsonb_object_agg(name, n), '{}') FROM air_usage_counts c
@@ -168,7 +171,7 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 		t := &a.Totals
 		if err := rows.Scan(&a.Day, &a.User, &a.KeyID, &a.Model, &a.Currency, &t.Requests, &t.Unpriced,
 			&t.Usage.Input, &t.Usage.CacheCreation, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning,
-			&t.Images, &t.VideoMillis, &t.Cost, &t.Sources, &t.Outcomes); err != nil {
+			&t.Images, &t.VideoMillis, &t.Cost, &t.Usage.CacheCreation1h, &t.Sources, &t.Outcomes); err != nil {
 			return err
 		}
 		if len(t.Sources) == 0 {

@@ -29,9 +29,14 @@ func randomRecords(rng *rand.Rand, prefix string, n int) []store.Record {
 			Time:     day.Add(time.Duration(rng.Intn(4*24*60)) * time.Minute), // four days, across a month's end
 			Endpoint: "chat", User: users[u], KeyID: fmt.Sprintf("key_%d%d", u, rng.Intn(2)),
 			Model: models[rng.Intn(len(models))], Provider: "p",
-			Usage:  store.Usage{Input: rng.Int63n(5000), CacheRead: rng.Int63n(100), Output: rng.Int63n(900), Reasoning: rng.Int63n(10)},
-			Source: sources[rng.Intn(len(sources))], Status: 200, Outcome: outcomes[rng.Intn(len(outcomes))],
+			Usage:       store.Usage{Input: rng.Int63n(5000), CacheRead: rng.Int63n(100), Output: rng.Int63n(900), Reasoning: rng.Int63n(10)},
+			ServiceTier: []string{"", "flex", "priority"}[rng.Intn(3)],
+			Source:      sources[rng.Intn(len(sources))], Status: 200, Outcome: outcomes[rng.Intn(len(outcomes))],
 			Images: rng.Intn(2), VideoMillis: rng.Int63n(3) * 1000, Tier: rng.Intn(2),
+		}
+		if rng.Intn(2) > 0 {
+			rec.Usage.CacheCreation = rng.Int63n(400)
+			rec.Usage.CacheCreation1h = rng.Int63n(rec.Usage.CacheCreation + 1)
 		}
 		if rng.Intn(5) > 0 {
 			rec.Priced, rec.Currency, rec.Cost = true, currencies[rng.Intn(len(currencies))], rng.Int63n(2_000_000_000)

@@ -1,0 +1,101 @@
+package caddymodule
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/providers"
+)
+
+func init() {
+	caddy.RegisterModule(Embeddings{})
+	caddy.RegisterModule(CountTokens{})
+	httpcaddyfile.RegisterHandlerDirective("air_embeddings", parseHandler[Embeddings])
+	httpcaddyfile.RegisterHandlerDirective("air_count_tokens", parseHandler[CountTokens])
+	httpcaddyfile.RegisterDirectiveOrder("air_embeddings", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("air_count_tokens", httpcaddyfile.Before, "respond")
+}
+
+// Embeddings is the `air_embeddings` handler: `POST /v1/embeddings`,
+// passed through to the provider of the model (of kind embedding) byte for
+// byte but for the model alias, through the same attempts and retries as
+// chat, and billed on the input tokens the upstream reports
+// (usage.prompt_tokens) at the model's price.
+type Embeddings struct{ proxyHandler }
+
+// CountTokens is the `air_count_tokens` handler: `POST
+// /v1/messages/count_tokens`, Anthropic's token counting, passed through
+// to the provider of the model (of kind messages). It is not billed and
+// leaves no ledger record, but counts as a request against the rate
+// limits.
+type CountTokens struct{ proxyHandler }
+
+// CaddyModule returns the Caddy module information.
+func (Embeddings) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_embeddings", New: func() caddy.Module { return new(Embeddings) }}
+}
+
+// CaddyModule returns the Caddy module information.
+func (CountTokens) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_count_tokens", New: func() caddy.Module { return new(CountTokens) }}
+}
+
+// Provision sets the handler up for OpenAI embeddings.
+func (h *Embeddings) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, protocolSpec{
+		protocol: chatproxy.OpenAI, endpoint: billing.EndpointEmbeddings, path: "/embeddings",
+		kind: providers.KindEmbedding, inspect: chatproxy.InspectEmbeddings, noOutput: true,
+	})
+}
+
+// Provision sets the handler up for Anthropic token counting.
+func (h *CountTokens) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, protocolSpec{
+		protocol: chatproxy.Anthropic, endpoint: "count_tokens", path: "/messages/count_tokens",
+		kind: providers.KindMessages, inspect: chatproxy.InspectCountTokens, noOutput: true, unbilled: true,
+	})
+}
+
+// serveUnbilled proxies an admitted request that leaves no ledger record:
+// its reservation keeps the request counted against the rate limits once
+// an upstream saw it, and is given back whole otherwise.
+func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, reservation *billing.Reservation,
+	body []byte, rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
+	res := h.proxy.Serve(w, r, &chatproxy.Call{
+		Protocol:     h.spec.protocol,
+		Provider:     route.Provider,
+		Path:         h.spec.path,
+		Body:         body,
+		BodyPin:      rb,
+		Inspected:    in,
+		StripUsage:   injected,
+		ClientHeader: r.Header,
+		RequestID:    requestID,
+	})
+	defer res.Close()
+	if res.Reached || res.Wrote {
+		reservation.ReleaseCost()
+	} else {
+		reservation.Release()
+	}
+	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model),
+		zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", res.Outcome))
+	return h.finish(w, r, res.Held, nil)
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Embeddings)(nil)
+	_ caddy.Provisioner           = (*CountTokens)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Embeddings)(nil)
+	_ caddyhttp.MiddlewareHandler = (*CountTokens)(nil)
+	_ caddyfile.Unmarshaler       = (*Embeddings)(nil)
+	_ caddyfile.Unmarshaler       = (*CountTokens)(nil)
+)

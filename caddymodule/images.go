@@ -1,0 +1,268 @@
+package caddymodule
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/jsonlimit"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/tasks"
+)
+
+func init() {
+	caddy.RegisterModule(Images{})
+	httpcaddyfile.RegisterHandlerDirective("air_images", parseHandler[Images])
+	httpcaddyfile.RegisterDirectiveOrder("air_images", httpcaddyfile.Before, "respond")
+}
+
+// Images is the `air_images` handler: `POST /v1/images/generations`,
+// OpenAI's synchronous image API, served by the configured image models
+// through the task service. Each request is an image task: it appears in
+// the user's task list and is billed per image when it succeeds. The
+// answer is OpenAI's: data[].url links to the images re-hosted by the
+// media store (for 24 h by default), or, with response_format b64_json,
+// data[].b64_json holds them (an image the provider keeps at a long-lived
+// URL of its own is answered by url either way). response_format is not
+// sent upstream; every other field is, as for a task.
+type Images struct {
+	// MediaPath is the path prefix under which air_media serves re-hosted
+	// media on this site. Default: /media.
+	MediaPath string `json:"media_path,omitempty"`
+
+	app *App
+	log *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Images) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_images", New: func() caddy.Module { return new(Images) }}
+}
+
+// Provision finds the air app.
+func (h *Images) Provision(ctx caddy.Context) (err error) {
+	if h.MediaPath == "" {
+		h.MediaPath = "/media"
+	}
+	h.MediaPath = "/" + strings.Trim(h.MediaPath, "/")
+	h.log = ctx.Logger()
+	h.app, err = appFrom(ctx)
+	return err
+}
+
+// ServeHTTP creates an image task and answers its images.
+func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
+	}
+	key := identity(r)
+	if key == nil {
+		return respondError(w, r, errNoIdentity)
+	}
+	rt := h.app.runtimeState()
+	if rt == nil {
+		return respondError(w, r, errNotStarted)
+	}
+	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	if err != nil {
+		return respondError(w, r, err)
+	}
+	defer rb.release()
+	body := rb.Bytes()
+	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
+		return respondError(w, r, apierror.InvalidBody(err))
+	}
+	format, n, aerr := h.check(body)
+	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
+	if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
+		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+	}
+	if st := h.app.current(); st != nil {
+		if aerr := st.guard.check(); aerr != nil {
+			return respondError(w, r, aerr)
+		}
+	}
+	model := gjson.GetBytes(body, "model").Str
+	reservation, aerr := rt.billing.AdmitTask(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, model, n, 0)
+	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
+	task, aerr := rt.tasks.Create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, mediaBase(r, h.MediaPath))
+	if aerr != nil {
+		reservation.Release()
+		return respondError(w, r, aerr)
+	}
+	reservation.ReleaseCost() // the task service charges the images
+	if task.Status != tasks.StatusSucceeded || task.Output == nil {
+		return respondError(w, r, taskError(task))
+	}
+	urls := task.Output.ImageURLs
+	if len(urls) == 0 && task.Output.ImageURL != "" {
+		urls = []string{task.Output.ImageURL}
+	}
+	if format == "b64_json" {
+		return h.writeB64(w, r, rt, task, urls)
+	}
+	data := make([]map[string]string, len(urls))
+	for i, u := range urls {
+		data[i] = map[string]string{"url": u}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"created": task.CreatedAt.Unix(), "data": data})
+}
+
+// check validates what the gateway reads of an images request: an image
+// model, and response_format. It returns the format and the number of
+// images asked for (1 unless n says).
+func (h *Images) check(body []byte) (format string, n int, aerr *apierror.Error) {
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return "", 0, apierror.InvalidRequest("", "the request body must be a JSON object")
+	}
+	if m := root.Get("model"); m.Type == gjson.String && m.Str != "" {
+		route, err := h.app.Routes().Lookup(m.Str)
+		if err == nil && route.Kind != providers.KindImage {
+			return "", 0, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", m.Str, route.Kind, endpointFor(route.Kind)))
+		}
+	} // a missing or unknown model is reported by the task service
+	switch rf := root.Get("response_format"); {
+	case !rf.Exists() || rf.Type == gjson.Null || rf.Str == "url":
+		format = "url"
+	case rf.Str == "b64_json":
+		format = "b64_json"
+	default:
+		return "", 0, apierror.InvalidRequest("response_format", "response_format must be url or b64_json")
+	}
+	n = 1
+	if v := root.Get("n"); v.Type == gjson.Number && v.Int() > 1 {
+		n = int(v.Int())
+	}
+	return format, n, nil
+}
+
+// taskError is the answer to an image task that failed: its error name
+// picks the status and code.
+func taskError(t *tasks.Task) *apierror.Error {
+	name, msg, _ := strings.Cut(t.Error, ": ")
+	switch name {
+	case "ContentPolicyViolation":
+		return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "content_policy_violation", msg)
+	case "InvalidParameter":
+		return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "invalid_parameter", msg)
+	case "RateLimited":
+		e := apierror.New(http.StatusTooManyRequests, "requests", "rate_limit_exceeded", msg)
+		e.RetryAfter = 1
+		return e
+	case "UpstreamTimeout":
+		return apierror.New(http.StatusGatewayTimeout, apierror.TypeServer, "upstream_timeout", msg)
+	}
+	if msg == "" {
+		msg = "the image could not be generated"
+	}
+	return apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", msg)
+}
+
+// writeB64 answers the images in base64, streamed from the media store in
+// constant memory. An image the provider keeps at its own URL is answered
+// by url.
+func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *runtime, t *tasks.Task, urls []string) error {
+	prefix := mediaBase(r, h.MediaPath) + "/"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	fmt.Fprintf(bw, `{"created":%d,"data":[`, t.CreatedAt.Unix())
+	for i, u := range urls {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		id, ok := strings.CutPrefix(u, prefix)
+		if !ok {
+			q, _ := json.Marshal(u)
+			fmt.Fprintf(bw, `{"url":%s}`, q)
+			continue
+		}
+		if err := writeMediaB64(bw, r, rt, id); err != nil {
+			// The status is sent: cut the answer so that the client
+			// cannot take it for a whole one.
+			h.log.Error("reading a generated image", zap.String("task", t.ID), zap.String("media", id), zap.Error(err))
+			panic(http.ErrAbortHandler)
+		}
+	}
+	bw.WriteString(`]}`)
+	return bw.Flush()
+}
+
+// writeMediaB64 writes {"b64_json":"…"} for media id.
+func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
+	m, err := rt.tasks.Media(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	defer m.Content.Close()
+	bw.WriteString(`{"b64_json":"`)
+	enc := base64.NewEncoder(base64.StdEncoding, bw)
+	if _, err := io.Copy(enc, m.Content); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	_, err = bw.WriteString(`"}`)
+	return err
+}
+
+// mediaBase is the absolute URL prefix of re-hosted media for r's site,
+// media served under path.
+func mediaBase(r *http.Request, path string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + path
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_images [<matcher>] [{
+//		media_path <path>
+//	}]
+func (h *Images) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "media_path":
+			if !d.AllArgs(&h.MediaPath) {
+				return d.ArgErr()
+			}
+		default:
+			return d.Errf("unrecognized air_images option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Images)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Images)(nil)
+	_ caddyfile.Unmarshaler       = (*Images)(nil)
+)

@@ -1,0 +1,34 @@
+package badger
+
+import (
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// TestUnmarshalStoredBeforeAppend reads a record written before
+// CacheCreation1h and ServiceTier were appended to the stored layout.
+func TestUnmarshalStoredBeforeAppend(t *testing.T) {
+	old := []any{int64(1_700_000_000_000_000_000), "chat", "alice", "key_1", "m", "p",
+		int64(10), int64(2), int64(3), int64(4), int64(1), "reported", 200, "ok", 0, int64(0), 0, true, "USD", int64(42)}
+	b, err := cbor.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := unmarshalStored("r1", b)
+	if err != nil {
+		t.Fatalf("old record: %v", err)
+	}
+	if rec.User != "alice" || rec.Cost != 42 || rec.Usage.CacheCreation != 2 || rec.Usage.CacheCreation1h != 0 || rec.ServiceTier != "" {
+		t.Fatalf("old record decoded as %+v", rec)
+	}
+	rec.Usage.CacheCreation1h, rec.ServiceTier = 1, "flex"
+	nb, err := marshalStored(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := unmarshalStored("r1", nb)
+	if err != nil || back.Usage.CacheCreation1h != 1 || back.ServiceTier != "flex" {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
