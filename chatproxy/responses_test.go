@@ -45,18 +45,18 @@ func TestResponsesTap(t *testing.T) {
 			wantID: "resp_1", wantStatus: "in_progress", wantOut: 13,
 		},
 		{
-			name: "incomplete is terminal with usage",
-			events: []string{respEvent("response.incomplete", `{"type":"response.incomplete","response":{"id":"resp_2","status":"incomplete","usage":{"input_tokens":7,"output_tokens":16}}}`)},
+			name:      "incomplete is terminal with usage",
+			events:    []string{respEvent("response.incomplete", `{"type":"response.incomplete","response":{"id":"resp_2","status":"incomplete","usage":{"input_tokens":7,"output_tokens":16}}}`)},
 			wantUsage: billing.Usage{Input: 7, Output: 16}, reported: true, terminal: true, wantID: "resp_2", wantStatus: "incomplete",
 		},
 		{
-			name: "failed is terminal and an upstream error",
-			events: []string{respEvent("response.failed", `{"type":"response.failed","response":{"id":"resp_3","status":"failed","error":{"code":"server_error"},"usage":null}}`)},
+			name:     "failed is terminal and an upstream error",
+			events:   []string{respEvent("response.failed", `{"type":"response.failed","response":{"id":"resp_3","status":"failed","error":{"code":"server_error"},"usage":null}}`)},
 			terminal: true, fail: true, wantID: "resp_3", wantStatus: "failed",
 		},
 		{
-			name:   "error event ends the stream",
-			events: []string{respEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}`)},
+			name:     "error event ends the stream",
+			events:   []string{respEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}`)},
 			terminal: true, fail: true,
 		},
 		{
