@@ -127,6 +127,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return respondError(w, r, aerr)
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
+	pin, aerr := h.pinned(r.Context(), st, key, in, route)
+	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
 	// The edits are made in the pooled buffer; a body that nearly fills
 	// its size class moves to the next one first. (If the budget cannot
 	// cover that, PrepareBodyInPlace allocates the edited body.)
@@ -175,6 +179,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		StripUsage:   injected,
 		ClientHeader: r.Header,
 		RequestID:    requestID,
+		Attempts:     pin,
 	})
 	defer res.Close()
 	if !res.Reached && !res.Wrote {
@@ -184,6 +189,12 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
+	if h.remember(r.Context(), st, &rec, in, &res) {
+		// A background response is billed once it is finished.
+		reservation.ReleaseCost()
+		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
+		return h.finish(w, r, res.Held, nil)
+	}
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
 		zap.String("air_request_id", requestID),

@@ -143,6 +143,7 @@ http://localhost:9080 {
 		route {
 			air_chat /v1/chat/completions
 			air_messages /v1/messages
+			air_responses /v1/responses*
 			air_tasks /v1/tasks*
 			air_models /v1/models
 			air_not_found

@@ -100,6 +100,7 @@ type ledgerRecord struct {
 		CacheCreation int64 `json:"cache_creation_tokens"`
 		CacheRead     int64 `json:"cache_read_tokens"`
 		Output        int64 `json:"output_tokens"`
+		Reasoning     int64 `json:"reasoning_tokens"`
 	} `json:"usage"`
 }
 
