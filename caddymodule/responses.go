@@ -142,6 +142,9 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 		return nil, nil
 	}
 	ref, aerr := lookup(ctx, st, key.User, in.PreviousResponseID)
+	if aerr == errStorage {
+		return nil, aerr
+	}
 	if aerr != nil {
 		return nil, apierror.NotFound("previous_response_not_found",
 			fmt.Sprintf("Previous response with id '%s' not found.", in.PreviousResponseID)).WithParam("previous_response_id")
