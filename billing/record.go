@@ -10,9 +10,10 @@ import (
 
 // Endpoints recorded in Record.Endpoint.
 const (
-	EndpointChat     = "chat"
-	EndpointMessages = "messages"
-	EndpointTasks    = "tasks"
+	EndpointChat      = "chat"
+	EndpointMessages  = "messages"
+	EndpointResponses = "responses"
+	EndpointTasks     = "tasks"
 	// EndpointEmbeddings is POST /v1/embeddings.
 	EndpointEmbeddings = "embeddings"
 )

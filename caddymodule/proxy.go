@@ -140,6 +140,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
 	mr = h.app.metrics.Route(route.Pattern)
+	pin, aerr := h.pinned(r.Context(), st, key, in, route)
+	if aerr != nil {
+		return h.refuse(w, r, mr, aerr)
+	}
 	// The edits are made in the pooled buffer; a body that nearly fills
 	// its size class moves to the next one first. (If the budget cannot
 	// cover that, PrepareBodyInPlace allocates the edited body.)
@@ -206,6 +210,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		StripUsage:   injected,
 		ClientHeader: r.Header,
 		RequestID:    requestID,
+		Attempts:     pin,
 	})
 	defer res.Close()
 	if !res.Reached && !res.Wrote {
@@ -217,6 +222,12 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
+	if h.remember(r.Context(), st, &rec, in, &res) {
+		// A background response is billed once it is finished.
+		reservation.ReleaseCost()
+		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
+		return h.finish(w, r, res.Held, nil)
+	}
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
 		zap.String("air_request_id", requestID),

@@ -71,6 +71,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	}
 	// A stream that ends without its protocol's final event was cut.
 	cut := gone || timedOut || readErr != nil || stream && !t.terminal
+	res.ResponseID, res.ResponseStatus = t.respID, t.respStatus
 	if ok {
 		res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
 		res.ServiceTier = t.serviceTier

@@ -1,5 +1,6 @@
 // Package chatproxy is the proxy engine behind POST /v1/chat/completions
-// (OpenAI protocol) and POST /v1/messages (Anthropic protocol). It checks a
+// (OpenAI protocol), POST /v1/messages (Anthropic protocol) and the
+// OpenAI Responses API (/v1/responses, see responses.go). It checks a
 // client's request body, edits a few bytes of it (the model name, the
 // stream_options.include_usage flag) and forwards it to a provider, then
 // writes the provider's response back byte for byte while tapping the token
@@ -18,6 +19,9 @@ const (
 	OpenAI Protocol = iota
 	// Anthropic is the Messages protocol (/v1/messages).
 	Anthropic
+	// Responses is OpenAI's Responses API (/v1/responses), spoken by
+	// providers of the OpenAI protocol.
+	Responses
 )
 
 // String returns the protocol name used in provider configuration.

@@ -26,6 +26,11 @@ type Inspected struct {
 	IncludeUsage bool
 	// MaxTokens is max_completion_tokens, else max_tokens, else zero.
 	MaxTokens int64
+	// Background is true when a Responses client asked for a background
+	// response.
+	Background bool
+	// PreviousResponseID is a Responses request's previous_response_id.
+	PreviousResponseID string
 	// PromptBytes is the size of the prompt's text (see promptBytes); a
 	// quarter of it estimates the prompt tokens when the upstream reports
 	// none.

@@ -19,8 +19,11 @@ import (
 
 // Operation names the endpoint of a protocol in spans: chat or messages.
 func Operation(p Protocol) string {
-	if p == Anthropic {
+	switch p {
+	case Anthropic:
 		return "messages"
+	case Responses:
+		return "responses"
 	}
 	return "chat"
 }
@@ -159,6 +162,10 @@ func stringFollows(b []byte) bool {
 // body reads a whole JSON answer's model and finish reasons.
 func (m *respMeta) body(root gjson.Result, p Protocol) {
 	m.setModel(root.Get("model").Str)
+	if p == Responses {
+		m.addFinish(root.Get("status").Str)
+		return
+	}
 	if p == Anthropic {
 		m.addFinish(root.Get("stop_reason").Str)
 		return

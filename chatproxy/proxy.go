@@ -147,6 +147,13 @@ type Call struct {
 	// RequestID identifies the request in logs, and is sent upstream as
 	// RequestIDHeader.
 	RequestID string
+	// Method is the upstream request's method; empty means POST. A
+	// request without a Body (GET, DELETE) is sent without one.
+	Method string
+	// Attempts, when set, are the only attempts made, in place of the
+	// provider's (a Responses request pinned to the deployment that holds
+	// its response).
+	Attempts []providers.Attempt
 }
 
 // Result is what happened to a call. Serve writes at most the beginning of
@@ -185,6 +192,11 @@ type Result struct {
 	Held *Held
 	// Err is the last error met, for logs; nil on success.
 	Err error
+	// Attempt is the attempt whose answer was delivered, when Reached.
+	Attempt providers.Attempt
+	// ResponseID and ResponseStatus are a Responses answer's id and last
+	// status ("completed", "queued"...), empty when it reported none.
+	ResponseID, ResponseStatus string
 }
 
 // Close releases what r holds.
@@ -205,7 +217,10 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	attempts := c.Provider.Attempts()
+	attempts := c.Attempts
+	if attempts == nil {
+		attempts = c.Provider.Attempts()
+	}
 	var failed *failure
 	for i, a := range attempts {
 		res.Attempts = i + 1
@@ -251,6 +266,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		if span.IsRecording() {
 			meta = new(respMeta)
 		}
+		res.Attempt = a
 		p.deliver(w, r, c, at, &res, meta)
 		at.close()
 		p.attemptDelivered(span, c, &res, meta)
@@ -386,17 +402,26 @@ func (p *Proxy) send(ctx context.Context, c *Call, a providers.Attempt, timeout 
 			at.wrote.Store(true)
 		}
 	}}
-	body := newBodyReader(c.Body, c.BodyPin)
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.BaseURL+c.Path, body)
+	method := c.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	var body io.ReadCloser = http.NoBody
+	if c.Body != nil {
+		body = newBodyReader(c.Body, c.BodyPin)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, a.BaseURL+c.Path, body)
 	if err != nil {
 		body.Close()
 		at.err = err
 		return at
 	}
-	req.ContentLength = int64(len(c.Body))
-	req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(c.Body, c.BodyPin), nil }
 	h := make(http.Header, 7)
-	h["Content-Type"] = jsonType
+	if c.Body != nil {
+		req.ContentLength = int64(len(c.Body))
+		req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(c.Body, c.BodyPin), nil }
+		h["Content-Type"] = jsonType
+	}
 	h["Accept-Encoding"] = identity
 	if c.RequestID != "" {
 		h[RequestIDHeader] = []string{c.RequestID}

@@ -33,8 +33,11 @@ type tap struct {
 	// upstreamError is set when the stream carried an error event.
 	upstreamError bool
 	// terminal is set by the stream's final event: OpenAI's [DONE],
-	// Anthropic's message_stop. A stream that ends without it was cut.
+	// Anthropic's message_stop, a Responses response.completed (or
+	// incomplete, failed, error). A stream that ends without it was cut.
 	terminal bool
+	// respID and respStatus are a Responses answer's id and last status.
+	respID, respStatus string
 	// scratch joins multi-line data fields.
 	scratch []byte
 	// prefix is the beginning of an OpenAI chunk up to its choices, which
@@ -68,6 +71,10 @@ func (t *tap) event(ev []byte) []byte {
 			t.terminal = true
 		}
 		return ev // [DONE], or not JSON
+	}
+	if t.proto == Responses {
+		t.responsesEvent(payload)
+		return ev
 	}
 	if t.proto == Anthropic {
 		if n, ok := deltaBytes(payload, jsonlimit.OrDefault(t.maxDepth)); ok {
@@ -207,6 +214,9 @@ func (t *tap) body(b []byte, complete bool) {
 	} else if st := root.Get("service_tier"); st.Type == gjson.String {
 		t.serviceTier = st.Str
 	}
+	if t.proto == Responses {
+		t.responseObject(root)
+	}
 	if t.meta != nil {
 		t.meta.body(root, t.proto)
 	}
@@ -217,6 +227,8 @@ func (t *tap) body(b []byte, complete bool) {
 		t.outBytes = int64(len(b))
 	case t.proto == Anthropic:
 		t.outBytes = int64(anthropicOutputBytes(root))
+	case t.proto == Responses:
+		t.outBytes = int64(responsesOutputBytes(root))
 	default:
 		t.outBytes = int64(openAIOutputBytes(root))
 	}
@@ -227,14 +239,7 @@ func (t *tap) usageFrom(u gjson.Result) {
 	if !u.IsObject() {
 		return
 	}
-	var nu billing.Usage
-	var err error
-	if t.proto == Anthropic {
-		nu, err = billing.NormalizeAnthropic(rawBytes(u))
-	} else {
-		nu, err = billing.NormalizeOpenAI(rawBytes(u))
-	}
-	if err == nil {
+	if nu, err := t.normalize(rawBytes(u)); err == nil {
 		t.usage, t.reported = nu, true
 	}
 }

@@ -156,6 +156,7 @@ http://localhost:9080 {
 			air_count_tokens /v1/messages/count_tokens
 			air_embeddings /v1/embeddings
 			air_images /v1/images/generations
+			air_responses /v1/responses*
 			air_tasks /v1/tasks*
 			air_models /v1/models*
 			air_not_found

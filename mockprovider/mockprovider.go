@@ -1,6 +1,6 @@
 // Package mockprovider is a deterministic, offline stand-in for real LLM and
 // media providers. Its Handler speaks the wire formats of OpenAI chat
-// completions, images and videos and of Anthropic messages, closely enough
+// completions, responses, images and videos and of Anthropic messages, closely enough
 // for the official SDKs to parse every answer, so that the gateway can be
 // run, tested and benchmarked without network access or provider accounts.
 //
@@ -66,6 +66,8 @@ type Handler struct {
 	seed   maphash.Seed
 	cache  *prefixCache
 	videos *videoStore
+	// responses keeps the Responses API's stored responses.
+	responses respStore
 }
 
 // maxBodyBytes bounds request bodies.
@@ -168,6 +170,8 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 			return nil
 		}
 		return func(w http.ResponseWriter, r *http.Request) { h.video(w, r, id, sub) }
+	case rest == "/responses" || strings.HasPrefix(rest, "/responses/"):
+		return h.responsesRoute(r, rest)
 	case rest == "/models":
 		return only(http.MethodGet, h.listModels)
 	case strings.HasPrefix(rest, "/models/"):

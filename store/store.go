@@ -51,7 +51,7 @@ type Repos struct {
 	// Media keeps re-hosted files.
 	Media MediaStore
 	// Responses maps response ids to where they live; nil when the backend
-	// has none (nothing stores them yet).
+	// has none (the Responses API's retrieval then answers 404).
 	Responses Responses
 	// Probe tests that the backend takes writes, for the health check;
 	// nil when the backend has no probe.

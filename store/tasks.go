@@ -58,9 +58,9 @@ type Tasks interface {
 	ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]TaskRecord, error)
 }
 
-// Responses maps response ids (of APIs with stored responses) to what the
-// gateway needs to find them again. Nothing stores them yet; the
-// interface is here so that a backend can add them without a new seam.
+// Responses maps response ids (of APIs with stored responses: OpenAI's
+// Responses API) to what the gateway needs to find them again: the user,
+// provider, deployment and model that created them.
 type Responses interface {
 	// Put stores value under id until ttl passes, replacing any.
 	Put(ctx context.Context, id string, value []byte, ttl time.Duration) error

@@ -125,3 +125,33 @@ test('anthropic: errors in Anthropic shape', async () => {
     bad.messages.create({ model: 'mock-claude', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.AuthenticationError && e.error?.type === 'error' && e.error?.error?.type === 'authentication_error');
 });
+
+test('openai: responses, JSON, streamed, continued and retrieved', async () => {
+  const first = await openai.responses.create({ model: 'mock-gpt', input: 'Hello responses from node' });
+  assert.equal(first.object, 'response');
+  assert.equal(first.status, 'completed');
+  assert.match(first.output_text, /Hello responses from node/);
+  assert.ok(first.usage.input_tokens > 0 && first.usage.output_tokens > 0);
+
+  const stream = await openai.responses.create({
+    model: 'mock-reasoner', input: 'Stream it', stream: true, previous_response_id: first.id,
+  });
+  const types = [];
+  let text = '', done = null;
+  for await (const ev of stream) {
+    types.push(ev.type);
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+    if (ev.type === 'response.completed') done = ev.response;
+  }
+  assert.equal(types[0], 'response.created');
+  assert.equal(types.at(-1), 'response.completed');
+  assert.match(text, /Stream it/);
+  assert.equal(done.previous_response_id, first.id);
+  assert.equal(done.usage.input_tokens_details.cached_tokens, first.usage.input_tokens);
+  assert.ok(done.usage.output_tokens_details.reasoning_tokens > 0);
+
+  const got = await openai.responses.retrieve(done.id);
+  assert.equal(got.id, done.id);
+  assert.equal(got.output_text, text);
+  await assert.rejects(openai.responses.retrieve('resp_unknown'), (e) => e.status === 404);
+});

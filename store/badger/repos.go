@@ -60,6 +60,7 @@ func OpenRepos(c Config) (store.Repos, error) {
 		RateLimits: NewRateLimits(),
 		Tasks:      NewTasks(db),
 		Media:      WithLegacyMedia(media, db),
+		Responses:  NewResponses(db),
 		Probe:      prober{db},
 		Closer:     closer{ledger, db},
 	}, nil

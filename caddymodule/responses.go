@@ -1,0 +1,302 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+func init() {
+	caddy.RegisterModule(Responses{})
+	httpcaddyfile.RegisterHandlerDirective("air_responses", parseHandler[Responses])
+	httpcaddyfile.RegisterDirectiveOrder("air_responses", httpcaddyfile.Before, "respond")
+}
+
+// Responses is the `air_responses` handler: OpenAI's Responses API.
+// `POST /v1/responses` is proxied like chat (same edits, retries, ledger
+// record and durability hold), and the id of the response it creates is
+// mapped to the user, provider, deployment (base URL and key) and model
+// that created it, for responseTTL. `GET` and `DELETE
+// /v1/responses/{id}`, `POST /v1/responses/{id}/cancel` and `GET
+// /v1/responses/{id}/input_items` go to that deployment only, for that
+// user only (anyone else gets 404), as does a create that continues a
+// response (previous_response_id). A background response is billed when
+// a retrieval (or a cancel) shows it finished.
+type Responses struct{ proxyHandler }
+
+// CaddyModule returns the Caddy module information.
+func (Responses) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_responses", New: func() caddy.Module { return new(Responses) }}
+}
+
+// Provision sets the handler up for the Responses API.
+func (h *Responses) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, protocolSpec{
+		protocol: chatproxy.Responses, endpoint: billing.EndpointResponses, path: "/responses",
+		kind: providers.KindChat, inspect: chatproxy.InspectResponses,
+	})
+}
+
+// responseTTL is how long the gateway maps a response id: OpenAI keeps
+// stored responses for 30 days.
+const responseTTL = 30 * 24 * time.Hour
+
+// ServeHTTP serves a create (POST on the path ending in /responses) or a
+// request about one stored response (the path's /responses/{id}[/sub]).
+func (h *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	i := strings.LastIndex(r.URL.Path, "/responses")
+	rest := ""
+	if i >= 0 {
+		rest = r.URL.Path[i+len("/responses"):]
+	}
+	if rest == "" || rest == "/" {
+		return h.proxyHandler.ServeHTTP(w, r, next)
+	}
+	id, sub, _ := strings.Cut(rest[1:], "/")
+	return h.serveStored(w, r, id, sub)
+}
+
+// responseRef is where a response lives, as stored under its id.
+type responseRef struct {
+	User     string `json:"user"`
+	KeyID    string `json:"key_id"`
+	Provider string `json:"provider"`
+	BaseURL  string `json:"base_url"`
+	// Key is the index of the provider's API key that created it; -1
+	// when the provider has none.
+	Key   int    `json:"key"`
+	Model string `json:"model"`
+	// Record is the id of the create's ledger record.
+	Record  string    `json:"record"`
+	Created time.Time `json:"created"`
+	// Unbilled is set for a background response whose usage was not known
+	// when it was created: it is billed, under Record, when a retrieval
+	// shows it finished.
+	Unbilled bool `json:"unbilled,omitempty"`
+}
+
+// errResponseNotFound is OpenAI's answer for a response id it does not
+// know, given for ids of other users too.
+func errResponseNotFound(id string) *apierror.Error {
+	return apierror.New(http.StatusNotFound, apierror.TypeInvalidRequest, "", fmt.Sprintf("Response with id '%s' not found.", id))
+}
+
+// lookup returns the response id of user's, or a 404.
+func lookup(ctx context.Context, st *state, user, id string) (responseRef, *apierror.Error) {
+	var ref responseRef
+	if st.repos.Responses == nil || id == "" {
+		return ref, errResponseNotFound(id)
+	}
+	b, err := st.repos.Responses.Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return ref, errResponseNotFound(id)
+	case err != nil:
+		return ref, errStorage
+	}
+	if json.Unmarshal(b, &ref) != nil || ref.User != user {
+		return ref, errResponseNotFound(id)
+	}
+	return ref, nil
+}
+
+// attemptOf is the deployment ref names, if prov still has it.
+func (ref *responseRef) attemptOf(prov *providers.Provider) (providers.Attempt, bool) {
+	if prov == nil || !slices.ContainsFunc(prov.BaseURLs, func(u string) bool { return strings.TrimRight(u, "/") == ref.BaseURL }) {
+		return providers.Attempt{}, false
+	}
+	a := providers.Attempt{BaseURL: ref.BaseURL}
+	switch {
+	case ref.Key >= 0 && ref.Key < len(prov.APIKeys):
+		a.APIKey = prov.APIKeys[ref.Key]
+	case ref.Key >= 0 || len(prov.APIKeys) > 0:
+		return providers.Attempt{}, false
+	}
+	return a, true
+}
+
+// pinned returns the only attempt of a create that continues a previous
+// response: the deployment that holds it. Chat and messages are not
+// pinned.
+func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in chatproxy.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
+	if h.spec.protocol != chatproxy.Responses || in.PreviousResponseID == "" {
+		return nil, nil
+	}
+	ref, aerr := lookup(ctx, st, key.User, in.PreviousResponseID)
+	if aerr == errStorage {
+		return nil, aerr
+	}
+	if aerr != nil {
+		return nil, apierror.NotFound("previous_response_not_found",
+			fmt.Sprintf("Previous response with id '%s' not found.", in.PreviousResponseID)).WithParam("previous_response_id")
+	}
+	if ref.Provider != route.Provider.Name {
+		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the previous response is held by provider %q, which does not serve model %q", ref.Provider, in.Model))
+	}
+	a, ok := ref.attemptOf(route.Provider)
+	if !ok {
+		return nil, apierror.NotFound("previous_response_not_found", "the deployment that holds the previous response is no longer configured").WithParam("previous_response_id")
+	}
+	return []providers.Attempt{a}, nil
+}
+
+// remember maps the id of the response a create made, and reports whether
+// its billing waits for its completion: a background response whose
+// usage the answer did not report. It is called before the answer's end
+// is released, so that a client never holds an id the gateway cannot
+// route.
+func (h *proxyHandler) remember(ctx context.Context, st *state, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result) (deferred bool) {
+	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.repos.Responses == nil {
+		return false
+	}
+	ref := responseRef{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
+		Model: rec.Model, Record: rec.ID, Created: rec.Time}
+	if prov := h.app.Routes().Provider(rec.Provider); prov != nil && res.Attempt.APIKey != "" {
+		ref.Key = slices.Index(prov.APIKeys, res.Attempt.APIKey)
+	}
+	ref.Unbilled = in.Background && res.Source != billing.SourceReported && res.Status < 300 &&
+		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress")
+	b, _ := json.Marshal(ref)
+	if err := st.repos.Responses.Put(ctx, res.ResponseID, b, responseTTL); err != nil {
+		h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
+			zap.String("request_id", rec.ID), zap.Error(err))
+		return false // billed now, on what is known
+	}
+	return ref.Unbilled
+}
+
+// serveStored proxies a request about stored response id (sub: "",
+// "cancel" or "input_items") to the deployment that holds it.
+func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub string) error {
+	method := http.MethodGet
+	switch {
+	case sub == "cancel":
+		method = http.MethodPost
+	case sub == "" && r.Method == http.MethodDelete:
+		method = http.MethodDelete
+	case sub != "" && sub != "input_items":
+		return respondError(w, r, apierror.NotFound("unknown_url", "Invalid URL ("+r.Method+" "+r.URL.Path+")"))
+	}
+	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", method)
+		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
+	}
+	key := identity(r)
+	if key == nil {
+		return respondError(w, r, errNoIdentity)
+	}
+	st, rt := h.app.current(), h.app.runtimeState()
+	if st == nil || rt == nil {
+		return respondError(w, r, errNotStarted)
+	}
+	ref, aerr := lookup(r.Context(), st, key.User, id)
+	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
+	prov := h.app.Routes().Provider(ref.Provider)
+	a, ok := ref.attemptOf(prov)
+	if !ok {
+		return respondError(w, r, errResponseNotFound(id))
+	}
+	path := "/responses/" + url.PathEscape(id)
+	if sub != "" {
+		path += "/" + sub
+	}
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	requestID := newRequestID()
+	res := h.proxy.Serve(w, r, &chatproxy.Call{
+		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: r.Method,
+		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
+		Attempts: []providers.Attempt{a},
+	})
+	defer res.Close()
+	var err error
+	if ref.Unbilled && sub != "input_items" && finished(res.ResponseStatus) {
+		err = h.billBackground(r.Context(), st, rt, id, ref, &res)
+	}
+	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
+		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))
+	return h.finish(w, r, res.Held, err)
+}
+
+// finished reports a response status after which nothing more is billed.
+func finished(status string) bool {
+	switch status {
+	case "completed", "incomplete", "failed", "cancelled":
+		return true
+	}
+	return false
+}
+
+// billBackground writes the ledger record of a background response that
+// res shows finished, under the id of its create's record: the write is
+// idempotent, so concurrent retrievals bill it once. The mapping is then
+// marked billed.
+func (h *Responses) billBackground(ctx context.Context, st *state, rt *runtime, id string, ref responseRef, res *chatproxy.Result) error {
+	outcome := billing.OutcomeOK
+	switch res.ResponseStatus {
+	case "failed":
+		outcome = billing.OutcomeUpstreamError
+	case "cancelled":
+		outcome = billing.OutcomeCanceled
+	}
+	var u billing.Usage
+	if res.Source == billing.SourceReported {
+		u = res.Usage
+	}
+	_, _, err := rt.billing.Charge(ctx, billing.Record{
+		ID: ref.Record, Time: ref.Created, Endpoint: billing.EndpointResponses, User: ref.User, KeyID: ref.KeyID,
+		Model: ref.Model, Provider: ref.Provider, Usage: u, Source: billing.SourceReported, Status: http.StatusOK, Outcome: outcome,
+	})
+	if err != nil {
+		h.log.Error("billing a finished background response", zap.String("request_id", ref.Record), zap.Error(err))
+		return err
+	}
+	ref.Unbilled = false
+	b, _ := json.Marshal(ref)
+	if ttl := time.Until(ref.Created.Add(responseTTL)); ttl > 0 {
+		if err := st.repos.Responses.Put(ctx, id, b, ttl); err != nil {
+			h.log.Warn("marking a background response billed", zap.String("request_id", ref.Record), zap.Error(err))
+		}
+	}
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_responses [<matcher>]
+//
+// Mount it on the Responses API's paths, e.g. `air_responses
+// /v1/responses*`. Providers and models are configured in the global
+// `air` option.
+func (h *Responses) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return h.proxyHandler.UnmarshalCaddyfile(d)
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Responses)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Responses)(nil)
+	_ caddyfile.Unmarshaler       = (*Responses)(nil)
+)
