@@ -141,19 +141,42 @@ func (m *videoMock) snapshot() (ids []string, polls map[string][]videoPoll, down
 	return append([]string(nil), m.order...), polls, downloads
 }
 
+// multiUpstream is the fake provider of TestMultiInstance: an idUpstream
+// for the chat and messages models that also notes when it first saw
+// each request id, and a video mock.
+type multiUpstream struct {
+	*idUpstream
+	mu sync.Mutex
+	// firstSeen is when each request id first reached the provider.
+	firstSeen map[string]time.Time
+}
+
 // newMultiUpstream starts one fake provider for the chat and messages
-// models (an idUpstream: it records the request id of every attempt) and
-// the OpenAI video model (vm).
-func newMultiUpstream(t *testing.T, vm *videoMock) *idUpstream {
+// models and the OpenAI video model (vm).
+func newMultiUpstream(t *testing.T, vm *videoMock) *multiUpstream {
 	t.Helper()
 	vm.videos = map[string]*mockVideo{}
-	u := &idUpstream{seen: map[string]int{}}
+	u := &multiUpstream{idUpstream: &idUpstream{seen: map[string]int{}}, firstSeen: map[string]time.Time{}}
 	u.upstream = newUpstream(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if strings.HasPrefix(r.URL.Path, "/v1/videos") {
 			vm.serve(w, r)
 			return
 		}
+		if id := r.Header.Get(requestIDHeader); id != "" {
+			u.mu.Lock()
+			if _, ok := u.firstSeen[id]; !ok {
+				u.firstSeen[id] = time.Now()
+			}
+			u.mu.Unlock()
+		}
 		u.answer(w, r, body)
 	})
 	return u
+}
+
+// seenAt returns when the provider first saw request id.
+func (u *multiUpstream) seenAt(id string) time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.firstSeen[id]
 }

@@ -30,6 +30,12 @@ const (
 	multiPollSlack    = 150 * time.Millisecond
 	multiVideos       = 6 // created before the load, spread over the instances
 	multiVideoPolls   = 8 // polls until a video is completed
+	// multiIntentWindow is how long before a kill a request may have
+	// reached the provider and still be lost: store/postgres writes
+	// intents in batches every 20 ms (without waiting for a sync), so a
+	// request's intent is lost when its instance dies before the batch
+	// is written; the window allows for the batch's own write under load.
+	multiIntentWindow = 100 * time.Millisecond
 )
 
 // multiCluster is the three gateway processes of TestMultiInstance.
@@ -54,11 +60,11 @@ func instanceName(i int) string { return fmt.Sprintf("instance-%c", 'a'+i) }
 // chat and messages provider u, mock-video served by u's video mock under
 // the instance's own upstream key, a short poll interval, its own ports,
 // and storage postgres on the test's database.
-func multiConfig(t *testing.T, i int, u *idUpstream, dataDir string) string {
+func multiConfig(t *testing.T, i int, u *multiUpstream, dataDir string) string {
 	t.Helper()
 	extra := fmt.Sprintf("\t\tprovider fake-video {\n\t\t\tprotocol openai\n\t\t\tbase_url %s/v1\n\t\t\tapi_key %s\n\t\t\tretries 0\n\t\t}\n"+
 		"\t\ttasks {\n\t\t\tpoll_interval %s\n\t\t}", u.URL, instanceName(i), multiPollInterval)
-	cfg := idConfig(t, dataDir, u, extra)
+	cfg := idConfig(t, dataDir, u.idUpstream, extra)
 	src, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
