@@ -17,8 +17,9 @@ import (
 // memory, loaded from the backend at start (store.Budgets) and updated as
 // requests settle, so admission never touches the backend. The process
 // must be the only writer of its backend, and one Budgets must serve it
-// (keep it across config reloads, as the Ledger); budgets shared by
-// several instances take leases (store.Budgets.Reserve) instead.
+// (keep it across config reloads, as the Ledger); on a backend shared by
+// several instances, Share makes it admit requests against leased slices
+// of the budgets and shared rate limits instead (shared.go).
 //
 // Admission reserves each request's estimated cost and tokens; settling
 // replaces the estimate by the actual cost. A request is admitted only
@@ -33,6 +34,8 @@ type Budgets struct {
 	setMu    sync.Mutex // serializes SetLimits and DeleteLimits
 	mu       sync.Mutex // guards accounts
 	accounts map[subjectKey]*account
+
+	sh *shared // set by Share
 }
 
 // subjectKey identifies a user or a key.
@@ -95,6 +98,9 @@ type hold struct {
 	currency string
 	cost     Amount
 	tokens   int64
+
+	leases []heldLease // shared budgets: the slices it was admitted against
+	rates  []rateHeld  // shared rate limits: the units it took
 }
 
 // subjectsOf lists the accounts that s's requests count against.
@@ -113,6 +119,9 @@ func subjectsOf(s Subject) []subjectKey {
 // cost (in currency) and tokens, and reserves them if it may go ahead.
 // defaultCurrency is the currency of limits that name none.
 func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
+	if b.sh != nil {
+		return b.admitShared(subjects, defaultCurrency, currency, cost, tokens)
+	}
 	now := b.Now()
 	month := monthOf(now)
 	tokens = clampTokens(tokens)
@@ -201,6 +210,10 @@ func (acc *account) checkRate(now time.Time, tokens int64) (string, time.Duratio
 // dropped and, if counted, rec's cost becomes spend and its tokens replace
 // the estimate in the token rate.
 func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
+	if b.sh != nil {
+		b.settleShared(h, rec, counted)
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, sk := range h.subjects {
@@ -221,6 +234,10 @@ func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 // release drops hold h and, when rates is set, gives back its request and
 // tokens.
 func (b *Budgets) release(h *hold, rates bool) {
+	if b.sh != nil {
+		b.releaseShared(h, rates)
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, sk := range h.subjects {
@@ -248,7 +265,12 @@ func (b *Budgets) record(rec *Record) {
 	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID}) {
 		acc := b.account(sk)
 		acc.addSpend(rec, now)
-		if lim := acc.limits.TPM; lim > 0 {
+		if b.sh != nil {
+			b.sh.charge(sk, rec)
+		}
+		if lim := acc.limits.TPM; lim > 0 && b.sh != nil {
+			b.sh.owe(rateKey("tpm", sk), clampTokens(rec.Usage.Total()), lim)
+		} else if lim > 0 {
 			acc.tpm.refill(now, lim)
 			acc.tpm.give(-clampTokens(rec.Usage.Total()), lim)
 		}

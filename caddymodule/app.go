@@ -190,6 +190,11 @@ type TasksConfig struct {
 	// get 503 with code server_overloaded and Retry-After, before any
 	// provider is contacted. Default: 64.
 	MaxConcurrentCreates int `json:"max_concurrent_creates,omitempty"`
+	// Lease is how long an instance owns a task it claimed to poll: the
+	// time within which no other instance (or the next run of this one)
+	// polls it, and after which a task whose instance died is taken over.
+	// It must exceed a poll's upstream timeout. Default: 2m.
+	Lease caddy.Duration `json:"lease,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -346,6 +351,9 @@ func (a *App) Validate() error {
 	}
 	if a.MaxJSONDepth < 0 {
 		return errors.New("max_json_depth must be positive")
+	}
+	if a.Tasks != nil && a.Tasks.Lease < 0 {
+		return errors.New("tasks: lease must be positive")
 	}
 	if a.Tasks != nil && a.Tasks.MaxConcurrentCreates < 0 {
 		return errors.New("tasks: max_concurrent_creates must be positive")

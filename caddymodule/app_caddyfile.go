@@ -51,6 +51,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			media_ttl <duration>
 //			poll_interval <duration>
 //			max_concurrent_creates <n>
+//			lease <duration>
 //		}
 //		health {
 //			window <duration>
@@ -232,6 +233,8 @@ func (a *App) parseTasks(d *caddyfile.Dispenser) error {
 			a.Tasks.PollInterval, err = parseDuration(d)
 		case "max_concurrent_creates":
 			a.Tasks.MaxConcurrentCreates, err = parsePositiveInt(d)
+		case "lease":
+			a.Tasks.Lease, err = parseDuration(d)
 		default:
 			return d.Errf("unrecognized tasks option %q", d.Val())
 		}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
@@ -26,6 +27,30 @@ func TestTasksCaddyfile(t *testing.T) {
 		}
 		if err == nil && a.Tasks.MaxConcurrentCreates != tc.want {
 			t.Errorf("Test %d: max_concurrent_creates = %d, want %d", i, a.Tasks.MaxConcurrentCreates, tc.want)
+		}
+	}
+}
+
+func TestTasksLeaseCaddyfile(t *testing.T) {
+	for i, tc := range []struct {
+		input   string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"air {\n tasks {\n lease 10s\n }\n}", 10 * time.Second, false},
+		{"air {\n tasks {\n ttl 1h\n }\n}", 0, false}, // Provision applies the default
+		{"air {\n tasks {\n lease 0s\n }\n}", 0, true},
+		{"air {\n tasks {\n lease soon\n }\n}", 0, true},
+		{"air {\n tasks {\n lease\n }\n}", 0, true},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
+			continue
+		}
+		if err == nil && time.Duration(a.Tasks.Lease) != tc.want {
+			t.Errorf("Test %d: lease = %v, want %v", i, time.Duration(a.Tasks.Lease), tc.want)
 		}
 	}
 }

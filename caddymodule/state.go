@@ -78,6 +78,11 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		return nil, fmt.Errorf("loading budgets: %w", err)
 	}
 	ledger := billing.NewLedger(repos.Ledger, repos.Intents, log.Named("ledger"))
+	if s.Backend == backendPostgres {
+		// Several instances share the budgets: admit against leased
+		// slices of them and shared rate limits.
+		budgets.Share(ctx, billing.SharedConfig{RateLimits: repos.RateLimits, Flush: ledger.Flush})
+	}
 	return &state{
 		repos:   repos,
 		keys:    keys.NewService(ctx, repos.Keys),
@@ -94,5 +99,9 @@ func (s *state) Destruct() error {
 	s.closed.Store(true)
 	s.guard.close()
 	s.stop()
-	return errors.Join(s.ledger.Close(), s.repos.Close())
+	lerr := s.ledger.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	berr := s.budgets.Close(ctx)
+	return errors.Join(lerr, berr, s.repos.Close())
 }
