@@ -22,10 +22,10 @@ type videoMock struct {
 	mu     sync.Mutex
 	videos map[string]*mockVideo
 	order  []string
-	// inFlight counts the requests being answered; last is when the last
-	// one came or ended.
-	inFlight int
-	last     time.Time
+	// holdBy names the instance whose next poll the mock holds, without
+	// answering, until the instance goes away; held receives the video.
+	holdBy string
+	held   chan string
 }
 
 // mockVideo is what the mock knows of one video.
@@ -47,16 +47,6 @@ var videoContent = bytes.Repeat([]byte("mp4 "), 8<<10)
 // /v1/videos/{id}/content.
 func (m *videoMock) serve(w http.ResponseWriter, r *http.Request) {
 	by := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	m.mu.Lock()
-	m.inFlight++
-	m.last = time.Now()
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.inFlight--
-		m.last = time.Now()
-		m.mu.Unlock()
-	}()
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/videos")
 	w.Header().Set("Content-Type", "application/json")
 	switch {
@@ -86,11 +76,20 @@ func (m *videoMock) serve(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		v := m.videos[id]
 		var n int
+		var hold chan string
 		if v != nil {
 			v.polls = append(v.polls, videoPoll{at: time.Now(), by: by})
 			n = len(v.polls)
+			if m.holdBy == by && n < m.donePolls {
+				hold, m.holdBy = m.held, ""
+			}
 		}
 		m.mu.Unlock()
+		if hold != nil {
+			hold <- id
+			<-r.Context().Done()
+			return
+		}
 		switch {
 		case v == nil:
 			w.WriteHeader(http.StatusNotFound)
@@ -105,13 +104,13 @@ func (m *videoMock) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// quiet reports whether no request is being answered and none came or
-// ended within d: no instance is polling, downloading or creating a
-// video now, so none holds a task's lease.
-func (m *videoMock) quiet(d time.Duration) bool {
+// holdNext makes the mock hold the next poll of a running video by
+// instance by; the returned channel receives the video's id when it came.
+func (m *videoMock) holdNext(by string) <-chan string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.inFlight == 0 && time.Since(m.last) >= d
+	m.holdBy, m.held = by, make(chan string, 1)
+	return m.held
 }
 
 // lastPoller returns the instance that sent the latest poll of a video

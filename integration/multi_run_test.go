@@ -33,9 +33,12 @@ import (
 //   - every video task is polled by one instance at a time (no two polls
 //     of a video closer than the poll interval), not again once the
 //     provider said it completed, and billed exactly once, including one
-//     whose last poller was the killed instance and which another took
-//     over;
-//   - the usage report adds up to the records.
+//     whose poll the provider held until its instance was killed, and
+//     which another took over once the task lease (3 s here) ended;
+//   - the usage report adds up to the records;
+//   - twelve clients racing on the three instances to spend one user's
+//     budget stay within its limit, the documented bound when requests
+//     cost what they were estimated to (images).
 func TestMultiInstance(t *testing.T) {
 	t.Setenv("AIR_TEST_MULTI_PG_DSN", pgtest.DSN(t))
 	vm := &videoMock{donePolls: multiVideoPolls}
@@ -55,6 +58,8 @@ func TestMultiInstance(t *testing.T) {
 		closePolls                        int
 		answers, seenIDs, videosBilledOne int
 		takenOver                         string
+		spent                             int64
+		refused                           int
 	)
 	reportFault(t, "3 instances on PostgreSQL: key A→B / revocation B→C", "at once / ≤ 1 s", func() string {
 		return fmt.Sprintf("at once / %v", revokedIn.Round(time.Millisecond))
@@ -68,7 +73,13 @@ func TestMultiInstance(t *testing.T) {
 			return fmt.Sprintf("%d / %d / %s", videosBilledOne, closePolls, takenOver)
 		})
 
+	reportFault(t, "3 instances: budget spend race (12 clients): spent / refused", "≤ "+multiBudgetLimit+" (the limit: estimates hold)", func() string {
+		return fmt.Sprintf("%s / %d", nanosUSD(spent), refused)
+	})
 	revokedIn = checkSharedKeys(t, c)
+	// The race's budget is set through A now: limits reach the other
+	// instances within 5 s, and the race comes after the load.
+	budgetKey := setBudget(t, multiInstances[0].admin)
 
 	// The load's key is created through A and first used by B's clients.
 	const user = "multi"
@@ -95,31 +106,34 @@ func TestMultiInstance(t *testing.T) {
 		load.run(ctx, c, key)
 	}()
 
-	// Kill the instance that polled a running video last, at a moment
-	// when no instance talks to the video provider (so the kill does not
-	// fall inside a poll, whose lease would hold the task for 2 minutes),
-	// and start it again a second later.
+	// Kill the instance that polled a running video last while the
+	// provider holds its next poll: the task is then claimed by a dead
+	// instance, and another must take it over once the lease ends.
 	time.Sleep(1500 * time.Millisecond)
-	victim, taken := -1, ""
-	for deadline := time.Now().Add(4 * time.Second); victim < 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		by, video := vm.lastPoller()
-		if by == "" || !vm.quiet(150*time.Millisecond) {
-			continue
-		}
+	victim := -1
+	for deadline := time.Now().Add(3 * time.Second); victim < 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		by, _ := vm.lastPoller()
 		for i := range c.procs {
 			if instanceName(i) == by {
-				victim, taken = i, video
+				victim = i
 			}
 		}
 	}
-	if victim < 0 {
+	var taken string
+	if victim >= 0 {
+		select {
+		case taken = <-vm.holdNext(instanceName(victim)):
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if taken == "" {
 		cancel()
 		<-loaded
-		t.Fatal("found no quiet moment between video polls to kill an instance in")
+		t.Fatalf("no instance polled a video within 3 s, or instance %d did not poll again within 5 s", victim)
 	}
 	killedAt := time.Now()
 	c.procs[victim].sigkill()
-	t.Logf("killed instance %d (pid %d), the last poller of %s, %v into the load", victim, c.procs[victim].pid(), taken, killedAt.Sub(loadStart).Round(time.Millisecond))
+	t.Logf("killed instance %d (pid %d) while it polled %s, %v into the load", victim, c.procs[victim].pid(), taken, killedAt.Sub(loadStart).Round(time.Millisecond))
 	time.Sleep(time.Second)
 	c.start(victim)
 	<-loaded
@@ -222,6 +236,7 @@ func TestMultiInstance(t *testing.T) {
 	}
 	checkLedgerSums(t, user, "after the kill", recs)
 	t.Logf("ledger: %d records; %d answers, %d images, %d request ids seen upstream, %d videos", len(recs), len(load.answered), len(load.images), len(seen), len(videos))
+	spent, refused = budgetRace(t, c, db, budgetKey)
 	for _, p := range c.procs {
 		p.stop()
 	}
@@ -290,8 +305,9 @@ func missingRecords(t *testing.T, what string, ids []string, counts map[string]i
 // checkVideoPolls checks the polls the video mock counted: each video
 // polled until it completed and not after, no two polls of one video
 // closer than the poll interval (less multiPollSlack), its content
-// downloaded once, and the video taken, last polled by victim before
-// killedAt, polled again after it by another or the restarted instance.
+// downloaded once, and the video taken, whose poll by victim was held
+// until victim was killed at killedAt, polled again once the lease ended,
+// by another or the restarted instance.
 // It returns how many polls came too close and how the video taken was
 // taken over.
 func checkVideoPolls(t *testing.T, vm *videoMock, taken, victim string, killedAt time.Time) (tooClose int, takenOver string) {
@@ -340,7 +356,13 @@ func checkVideoPolls(t *testing.T, vm *videoMock, taken, victim string, killedAt
 	case len(after) == 0:
 		t.Errorf("%s was not polled after its poller %s was killed", taken, victim)
 	default:
-		takenOver = fmt.Sprintf("yes (%s, %v after the kill)", after[0].by, after[0].at.Sub(killedAt).Round(time.Millisecond))
+		// The held poll's claim holds the task for the lease; then any
+		// instance's next sweep (every quarter poll interval) takes it.
+		wait := after[0].at.Sub(before[len(before)-1].at)
+		takenOver = fmt.Sprintf("yes (%s, %v after the held poll)", after[0].by, wait.Round(time.Millisecond))
+		if wait < multiLease-multiPollSlack || wait > multiLease+multiPollInterval+time.Second {
+			t.Errorf("%s was polled again %v after the poll its killed poller never finished, want the lease %v (plus up to %v)", taken, wait, multiLease, multiPollInterval+time.Second)
+		}
 	}
 	return tooClose, takenOver
 }

@@ -30,6 +30,10 @@ const (
 	multiPollSlack    = 150 * time.Millisecond
 	multiVideos       = 6 // created before the load, spread over the instances
 	multiVideoPolls   = 8 // polls until a video is completed
+	// multiLease is the instances' task lease; multiVideoTimeout, the
+	// video provider's timeout, bounds a poll well within it.
+	multiLease        = 3 * time.Second
+	multiVideoTimeout = 2 * time.Second
 	// multiIntentWindow is how long before a kill a request may have
 	// reached the provider and still be lost: store/postgres writes
 	// intents in batches every 20 ms (without waiting for a sync), so a
@@ -62,8 +66,8 @@ func instanceName(i int) string { return fmt.Sprintf("instance-%c", 'a'+i) }
 // and storage postgres on the test's database.
 func multiConfig(t *testing.T, i int, u *multiUpstream, dataDir string) string {
 	t.Helper()
-	extra := fmt.Sprintf("\t\tprovider fake-video {\n\t\t\tprotocol openai\n\t\t\tbase_url %s/v1\n\t\t\tapi_key %s\n\t\t\tretries 0\n\t\t}\n"+
-		"\t\ttasks {\n\t\t\tpoll_interval %s\n\t\t}", u.URL, instanceName(i), multiPollInterval)
+	extra := fmt.Sprintf("\t\tprovider fake-video {\n\t\t\tprotocol openai\n\t\t\tbase_url %s/v1\n\t\t\tapi_key %s\n\t\t\tretries 0\n\t\t\ttimeout %s\n\t\t}\n"+
+		"\t\ttasks {\n\t\t\tpoll_interval %s\n\t\t\tlease %s\n\t\t}", u.URL, instanceName(i), multiVideoTimeout, multiPollInterval, multiLease)
 	cfg := idConfig(t, dataDir, u.idUpstream, extra)
 	src, err := os.ReadFile(cfg)
 	if err != nil {
