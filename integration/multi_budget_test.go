@@ -22,10 +22,14 @@ const (
 	multiBudgetLimit = "1.00"
 	multiBudgetNanos = 1_000_000_000
 	multiImageNanos  = 40_000_000
-	// multiRaceClients is the racing clients per instance; each stops at
-	// its first refusal or after multiRaceTries.
+	// multiRaceClients is the racing clients per instance. A client
+	// refused for insufficient quota tries again after multiRaceRetry,
+	// and stops once refused for multiRaceGiveUp, or after multiRaceTries
+	// requests.
 	multiRaceClients = 4
-	multiRaceTries   = 15
+	multiRaceTries   = 25
+	multiRaceRetry   = 300 * time.Millisecond
+	multiRaceGiveUp  = 2500 * time.Millisecond
 )
 
 // setBudget gives multiBudgetUser a total limit through the admin API at
@@ -50,7 +54,7 @@ func setBudget(t *testing.T, addr string) string {
 }
 
 // budgetRace has multiRaceClients clients on each instance create image
-// tasks with key until the budget refuses them, and checks that the
+// tasks with key until the budget keeps refusing them, and checks that the
 // user's spend in the ledger stays within the limit, that every image
 // answered is billed, and that the budget was spent (so the race
 // happened). It returns the spend and how many requests were refused.
@@ -65,20 +69,32 @@ func budgetRace(t *testing.T, c *multiCluster, db *pgx.Conn, key string) (spend 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				var refusedSince time.Time
 				for range multiRaceTries {
 					status, body := raceImage(client, c.procs[i].url("/v1/tasks"), key)
+					quota := status == http.StatusTooManyRequests && strings.Contains(body, "insufficient_quota")
 					mu.Lock()
 					switch {
 					case status == http.StatusAccepted:
 						images++
-					case status == http.StatusTooManyRequests && strings.Contains(body, "insufficient_quota"):
+					case quota:
 						refused++
 					default:
 						other++
 					}
 					mu.Unlock()
-					if status != http.StatusAccepted {
+					switch {
+					case status == http.StatusAccepted:
+						refusedSince = time.Time{}
+					case !quota:
 						return
+					case refusedSince.IsZero():
+						refusedSince = time.Now()
+						time.Sleep(multiRaceRetry)
+					case time.Since(refusedSince) > multiRaceGiveUp:
+						return
+					default:
+						time.Sleep(multiRaceRetry)
 					}
 				}
 			}()
