@@ -204,6 +204,7 @@ func TestMultiInstance(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	t.Logf("the dead instance's intents were settled %v after the kill", time.Since(killedAt).Round(100*time.Millisecond))
 	seenIDs, lost, lostInWindow = len(seen), lost+len(missing), len(inWindow)
 	if len(missing) > 0 {
 		t.Errorf("%d requests the provider saw have no record %v after the kill, e.g. %s", len(missing), time.Since(killedAt).Round(time.Second), examples(missing))
