@@ -136,6 +136,11 @@ func TestMultiInstance(t *testing.T) {
 	t.Logf("killed instance %d (pid %d) while it polled %s, %v into the load", victim, c.procs[victim].pid(), taken, killedAt.Sub(loadStart).Round(time.Millisecond))
 	time.Sleep(time.Second)
 	c.start(victim)
+	select {
+	case <-loaded:
+		t.Errorf("the load ended before the killed instance was started again; the kill was not mid-load")
+	default:
+	}
 	<-loaded
 	t.Logf("load: %d sent, %d chat/messages answers and %d images received completely (per instance %v), %d failed (most at the killed instance)",
 		min(load.sent.Load(), multiMaxRequests), len(load.answered), len(load.images), load.perInstance, load.failures)

@@ -24,9 +24,10 @@ var multiInstances = [3]struct{ port, admin string }{
 
 // Bounds of TestMultiInstance's load and of its video tasks.
 const (
-	multiMaxRequests  = 450             // chat, messages and image requests, all instances
-	multiLoadFor      = 7 * time.Second // how long the load runs
-	multiPollInterval = time.Second     // the instances' tasks poll_interval
+	multiMaxRequests  = 600              // chat, messages and image requests, all instances
+	multiLoadFor      = 10 * time.Second // how long the load runs
+	multiLoadPause    = 100 * time.Millisecond
+	multiPollInterval = time.Second // the instances' tasks poll_interval
 	multiPollSlack    = 150 * time.Millisecond
 	multiVideos       = 6 // created before the load, spread over the instances
 	multiVideoPolls   = 8 // polls until a video is completed
@@ -122,8 +123,7 @@ type multiLoad struct {
 
 // run sends the load to the instances of c with key until ctx is done or
 // multiMaxRequests were sent: per instance one client of each idCall and
-// one of image tasks. A client whose instance is down retries after a
-// pause.
+// one of image tasks, each pausing multiLoadPause between requests.
 func (l *multiLoad) run(ctx context.Context, c *multiCluster, key string) {
 	client := &http.Client{Timeout: 20 * time.Second}
 	var wg sync.WaitGroup
@@ -154,9 +154,7 @@ func (l *multiLoad) run(ctx context.Context, c *multiCluster, key string) {
 						l.failures++
 					}
 					l.mu.Unlock()
-					if !ok || j == len(idCalls) {
-						time.Sleep(100 * time.Millisecond)
-					}
+					time.Sleep(multiLoadPause)
 				}
 			}()
 		}
