@@ -213,6 +213,11 @@ func TestMultiInstance(t *testing.T) {
 	seenIDs, lost, lostInWindow = len(seen), lost+len(missing), len(inWindow)
 	if len(missing) > 0 {
 		t.Errorf("%d requests the provider saw have no record %v after the kill, e.g. %s", len(missing), time.Since(killedAt).Round(time.Second), examples(missing))
+		for _, id := range missing[:min(3, len(missing))] {
+			var intent string
+			err := db.QueryRow(context.Background(), `SELECT instance || ' (live: ' || EXISTS (SELECT 1 FROM air_instances a WHERE a.id = i.instance AND a.expires > now()) || ')' FROM air_intents i WHERE id = $1`, id).Scan(&intent)
+			t.Logf("%s reached the provider %v after the kill; its intent: %q %v", id, up.seenAt(id).Sub(killedAt).Round(time.Millisecond), intent, err)
+		}
 	}
 	if len(inWindow) > 0 {
 		t.Logf("%d requests reached the provider within %v of the kill and have no record (their intents were not written yet): %s", len(inWindow), multiIntentWindow, examples(inWindow))
