@@ -234,11 +234,12 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 			sh.mu.Unlock()
 			return nil, overQuota(n.key.sk, spentPeriod(n.limit), limitOf(n.limit), n.key.currency)
 		}
-		s.cur.used += n.est
-		s.cur.inflight++
+		l := s.cur
+		l.used += n.est
+		l.inflight++
 		s.lastUse = now
 		sh.mu.Unlock()
-		return s.cur, nil
+		return l, nil
 	}
 }
 
