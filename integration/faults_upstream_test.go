@@ -44,31 +44,34 @@ const (
 func newIDUpstream(t *testing.T) *idUpstream {
 	t.Helper()
 	u := &idUpstream{seen: map[string]int{}}
-	u.upstream = newUpstream(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		id := r.Header.Get(requestIDHeader)
-		u.mu.Lock()
-		if id == "" {
-			u.missing++
-			id = fmt.Sprintf("no-request-id-%d", u.missing)
-		} else {
-			u.seen[id]++
-		}
-		u.mu.Unlock()
-		var req struct {
-			Stream bool `json:"stream"`
-		}
-		_ = json.Unmarshal(body, &req)
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/messages"):
-			anthropicAnswer(w, r, id)
-		case req.Stream:
-			openAIStream(w, r, id)
-		default:
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":1,"model":"fake-gpt","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`, id)
-		}
-	})
+	u.upstream = newUpstream(t, u.answer)
 	return u
+}
+
+// answer records the request id of one attempt and answers it.
+func (u *idUpstream) answer(w http.ResponseWriter, r *http.Request, body []byte) {
+	id := r.Header.Get(requestIDHeader)
+	u.mu.Lock()
+	if id == "" {
+		u.missing++
+		id = fmt.Sprintf("no-request-id-%d", u.missing)
+	} else {
+		u.seen[id]++
+	}
+	u.mu.Unlock()
+	var req struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(body, &req)
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/messages"):
+		anthropicAnswer(w, r, id)
+	case req.Stream:
+		openAIStream(w, r, id)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":1,"model":"fake-gpt","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`, id)
+	}
 }
 
 // ids returns the request ids seen so far and how many attempts had none.
