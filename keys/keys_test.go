@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
 )
 
@@ -163,5 +165,64 @@ func TestRevocationReachesOtherServices(t *testing.T) {
 	}
 	if _, err := b.Authenticate(ctx, secret); !errors.Is(err, ErrRevoked) {
 		t.Fatalf("b after a revoked: %v, want ErrRevoked", err)
+	}
+}
+
+// countingKeys counts the store reads by hash.
+type countingKeys struct {
+	store.Keys
+	reads int
+}
+
+func (c *countingKeys) ByHash(ctx context.Context, h string) (store.Key, error) {
+	c.reads++
+	return c.Keys.ByHash(ctx, h)
+}
+
+// TestUnknownSecretsAreRemembered: a client repeating an unknown secret
+// costs one store read per missTTL, not one per request, and a flood of
+// distinct unknown secrets keeps at most maxMisses in memory.
+func TestUnknownSecretsAreRemembered(t *testing.T) {
+	db, err := badger.Open(badger.Options{Dir: t.TempDir(), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ck := &countingKeys{Keys: badger.NewKeys(db)}
+	s := NewService(context.Background(), ck)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	ctx := context.Background()
+	unknown := Prefix + strings.Repeat("B", 43)
+	for range 5 {
+		if _, err := s.Authenticate(ctx, unknown); !errors.Is(err, ErrUnknown) {
+			t.Fatalf("Authenticate(unknown) = %v, want ErrUnknown", err)
+		}
+	}
+	if ck.reads != 1 {
+		t.Errorf("%d store reads for 5 tries of one unknown secret, want 1", ck.reads)
+	}
+	now = now.Add(missTTL)
+	if _, err := s.Authenticate(ctx, unknown); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("Authenticate(unknown) after missTTL = %v", err)
+	}
+	if ck.reads != 2 {
+		t.Errorf("%d store reads after missTTL, want 2 (the miss is read again)", ck.reads)
+	}
+	for i := range maxMisses + 100 {
+		secret := fmt.Sprintf("%s%043d", Prefix, i)
+		if _, err := s.Authenticate(ctx, secret); !errors.Is(err, ErrUnknown) {
+			t.Fatalf("Authenticate(%q) = %v, want ErrUnknown", secret, err)
+		}
+	}
+	if n := len(s.misses); n > maxMisses {
+		t.Errorf("%d misses remembered after a flood, want at most %d", n, maxMisses)
+	}
+	secret, _, err := s.Create(ctx, CreateOptions{User: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, secret); err != nil {
+		t.Errorf("a new key after the flood: %v", err)
 	}
 }

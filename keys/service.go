@@ -19,14 +19,24 @@ type Service struct {
 	store store.Keys
 	now   func() time.Time
 
-	mu    sync.RWMutex
-	cache map[string]*Key // by hash
+	mu     sync.RWMutex
+	cache  map[string]*Key      // by hash
+	misses map[string]time.Time // hashes the store did not know, and until when that is trusted
 }
+
+// Unknown secrets are remembered for missTTL, at most maxMisses of them, so
+// that a client repeating a deleted or mistyped key costs no store read per
+// request (on PostgreSQL, a query). A secret is random: one that missed
+// cannot belong to a key created meanwhile, except by a guess of 2^190.
+const (
+	missTTL   = 10 * time.Second
+	maxMisses = 4096
+)
 
 // NewService returns a Service over r. It watches r's revocations until
 // ctx ends.
 func NewService(ctx context.Context, r store.Keys) *Service {
-	s := &Service{store: r, now: time.Now, cache: make(map[string]*Key)}
+	s := &Service{store: r, now: time.Now, cache: make(map[string]*Key), misses: make(map[string]time.Time)}
 	r.Revocations(ctx, s.forget)
 	return s
 }
@@ -92,7 +102,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error)
 	h := Hash(secret)
 	s.mu.RLock()
 	k, ok := s.cache[h]
+	until, missed := s.misses[h]
 	s.mu.RUnlock()
+	if !ok && missed && s.now().Before(until) {
+		return nil, ErrUnknown
+	}
 	if !ok {
 		var err error
 		if k, err = s.load(ctx, h); err != nil {
@@ -112,6 +126,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error)
 func (s *Service) load(ctx context.Context, h string) (*Key, error) {
 	sk, err := s.store.ByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
+		s.miss(h)
 		return nil, ErrUnknown
 	}
 	if err != nil {
@@ -122,6 +137,26 @@ func (s *Service) load(ctx context.Context, h string) (*Key, error) {
 	s.cache[h] = k
 	s.mu.Unlock()
 	return k, nil
+}
+
+// miss remembers that the store does not know hash h. When maxMisses are
+// remembered, the expired ones go, and all of them if none has expired: a
+// flood of distinct secrets cannot grow the set.
+func (s *Service) miss(h string) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.misses) >= maxMisses {
+		for m, until := range s.misses {
+			if !now.Before(until) {
+				delete(s.misses, m)
+			}
+		}
+		if len(s.misses) >= maxMisses {
+			clear(s.misses)
+		}
+	}
+	s.misses[h] = now.Add(missTTL)
 }
 
 // List returns the keys of user (all keys if user is empty), oldest first.
