@@ -127,6 +127,27 @@ func (r *reqScan) members(fn func(key string, v token) bool) (int, bool) {
 	}
 }
 
+// object reads the whole body as one JSON object whose members fn reads,
+// and returns the first error: the body's syntax or depth error, a body
+// that is not an object, or what fn refused.
+func (r *reqScan) object(fn func(key string, v token) bool) *apierror.Error {
+	t, ok := r.next()
+	switch {
+	case ok && t.Kind == jsonlimit.BeginObject:
+		_, ok = r.members(fn)
+	case ok:
+		_, ok = r.skip(t)
+		r.refuse(apierror.InvalidRequest("", "the request body must be a JSON object"))
+	}
+	if ok {
+		_, ok = r.next() // Done, or trailing bytes
+	}
+	if !ok {
+		return apierror.InvalidBody(r.s.Err())
+	}
+	return r.err
+}
+
 // elements calls fn with the first token of each element of the array
 // whose '[' was just read; fn reads the element.
 func (r *reqScan) elements(fn func(v token) bool) bool {

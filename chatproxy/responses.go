@@ -86,22 +86,8 @@ func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		r.refuse(e)
 		return ok
 	}
-	t, ok := r.next()
-	switch {
-	case ok && t.Kind == jsonlimit.BeginObject:
-		_, ok = r.members(member)
-	case ok:
-		_, ok = r.skip(t)
-		r.refuse(apierror.InvalidRequest("", "the request body must be a JSON object"))
-	}
-	if ok {
-		_, ok = r.next() // Done, or trailing bytes
-	}
-	if !ok {
-		return Inspected{}, apierror.InvalidBody(r.s.Err())
-	}
-	if r.err != nil {
-		return Inspected{}, r.err
+	if e := r.object(member); e != nil {
+		return Inspected{}, e
 	}
 	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
