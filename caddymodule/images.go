@@ -55,10 +55,7 @@ func (Images) CaddyModule() caddy.ModuleInfo {
 
 // Provision finds the air app.
 func (h *Images) Provision(ctx caddy.Context) (err error) {
-	if h.MediaPath == "" {
-		h.MediaPath = "/media"
-	}
-	h.MediaPath = "/" + strings.Trim(h.MediaPath, "/")
+	h.MediaPath = cleanMediaPath(h.MediaPath)
 	h.log = ctx.Logger()
 	h.app, err = appFrom(ctx)
 	return err
@@ -237,27 +234,43 @@ func mediaBase(r *http.Request, path string) string {
 	return scheme + "://" + r.Host + path
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
-//
-//	air_images [<matcher>] [{
-//		media_path <path>
-//	}]
-func (h *Images) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+// cleanMediaPath returns p, "/media" when empty, with one leading slash
+// and no trailing one.
+func cleanMediaPath(p string) string {
+	if p == "" {
+		p = "/media"
+	}
+	return "/" + strings.Trim(p, "/")
+}
+
+// parseMediaPath parses the tokens of air_tasks and air_images, which take
+// no argument and one option, media_path, into path.
+func parseMediaPath(d *caddyfile.Dispenser, path *string) error {
 	d.Next()
+	directive := d.Val()
 	if d.NextArg() {
 		return d.ArgErr()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "media_path":
-			if !d.AllArgs(&h.MediaPath) {
+			if !d.AllArgs(path) {
 				return d.ArgErr()
 			}
 		default:
-			return d.Errf("unrecognized air_images option %q", d.Val())
+			return d.Errf("unrecognized %s option %q", directive, d.Val())
 		}
 	}
 	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	air_images [<matcher>] [{
+//		media_path <path>
+//	}]
+func (h *Images) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return parseMediaPath(d, &h.MediaPath)
 }
 
 // Interface guards.

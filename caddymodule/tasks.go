@@ -49,10 +49,7 @@ func (Tasks) CaddyModule() caddy.ModuleInfo {
 
 // Provision finds the air app.
 func (h *Tasks) Provision(ctx caddy.Context) (err error) {
-	if h.MediaPath == "" {
-		h.MediaPath = "/media"
-	}
-	h.MediaPath = "/" + strings.Trim(h.MediaPath, "/")
+	h.MediaPath = cleanMediaPath(h.MediaPath)
 	h.app, err = appFrom(ctx)
 	return err
 }
@@ -161,21 +158,7 @@ func (h *Tasks) mediaBase(r *http.Request) string { return mediaBase(r, h.MediaP
 //		media_path <path>
 //	}]
 func (h *Tasks) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "media_path":
-			if !d.AllArgs(&h.MediaPath) {
-				return d.ArgErr()
-			}
-		default:
-			return d.Errf("unrecognized air_tasks option %q", d.Val())
-		}
-	}
-	return nil
+	return parseMediaPath(d, &h.MediaPath)
 }
 
 // Media is the `air_media` handler: it serves the images and videos that
