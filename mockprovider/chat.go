@@ -240,6 +240,22 @@ func (h *Handler) answerChat(req *chatRequest) chatAnswer {
 	return a
 }
 
+// refusedOpenAI answers an OpenAI-shaped request that its parse refused,
+// and reports whether it did: forced (mock_status) gives that status, msg
+// a 400 invalid_request_error naming param.
+func refusedOpenAI(w http.ResponseWriter, forced int, param, msg string) bool {
+	if forced != 0 {
+		typ, code := openAIStatusError(forced)
+		writeOpenAIError(w, forced, typ, code, "", "mock error forced by mock_status")
+		return true
+	}
+	if msg != "" {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", param, msg)
+		return true
+	}
+	return false
+}
+
 // chat answers POST /v1/chat/completions.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	body, status, err := readBody(w, r)
@@ -248,13 +264,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, param, msg := h.parseChat(body)
-	if req.status != 0 {
-		typ, code := openAIStatusError(req.status)
-		writeOpenAIError(w, req.status, typ, code, "", "mock error forced by mock_status")
-		return
-	}
-	if msg != "" {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", param, msg)
+	if refusedOpenAI(w, req.status, param, msg) {
 		return
 	}
 	a := h.answerChat(&req)

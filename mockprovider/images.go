@@ -223,13 +223,7 @@ func (h *Handler) images(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, param, msg := h.parseImages(body)
-	if req.status != 0 {
-		typ, code := openAIStatusError(req.status)
-		writeOpenAIError(w, req.status, typ, code, "", "mock error forced by mock_status")
-		return
-	}
-	if msg != "" {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", param, msg)
+	if refusedOpenAI(w, req.status, param, msg) {
 		return
 	}
 	if strings.Contains(strings.ToLower(req.prompt), "forbidden") {

@@ -90,13 +90,7 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, param, msg := h.parseResponses(body)
-	if req.status != 0 {
-		typ, code := openAIStatusError(req.status)
-		writeOpenAIError(w, req.status, typ, code, "", "mock error forced by mock_status")
-		return
-	}
-	if msg != "" {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", param, msg)
+	if refusedOpenAI(w, req.status, param, msg) {
 		return
 	}
 	now := h.clock()
