@@ -134,7 +134,6 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	if k, err := b.ByHash(ctx, "h1"); err != nil || k.ID != "k1" {
 		t.Fatalf("B does not find A's key: %+v %v", k, err)
 	}
-	time.Sleep(100 * time.Millisecond) // B's LISTEN is up
 	start := time.Now()
 	if _, err := a.Revoke(ctx, "k1", start); err != nil {
 		t.Fatal(err)
@@ -144,8 +143,9 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 		if h != "h1" {
 			t.Errorf("B heard of %q, want h1", h)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("B did not hear of the revocation within 1s")
+	case <-time.After(5 * time.Second):
+		// Loopback delivers in milliseconds; the margin is for a loaded CI.
+		t.Fatal("B did not hear of the revocation within 5s")
 	}
 	// A second revocation changes nothing and is not broadcast.
 	k, err := a.Revoke(ctx, "k1", start.Add(time.Hour))
