@@ -147,16 +147,34 @@ func TestFaultKill(t *testing.T) {
 			wrong = append(wrong, fmt.Sprintf("%s (%d records)", id, counts[id]))
 		}
 	}
+	// A kill between an intent's sync and the upstream send leaves an
+	// "interrupted" record of a request the upstream may never have seen:
+	// the gateway cannot know whether the send happened, so it bills the
+	// estimate rather than risk an unbilled exchange. Any other record
+	// needs an exchange the upstream saw.
+	var unsent int
+	byID := map[string]string{}
+	for _, rec := range recs {
+		byID[rec.ID] = rec.Outcome
+	}
 	for id := range counts {
-		if _, ok := seen[id]; !ok {
-			unseen = append(unseen, id)
+		if _, ok := seen[id]; ok {
+			continue
 		}
+		if byID[id] == "interrupted" {
+			unsent++
+			continue
+		}
+		unseen = append(unseen, id)
+	}
+	if unsent > 0 {
+		t.Logf("%d interrupted records of requests killed between intent and upstream send", unsent)
 	}
 	if len(wrong) > 0 {
 		t.Errorf("after a clean restart: %d requests do not have exactly one record, e.g. %s", len(wrong), examples(wrong))
 	}
 	if len(unseen) > 0 {
-		t.Errorf("after a clean restart: %d records are of requests the upstream never saw, e.g. %s", len(unseen), examples(unseen))
+		t.Errorf("after a clean restart: %d records other than interrupted ones are of requests the upstream never saw, e.g. %s", len(unseen), examples(unseen))
 	}
 	t.Logf("%d rounds: %d answers received completely, %d request ids seen upstream, %d records, %d requests failed at the kills",
 		rounds, len(completed), len(seen), len(recs), failures)
