@@ -35,7 +35,9 @@ type killRound struct {
 //   - every id the upstream saw has one record: one in flight at the kill
 //     is recorded at the next start, with outcome "interrupted" and usage
 //     source "estimated";
-//   - no id has two records, and the usage report adds up to the records.
+//   - no id has two records, and the usage report adds up to the records;
+//   - a record of an id the upstream never saw is an interrupted one: the
+//     kill fell between the intent's sync and the send.
 func TestFaultKill(t *testing.T) {
 	rounds := faultRounds(3, 10)
 	const user = "killed"
