@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -330,12 +331,13 @@ func faultShare(spec string) string {
 	return strconv.FormatFloat(math.Round(1e4*sum)/100, 'f', -1, 64) + " %"
 }
 
-// startError picks the line of a failed start that says why: Caddy's
-// "Error: …" line from the log, else the first line.
+// startError picks the line of a failed start that says why: the message
+// of Caddy's first error log entry, else the first line.
 func startError(s string) string {
 	for _, line := range strings.Split(s, "\n") {
-		if _, msg, ok := strings.Cut(line, "Error: "); ok {
-			return msg
+		var entry struct{ Level, Msg string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Level == "error" {
+			return entry.Msg
 		}
 	}
 	s, _, _ = strings.Cut(s, "\n")

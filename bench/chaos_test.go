@@ -72,3 +72,15 @@ func TestChaosRateKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestStartError(t *testing.T) {
+	log := "chaos-1: caddy exited during startup\n" +
+		`{"level":"info","msg":"using config from file"}` + "\n" +
+		`{"level":"error","msg":"adapting config using caddyfile: model: want <id|glob> <provider>"}` + "\n"
+	if got := startError(log); got != "adapting config using caddyfile: model: want <id|glob> <provider>" {
+		t.Errorf("startError = %q", got)
+	}
+	if got := startError("boom\nmore"); got != "boom" {
+		t.Errorf("startError without a log = %q", got)
+	}
+}
