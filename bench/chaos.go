@@ -144,6 +144,7 @@ type statusRecorder struct {
 	cut    bool
 }
 
+// WriteHeader records the first status and passes it on.
 func (s *statusRecorder) WriteHeader(status int) {
 	if s.status == 0 {
 		s.status = status
@@ -151,6 +152,7 @@ func (s *statusRecorder) WriteHeader(status int) {
 	s.ResponseWriter.WriteHeader(status)
 }
 
+// Write records an implicit 200 and passes b on.
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
