@@ -147,15 +147,26 @@ func tail(b []byte, n int) []byte {
 }
 
 // constantRate sends r at rate requests per second for d (rate*d requests
-// in all), open loop: a request is sent when due whether or not earlier
-// ones were answered, with at most maxInFlight outstanding (beyond that the
-// schedule slips, which shows as a lower request rate). Each request may
-// take at most timeout.
+// in all), open loop (see openLoop). Each request may take at most timeout.
 func constantRate(ctx context.Context, client *http.Client, r request, rate int, d time.Duration, maxInFlight int, timeout time.Duration) result {
+	var c collector
+	elapsed := openLoop(ctx, rate, d, maxInFlight, func() {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		c.add(do(rctx, client, r, nil))
+	})
+	return c.result(elapsed)
+}
+
+// openLoop calls send, each call in its own goroutine, rate times a second
+// for d (rate*d calls in all), open loop: a call starts when due whether or
+// not earlier ones returned, with at most maxInFlight running (beyond that
+// the schedule slips, which shows as a lower request rate). It returns
+// once every call returned, with the time from the first start to then.
+func openLoop(ctx context.Context, rate int, d time.Duration, maxInFlight int, send func()) time.Duration {
 	n := int(int64(rate) * int64(d) / int64(time.Second))
 	interval := time.Second / time.Duration(rate)
 	sem := make(chan struct{}, maxInFlight)
-	var c collector
 	var wg sync.WaitGroup
 	start := time.Now()
 	timer := time.NewTimer(0)
@@ -180,11 +191,9 @@ send:
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			c.add(do(rctx, client, r, nil))
+			send()
 		}()
 	}
 	wg.Wait()
-	return c.result(time.Since(start))
+	return time.Since(start)
 }

@@ -6,6 +6,10 @@
 //
 //	go run ./bench [-build] [-rounds 3] [-duration 5s] [-write-readme]
 //
+// `-scenarios chaos` runs the chaos scenario instead: two gateway configs,
+// one and two deployments of a model, under load while one of two mock
+// upstreams fails a share of its requests (see chaos.go).
+//
 // See bench/README.md.
 package main
 
@@ -59,6 +63,11 @@ type options struct {
 	mediaSize        int // MiB
 	mediaConcurrency int
 	mediaDownloads   int
+	// The chaos scenario.
+	chaosDuration time.Duration
+	chaosRate     int
+	chaosFaults   string
+	chaosSeed     uint64
 }
 
 func parseFlags() options {
@@ -78,7 +87,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run, not in the default set")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
@@ -92,6 +101,10 @@ func parseFlags() options {
 	flag.IntVar(&o.mediaSize, "media-size", 50, "MiB of the media file of scenario 7")
 	flag.IntVar(&o.mediaConcurrency, "media-concurrency", 20, "concurrent downloads of scenario 7")
 	flag.IntVar(&o.mediaDownloads, "media-downloads", 3, "downloads per connection and round of scenario 7")
+	flag.DurationVar(&o.chaosDuration, "chaos-duration", time.Minute, "load duration of each config of the chaos scenario, and how long upstream A fails")
+	flag.IntVar(&o.chaosRate, "chaos-rate", 100, "streamed chat requests per second of the chaos scenario")
+	flag.StringVar(&o.chaosFaults, "chaos-faults", "429:0.1,500:0.1,reset:0.1", "upstream A's faults in the chaos scenario: comma-separated `mode:rate` (modes of air_mock's fault)")
+	flag.Uint64Var(&o.chaosSeed, "chaos-seed", 1, "seed of upstream A's fault draws in the chaos scenario")
 	flag.Parse()
 	return o
 }
@@ -139,10 +152,13 @@ func (o options) validate() error {
 		return errors.New("-profile-target must be air or bare")
 	case o.idle < 0 || o.idle > 5*time.Minute:
 		return errors.New("-idle must be in [0, 5m]")
+	case o.chaosDuration <= 0 || o.chaosDuration > 5*time.Minute || o.chaosRate < 1 || o.chaosRate > 2000:
+		return errors.New("-chaos-duration must be in (0, 5m] and -chaos-rate in [1, 2000]")
 	case o.mediaSize < 1 || o.mediaSize > 256 || o.mediaConcurrency < 1 || o.mediaConcurrency > 200 || o.mediaDownloads < 1 || o.mediaDownloads > 100:
 		return errors.New("-media-size must be in [1, 256] (the mock provider's limit), -media-concurrency in [1, 200], -media-downloads in [1, 100]")
 	}
-	return nil
+	_, err := parseChaosFaults(o.chaosFaults, o.chaosDuration)
+	return err
 }
 
 func benchmark(ctx context.Context, o options) error {
@@ -170,8 +186,10 @@ func benchmark(ctx context.Context, o options) error {
 	want := map[int]bool{}
 	for _, s := range strings.Split(o.scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "1", "2", "3", "4", "5", "6", "7":
+		case "1", "2", "3", "4", "5", "6", "7", "8":
 			want[int(s[0]-'0')] = true
+		case "chaos":
+			want[chaosScenario] = true
 		default:
 			return fmt.Errorf("-scenarios: unknown scenario %q", s)
 		}
@@ -182,6 +200,19 @@ func benchmark(ctx context.Context, o options) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+
+	if want[chaosScenario] {
+		tbl, err := runChaos(ctx, o, tmp, logf)
+		if err != nil {
+			return err
+		}
+		host := machine(strings.TrimSpace(string(version)))
+		fmt.Printf("\n%s\nCommand: `go run ./bench %s`.\n\n%s\n", host, strings.Join(os.Args[1:], " "), tbl)
+		delete(want, chaosScenario)
+		if len(want) == 0 {
+			return nil
+		}
+	}
 
 	// The upstream: the mock provider, in this process.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -34,8 +34,15 @@ type Mock struct {
 	FailureRate float64 `json:"failure_rate,omitempty"`
 	// ChunkDelay is the pause between two streamed events.
 	ChunkDelay caddy.Duration `json:"chunk_delay,omitempty"`
+	// Faults fail a share of this instance's API requests, so that two
+	// instances stand for a healthy and a failing upstream. Their rates
+	// add up to at most 1.
+	Faults []MockFault `json:"faults,omitempty"`
+	// FaultSeed seeds the draws that pick the failing requests, so that a
+	// run can be repeated. Default (0): a random seed.
+	FaultSeed uint64 `json:"fault_seed,omitempty"`
 
-	handler http.Handler
+	handler *mockprovider.Handler
 }
 
 // CaddyModule returns the Caddy module information.
@@ -56,14 +63,33 @@ func (m *Mock) Provision(ctx caddy.Context) error {
 	} else if !errors.Is(err, caddy.ErrNotConfigured) {
 		return err
 	}
-	m.handler = mockprovider.New(mockprovider.Config{
+	faults, err := m.providerFaults()
+	if err != nil {
+		return err
+	}
+	c := mockprovider.Config{
 		APIKey:        caddy.NewReplacer().ReplaceAll(m.APIKey, ""),
 		VideoDuration: time.Duration(m.VideoDuration),
 		FailureRate:   m.FailureRate,
 		ChunkDelay:    time.Duration(m.ChunkDelay),
 		MaxJSONDepth:  depth,
 		OriginalPath:  originalPath,
-	})
+		Faults:        faults,
+		FaultSeed:     m.FaultSeed,
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("air_mock: %w", err)
+	}
+	m.handler = mockprovider.New(c)
+	return nil
+}
+
+// Cleanup ends the requests that a hang or slow fault still holds, so
+// that a reload or a stop does not wait for them.
+func (m *Mock) Cleanup() error {
+	if m.handler != nil {
+		m.handler.Close()
+	}
 	return nil
 }
 
@@ -110,7 +136,17 @@ func (w *statusWriter) WriteHeader(status int) {
 //		video_duration <duration>
 //		failure_rate <0..1>
 //		chunk_delay <duration>
+//		fault_seed <uint64>
+//		fault [<rate> <mode>] {
+//			rate <0..1>
+//			mode <400..599>|hang|slow|reset|cut
+//			retry_after <duration>
+//			delay <duration>
+//			for <duration>
+//		}
 //	}
+//
+// fault may be repeated; see parseMockFault.
 func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
 	if d.NextArg() {
@@ -137,6 +173,22 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("failure_rate: want a number from 0 to 1, got %q", s)
 			}
 			m.FailureRate = f
+		case "fault_seed":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, perr := strconv.ParseUint(s, 10, 64)
+			if perr != nil {
+				return d.Errf("fault_seed: want an unsigned integer, got %q", s)
+			}
+			m.FaultSeed = n
+		case "fault":
+			f, ferr := parseMockFault(d)
+			if ferr != nil {
+				return ferr
+			}
+			m.Faults = append(m.Faults, f)
 		default:
 			return d.Errf("unrecognized air_mock option %q", d.Val())
 		}
@@ -150,6 +202,7 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Interface guards.
 var (
 	_ caddy.Provisioner           = (*Mock)(nil)
+	_ caddy.CleanerUpper          = (*Mock)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Mock)(nil)
 	_ caddyfile.Unmarshaler       = (*Mock)(nil)
 )

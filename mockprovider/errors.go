@@ -8,20 +8,21 @@ import (
 )
 
 // writeOpenAIError answers with an OpenAI-shaped error. Empty code and param
-// are written as null.
+// are written as null. A 429 carries Retry-After: 1 unless w has one set.
 func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	e := apierror.New(status, typ, code, msg)
 	if param != "" {
 		e = e.WithParam(param)
 	}
-	if status == http.StatusTooManyRequests {
+	if status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		e.RetryAfter = 1
 	}
 	e.Write(w)
 }
 
 // writeAnthropicError answers with an Anthropic-shaped error:
-// {"type":"error","error":{"type":…,"message":…}}.
+// {"type":"error","error":{"type":…,"message":…}}. A 429 carries
+// Retry-After: 1 unless w has one set.
 func writeAnthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	b := getBuf()
 	defer putBuf(b)
@@ -34,7 +35,7 @@ func writeAnthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if status == http.StatusTooManyRequests {
+	if status == http.StatusTooManyRequests && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1")
 	}
 	w.WriteHeader(status)

@@ -14,6 +14,11 @@
 // with that HTTP error status) and mock_usage (false omits usage); a video
 // request also takes mock_content_bytes (the length of the video's
 // content, at most 256 MiB, streamed, for measuring large downloads).
+//
+// Config.Faults make a whole instance misbehave instead: a share of its
+// requests answered with an error status, held (hang, slow), reset, or cut
+// mid-stream, optionally only for a while after start. Two instances, one
+// with faults, then stand for a healthy and a failing upstream.
 package mockprovider
 
 import (
@@ -48,6 +53,12 @@ type Config struct {
 	// MaxJSONDepth is how deeply a request body may nest; deeper ones get
 	// 400 before anything reads them. Default: jsonlimit.DefaultMaxDepth.
 	MaxJSONDepth int
+	// Faults fail a share of this instance's requests (see Fault). Their
+	// rates add up to at most 1.
+	Faults []Fault
+	// FaultSeed seeds the draws that pick which requests fail, so that a
+	// run can be repeated. Default (0): a random seed.
+	FaultSeed uint64
 	// Clock returns the current time. Default: time.Now.
 	Clock func() time.Time
 	// OriginalPath, if set, returns the path of r as the client sent it,
@@ -68,13 +79,24 @@ type Handler struct {
 	videos *videoStore
 	// responses keeps the Responses API's stored responses.
 	responses respStore
+	faults    *faults
 }
 
 // maxBodyBytes bounds request bodies.
 const maxBodyBytes = 32 << 20
 
-// New returns a mock provider configured by c.
+// Validate reports whether c's faults are valid: rates from 0 to 1 that
+// add up to at most 1, statuses from 400 to 599, no negative duration.
+func (c *Config) Validate() error {
+	return validateFaults(c.Faults)
+}
+
+// New returns a mock provider configured by c. It panics when c.Validate
+// fails.
 func New(c Config) *Handler {
+	if err := c.Validate(); err != nil {
+		panic("mockprovider: " + err.Error())
+	}
 	if c.VideoDuration <= 0 {
 		c.VideoDuration = 10 * time.Second
 	}
@@ -86,13 +108,35 @@ func New(c Config) *Handler {
 	if clock == nil {
 		clock = time.Now
 	}
+	seed := c.FaultSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
 	return &Handler{
 		cfg:    c,
 		clock:  clock,
 		seed:   maphash.MakeSeed(),
 		cache:  newPrefixCache(maxCacheEntries),
 		videos: newVideoStore(maxVideos),
+		faults: &faults{list: c.Faults, start: clock(), seed: seed, done: make(chan struct{})},
 	}
+}
+
+// Close ends the requests that a hang or slow fault holds, at once; the
+// handler must not be used afterwards.
+func (h *Handler) Close() {
+	h.faults.close()
+}
+
+// fault applies the instance's fault, if this request draws one, and
+// returns the writer to serve it with: nil when it has been answered.
+// finish must run once the request is served.
+func (h *Handler) fault(w http.ResponseWriter, r *http.Request, anthropic bool) (http.ResponseWriter, func()) {
+	f := h.faults.pick(h.clock())
+	if f == nil {
+		return w, func() {}
+	}
+	return h.faults.inject(w, r, f, anthropic)
 }
 
 // ServeHTTP answers r as the provider whose endpoint the path names.
@@ -110,6 +154,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeAnthropicError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 			return
 		}
+		w, finish := h.fault(w, r, true)
+		if w == nil {
+			return
+		}
+		defer finish()
 		if !allow(w, r, http.MethodPost, true) {
 			return
 		}
@@ -140,6 +189,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect API key provided.")
 		return
 	}
+	w, finish := h.fault(w, r, false)
+	if w == nil {
+		return
+	}
+	defer finish()
 	serve(w, r)
 }
 
