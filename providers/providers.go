@@ -342,3 +342,11 @@ func (t *Table) Models() []*Route {
 func (t *Table) Routes() []*Route {
 	return append([]*Route(nil), t.ordered...)
 }
+
+// SingleTable is a table in which p alone serves every model ("*"),
+// without NewTable's checks: the routing of a caller that has no table.
+func SingleTable(p *Provider) *Table {
+	r := &Route{Pattern: "*", Provider: p, Kind: DefaultKind(p.Protocol),
+		Deployments: []*Deployment{{Provider: p}}}
+	return &Table{providers: map[string]*Provider{p.Name: p}, exact: map[string]*Route{}, globs: []*Route{r}, ordered: []*Route{r}}
+}

@@ -213,3 +213,12 @@ func (r *Router) notify(u *Upstream, s State) {
 		r.obs.BreakerState(u, s)
 	}
 }
+
+// Table returns the routing table the router was built from.
+func (r *Router) Table() *providers.Table { return r.table }
+
+// ForProvider returns a router of one provider serving every model ("*"),
+// with default options: the routing of a caller that has no table.
+func ForProvider(p *providers.Provider) *Router {
+	return New(Config{Table: providers.SingleTable(p)})
+}

@@ -304,3 +304,18 @@ func TestWaitsForShortRetryAfter(t *testing.T) {
 		t.Fatalf("after a 429 with Retry-After: 30: %v, want Unavailable after 30s", err)
 	}
 }
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0}, {"3", 3 * time.Second}, {"0.5", 500 * time.Millisecond}, {"junk", 0}, {"-4", 0},
+		{now.Add(9 * time.Second).Format(http.TimeFormat), 9 * time.Second}, {"999999", time.Hour},
+	} {
+		if got := ParseRetryAfter(tc.in, now); got != tc.want {
+			t.Errorf("ParseRetryAfter(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

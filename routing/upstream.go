@@ -120,8 +120,8 @@ func (d *deployment) observeTTFB(ttfb time.Duration) {
 // latency is the deployment's average time to first byte in seconds.
 func (d *deployment) latency() float64 { return math.Float64frombits(d.ewma.Load()) }
 
-// newDeployment returns the state of d, with its upstreams: every base
-// URL × key it may use. Models that share a deployment (same provider,
+// newDeployment returns the state of d, with its upstreams: its base URLs
+// and keys paired in turn. Models that share a deployment (same provider,
 // upstream model and keys) share its state: its breakers, cooldowns,
 // latency, and the limits of its first declaration.
 func (r *Router) newDeployment(d *providers.Deployment) *deployment {
@@ -138,17 +138,22 @@ func (r *Router) newDeployment(d *providers.Deployment) *deployment {
 			keys = append(keys, i)
 		}
 	}
-	for bi, base := range d.Provider.BaseURLs {
-		for _, k := range keys {
-			u := &Upstream{Provider: d.Provider.Name, Model: d.UpstreamModel, BaseURL: strings.TrimRight(base, "/"), Key: k,
-				base: bi, dep: dep, prov: prov, id: fmt.Sprintf("%s#%d#%d#%d", dep.name, len(r.deps), bi, k),
-				limit: limiter{maxConcurrent: prov.opts.MaxConcurrent, rpm: prov.opts.RPM, tpm: prov.opts.TPM}}
-			if k < len(d.Provider.APIKeys) {
-				u.apiKey = d.Provider.APIKeys[k]
-			}
-			dep.upstreams = append(dep.upstreams, u)
-			r.all = append(r.all, u)
+	// Base URLs and keys pair up in turn, as many upstreams as the
+	// longer list: every key is used, on every base URL in turn.
+	n := max(len(d.Provider.BaseURLs), len(keys))
+	if len(d.Provider.BaseURLs) == 0 {
+		n = 0
+	}
+	for j := range n {
+		bi, k := j%len(d.Provider.BaseURLs), keys[j%len(keys)]
+		u := &Upstream{Provider: d.Provider.Name, Model: d.UpstreamModel, BaseURL: strings.TrimRight(d.Provider.BaseURLs[bi], "/"), Key: k,
+			base: bi, dep: dep, prov: prov, id: fmt.Sprintf("%s#%d#%d#%d", dep.name, len(r.deps), bi, k),
+			limit: limiter{maxConcurrent: prov.opts.MaxConcurrent, rpm: prov.opts.RPM, tpm: prov.opts.TPM}}
+		if k < len(d.Provider.APIKeys) {
+			u.apiKey = d.Provider.APIKeys[k]
 		}
+		dep.upstreams = append(dep.upstreams, u)
+		r.all = append(r.all, u)
 	}
 	return dep
 }
