@@ -40,7 +40,11 @@ func newFixture(t *testing.T, policy string, weights [2]int, opts Options, fallb
 	}
 	f := &fixture{clock: fakeclock.New(time.Unix(1_700_000_000, 0)), route: m}
 	f.r = New(Config{Table: tbl, Options: map[string]Options{"a": opts, "b": opts, "c": opts}, Now: f.clock.Now,
-		Sleep: func(_ <-chan struct{}, d time.Duration) bool { f.slept = append(f.slept, d); f.clock.Advance(d); return true }})
+		Sleep: func(_ <-chan struct{}, d time.Duration) bool {
+			f.slept = append(f.slept, d)
+			f.clock.Advance(d)
+			return true
+		}})
 	return f
 }
 
@@ -271,7 +275,11 @@ func TestRetryOnSameUpstreamBacksOff(t *testing.T) {
 	f := newFixture(t, "", [2]int{1, 1}, Options{}, false)
 	f.route.Deployments = f.route.Deployments[1:] // b: one upstream
 	f.r = New(Config{Table: f.r.table, Now: f.clock.Now,
-		Sleep: func(_ <-chan struct{}, d time.Duration) bool { f.slept = append(f.slept, d); f.clock.Advance(d); return true }})
+		Sleep: func(_ <-chan struct{}, d time.Duration) bool {
+			f.slept = append(f.slept, d)
+			f.clock.Advance(d)
+			return true
+		}})
 	p := f.r.Plan(Request{Route: f.route})
 	for range 3 {
 		next(t, p).Done(Outcome{Status: 502})
@@ -290,7 +298,11 @@ func TestWaitsForShortRetryAfter(t *testing.T) {
 	f := newFixture(t, "", [2]int{1, 1}, Options{}, false)
 	f.route.Deployments = f.route.Deployments[1:]
 	f.r = New(Config{Table: f.r.table, Now: f.clock.Now, MaxWait: 2 * time.Second,
-		Sleep: func(_ <-chan struct{}, d time.Duration) bool { f.slept = append(f.slept, d); f.clock.Advance(d); return true }})
+		Sleep: func(_ <-chan struct{}, d time.Duration) bool {
+			f.slept = append(f.slept, d)
+			f.clock.Advance(d)
+			return true
+		}})
 	p := f.r.Plan(Request{Route: f.route})
 	next(t, p).Done(Outcome{Status: 429, RetryAfter: time.Second})
 	tg := next(t, p)
