@@ -14,6 +14,7 @@ package airmetrics
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -72,6 +73,10 @@ type Metrics struct {
 	polls       *prometheus.CounterVec
 	pollErrors  *prometheus.CounterVec
 	state       *stateCollector
+	breaker     *prometheus.GaugeVec
+	keysOut     *prometheus.CounterVec
+	cooldowns   *prometheus.CounterVec
+	fallbacks   *prometheus.CounterVec
 
 	userRequests *prometheus.CounterVec
 	userTokens   *prometheus.CounterVec
@@ -156,6 +161,22 @@ func New() *Metrics {
 			Help: "Upstream polls of running tasks that failed, by provider.",
 		}, []string{"provider"}),
 		state: newStateCollector(),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "air_upstream_breaker_state",
+			Help: "Circuit breaker state of each upstream (deployment × base URL × key index): 0 closed, 1 half-open, 2 open.",
+		}, []string{"provider", "deployment", "base_url", "key"}),
+		keysOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "air_upstream_keys_rejected_total",
+			Help: "Provider keys taken out of rotation after a 401, 402, 403 or quota error, by provider and key index.",
+		}, []string{"provider", "key"}),
+		cooldowns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "air_upstream_cooldowns_total",
+			Help: "Upstreams put in cooldown after a 429, by provider and deployment.",
+		}, []string{"provider", "deployment"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "air_fallbacks_total",
+			Help: "Requests that moved to a fallback model, by model and fallback.",
+		}, []string{"model", "fallback"}),
 		userRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "air_user_requests_total",
 			Help: "Requests by user, API key and outcome (only with metrics { per_user }).",
@@ -175,7 +196,8 @@ func New() *Metrics {
 // collectors returns the collectors registered by Register.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.cost,
-		m.attempts, m.retries, m.rejections, m.openStreams, m.commit, m.tasks, m.polls, m.pollErrors, m.state}
+		m.attempts, m.retries, m.rejections, m.openStreams, m.commit, m.tasks, m.polls, m.pollErrors, m.state,
+		m.breaker, m.keysOut, m.cooldowns, m.fallbacks}
 }
 
 // perUserCollectors returns the collectors of per-user metrics.
@@ -203,6 +225,27 @@ func (m *Metrics) Register(reg prometheus.Registerer, perUser bool) error {
 	return nil
 }
 
+// BreakerState sets the breaker state gauge of an upstream: 0 closed,
+// 1 half-open, 2 open.
+func (m *Metrics) BreakerState(provider, deployment, baseURL string, key, state int) {
+	m.breaker.WithLabelValues(provider, deployment, baseURL, strconv.Itoa(key)).Set(float64(state))
+}
+
+// KeyRejected counts a provider key taken out of rotation.
+func (m *Metrics) KeyRejected(provider string, key int) {
+	m.keysOut.WithLabelValues(provider, strconv.Itoa(key)).Inc()
+}
+
+// Cooldown counts an upstream put in cooldown.
+func (m *Metrics) Cooldown(provider, deployment string) {
+	m.cooldowns.WithLabelValues(provider, deployment).Inc()
+}
+
+// Fallback counts a request moving from model to fallback.
+func (m *Metrics) Fallback(model, fallback string) {
+	m.fallbacks.WithLabelValues(model, fallback).Inc()
+}
+
 // ObserveCommit records a ledger batch commit that took seconds.
 func (m *Metrics) ObserveCommit(seconds float64) { m.commit.Observe(seconds) }
 
@@ -226,6 +269,10 @@ func Names() []string {
 		"air_tasks_total",
 		"air_task_polls_total",
 		"air_task_poll_errors_total",
+		"air_upstream_breaker_state",
+		"air_upstream_keys_rejected_total",
+		"air_upstream_cooldowns_total",
+		"air_fallbacks_total",
 		"air_store_size_bytes",
 		"air_store_free_bytes",
 		"air_store_free_margin_bytes",

@@ -123,6 +123,10 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 	o.TaskStatus("image", "succeeded")
 	o.TaskPolled("openai", true)
 	m.ObserveCommit(0.002)
+	m.BreakerState("openai", "openai/gpt-4o", "http://up/v1", 1, 2)
+	m.KeyRejected("openai", 0)
+	m.Cooldown("openai", "openai/gpt-4o")
+	m.Fallback("claude-y", "claude-z")
 	m.SetStateSource(func() (State, bool) {
 		return State{LedgerQueued: 3, LedgerLagSeconds: 0.5, StoreBytes: 4096, FreeBytes: 1 << 30, MarginBytes: 64 << 20}, true
 	})
@@ -170,6 +174,10 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		{"air_tasks_total", map[string]string{"kind": "image", "status": "succeeded"}, counter, 1},
 		{"air_task_polls_total", map[string]string{"provider": "openai"}, counter, 1},
 		{"air_task_poll_errors_total", map[string]string{"provider": "openai"}, counter, 1},
+		{"air_upstream_breaker_state", map[string]string{"provider": "openai", "deployment": "openai/gpt-4o", "base_url": "http://up/v1", "key": "1"}, gauge, 2},
+		{"air_upstream_keys_rejected_total", map[string]string{"provider": "openai", "key": "0"}, counter, 1},
+		{"air_upstream_cooldowns_total", map[string]string{"provider": "openai", "deployment": "openai/gpt-4o"}, counter, 1},
+		{"air_fallbacks_total", map[string]string{"model": "claude-y", "fallback": "claude-z"}, counter, 1},
 		{"air_user_requests_total", map[string]string{"user": "alice", "key_id": "key_1", "outcome": "ok"}, counter, 1},
 		{"air_user_tokens_total", map[string]string{"user": "alice", lTokenType: "input"}, counter, 100},
 		{"air_user_cost_total", map[string]string{"user": "alice", "currency": "USD"}, counter, 1.2345},

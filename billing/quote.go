@@ -43,8 +43,10 @@ func (pt *PriceTable) QuoteTask(model string, images int, videoMillis int64) Quo
 	return pt.quote(model, Usage{}, units{images: int64(images), videoMillis: videoMillis, tasks: 1}, "")
 }
 
-// QuoteRecord prices a settled request or task: its token usage plus, by the
-// model's task price, rec.Images × the per-image price, rec.VideoMillis ×
+// QuoteRecord prices a settled request or task at the price of the first
+// of rec.Deployment, rec.ServedModel and rec.Model that has one (the
+// deployment that answered, the fallback model that served, the model
+// asked for): its token usage plus, by the model's task price, rec.Images × the per-image price, rec.VideoMillis ×
 // the per-second price, or the per-task price if the outcome is OutcomeOK;
 // all of it times the multiplier of rec.ServiceTier when the model's
 // service_tiers list it.
@@ -57,11 +59,21 @@ func (pt *PriceTable) QuoteRecord(rec *Record) Quote {
 	if rec.Outcome == OutcomeOK {
 		un.tasks = 1
 	}
-	q := pt.quote(rec.Model, rec.Usage, un, rec.ServiceTier)
+	q := pt.quote(pt.priceModel(rec), rec.Usage, un, rec.ServiceTier)
 	if Unbilled(rec.Outcome) {
 		q.Cost = 0
 	}
 	return q
+}
+
+// priceModel is the price file entry that prices rec.
+func (pt *PriceTable) priceModel(rec *Record) string {
+	for _, m := range [...]string{rec.Deployment, rec.ServedModel} {
+		if m != "" && pt.lookup(m) != nil {
+			return m
+		}
+	}
+	return rec.Model
 }
 
 // Unbilled reports the outcomes recorded at no cost: an upstream that did

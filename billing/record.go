@@ -84,6 +84,12 @@ type Record struct {
 	// request at ("flex", "priority", ...); it selects the model's price
 	// multiplier for that tier, if the price file sets one.
 	ServiceTier string `json:"service_tier,omitempty"`
+	// Deployment is the deployment that answered, "provider/upstream
+	// model" (or the provider alone when the model name is the client's).
+	Deployment string `json:"deployment,omitempty"`
+	// ServedModel is the fallback model that answered, when it was not
+	// Model.
+	ServedModel string `json:"served_model,omitempty"`
 }
 
 // applyQuote copies a quote's result into rec.

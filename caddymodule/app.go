@@ -26,6 +26,7 @@ import (
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 )
 
 func init() {
@@ -110,6 +111,8 @@ type App struct {
 	done      chan struct{}
 	// tracker counts each provider's upstream attempts, for health.
 	tracker *health.Tracker
+	// router picks the upstream of every attempt.
+	router *routing.Router
 	// probe tests that the store takes writes, for health.
 	probe *storeProbe
 }
@@ -160,14 +163,78 @@ type ProviderConfig struct {
 	// or key after a connection error, 429 or 5xx before the first response
 	// byte. Default: 2.
 	Retries *int `json:"retries,omitempty"`
+	// FailDuration is how long an upstream's open breaker keeps it out of
+	// rotation before a probe. Default: 30s.
+	FailDuration caddy.Duration `json:"fail_duration,omitempty"`
+	// FailureRate is the share of failed attempts within FailWindow that
+	// opens an upstream's breaker. Default: 0.5.
+	FailureRate float64 `json:"failure_rate,omitempty"`
+	// MinRequests is how many attempts within FailWindow an upstream must
+	// have made before its failure rate is judged. Default: 5.
+	MinRequests int `json:"min_requests,omitempty"`
+	// FailWindow is the span of the failure rate. Default: 1m.
+	FailWindow caddy.Duration `json:"fail_window,omitempty"`
+	// Cooldown is how long an upstream that answered 429 without
+	// Retry-After is out of rotation. Default: 5s.
+	Cooldown caddy.Duration `json:"cooldown,omitempty"`
+	// KeyCooldown is how long a key the provider rejected (401, 402, 403,
+	// quota spent) is out of rotation. Default: 10m.
+	KeyCooldown caddy.Duration `json:"key_cooldown,omitempty"`
+	// MaxConcurrent bounds the requests in flight per base URL × key.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// RPM and TPM bound the requests and estimated tokens per minute per
+	// base URL × key.
+	RPM int `json:"rpm,omitempty"`
+	TPM int `json:"tpm,omitempty"`
+	// HealthCheck, when set, probes each base URL × key at an interval.
+	HealthCheck *HealthCheckConfig `json:"health_check,omitempty"`
 }
 
-// ModelConfig maps a model id or glob to a provider.
+// HealthCheckConfig is a provider's active health check.
+type HealthCheckConfig struct {
+	// Path is requested with GET below each base URL. Default: /models.
+	Path string `json:"path,omitempty"`
+	// Interval is the time between two checks. Default: 30s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Timeout bounds one check. Default: 5s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// DeploymentConfig is one deployment of a model (a `to` line).
+type DeploymentConfig struct {
+	// Provider names the provider.
+	Provider string `json:"provider"`
+	// UpstreamModel is the model name sent to it; empty keeps the
+	// client's.
+	UpstreamModel string `json:"upstream_model,omitempty"`
+	// Weight is its share under weighted_random. Default: 1.
+	Weight int `json:"weight,omitempty"`
+	// Keys are the indexes (from 0) of the provider's api_key values it
+	// may use. Default: all.
+	Keys []int `json:"keys,omitempty"`
+	// MaxConcurrent, RPM and TPM bound the deployment's requests in
+	// flight, and requests and estimated tokens per minute.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	RPM           int `json:"rpm,omitempty"`
+	TPM           int `json:"tpm,omitempty"`
+}
+
+// ModelConfig maps a model id or glob to its deployments.
 type ModelConfig struct {
 	// Pattern is a model id or a glob such as "qwen3-*".
 	Pattern string `json:"pattern"`
-	// Provider is the name of the provider serving the model.
-	Provider string `json:"provider"`
+	// Provider is the name of the provider serving the model, when it has
+	// one deployment (the `model <id> <provider>` shorthand).
+	Provider string `json:"provider,omitempty"`
+	// Deployments serve the model (its `to` lines), in place of Provider
+	// and UpstreamModel.
+	Deployments []*DeploymentConfig `json:"deployments,omitempty"`
+	// Fallbacks are model ids tried in order when no deployment answers
+	// before the first byte.
+	Fallbacks []string `json:"fallbacks,omitempty"`
+	// LBPolicy picks a deployment: weighted_random (default), round_robin,
+	// least_requests or lowest_latency.
+	LBPolicy string `json:"lb_policy,omitempty"`
 	// UpstreamModel, if set, is the model name sent upstream.
 	UpstreamModel string `json:"upstream_model,omitempty"`
 	// Kind is "chat", "messages", "image" or "video". Default: "chat" for
@@ -256,6 +323,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.setupMetrics(ctx); err != nil {
 		return fmt.Errorf("metrics: %v", err)
 	}
+	a.router = routing.New(routing.Config{Table: a.routes, Options: a.routingOptions(), Observer: a.routingObserver(),
+		Logger: a.logger.Named("routing")})
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)
@@ -301,18 +370,31 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 	}
 	routes := make([]*providers.Route, 0, len(a.Models))
 	for _, mc := range a.Models {
-		p, ok := byName[mc.Provider]
-		if !ok {
-			return nil, fmt.Errorf("model %q: unknown provider %q", mc.Pattern, mc.Provider)
-		}
-		routes = append(routes, &providers.Route{
+		rt := &providers.Route{
 			Pattern:         mc.Pattern,
-			Provider:        p,
 			UpstreamModel:   mc.UpstreamModel,
 			Kind:            mc.Kind,
 			Sizes:           mc.Sizes,
 			TypicalDuration: time.Duration(mc.TypicalDuration),
-		})
+			Fallbacks:       mc.Fallbacks,
+			Policy:          mc.LBPolicy,
+		}
+		if mc.Provider != "" {
+			p, ok := byName[mc.Provider]
+			if !ok {
+				return nil, fmt.Errorf("model %q: unknown provider %q", mc.Pattern, mc.Provider)
+			}
+			rt.Provider = p
+		}
+		for _, dc := range mc.Deployments {
+			p, ok := byName[dc.Provider]
+			if !ok {
+				return nil, fmt.Errorf("model %q: unknown provider %q", mc.Pattern, dc.Provider)
+			}
+			rt.Deployments = append(rt.Deployments, &providers.Deployment{Provider: p, UpstreamModel: dc.UpstreamModel,
+				Keys: dc.Keys, Weight: dc.Weight, MaxConcurrent: dc.MaxConcurrent, RPM: dc.RPM, TPM: dc.TPM})
+		}
+		routes = append(routes, rt)
 	}
 	return providers.NewTable(provs, routes)
 }
@@ -458,6 +540,24 @@ func (a *App) current() *state {
 	}
 	return st
 }
+
+// routingOptions are the routing options of each provider.
+func (a *App) routingOptions() map[string]routing.Options {
+	out := make(map[string]routing.Options, len(a.Providers))
+	for _, pc := range a.Providers {
+		o := routing.Options{FailureRate: pc.FailureRate, MinRequests: int64(pc.MinRequests), FailWindow: time.Duration(pc.FailWindow),
+			FailDuration: time.Duration(pc.FailDuration), Cooldown: time.Duration(pc.Cooldown), KeyCooldown: time.Duration(pc.KeyCooldown),
+			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM}
+		if hc := pc.HealthCheck; hc != nil {
+			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
+		}
+		out[pc.Name] = o
+	}
+	return out
+}
+
+// Router returns the router that picks every attempt's upstream.
+func (a *App) Router() *routing.Router { return a.router }
 
 // Routes returns the provider routing table.
 func (a *App) Routes() *providers.Table { return a.routes }

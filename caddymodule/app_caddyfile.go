@@ -40,8 +40,25 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			api_key <key> [<key>…]
 //			timeout <duration>
 //			retries <n>
+//			fail_duration <duration>
+//			failure_rate <0..1>
+//			min_requests <n>
+//			fail_window <duration>
+//			cooldown <duration>
+//			key_cooldown <duration>
+//			max_concurrent <n>
+//			rpm <n>
+//			tpm <n>
+//			health_check [<path>] [{
+//				path <path>
+//				interval <duration>
+//				timeout <duration>
+//			}]
 //		}
-//		model <id|glob> <provider> [<upstream_model>] [{
+//		model <id|glob> [<provider> [<upstream_model>]] [{
+//			to <provider> [<upstream_model>] [weight <n>] [keys <i>…] [max_concurrent <n>] [rpm <n>] [tpm <n>]
+//			fallback <model> [<model>…]
+//			lb_policy weighted_random|round_robin|least_requests|lowest_latency
 //			kind chat|messages|image|video|embedding
 //			sizes <width>x<height> [...]
 //			typical_duration <duration>
@@ -58,6 +75,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			min_success_rate <0..1>
 //			min_attempts <n>
 //			max_ledger_lag <duration>
+//		}
 //		metrics off
 //		metrics {
 //			per_user
@@ -65,7 +83,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //	}
 //
 // `provider` and `model` repeat. Keys and URLs may use placeholders such as
-// {env.OPENAI_API_KEY}.
+// {env.OPENAI_API_KEY}. A model names its provider on its line (one
+// deployment) or has `to` lines (one deployment each), not both.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the option name
 	if d.NextArg() {
@@ -174,6 +193,34 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 				return d.Errf("retries: want a non-negative integer, got %q", s)
 			}
 			p.Retries = &n
+		case "fail_duration":
+			p.FailDuration, err = parseDuration(d)
+		case "fail_window":
+			p.FailWindow, err = parseDuration(d)
+		case "cooldown":
+			p.Cooldown, err = parseDuration(d)
+		case "key_cooldown":
+			p.KeyCooldown, err = parseDuration(d)
+		case "failure_rate":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			f, perr := strconv.ParseFloat(v, 64)
+			if perr != nil || f <= 0 || f > 1 {
+				return d.Errf("failure_rate: want a number in (0, 1], got %q", v)
+			}
+			p.FailureRate = f
+		case "min_requests":
+			p.MinRequests, err = parsePositiveInt(d)
+		case "max_concurrent":
+			p.MaxConcurrent, err = parsePositiveInt(d)
+		case "rpm":
+			p.RPM, err = parsePositiveInt(d)
+		case "tpm":
+			p.TPM, err = parsePositiveInt(d)
+		case "health_check":
+			p.HealthCheck, err = parseHealthCheck(d)
 		default:
 			return d.Errf("unrecognized provider option %q", d.Val())
 		}
@@ -199,13 +246,36 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 		m.UpstreamModel = args[2]
 		fallthrough
 	case 2:
-		m.Pattern, m.Provider = args[0], args[1]
+		m.Provider = args[1]
+		fallthrough
+	case 1:
+		m.Pattern = args[0]
 	default:
-		return d.Errf("model: want <id|glob> <provider> [<upstream_model>], got %d arguments", len(args))
+		return d.Errf("model: want <id|glob> [<provider> [<upstream_model>]], got %d arguments", len(args))
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		var err error
 		switch d.Val() {
+		case "to":
+			var dc *DeploymentConfig
+			if dc, err = parseTo(d); err == nil {
+				m.Deployments = append(m.Deployments, dc)
+			}
+		case "fallback":
+			fs := d.RemainingArgs()
+			if len(fs) == 0 {
+				return d.ArgErr()
+			}
+			m.Fallbacks = append(m.Fallbacks, fs...)
+		case "lb_policy":
+			if !d.AllArgs(&m.LBPolicy) {
+				return d.ArgErr()
+			}
+			switch m.LBPolicy {
+			case "weighted_random", "round_robin", "least_requests", "lowest_latency":
+			default:
+				return d.Errf("lb_policy: unknown policy %q (weighted_random, round_robin, least_requests, lowest_latency)", m.LBPolicy)
+			}
 		case "kind":
 			if !d.AllArgs(&m.Kind) {
 				return d.ArgErr()
@@ -220,6 +290,12 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 		if err != nil {
 			return err
 		}
+	}
+	switch {
+	case m.Provider == "" && len(m.Deployments) == 0:
+		return d.Errf("model %s: name a provider on its line or give it `to` lines", m.Pattern)
+	case m.Provider != "" && len(m.Deployments) > 0:
+		return d.Errf("model %s: name a provider on its line or give it `to` lines, not both", m.Pattern)
 	}
 	a.Models = append(a.Models, m)
 	return nil

@@ -67,7 +67,7 @@ func (h *CountTokens) Provision(ctx caddy.Context) error {
 // its reservation keeps the request counted against the rate limits once
 // an upstream saw it, and is given back whole otherwise.
 func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, reservation *billing.Reservation,
-	body []byte, rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
+	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
 		Provider:     route.Provider,
@@ -78,6 +78,9 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 		StripUsage:   injected,
 		ClientHeader: r.Header,
 		RequestID:    requestID,
+		Route:        route,
+		BodyModel:    route.UpstreamModel,
+		Rebody:       rebody,
 	})
 	defer res.Close()
 	if res.Reached || res.Wrote {
@@ -86,7 +89,7 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 		reservation.Release()
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model),
-		zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", res.Outcome))
+		zap.String("air_provider", res.Provider), zap.String("air_outcome", res.Outcome))
 	return h.finish(w, r, res.Held, nil)
 }
 

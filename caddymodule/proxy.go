@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 )
 
@@ -95,7 +96,8 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 		return err
 	}
 	h.spec, h.app, h.log = spec, app, ctx.Logger()
-	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker}
+	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker,
+		Router: app.router}
 	if app.metrics != nil {
 		h.proxy.Attempts = app.metrics
 	}
@@ -144,14 +146,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	// The edits are made in the pooled buffer; a body that nearly fills
-	// its size class moves to the next one first. (If the budget cannot
-	// cover that, PrepareBodyInPlace allocates the edited body.)
-	if room := chatproxy.PrepareBodyRoom(h.spec.protocol, in, route.UpstreamModel); len(body)+room > cap(body) {
-		rb.reserve(len(body) + room)
-		body = rb.Bytes() // moved, even by a reserve that fell short
-	}
-	upstreamBody, injected, err := chatproxy.PrepareBodyInPlace(h.spec.protocol, body, in, route.UpstreamModel)
+	upstreamBody, injected, rebody, err := h.prepare(rb, body, in, route)
 	if err != nil {
 		return h.refuse(w, r, mr, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
@@ -185,7 +180,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	intent.Usage = chatproxy.EstimateRequest(in)
 	intent.Usage.Output = 0
 	if h.spec.unbilled {
-		return h.serveUnbilled(w, r, reservation, upstreamBody, rb, in, route, injected, requestID)
+		return h.serveUnbilled(w, r, reservation, upstreamBody, rebody, rb, in, route, injected, requestID)
 	}
 	if err := reservation.Intend(intent); err != nil {
 		reservation.Release()
@@ -211,6 +206,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		ClientHeader: r.Header,
 		RequestID:    requestID,
 		Attempts:     pin,
+		Route:        route,
+		Tokens:       estimate.PromptTotal() + estimate.Output,
+		BodyModel:    route.UpstreamModel,
+		Rebody:       rebody,
 	})
 	defer res.Close()
 	if !res.Reached && !res.Wrote {
@@ -222,6 +221,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
+	servedBy(&rec, res.Target)
 	if h.remember(r.Context(), st, &rec, in, &res) {
 		// A background response is billed once it is finished.
 		reservation.ReleaseCost()
@@ -232,7 +232,8 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	logFields(r,
 		zap.String("air_request_id", requestID),
 		zap.String("air_model", in.Model),
-		zap.String("air_provider", route.Provider.Name),
+		zap.String("air_provider", rec.Provider),
+		zap.String("air_deployment", rec.Deployment),
 		zap.Int64("air_prompt_tokens", res.Usage.PromptTotal()),
 		zap.Int64("air_output_tokens", res.Usage.Output),
 		zap.String("air_usage_source", string(res.Source)),
@@ -254,6 +255,44 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 			zap.String("request_id", requestID), zap.Error(err))
 	}
 	return h.finish(w, r, res.Held, err)
+}
+
+// prepare makes the upstream body of the route's first deployment. A
+// model served by one deployment and no fallback has its body edited in
+// the pooled buffer; one with several keeps the client's bytes and gets
+// rebody, which prepares the body of another deployment's model name.
+func (h *proxyHandler) prepare(rb *requestBody, body []byte, in chatproxy.Inspected, route *providers.Route) (
+	out []byte, injected bool, rebody func(string) ([]byte, error), err error) {
+	proto := h.spec.protocol
+	if len(route.Deployments) > 1 || len(route.Fallbacks) > 0 {
+		rebody = func(model string) ([]byte, error) {
+			b, _, err := chatproxy.PrepareBody(proto, body, in, model)
+			return b, err
+		}
+		out, injected, err = chatproxy.PrepareBody(proto, body, in, route.UpstreamModel)
+		return out, injected, rebody, err
+	}
+	// The edits are made in the pooled buffer; a body that nearly fills
+	// its size class moves to the next one first. (If the budget cannot
+	// cover that, PrepareBodyInPlace allocates the edited body.)
+	if room := chatproxy.PrepareBodyRoom(proto, in, route.UpstreamModel); len(body)+room > cap(body) {
+		rb.reserve(len(body) + room)
+		body = rb.Bytes() // moved, even by a reserve that fell short
+	}
+	out, injected, err = chatproxy.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
+	return out, injected, nil, err
+}
+
+// servedBy records in rec the deployment that answered, and the model
+// that served it when it was a fallback.
+func servedBy(rec *billing.Record, t *routing.Target) {
+	if t == nil {
+		return
+	}
+	rec.Provider, rec.Deployment = t.Provider.Name, t.Deployment()
+	if t.Fallback {
+		rec.ServedModel = t.Route.Pattern
+	}
 }
 
 // refuse answers a request the gateway refuses by itself with err, as

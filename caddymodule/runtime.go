@@ -71,6 +71,7 @@ func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	if a.Storage.Backend == backendPostgres {
 		go a.settleTakenOver(ctx, rt)
 	}
+	go a.router.RunHealthChecks(ctx, a.Transport())
 	rt.tasks.Run(ctx)
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 )
 
@@ -38,27 +38,56 @@ const (
 	errTypeStreamError = "upstream_error"
 )
 
-// startAttempt starts the span of attempt i (from 0) of c to a.
-func startAttempt(ctx context.Context, c *Call, a providers.Attempt, i int) (context.Context, trace.Span) {
+// startAttempt starts the span of the attempt to t.
+func startAttempt(ctx context.Context, c *Call, t *routing.Target) (context.Context, trace.Span) {
 	return telemetry.StartAttempt(ctx, telemetry.Attempt{
-		Operation: Operation(c.Protocol), Provider: c.Provider.Name, Model: c.Inspected.Model,
-		Number: i + 1, BaseURL: a.BaseURL, RequestID: c.RequestID,
+		Operation: Operation(c.Protocol), Provider: t.Provider.Name, Model: c.Inspected.Model,
+		Number: t.Number, BaseURL: t.Attempt.BaseURL, RequestID: c.RequestID,
 	})
 }
 
-// attemptFailed ends the span of an attempt that got no usable answer:
-// status is its error status, or 0 when none arrived. An attempt the
-// client cancelled does not count against the provider.
-func (p *Proxy) attemptFailed(span trace.Span, c *Call, status int, errType string, err error) {
-	if errType != errTypeCanceled {
-		p.Health.Record(c.Provider.Name, false)
-	}
-	telemetry.EndAttempt(span, telemetry.Result{Status: status, ErrorType: errType, Err: err})
+// ended is how an attempt ended, told to every observer at once by end.
+type ended struct {
+	// provider and result are the attempt's metric labels (Attempt*).
+	provider, result string
+	// deferred marks a failed attempt whose metric waits until the next
+	// attempt is known (Serve reports it with observe).
+	deferred bool
+	// status, errType and err describe an attempt that got no usable
+	// answer: status is its error status, or 0 when none arrived.
+	status  int
+	errType string
+	err     error
+	// res and meta are the delivered answer's, nil for a failed attempt.
+	res  *Result
+	meta *respMeta
+	// outcome is what the router learns.
+	outcome routing.Outcome
 }
 
-// attemptDelivered ends the span of the attempt whose answer went to the
-// client, with what res and meta say of it.
-func (p *Proxy) attemptDelivered(span trace.Span, c *Call, res *Result, meta *respMeta) {
+// end is the one hook of an attempt's end: the attempt metric, its span,
+// the provider's health and the router's breaker, cooldown and latency.
+// An attempt the client cancelled does not count against the provider.
+func (p *Proxy) end(span trace.Span, c *Call, t *routing.Target, e *ended) {
+	if e.res != nil {
+		p.delivered(span, c, t, e)
+		return
+	}
+	if !e.deferred {
+		p.observe(t.Provider.Name, e.result, false)
+	}
+	if e.errType != errTypeCanceled {
+		p.Health.Record(t.Provider.Name, false)
+	}
+	t.Done(e.outcome)
+	telemetry.EndAttempt(span, telemetry.Result{Status: e.status, ErrorType: e.errType, Err: e.err})
+}
+
+// delivered ends the attempt whose answer went to the client, with what
+// its result and metadata say of it.
+func (p *Proxy) delivered(span trace.Span, c *Call, t *routing.Target, e *ended) {
+	res, meta := e.res, e.meta
+	p.observe(t.Provider.Name, e.result, false)
 	var errType string
 	switch res.Outcome {
 	case OutcomeOK:
@@ -76,8 +105,18 @@ func (p *Proxy) attemptDelivered(span trace.Span, c *Call, res *Result, meta *re
 			errType = errTypeCut
 		}
 	}
+	o := e.outcome
+	switch {
+	case errType == errTypeCanceled:
+		o.Canceled = true
+	case errType == errTypeTimeout:
+		o.Timeout = true
+	case errType == errTypeStreamError || errType == errTypeCut:
+		o.Broken = true
+	}
+	t.Done(o)
 	if errType != errTypeCanceled {
-		p.Health.Record(c.Provider.Name, !providerFault(res.Status, errType))
+		p.Health.Record(t.Provider.Name, !providerFault(res.Status, errType))
 	}
 	if !span.IsRecording() {
 		return

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -72,6 +74,12 @@ type Proxy struct {
 	MaxJSONDepth int
 	// Attempts, if set, is told of every upstream attempt.
 	Attempts AttemptObserver
+	// Router picks every attempt's upstream. When nil, or for a Call
+	// without a Route, each provider gets a router of its own, made on
+	// first use.
+	Router *routing.Router
+
+	adhoc sync.Map // *providers.Provider → *routing.Router
 }
 
 // AttemptObserver is told of each upstream attempt: the provider's name,
@@ -113,9 +121,9 @@ func statusResult(status int) string {
 }
 
 // observe tells the observer, if any, of an attempt.
-func (p *Proxy) observe(c *Call, result string, retried bool) {
+func (p *Proxy) observe(provider, result string, retried bool) {
 	if p.Attempts != nil {
-		p.Attempts.Attempt(c.Provider.Name, result, retried)
+		p.Attempts.Attempt(provider, result, retried)
 	}
 }
 
@@ -150,10 +158,21 @@ type Call struct {
 	// Method is the upstream request's method; empty means POST. A
 	// request without a Body (GET, DELETE) is sent without one.
 	Method string
-	// Attempts, when set, are the only attempts made, in place of the
-	// provider's (a Responses request pinned to the deployment that holds
+	// Attempts, when set, holds the only attempt made, in place of the
+	// router's (a Responses request pinned to the deployment that holds
 	// its response).
 	Attempts []providers.Attempt
+	// Route is the model's route, whose deployments and fallbacks the
+	// router picks from; nil routes to Provider alone.
+	Route *providers.Route
+	// Tokens is the request's estimated tokens, for the routing limits.
+	Tokens int64
+	// BodyModel is the upstream model name Body was prepared for, "" for
+	// the client's.
+	BodyModel string
+	// Rebody, when set, prepares the body for a target that takes another
+	// model name than BodyModel (another deployment, a fallback).
+	Rebody func(upstreamModel string) ([]byte, error)
 }
 
 // Result is what happened to a call. Serve writes at most the beginning of
@@ -194,6 +213,9 @@ type Result struct {
 	Err error
 	// Attempt is the attempt whose answer was delivered, when Reached.
 	Attempt providers.Attempt
+	// Target is the last attempt's target: the deployment (and model,
+	// when a fallback) that answered, when Reached.
+	Target *routing.Target
 	// ResponseID and ResponseStatus are a Responses answer's id and last
 	// status ("completed", "queued"...), empty when it reported none.
 	ResponseID, ResponseStatus string
@@ -203,88 +225,124 @@ type Result struct {
 func (r *Result) Close() { r.Held.Close() }
 
 // Serve sends c upstream and writes the beginning of the response to w,
-// holding back its end in Result.Held. Attempts that fail before the
-// response headers (connection refused or reset; not a timeout) or answer
-// 429 or 5xx are retried on the provider's next base URL and key, as long
-// as nothing has been written to the client; the last failure is then
-// passed through (a status and body) or answered with 502
-// upstream_unavailable (no connection). An upstream that does not answer
+// holding back its end in Result.Held. Each attempt's target comes from
+// the router (package routing): the model's deployments, balanced, then
+// its fallbacks. Attempts that fail before the response headers
+// (connection refused or reset; not a timeout) or answer 429, 5xx, 401,
+// 402 or 403 move on to the next target, as long as nothing has been
+// written to the client; when none remains, the client gets 503
+// upstream_unavailable with Retry-After. An upstream that does not answer
 // within the provider's timeout gets 504 upstream_timeout. Other upstream
 // statuses are passed through at once.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	res := Result{Provider: c.Provider.Name}
-	timeout := c.Provider.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	attempts := c.Attempts
-	if attempts == nil {
-		attempts = c.Provider.Attempts()
-	}
-	var failed *failure
-	for i, a := range attempts {
-		res.Attempts = i + 1
-		ctx, span := startAttempt(r.Context(), c, a, i)
-		at := p.send(ctx, c, a, timeout)
+	plan := p.plan(c)
+	var last *ended // the failed attempt whose metric waits to know if another followed
+	for {
+		t, err := plan.Next(r.Context())
+		if last != nil {
+			p.observe(last.provider, last.result, err == nil)
+			last = nil
+		}
+		if err != nil {
+			return p.giveUp(c, &res, err)
+		}
+		res.Attempts, res.Provider, res.Target = t.Number, t.Provider.Name, t
+		body, berr := p.bodyFor(c, t)
+		if berr != nil {
+			t.Done(routing.Outcome{Canceled: true})
+			res.Err = berr
+			return p.giveUp(c, &res, berr)
+		}
+		timeout := t.Provider.Timeout
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		ctx, span := startAttempt(r.Context(), c, t)
+		sent := time.Now()
+		at := p.send(ctx, c, body, t.Attempt, timeout)
 		res.Wrote = res.Wrote || at.wrote.Load()
 		if at.err != nil {
 			at.close()
 			res.Err = at.err
-			if r.Context().Err() != nil {
-				p.attemptFailed(span, c, 0, errTypeCanceled, at.err)
-				p.observe(c, AttemptCanceled, false)
+			switch {
+			case r.Context().Err() != nil:
+				p.end(span, c, t, &ended{result: AttemptCanceled, errType: errTypeCanceled, err: at.err, outcome: routing.Outcome{Canceled: true}})
 				res.Status, res.Outcome = 499, OutcomeCanceled
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				return res
-			}
-			if context.Cause(at.ctx) == errTimeout {
-				p.attemptFailed(span, c, 0, errTypeTimeout, errTimeout)
-				p.observe(c, AttemptTimeout, false)
+			case context.Cause(at.ctx) == errTimeout:
+				p.end(span, c, t, &ended{result: AttemptTimeout, errType: errTypeTimeout, err: errTimeout, outcome: routing.Outcome{Timeout: true}})
 				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 					fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
 				return res
 			}
-			p.attemptFailed(span, c, 0, errTypeUnavailable, at.err)
-			p.observe(c, AttemptConnectError, i < len(attempts)-1)
-			p.logRetry(c, a, i, at.err)
+			last = &ended{provider: t.Provider.Name, result: AttemptConnectError, errType: errTypeUnavailable, err: at.err,
+				outcome: routing.Outcome{Err: at.err}, deferred: true}
+			p.end(span, c, t, last)
+			p.logRetry(c, t, at.err)
 			continue
 		}
-		if i < len(attempts)-1 && retryable(at.resp.StatusCode) {
-			p.observe(c, statusResult(at.resp.StatusCode), true)
-			failed = readFailure(at.resp)
+		status := at.resp.StatusCode
+		if routing.Retryable(status) {
+			f := readFailure(at.resp)
 			at.close()
-			res.Err = fmt.Errorf("upstream answered %d", failed.status)
-			p.attemptFailed(span, c, failed.status, telemetry.StatusErrorType(failed.status), res.Err)
-			p.logRetry(c, a, i, res.Err)
+			res.Err = fmt.Errorf("upstream answered %d", status)
+			last = &ended{provider: t.Provider.Name, result: statusResult(status), status: status,
+				errType: telemetry.StatusErrorType(status), err: res.Err, deferred: true,
+				outcome: routing.Outcome{Status: status, Quota: routing.QuotaError(f.body),
+					RetryAfter: routing.ParseRetryAfter(f.header.Get("Retry-After"), time.Now()), TTFB: time.Since(sent)}}
+			p.end(span, c, t, last)
+			p.logRetry(c, t, res.Err)
 			continue
 		}
-		p.observe(c, statusResult(at.resp.StatusCode), false)
+		ttfb := time.Since(sent)
 		// A traced attempt collects its answer's model and finish reasons.
 		var meta *respMeta
 		if span.IsRecording() {
 			meta = new(respMeta)
 		}
-		res.Attempt = a
+		res.Attempt = t.Attempt
 		p.deliver(w, r, c, at, &res, meta)
 		at.close()
-		p.attemptDelivered(span, c, &res, meta)
+		p.end(span, c, t, &ended{provider: t.Provider.Name, result: statusResult(status), res: &res, meta: meta,
+			outcome: routing.Outcome{Status: status, TTFB: ttfb}})
 		return res
 	}
-	if failed != nil {
-		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
-		res.Held = &Held{proto: c.Protocol, status: failed.status, header: failed.header, body: failed.body}
-		return res
-	}
-	res.Status, res.Outcome = http.StatusBadGateway, OutcomeUnavailable
+}
+
+// giveUp answers a request no attempt served: 499 when the client left,
+// else 503 upstream_unavailable with the Retry-After the router gives.
+func (p *Proxy) giveUp(c *Call, res *Result, err error) Result {
 	res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
-	if res.Err == nil {
-		res.Err = errors.New("provider has no base url")
+	var un *routing.Unavailable
+	if !errors.As(err, &un) {
+		res.Status, res.Outcome = 499, OutcomeCanceled
+		if res.Err == nil {
+			res.Err = err
+		}
+		return *res
 	}
-	res.Held = heldError(c.Protocol, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_unavailable",
-		"no upstream provider could be reached"))
-	return res
+	res.Status, res.Outcome = http.StatusServiceUnavailable, OutcomeUnavailable
+	if res.Err == nil {
+		res.Err = err
+	}
+	e := apierror.New(http.StatusServiceUnavailable, apierror.TypeUpstream, "upstream_unavailable",
+		"no upstream provider of this model could serve the request; retry after the time in Retry-After")
+	e.RetryAfter = un.RetryAfterSeconds()
+	res.Held = heldError(c.Protocol, e)
+	return *res
+}
+
+// bodyFor is the body to send to t: c.Body, or, for a target that takes
+// another model name, the body c.Rebody makes for it.
+func (p *Proxy) bodyFor(c *Call, t *routing.Target) ([]byte, error) {
+	if t.UpstreamModel == c.BodyModel || c.Rebody == nil {
+		return c.Body, nil
+	}
+	return c.Rebody(t.UpstreamModel)
 }
 
 // promptEstimate is the usage of a request that got no answer: its
@@ -294,18 +352,16 @@ func promptEstimate(c *Call) billing.Usage {
 }
 
 // retryable reports a status worth another attempt.
-func retryable(status int) bool {
-	return status == http.StatusTooManyRequests || status >= 500
-}
+func retryable(status int) bool { return routing.Retryable(status) }
 
 // logRetry logs a failed attempt at debug level.
-func (p *Proxy) logRetry(c *Call, a providers.Attempt, i int, err error) {
+func (p *Proxy) logRetry(c *Call, t *routing.Target, err error) {
 	if p.Logger == nil {
 		return
 	}
 	if ce := p.Logger.Check(zapcore.DebugLevel, "upstream attempt failed"); ce != nil {
-		ce.Write(zap.String("request_id", c.RequestID), zap.String("provider", c.Provider.Name),
-			zap.String("base_url", a.BaseURL), zap.Int("attempt", i+1), zap.Error(err))
+		ce.Write(zap.String("request_id", c.RequestID), zap.String("provider", t.Provider.Name),
+			zap.String("deployment", t.Deployment()), zap.Int("attempt", t.Number), zap.Error(err))
 	}
 }
 
@@ -394,7 +450,7 @@ var (
 
 // send starts one attempt under ctx, the request's context with the
 // attempt's span, and waits for the response headers.
-func (p *Proxy) send(ctx context.Context, c *Call, a providers.Attempt, timeout time.Duration) *attempt {
+func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Attempt, timeout time.Duration) *attempt {
 	at := newAttempt(ctx, timeout)
 	ctx = at.ctx
 	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
@@ -406,20 +462,20 @@ func (p *Proxy) send(ctx context.Context, c *Call, a providers.Attempt, timeout 
 	if method == "" {
 		method = http.MethodPost
 	}
-	var body io.ReadCloser = http.NoBody
-	if c.Body != nil {
-		body = newBodyReader(c.Body, c.BodyPin)
+	var rd io.ReadCloser = http.NoBody
+	if body != nil {
+		rd = newBodyReader(body, c.BodyPin)
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, a.BaseURL+c.Path, body)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, a.BaseURL+c.Path, rd)
 	if err != nil {
-		body.Close()
+		rd.Close()
 		at.err = err
 		return at
 	}
 	h := make(http.Header, 7)
-	if c.Body != nil {
-		req.ContentLength = int64(len(c.Body))
-		req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(c.Body, c.BodyPin), nil }
+	if body != nil {
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(body, c.BodyPin), nil }
 		h["Content-Type"] = jsonType
 	}
 	h["Accept-Encoding"] = identity
@@ -468,4 +524,31 @@ func readFailure(resp *http.Response) *failure {
 	copyHeader(f.header, resp.Header, false)
 	f.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
 	return f
+}
+
+// plan starts the attempts of c: the pinned attempt, the router's plan
+// for c.Route, or the plan of a router of c.Provider alone.
+func (p *Proxy) plan(c *Call) *routing.Plan {
+	if len(c.Attempts) > 0 {
+		return p.providerRouter(c.Provider).Plan(routing.Request{Route: c.Route, Tokens: c.Tokens,
+			Pin: &routing.Pin{Provider: c.Provider, Attempt: c.Attempts[0]}})
+	}
+	if p.Router != nil && c.Route != nil {
+		return p.Router.Plan(routing.Request{Route: c.Route, Tokens: c.Tokens})
+	}
+	rt := p.providerRouter(c.Provider)
+	return rt.Plan(routing.Request{Route: rt.Table().Routes()[0], Tokens: c.Tokens})
+}
+
+// providerRouter returns the router of prov alone, made on first use.
+func (p *Proxy) providerRouter(prov *providers.Provider) *routing.Router {
+	if p.Router != nil && p.Router.Table().Provider(prov.Name) == prov {
+		return p.Router
+	}
+	if r, ok := p.adhoc.Load(prov); ok {
+		return r.(*routing.Router)
+	}
+	r := routing.ForProvider(prov)
+	actual, _ := p.adhoc.LoadOrStore(prov, r)
+	return actual.(*routing.Router)
 }

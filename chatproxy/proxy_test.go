@@ -378,17 +378,20 @@ func TestServeRetries(t *testing.T) {
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 
 	for i, tc := range []struct {
-		urls     []string
-		status   int
-		body     string
-		outcome  string
-		attempts int
+		urls       []string
+		status     int
+		body       string
+		outcome    string
+		attempts   int
+		retryAfter string
 	}{
 		{urls: []string{closedURL(), fail500.URL, fail429.URL, ok.URL}, status: 200, body: chatJSON, outcome: OutcomeOK, attempts: 4},
-		{urls: []string{fail429.URL, fail500.URL}, status: 500, body: `{"error":{"message":"boom"}}`, outcome: OutcomeUpstreamError, attempts: 2},
-		{urls: []string{fail500.URL, fail429.URL}, status: 429, body: `{"error":{"message":"slow down"}}`, outcome: OutcomeUpstreamError, attempts: 2},
-		{urls: []string{fail500.URL, closedURL()}, status: 500, body: `{"error":{"message":"boom"}}`, outcome: OutcomeUpstreamError, attempts: 2},
-		{urls: []string{closedURL(), closedURL()}, status: 502, outcome: OutcomeUnavailable, attempts: 2},
+		// When every attempt fails, the client gets 503 upstream_unavailable
+		// with Retry-After: the 429's cooldown, or a second.
+		{urls: []string{fail429.URL, fail500.URL}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "7"},
+		{urls: []string{fail500.URL, fail429.URL}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "7"},
+		{urls: []string{fail500.URL, closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
+		{urls: []string{closedURL(), closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
 	} {
 		rec := httptest.NewRecorder()
 		res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, tc.urls...), body, ""))
@@ -398,15 +401,11 @@ func TestServeRetries(t *testing.T) {
 		if tc.body != "" && rec.Body.String() != tc.body {
 			t.Errorf("Test %d: body %s", i, rec.Body.String())
 		}
-		if tc.status == 429 && rec.Header().Get("Retry-After") != "7" {
-			t.Errorf("Test %d: Retry-After not passed through", i)
+		if got := rec.Header().Get("Retry-After"); got != tc.retryAfter {
+			t.Errorf("Test %d: Retry-After %q, want %q", i, got, tc.retryAfter)
 		}
-		if tc.status == 502 {
-			if gjson.Get(rec.Body.String(), "error.code").Str != "upstream_unavailable" || res.Reached {
-				t.Errorf("Test %d: %s reached=%v", i, rec.Body.String(), res.Reached)
-			}
-		} else if !res.Reached {
-			t.Errorf("Test %d: not reached", i)
+		if res.Reached != (tc.status == 200) {
+			t.Errorf("Test %d: reached=%v", i, res.Reached)
 		}
 	}
 	if fail500.count() != 4 || fail429.count() != 3 || ok.count() != 1 {
@@ -417,8 +416,9 @@ func TestServeRetries(t *testing.T) {
 	rec := httptest.NewRecorder()
 	mbody := `{"model":"c","messages":[{"role":"user","content":"x"}]}`
 	serveAll(&Proxy{}, rec, clientRequest(context.Background(), mbody), chatCall(t, Anthropic, provider("anthropic", 0, closedURL()), mbody, ""))
-	if rec.Code != 502 || gjson.Get(rec.Body.String(), "type").Str != "error" || gjson.Get(rec.Body.String(), "error.type").Str != "overloaded_error" {
-		t.Errorf("anthropic 502: %d %s", rec.Code, rec.Body.String())
+	if rec.Code != 503 || gjson.Get(rec.Body.String(), "type").Str != "error" || gjson.Get(rec.Body.String(), "error.type").Str != "overloaded_error" ||
+		rec.Header().Get("Retry-After") == "" {
+		t.Errorf("anthropic 503: %d %s", rec.Code, rec.Body.String())
 	}
 }
 

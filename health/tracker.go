@@ -61,6 +61,22 @@ func NewTracker(span time.Duration, providers ...string) *Tracker {
 	return t
 }
 
+// SetClock makes the tracker read the time from now (a test's fake clock).
+// Call it before the tracker is used.
+func (t *Tracker) SetClock(now func() time.Time) { t.now = now }
+
+// Reset forgets name's results (a breaker that closed starts afresh).
+func (t *Tracker) Reset(name string) {
+	t.mu.RLock()
+	w := t.providers[name]
+	t.mu.RUnlock()
+	if w != nil {
+		w.mu.Lock()
+		w.slots = [slots]slot{}
+		w.mu.Unlock()
+	}
+}
+
 // Window is the span of history the tracker keeps.
 func (t *Tracker) Window() time.Duration { return t.slot * slots }
 

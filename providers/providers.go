@@ -93,14 +93,56 @@ func (p *Provider) Attempts() []Attempt {
 	return out
 }
 
-// Route maps a model id or glob to a provider.
-type Route struct {
-	// Pattern is a model id, or a glob such as "qwen3-*" (path.Match syntax).
-	Pattern string
-	// Provider serves the model.
+// Deployment is one way to serve a model: a provider, the model name sent
+// to it, and optionally a subset of its keys, with a weight and limits.
+type Deployment struct {
+	// Provider serves the deployment.
 	Provider *Provider
 	// UpstreamModel, if set, replaces the model id in the upstream request.
 	UpstreamModel string
+	// Keys, when set, are the indexes in Provider.APIKeys this deployment
+	// may use; empty means all of them.
+	Keys []int
+	// Weight is the deployment's share of the traffic under the
+	// weighted_random policy; zero means 1.
+	Weight int
+	// MaxConcurrent bounds the deployment's requests in flight; zero is
+	// no bound.
+	MaxConcurrent int
+	// RPM and TPM bound the requests and (estimated) tokens per minute
+	// sent to the deployment; zero is no bound.
+	RPM, TPM int
+}
+
+// Name identifies the deployment: "provider/upstream_model", or the
+// provider's name alone when no upstream model is set.
+func (d *Deployment) Name() string {
+	if d.UpstreamModel == "" {
+		return d.Provider.Name
+	}
+	return d.Provider.Name + "/" + d.UpstreamModel
+}
+
+// Route maps a model id or glob to its deployments.
+type Route struct {
+	// Pattern is a model id, or a glob such as "qwen3-*" (path.Match syntax).
+	Pattern string
+	// Provider serves the model: the first deployment's provider.
+	Provider *Provider
+	// UpstreamModel, if set, replaces the model id in the upstream request
+	// of the first deployment.
+	UpstreamModel string
+	// Deployments serve the model. NewTable fills it with one deployment
+	// of Provider and UpstreamModel when it is empty, and sets Provider and
+	// UpstreamModel from the first deployment otherwise.
+	Deployments []*Deployment
+	// Fallbacks are model ids tried in order when no deployment of this
+	// model answers before its first byte; each must be an exact model of
+	// the same kind and protocol.
+	Fallbacks []string
+	// Policy selects a deployment: "weighted_random" (the default),
+	// "round_robin", "least_requests" or "lowest_latency".
+	Policy string
 	// Kind is one of the Kind* constants.
 	Kind string
 	// Sizes lists the allowed "<width>x<height>" sizes of an image or video
@@ -148,11 +190,8 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		t.providers[p.Name] = p
 	}
 	for _, r := range routes {
-		if r.Provider == nil {
-			return nil, fmt.Errorf("model %q: no provider", r.Pattern)
-		}
-		if _, ok := t.providers[r.Provider.Name]; !ok {
-			return nil, fmt.Errorf("model %q: unknown provider %q", r.Pattern, r.Provider.Name)
+		if err := t.deployments(r); err != nil {
+			return nil, err
 		}
 		if r.Kind == "" {
 			r.Kind = DefaultKind(r.Provider.Protocol)
@@ -175,7 +214,75 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		}
 		t.ordered = append(t.ordered, r)
 	}
+	for _, r := range t.ordered {
+		if err := t.checkFallbacks(r); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// Policies of Route.Policy.
+const (
+	PolicyWeightedRandom = "weighted_random"
+	PolicyRoundRobin     = "round_robin"
+	PolicyLeastRequests  = "least_requests"
+	PolicyLowestLatency  = "lowest_latency"
+)
+
+// deployments checks r's deployments, filling them from Provider and
+// UpstreamModel when r names none.
+func (t *Table) deployments(r *Route) error {
+	if len(r.Deployments) == 0 {
+		if r.Provider == nil {
+			return fmt.Errorf("model %q: no provider", r.Pattern)
+		}
+		r.Deployments = []*Deployment{{Provider: r.Provider, UpstreamModel: r.UpstreamModel}}
+	}
+	r.Provider, r.UpstreamModel = r.Deployments[0].Provider, r.Deployments[0].UpstreamModel
+	for _, d := range r.Deployments {
+		if d.Provider == nil {
+			return fmt.Errorf("model %q: deployment without a provider", r.Pattern)
+		}
+		if _, ok := t.providers[d.Provider.Name]; !ok {
+			return fmt.Errorf("model %q: unknown provider %q", r.Pattern, d.Provider.Name)
+		}
+		if d.Provider.Protocol != r.Provider.Protocol {
+			return fmt.Errorf("model %q: deployments on providers of different protocols (%s, %s)", r.Pattern, r.Provider.Protocol, d.Provider.Protocol)
+		}
+		if d.Weight < 0 || d.MaxConcurrent < 0 || d.RPM < 0 || d.TPM < 0 {
+			return fmt.Errorf("model %q: negative weight or limit", r.Pattern)
+		}
+		for _, k := range d.Keys {
+			if k < 0 || k >= max(len(d.Provider.APIKeys), 1) {
+				return fmt.Errorf("model %q: provider %q has no key #%d", r.Pattern, d.Provider.Name, k)
+			}
+		}
+	}
+	switch r.Policy {
+	case "", PolicyWeightedRandom, PolicyRoundRobin, PolicyLeastRequests, PolicyLowestLatency:
+	default:
+		return fmt.Errorf("model %q: unknown lb_policy %q", r.Pattern, r.Policy)
+	}
+	return nil
+}
+
+// checkFallbacks checks that r's fallbacks are exact models of its kind
+// and protocol, so that the request can be sent to them unchanged.
+func (t *Table) checkFallbacks(r *Route) error {
+	for _, f := range r.Fallbacks {
+		fr, ok := t.exact[f]
+		switch {
+		case !ok:
+			return fmt.Errorf("model %q: fallback %q is not a configured model id", r.Pattern, f)
+		case fr == r:
+			return fmt.Errorf("model %q: falls back to itself", r.Pattern)
+		case fr.Kind != r.Kind || fr.Provider.Protocol != r.Provider.Protocol:
+			return fmt.Errorf("model %q: fallback %q is a %s model on a %s provider, not %s on %s",
+				r.Pattern, f, fr.Kind, fr.Provider.Protocol, r.Kind, r.Provider.Protocol)
+		}
+	}
+	return nil
 }
 
 // DefaultKind is the model kind a provider protocol serves when a route
@@ -234,4 +341,12 @@ func (t *Table) Models() []*Route {
 // Routes returns every route, exact and glob, in declaration order.
 func (t *Table) Routes() []*Route {
 	return append([]*Route(nil), t.ordered...)
+}
+
+// SingleTable is a table in which p alone serves every model ("*"),
+// without NewTable's checks: the routing of a caller that has no table.
+func SingleTable(p *Provider) *Table {
+	r := &Route{Pattern: "*", Provider: p, Kind: DefaultKind(p.Protocol),
+		Deployments: []*Deployment{{Provider: p}}}
+	return &Table{providers: map[string]*Provider{p.Name: p}, exact: map[string]*Route{}, globs: []*Route{r}, ordered: []*Route{r}}
 }

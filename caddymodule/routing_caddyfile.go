@@ -1,0 +1,94 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// parseTo reads a model's `to <provider> [<upstream_model>] [weight <n>]
+// [keys <i>…] [max_concurrent <n>] [rpm <n>] [tpm <n>]` line.
+func parseTo(d *caddyfile.Dispenser) (*DeploymentConfig, error) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return nil, d.ArgErr()
+	}
+	dc := &DeploymentConfig{Provider: args[0]}
+	rest := args[1:]
+	if len(rest) > 0 && !toOption(rest[0]) {
+		dc.UpstreamModel, rest = rest[0], rest[1:]
+	}
+	for len(rest) > 0 {
+		opt := rest[0]
+		rest = rest[1:]
+		var vals []string
+		for len(rest) > 0 && !toOption(rest[0]) {
+			vals, rest = append(vals, rest[0]), rest[1:]
+		}
+		if len(vals) == 0 || (opt != "keys" && len(vals) != 1) {
+			return nil, d.Errf("to %s: %s wants %s", dc.Provider, opt, map[bool]string{true: "key indexes", false: "one number"}[opt == "keys"])
+		}
+		nums := make([]int, len(vals))
+		for i, v := range vals {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || (opt != "keys" && n == 0) {
+				return nil, d.Errf("to %s: %s: bad number %q", dc.Provider, opt, v)
+			}
+			nums[i] = n
+		}
+		switch opt {
+		case "weight":
+			dc.Weight = nums[0]
+		case "keys":
+			dc.Keys = nums
+		case "max_concurrent":
+			dc.MaxConcurrent = nums[0]
+		case "rpm":
+			dc.RPM = nums[0]
+		case "tpm":
+			dc.TPM = nums[0]
+		default:
+			return nil, d.Errf("to %s: unknown option %q", dc.Provider, opt)
+		}
+	}
+	return dc, nil
+}
+
+// toOption reports a word that starts an option of a `to` line.
+func toOption(s string) bool {
+	switch s {
+	case "weight", "keys", "max_concurrent", "rpm", "tpm":
+		return true
+	}
+	return false
+}
+
+// parseHealthCheck reads `health_check [<path>] [{ path, interval, timeout }]`.
+func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheckConfig, error) {
+	hc := &HealthCheckConfig{}
+	if d.NextArg() {
+		hc.Path = d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "path":
+			if !d.AllArgs(&hc.Path) {
+				return nil, d.ArgErr()
+			}
+		case "interval":
+			hc.Interval, err = parseDuration(d)
+		case "timeout":
+			hc.Timeout, err = parseDuration(d)
+		default:
+			return nil, d.Errf("unrecognized health_check option %q", d.Val())
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return hc, nil
+}
