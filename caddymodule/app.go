@@ -104,6 +104,8 @@ type App struct {
 	transport *reverseproxy.HTTPTransport
 	poolKey   string
 	prices    *billing.PriceTable
+	// priceText is the price file as loaded, for the console.
+	priceText string
 	live      *live
 	metrics   *airmetrics.Observer // nil when metrics are off
 	cancel    context.CancelFunc
