@@ -1,7 +1,7 @@
 // Package caddymodule adapts caddy-air's domain packages to Caddy: the
 // `air` app that owns shared state, the HTTP handlers (air_auth, air_chat,
 // air_messages, air_count_tokens, air_embeddings, air_images, air_tasks,
-// air_models, air_media, air_mock, air_not_found),
+// air_models, air_media, air_mock, air_console, air_not_found),
 // the air_errors listener wrapper, the admin API and the `caddy air`
 // command. It holds Caddy glue only; the behaviour lives
 // in the domain packages.
