@@ -118,6 +118,9 @@ func (s consoleServices) Records(ctx context.Context, q console.LedgerQuery) (co
 	if err != nil {
 		return console.LedgerPage{}, err
 	}
+	if err := st.ledger.Flush(ctx); err != nil {
+		return console.LedgerPage{}, err
+	}
 	keep := q.Offset + q.Limit + 1
 	ring := make([]billing.Record, 0, keep)
 	n := 0
@@ -198,8 +201,12 @@ func (s consoleServices) Chat(w http.ResponseWriter, r *http.Request, user strin
 	if err := s.chat.ServeHTTP(w, r2, nil); err != nil {
 		return nil, err
 	}
-	// The record is durable before the end of the answer is released;
-	// find it: the user's newest console request since this one began.
+	// The record is durable before the end of the answer is released, and
+	// readable once the ledger is flushed: the user's newest console
+	// request since this one began.
+	if err := st.ledger.Flush(r.Context()); err != nil {
+		return nil, err
+	}
 	var found *billing.Record
 	err = st.ledger.Records(r.Context(), start, time.Time{}, func(rec billing.Record) error {
 		if rec.User == user && rec.KeyID == consoleKeyID && rec.Endpoint == "chat" {

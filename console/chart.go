@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
@@ -169,15 +170,9 @@ func niceCeil(v float64) float64 {
 // round2 rounds to two decimals, for compact SVG.
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
-// trimFloat formats an axis value without needless digits.
+// trimFloat formats an axis value to three significant digits, without
+// an exponent or needless zeros.
 func trimFloat(v float64) string {
-	switch {
-	case v == 0:
-		return "0"
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 1:
-		return fmt.Sprintf("%.2g", v)
-	}
-	return fmt.Sprintf("%.3g", v)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }

@@ -309,3 +309,14 @@ func TestPlaygroundStreamsAndSettles(t *testing.T) {
 		t.Errorf("an unlisted model: status %d", w.Code)
 	}
 }
+
+func TestTrimFloat(t *testing.T) {
+	for i, tc := range []struct {
+		in   float64
+		want string
+	}{{0, "0"}, {0.0000125, "0.0000125"}, {2.5e-05, "0.000025"}, {1.5, "1.5"}, {20, "20"}, {12345, "12300"}} {
+		if got := trimFloat(tc.in); got != tc.want {
+			t.Errorf("Test %d: trimFloat(%v) = %q, want %q", i, tc.in, got, tc.want)
+		}
+	}
+}

@@ -143,7 +143,9 @@ func (f *fakeServices) DeleteBudget(_ context.Context, user string) error {
 	return nil
 }
 
-func (f *fakeServices) Prices() PriceView { return PriceView{Source: "prices.json", Currency: "USD", Text: "{}"} }
+func (f *fakeServices) Prices() PriceView {
+	return PriceView{Source: "prices.json", Currency: "USD", Text: "{}"}
+}
 
 func (f *fakeServices) Providers() []ProviderView {
 	return []ProviderView{{Name: "mock", Protocol: "openai", BaseURLs: []string{"http://x"}, Models: []ModelView{{Pattern: "mock-gpt", Kind: "chat", Priced: true}}}}
