@@ -43,6 +43,7 @@ const consoleSite = `
 type browser struct {
 	t     *testing.T
 	alloc context.Context
+	first context.Context
 	dir   string
 }
 
@@ -54,10 +55,18 @@ func newBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal("chromium is not installed (apt-get install chromium): the console's browser tests need it")
 	}
+	// The profile is removed once the browser has exited (cleanups run
+	// last-in first-out); a t.TempDir would fail the test if chromium
+	// were still writing to it.
+	profile, err := os.MkdirTemp("", "air-console-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(profile) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
 		chromedp.WindowSize(1280, 1000), chromedp.Flag("disable-gpu", true),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.UserDataDir(profile))
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	return &browser{t: t, alloc: alloc, dir: t.ArtifactDir()}
@@ -66,8 +75,16 @@ func newBrowser(t *testing.T) *browser {
 // tab opens a tab that sends user's basic-auth credentials.
 func (b *browser) tab(user, password string) context.Context {
 	b.t.Helper()
-	ctx, cancel := chromedp.NewContext(b.alloc)
+	// The first tab starts the browser; the others are tabs of it.
+	parent := b.alloc
+	if b.first != nil {
+		parent = b.first
+	}
+	ctx, cancel := chromedp.NewContext(parent)
 	b.t.Cleanup(cancel)
+	if b.first == nil {
+		b.first = ctx
+	}
 	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	b.t.Cleanup(cancelT)
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
@@ -192,6 +209,26 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.screenshot(demo, "usage")
 
+	// An image task shows on the tasks page with its thumbnail, which the
+	// Content-Security-Policy lets load (same-origin media).
+	st, _, body = call(t, http.MethodPost, "/v1/tasks", secret, `{"model":"mock-image","prompt":"a red fox","size":"256x256"}`)
+	if st != http.StatusAccepted {
+		t.Fatalf("image task: %d %s", st, body)
+	}
+	var taskState string
+	var thumbWidth int
+	b.run(demo,
+		chromedp.Navigate(console+"/tasks"),
+		chromedp.WaitVisible(`#tasks img.thumb`, chromedp.ByQuery),
+		chromedp.Text(`#tasks td[class^=status-]`, &taskState, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector("#tasks img.thumb").complete`, nil),
+		chromedp.Evaluate(`document.querySelector("#tasks img.thumb").naturalWidth`, &thumbWidth),
+	)
+	if taskState != "succeeded" || thumbWidth == 0 {
+		t.Errorf("tasks page: status %q, thumbnail width %d", taskState, thumbWidth)
+	}
+	b.screenshot(demo, "tasks")
+
 	// Revoking the key, after confirming, makes the next call get 401.
 	var state string
 	b.run(demo,
@@ -243,8 +280,6 @@ func TestConsoleInBrowser(t *testing.T) {
 	if st, _, _ := call(t, http.MethodGet, "/console/operators", "", "", "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(demoUser+":"+demoPassword))); st != http.StatusForbidden {
 		t.Errorf("the demo user on the operators' page: %d", st)
 	}
-	b.run(demo, chromedp.Navigate(console+"/tasks"), chromedp.WaitVisible(`main`, chromedp.ByQuery))
-	b.screenshot(demo, "tasks")
 }
 
 // testPlayground sends a message in the playground and watches the answer
