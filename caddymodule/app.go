@@ -1,7 +1,7 @@
 // Package caddymodule adapts caddy-air's domain packages to Caddy: the
 // `air` app that owns shared state, the HTTP handlers (air_auth, air_chat,
 // air_messages, air_count_tokens, air_embeddings, air_images, air_tasks,
-// air_models, air_media, air_mock, air_not_found),
+// air_models, air_media, air_mock, air_console, air_not_found),
 // the air_errors listener wrapper, the admin API and the `caddy air`
 // command. It holds Caddy glue only; the behaviour lives
 // in the domain packages.
@@ -105,6 +105,8 @@ type App struct {
 	transport *reverseproxy.HTTPTransport
 	poolKey   string
 	prices    *billing.PriceTable
+	// priceText is the price file as loaded, for the console.
+	priceText string
 	live      *live
 	metrics   *airmetrics.Observer // nil when metrics are off
 	cancel    context.CancelFunc

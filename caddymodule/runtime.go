@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,15 +21,21 @@ type runtime struct {
 }
 
 // loadPrices reads the price file at config load, so that a malformed one
-// fails the load (and a reload keeps the old config).
+// fails the load (and a reload keeps the old config). The file's text is
+// kept for the console's operators' page.
 func (a *App) loadPrices() (*billing.PriceTable, error) {
 	if a.Prices == "" {
 		return billing.ParsePrices("(no price file)", []byte(`{"models":{}}`))
 	}
-	pt, err := billing.LoadPrices(a.Prices)
+	data, err := os.ReadFile(a.Prices)
+	if err != nil {
+		return nil, fmt.Errorf("loading prices: reading price file: %w", err)
+	}
+	pt, err := billing.ParsePrices(a.Prices, data)
 	if err != nil {
 		return nil, fmt.Errorf("loading prices: %w", err)
 	}
+	a.priceText = string(data)
 	return pt, nil
 }
 

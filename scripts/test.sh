@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of caddy-air on a fresh machine: installs what the tests
-# need (Go modules, the npm SDKs, PostgreSQL), starts a throwaway
+# need (Go modules, the npm SDKs, PostgreSQL, Chromium), starts a throwaway
 # PostgreSQL cluster, then unit tests with the race detector,
 # then the integration tests in one real Caddy (-p 1: caddytest uses fixed
 # ports), which also drive the official Node SDKs.
@@ -11,6 +11,13 @@ command -v go >/dev/null || { echo "go is required (1.26+)"; exit 1; }
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	echo "installing node and npm from Debian"
 	if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; else sudo apt-get update -qq && sudo apt-get install -y -qq nodejs npm; fi
+fi
+
+# Headless Chromium (Debian's chromium package) for the console's browser
+# tests (integration/console_test.go); they fail without it.
+if ! command -v chromium >/dev/null; then
+	echo "installing chromium from Debian"
+	if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi
 fi
 
 # PostgreSQL (Debian's postgresql package) for the shared-storage tests:
@@ -39,7 +46,10 @@ go test -race -count=1 $(go list ./... | grep -v /integration)
 echo "== integration tests (real Caddy, loopback, official SDKs)"
 log=$(mktemp)
 set +e
-go test -p 1 -count=1 -timeout 30m -v ./integration/ 2>&1 | tee "$log"
+# Screenshots of the console's browser tests are kept under
+# .test-output/_artifacts/<test>/.
+mkdir -p .test-output
+go test -p 1 -count=1 -timeout 30m -v -artifacts -outputdir "$PWD/.test-output" ./integration/ 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 if grep -q -- '--- SKIP' "$log"; then

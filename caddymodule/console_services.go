@@ -1,0 +1,331 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/console"
+	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/tasks"
+)
+
+// consoleKeyID is the key id under which playground requests are billed
+// to the signed-in user.
+const consoleKeyID = "console"
+
+// consoleServices implements the console's services with the running air
+// app's: the same keys, ledger, budgets and task services the admin API
+// and `caddy air` use.
+type consoleServices struct {
+	app  *App
+	chat *Chat
+}
+
+// errConsoleNotStarted is returned before the app has started.
+var errConsoleNotStarted = errors.New("the air app is not started")
+
+// state returns the started state.
+func (s consoleServices) state() (*state, error) {
+	st := s.app.current()
+	if st == nil {
+		return nil, errConsoleNotStarted
+	}
+	return st, nil
+}
+
+// consoleKey converts a key for the console.
+func consoleKey(k *keys.Key) console.Key {
+	return console.Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+}
+
+// List implements console.KeyService.
+func (s consoleServices) List(ctx context.Context, user string) ([]console.Key, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	if user == "" {
+		return nil, errors.New("listing keys needs a user")
+	}
+	list, err := st.keys.List(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Key, 0, len(list))
+	for _, k := range list {
+		if k.User == user {
+			out = append(out, consoleKey(k))
+		}
+	}
+	return out, nil
+}
+
+// Create implements console.KeyService.
+func (s consoleServices) Create(ctx context.Context, user, name string, expiresAt *time.Time) (string, console.Key, error) {
+	st, err := s.state()
+	if err != nil {
+		return "", console.Key{}, err
+	}
+	secret, k, err := st.keys.Create(ctx, keys.CreateOptions{User: user, Name: name, ExpiresAt: expiresAt})
+	if err != nil {
+		return "", console.Key{}, err
+	}
+	return secret, consoleKey(k), nil
+}
+
+// Revoke implements console.KeyService.
+func (s consoleServices) Revoke(ctx context.Context, id string) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	_, err = st.keys.Revoke(ctx, id)
+	if errors.Is(err, keys.ErrNoSuchKey) {
+		return console.ErrNotFound
+	}
+	return err
+}
+
+// Report implements console.UsageService: the report of GET /air/usage,
+// after the records already settled are written.
+func (s consoleServices) Report(ctx context.Context, f billing.ReportFilter) (*billing.Report, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.ledger.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return st.ledger.Report(ctx, f)
+}
+
+// Records implements console.UsageService. Today's ledger reads records in
+// the order they were written, so a page is the window of matches that
+// ends Offset records before the newest.
+func (s consoleServices) Records(ctx context.Context, q console.LedgerQuery) (console.LedgerPage, error) {
+	st, err := s.state()
+	if err != nil {
+		return console.LedgerPage{}, err
+	}
+	if err := st.ledger.Flush(ctx); err != nil {
+		return console.LedgerPage{}, err
+	}
+	keep := q.Offset + q.Limit + 1
+	ring := make([]billing.Record, 0, keep)
+	n := 0
+	err = st.ledger.Records(ctx, q.Since, q.Until, func(rec billing.Record) error {
+		if (q.User != "" && rec.User != q.User) || (q.Model != "" && rec.Model != q.Model) ||
+			(q.KeyID != "" && rec.KeyID != q.KeyID) || (q.Outcome != "" && rec.Outcome != q.Outcome) {
+			return nil
+		}
+		if len(ring) < keep {
+			ring = append(ring, rec)
+		} else {
+			ring[n%keep] = rec
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return console.LedgerPage{}, err
+	}
+	// Newest first: the j-th match is at ring[j%keep].
+	newest := make([]billing.Record, 0, len(ring))
+	for i := range len(ring) {
+		newest = append(newest, ring[(n-1-i)%keep])
+	}
+	var page console.LedgerPage
+	if q.Offset < len(newest) {
+		page.Records = newest[q.Offset:min(len(newest), q.Offset+q.Limit)]
+	}
+	page.More = n > q.Offset+q.Limit
+	return page, nil
+}
+
+// listTasks lists user's tasks for console.TaskService.
+func (s consoleServices) listTasks(ctx context.Context, user string, limit int) ([]*tasks.Task, error) {
+	rt := s.app.runtimeState()
+	if rt == nil {
+		return nil, errConsoleNotStarted
+	}
+	list, aerr := rt.tasks.List(ctx, tasks.Owner{User: user}, limit)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return list, nil
+}
+
+// Models implements console.PlaygroundService: the configured chat
+// models, globs excluded.
+func (s consoleServices) Models() []string {
+	var out []string
+	for _, r := range s.app.Routes().Models() {
+		if r.Kind == providers.KindChat && !r.IsGlob() {
+			out = append(out, r.Pattern)
+		}
+	}
+	return out
+}
+
+// Chat implements console.PlaygroundService: the request goes through
+// air_chat as if air_auth had authenticated user with the key id
+// "console", so it is admitted, limited, billed and logged like any other.
+func (s consoleServices) Chat(w http.ResponseWriter, r *http.Request, user string, body []byte) (*console.Settled, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	r2 := r.Clone(r.Context())
+	r2.Method = http.MethodPost
+	r2.URL = &url.URL{Path: "/v1/chat/completions"}
+	r2.RequestURI = "/v1/chat/completions"
+	r2.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"text/event-stream"}}
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	k := &keys.Key{ID: consoleKeyID, User: user, CreatedAt: time.Now().UTC()}
+	caddyhttp.SetVar(r2.Context(), varKey, k)
+	caddyhttp.SetVar(r2.Context(), varUser, k.User)
+	caddyhttp.SetVar(r2.Context(), varKeyID, k.ID)
+	start := time.Now().UTC().Add(-time.Second)
+	if err := s.chat.ServeHTTP(w, r2, nil); err != nil {
+		return nil, err
+	}
+	// The record is durable before the end of the answer is released, and
+	// readable once the ledger is flushed: the user's newest console
+	// request since this one began.
+	if err := st.ledger.Flush(r.Context()); err != nil {
+		return nil, err
+	}
+	var found *billing.Record
+	err = st.ledger.Records(r.Context(), start, time.Time{}, func(rec billing.Record) error {
+		if rec.User == user && rec.KeyID == consoleKeyID && rec.Endpoint == "chat" {
+			found = &rec
+		}
+		return nil
+	})
+	if err != nil || found == nil {
+		return nil, errors.Join(err, errors.New("the playground request's record was not found"))
+	}
+	return &console.Settled{RequestID: found.ID, Model: found.Model, Usage: found.Usage, Priced: found.Priced, Cost: found.Cost, Currency: found.Currency}, nil
+}
+
+// Users implements console.OperatorService. Today's services know users by
+// their keys: every user with a key, with this month's report and budget.
+func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	all, err := st.keys.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	byUser := map[string]*console.UserSummary{}
+	var names []string
+	now := time.Now().UTC()
+	for _, k := range all {
+		u := byUser[k.User]
+		if u == nil {
+			u = &console.UserSummary{User: k.User}
+			byUser[k.User] = u
+			names = append(names, k.User)
+		}
+		u.Keys++
+		if k.Active(now) {
+			u.Active++
+		}
+	}
+	slices.Sort(names)
+	if err := st.ledger.Flush(ctx); err != nil {
+		return nil, err
+	}
+	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	out := make([]console.UserSummary, 0, len(names))
+	for _, name := range names {
+		u := byUser[name]
+		rep, err := st.ledger.Report(ctx, billing.ReportFilter{User: name, Since: monthStart})
+		if err != nil {
+			return nil, err
+		}
+		u.Month = rep.Totals
+		u.Budget = st.budgets.Status(billing.ScopeUser, name)
+		out = append(out, *u)
+	}
+	return out, nil
+}
+
+// SetBudget implements console.OperatorService.
+func (s consoleServices) SetBudget(ctx context.Context, user string, lim billing.Limits) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	return st.budgets.SetLimits(ctx, billing.ScopeUser, user, lim)
+}
+
+// DeleteBudget implements console.OperatorService.
+func (s consoleServices) DeleteBudget(ctx context.Context, user string) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	return st.budgets.DeleteLimits(ctx, billing.ScopeUser, user)
+}
+
+// Prices implements console.OperatorService.
+func (s consoleServices) Prices() console.PriceView {
+	v := console.PriceView{Source: s.app.Prices, Currency: s.app.prices.Currency(), Text: s.app.priceText}
+	if v.Source == "" {
+		v.Source, v.Text = "(no price file: every model is unpriced)", ""
+	}
+	return v
+}
+
+// Providers implements console.OperatorService.
+func (s consoleServices) Providers() []console.ProviderView {
+	routes := s.app.Routes()
+	var out []console.ProviderView
+	for _, p := range routes.Providers() {
+		pv := console.ProviderView{Name: p.Name, Protocol: p.Protocol, BaseURLs: p.BaseURLs}
+		if s.app.tracker != nil {
+			st := s.app.tracker.Stats(p.Name)
+			pv.State = fmt.Sprintf("%d attempts, %d failed in %s", st.Attempts, st.Failures, s.app.tracker.Window())
+		}
+		for _, r := range routes.Models() {
+			if r.Provider == p {
+				pv.Models = append(pv.Models, console.ModelView{Pattern: r.Pattern, Kind: r.Kind, Priced: s.app.prices.Priced(r.Pattern)})
+			}
+		}
+		out = append(out, pv)
+	}
+	return out
+}
+
+// consoleTasks adapts the task listing to console.TaskService, whose
+// method name List the key service's takes on consoleServices.
+type consoleTasks struct{ consoleServices }
+
+// List implements console.TaskService.
+func (t consoleTasks) List(ctx context.Context, user string, limit int) ([]*tasks.Task, error) {
+	return t.listTasks(ctx, user, limit)
+}
+
+// Interface guards.
+var (
+	_ console.KeyService        = consoleServices{}
+	_ console.UsageService      = consoleServices{}
+	_ console.PlaygroundService = consoleServices{}
+	_ console.OperatorService   = consoleServices{}
+	_ console.TaskService       = consoleTasks{}
+)

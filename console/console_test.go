@@ -1,0 +1,322 @@
+package console
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddy-air/caddy-air/tasks"
+)
+
+const testHost = "gw.example"
+
+// newTestConsole returns a console over f, mounted at /console, with alice
+// as its admin.
+func newTestConsole(t *testing.T, f *fakeServices) *Handler {
+	t.Helper()
+	h, err := New(Config{Prefix: "/console", Admins: []string{"alice"}, CSRFKey: bytes.Repeat([]byte("k"), 32), Services: f.services()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// do serves one request as user ("" is anonymous); form is posted as a
+// form; header holds name/value pairs.
+func do(h *Handler, user, method, path string, form url.Values, header ...string) *httptest.ResponseRecorder {
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	r := httptest.NewRequest(method, "http://"+testHost+path, body)
+	if form != nil {
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r, user)
+	return w
+}
+
+// sameOrigin are the headers a browser sends on a same-origin form post.
+var sameOrigin = []string{"Origin", "http://" + testHost, "Sec-Fetch-Site", "same-origin"}
+
+// withToken returns form plus user's CSRF token.
+func withToken(h *Handler, user string, form url.Values) url.Values {
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf_token", h.csrfToken(user))
+	return form
+}
+
+func TestAnonymousGetsNothing(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	_, _, _ = f.Create(t.Context(), "alice", "prod", nil)
+	for i, tc := range []struct{ method, path string }{
+		{"GET", "/console/keys"}, {"GET", "/console/usage"}, {"GET", "/console/tasks"}, {"GET", "/console/playground"},
+		{"GET", "/console/operators"}, {"POST", "/console/keys"}, {"GET", "/console/static/console.js"}, {"GET", "/console/"},
+	} {
+		w := do(h, "", tc.method, tc.path, nil, sameOrigin...)
+		if w.Code != http.StatusUnauthorized {
+			t.Errorf("Test %d: %s %s anonymous: status %d, want 401", i, tc.method, tc.path, w.Code)
+		}
+		if strings.Contains(w.Body.String(), "key_alice") || strings.Contains(w.Body.String(), "<table") {
+			t.Errorf("Test %d: anonymous %s shows content: %s", i, tc.path, w.Body)
+		}
+		if w.Header().Get("X-Frame-Options") != "DENY" || w.Header().Get("Content-Security-Policy") == "" {
+			t.Errorf("Test %d: security headers missing on a 401: %v", i, w.Header())
+		}
+	}
+	if len(f.keys) != 1 {
+		t.Errorf("an anonymous post created a key: %d keys", len(f.keys))
+	}
+}
+
+// inlineScript finds script elements without src and event handler
+// attributes, which the Content-Security-Policy would block.
+var inlineScript = regexp.MustCompile(`<script(?:\s[^>]*)?>[^<]|<script(?:(?:\s(?:type|defer|async)(?:="[^"]*")?)*)>|\son[a-z]+=|style="`)
+
+func TestPagesAreStrict(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	for i, path := range []string{"/console/keys", "/console/usage", "/console/tasks", "/console/playground", "/console/operators"} {
+		w := do(h, "alice", "GET", path, nil)
+		if w.Code != http.StatusOK {
+			t.Fatalf("Test %d: GET %s: status %d: %s", i, path, w.Code, w.Body)
+		}
+		csp := w.Header().Get("Content-Security-Policy")
+		for _, want := range []string{"script-src 'self'", "frame-ancestors 'none'", "default-src 'none'", "form-action 'self'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("Test %d: %s: CSP %q lacks %q", i, path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("Test %d: CSP allows inline code: %q", i, csp)
+		}
+		if w.Header().Get("X-Frame-Options") != "DENY" {
+			t.Errorf("Test %d: %s: X-Frame-Options %q", i, path, w.Header().Get("X-Frame-Options"))
+		}
+		if m := inlineScript.FindString(w.Body.String()); m != "" {
+			t.Errorf("Test %d: %s has inline script or style: %q", i, path, m)
+		}
+	}
+}
+
+func TestOperatorsOnlyForAdmins(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	if w := do(h, "bob", "GET", "/console/operators", nil); w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), "user-list") {
+		t.Errorf("bob sees the operators' page: %d", w.Code)
+	}
+	if w := do(h, "bob", "GET", "/console/keys", nil); strings.Contains(w.Body.String(), "/console/operators") {
+		t.Error("bob's navigation links the operators' page")
+	}
+	form := withToken(h, "bob", url.Values{"user": {"bob"}, "monthly": {"1000"}})
+	if w := do(h, "bob", "POST", "/console/operators/budgets", form, sameOrigin...); w.Code != http.StatusForbidden {
+		t.Errorf("bob set a budget: status %d", w.Code)
+	}
+	if _, ok := f.budgets["bob"]; ok {
+		t.Fatal("a plain user changed a budget")
+	}
+	w := do(h, "alice", "GET", "/console/operators", nil)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `data-user="bob"`) {
+		t.Fatalf("alice's operators' page: %d %s", w.Code, w.Body)
+	}
+	form = withToken(h, "alice", url.Values{"user": {"bob"}, "monthly": {"0.000001"}, "rpm": {"5"}})
+	if w := do(h, "alice", "POST", "/console/operators/budgets", form, sameOrigin...); w.Code != http.StatusSeeOther {
+		t.Fatalf("alice setting a budget: status %d: %s", w.Code, w.Body)
+	}
+	if lim := f.budgets["bob"]; lim.Monthly != 1000 || lim.RPM != 5 {
+		t.Errorf("bob's limits are %+v, want monthly 0.000001 (1000 nanos), rpm 5", lim)
+	}
+	form = withToken(h, "alice", url.Values{"user": {"bob"}, "monthly": {"abc"}})
+	if w := do(h, "alice", "POST", "/console/operators/budgets", form, sameOrigin...); w.Code != http.StatusBadRequest {
+		t.Errorf("a bad amount: status %d", w.Code)
+	}
+	form = withToken(h, "alice", url.Values{"user": {"bob"}})
+	if w := do(h, "alice", "POST", "/console/operators/budgets/delete", form, sameOrigin...); w.Code != http.StatusSeeOther {
+		t.Errorf("removing a budget: status %d", w.Code)
+	}
+	if _, ok := f.budgets["bob"]; ok {
+		t.Error("bob's budget is still set")
+	}
+}
+
+func TestUsersCannotReachOthersData(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	_, aliceKey, _ := f.Create(t.Context(), "alice", "alice-prod", nil)
+	_, bobKey, _ := f.Create(t.Context(), "bob", "bob-dev", nil)
+	f.tasks = []*tasks.Task{
+		{ID: "task_alice", User: "alice", Status: "running", CreatedAt: time.Now()},
+		{ID: "task_bob", User: "bob", Status: "running", CreatedAt: time.Now()},
+	}
+
+	w := do(h, "bob", "GET", "/console/keys", nil)
+	if !strings.Contains(w.Body.String(), bobKey.ID) || strings.Contains(w.Body.String(), aliceKey.ID) {
+		t.Errorf("bob's key list: want %s and not %s:\n%s", bobKey.ID, aliceKey.ID, w.Body)
+	}
+	if w := do(h, "bob", "GET", "/console/keys/"+aliceKey.ID+"/revoke", nil); w.Code != http.StatusNotFound {
+		t.Errorf("bob's confirmation page for alice's key: status %d", w.Code)
+	}
+	form := withToken(h, "bob", nil)
+	if w := do(h, "bob", "POST", "/console/keys/"+aliceKey.ID+"/revoke", form, sameOrigin...); w.Code != http.StatusNotFound {
+		t.Errorf("bob revoking alice's key: status %d", w.Code)
+	}
+	if f.revoked(aliceKey.ID) {
+		t.Fatal("bob revoked alice's key")
+	}
+	if w := do(h, "bob", "POST", "/console/keys/"+bobKey.ID+"/revoke", form, sameOrigin...); w.Code != http.StatusSeeOther || !f.revoked(bobKey.ID) {
+		t.Errorf("bob revoking his own key: status %d, revoked %v", w.Code, f.revoked(bobKey.ID))
+	}
+
+	w = do(h, "bob", "GET", "/console/usage?user=alice&key="+aliceKey.ID, nil)
+	if w.Code != http.StatusOK {
+		t.Fatalf("usage: %d", w.Code)
+	}
+	for _, flt := range f.filters {
+		if flt.User != "bob" {
+			t.Errorf("bob's usage page asked for user %q's report", flt.User)
+		}
+	}
+	for _, q := range f.queries {
+		if q.User != "bob" {
+			t.Errorf("bob's usage page asked for user %q's ledger", q.User)
+		}
+	}
+	if strings.Contains(w.Body.String(), "model-of-alice") || strings.Contains(w.Body.String(), "req_of_alice") {
+		t.Error("bob's usage page shows alice's usage")
+	}
+	csv := do(h, "bob", "GET", "/console/usage.csv?user=alice", nil)
+	if csv.Code != http.StatusOK || strings.Contains(csv.Body.String(), "model-of-alice") || !strings.Contains(csv.Body.String(), "model-of-bob") {
+		t.Errorf("bob's CSV: %d %s", csv.Code, csv.Body)
+	}
+
+	w = do(h, "bob", "GET", "/console/tasks", nil)
+	if !strings.Contains(w.Body.String(), "task_bob") || strings.Contains(w.Body.String(), "task_alice") {
+		t.Errorf("bob's tasks page: want task_bob only:\n%s", w.Body)
+	}
+}
+
+func TestCSRFRejected(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	good := func() url.Values { return withToken(h, "bob", url.Values{"name": {"x"}}) }
+	for i, tc := range []struct {
+		name   string
+		form   url.Values
+		header []string
+	}{
+		{"missing token", url.Values{"name": {"x"}}, sameOrigin},
+		{"bad token", url.Values{"name": {"x"}, "csrf_token": {"not-the-token"}}, sameOrigin},
+		{"another user's token", withToken(h, "alice", url.Values{"name": {"x"}}), sameOrigin},
+		{"cross-site Origin", good(), []string{"Origin", "https://evil.example"}},
+		{"cross-site Sec-Fetch-Site", good(), []string{"Sec-Fetch-Site", "cross-site"}},
+		{"same-site but other origin", good(), []string{"Sec-Fetch-Site", "same-site", "Origin", "http://sub." + testHost}},
+	} {
+		w := do(h, "bob", "POST", "/console/keys", tc.form, tc.header...)
+		if w.Code != http.StatusForbidden {
+			t.Errorf("Test %d (%s): status %d, want 403", i, tc.name, w.Code)
+		}
+	}
+	if len(f.keys) != 0 {
+		t.Fatalf("a refused request created %d keys", len(f.keys))
+	}
+	w := do(h, "bob", "POST", "/console/keys", good(), sameOrigin...)
+	if w.Code != http.StatusCreated || len(f.keys) != 1 {
+		t.Fatalf("a same-origin post with the token: status %d, %d keys", w.Code, len(f.keys))
+	}
+	// The playground's JSON post carries the token in a header.
+	body := `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`
+	r := httptest.NewRequest("POST", "http://"+testHost+"/console/playground/chat", strings.NewReader(body))
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r, "bob")
+	if rec.Code != http.StatusForbidden || len(f.chats) != 0 {
+		t.Errorf("a playground post without the token: status %d, %d chats", rec.Code, len(f.chats))
+	}
+}
+
+func TestCreateKeyShowsSecretOnce(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	form := withToken(h, "bob", url.Values{"name": {"laptop"}, "expires": {time.Now().AddDate(0, 1, 0).Format(dayLayout)}})
+	w := do(h, "bob", "POST", "/console/keys", form, sameOrigin...)
+	if w.Code != http.StatusCreated || !strings.Contains(w.Body.String(), "sk-air-secret-bob-1") {
+		t.Fatalf("creating a key: %d\n%s", w.Code, w.Body)
+	}
+	if f.keys[0].Name != "laptop" || f.keys[0].ExpiresAt == nil {
+		t.Errorf("created key %+v, want name laptop and an expiry", f.keys[0])
+	}
+	if w := do(h, "bob", "GET", "/console/keys", nil); strings.Contains(w.Body.String(), "sk-air-secret") || !strings.Contains(w.Body.String(), "laptop") {
+		t.Errorf("the key list shows the secret again, or not the key:\n%s", w.Body)
+	}
+	form = withToken(h, "bob", url.Values{"expires": {"2001-01-01"}})
+	if w := do(h, "bob", "POST", "/console/keys", form, sameOrigin...); w.Code != http.StatusBadRequest || len(f.keys) != 1 {
+		t.Errorf("an expiry in the past: status %d, %d keys", w.Code, len(f.keys))
+	}
+}
+
+func TestUsagePageShowsReportFigures(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	w := do(h, "bob", "GET", "/console/usage?since=2026-01-01&until=2026-01-31", nil)
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, "0.001234567 USD") || !strings.Contains(body, "<rect") {
+		t.Fatalf("usage page: %d, want the exact cost and a chart:\n%s", w.Code, body)
+	}
+	flt := f.filters[len(f.filters)-1]
+	if flt.Since.Format(dayLayout) != "2026-01-01" || flt.Until.Format(dayLayout) != "2026-01-31" {
+		t.Errorf("report range %v..%v", flt.Since, flt.Until)
+	}
+	if w := do(h, "bob", "GET", "/console/usage?since=2026-02-01&until=2026-01-01", nil); w.Code != http.StatusBadRequest {
+		t.Errorf("a reversed range: status %d", w.Code)
+	}
+}
+
+func TestPlaygroundStreamsAndSettles(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	body := `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`
+	r := httptest.NewRequest("POST", "http://"+testHost+"/console/playground/chat", strings.NewReader(body))
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	r.Header.Set("X-CSRF-Token", h.csrfToken("bob"))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r, "bob")
+	out := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(out, `"content":"hi"`) || !strings.Contains(out, "event: air.settled") || !strings.Contains(out, `"cost":"0.000000042"`) {
+		t.Fatalf("playground: %d\n%s", w.Code, out)
+	}
+	if len(f.chats) != 1 || !strings.HasPrefix(f.chats[0], "bob ") || !strings.Contains(f.chats[0], `"stream":true`) {
+		t.Errorf("chat calls: %q", f.chats)
+	}
+	r = httptest.NewRequest("POST", "http://"+testHost+"/console/playground/chat", strings.NewReader(`{"model":"other","messages":[{"role":"user","content":"hi"}]}`))
+	r.Header.Set("X-CSRF-Token", h.csrfToken("bob"))
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r, "bob")
+	if w.Code != http.StatusBadRequest || len(f.chats) != 1 {
+		t.Errorf("an unlisted model: status %d", w.Code)
+	}
+}
+
+func TestTrimFloat(t *testing.T) {
+	for i, tc := range []struct {
+		in   float64
+		want string
+	}{{0, "0"}, {0.0000125, "0.0000125"}, {2.5e-05, "0.000025"}, {1.5, "1.5"}, {20, "20"}, {12345, "12300"}} {
+		if got := trimFloat(tc.in); got != tc.want {
+			t.Errorf("Test %d: trimFloat(%v) = %q, want %q", i, tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package console
+
+import (
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddy-air/caddy-air/billing"
+)
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"when":  when,
+	"whenp": func(t *time.Time) string { return whenPtr(t, "—") },
+	"money": money,
+	"join":  strings.Join,
+	"ms": func(ms int64) string {
+		return (time.Duration(ms) * time.Millisecond).String()
+	},
+	"limit": func(a billing.Amount) string {
+		if a == 0 {
+			return ""
+		}
+		return a.String()
+	},
+	"outcomes": func() []string {
+		return []string{billing.OutcomeOK, billing.OutcomePartial, billing.OutcomeUpstreamError, billing.OutcomeFailed,
+			billing.OutcomeTimeout, billing.OutcomeUnavailable, billing.OutcomeCanceled, billing.OutcomeInterrupted}
+	},
+	"intOr": func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	},
+}
+
+// when formats a time in UTC to the minute.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// whenPtr formats t, or none when nil.
+func whenPtr(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return when(*t)
+}
+
+// money formats an exact amount with its currency, as `caddy air usage`
+// prints it; an unpriced amount says so.
+func money(a billing.Amount, currency string) string {
+	if currency == "" {
+		return "unpriced"
+	}
+	return a.String() + " " + currency
+}

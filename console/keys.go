@@ -1,0 +1,135 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// keysData is the keys page's data.
+type keysData struct {
+	Keys []Key
+	Now  time.Time
+	// Secret is the key just created, shown once.
+	Secret string
+	// Created is the key just created.
+	Created *Key
+	// Name and Expires echo the form after an error.
+	Name, Expires string
+}
+
+// maxKeyName bounds a key's name.
+const maxKeyName = 100
+
+func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request) {
+	h.showKeys(w, r, http.StatusOK, keysData{}, "")
+}
+
+// showKeys renders the keys page with d and an error message.
+func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, status int, d keysData, msg string) {
+	if h.cfg.Services.Keys == nil {
+		h.fail(w, r, http.StatusNotFound, "keys are not served here")
+		return
+	}
+	list, err := h.cfg.Services.Keys.List(r.Context(), userOf(r))
+	if err != nil {
+		h.internal(w, r, "listing keys", err)
+		return
+	}
+	slices.SortFunc(list, func(a, b Key) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	d.Keys, d.Now = list, h.cfg.Now()
+	h.renderMsg(w, r, status, "keys", "API keys", d, msg)
+}
+
+// createKey creates a key from the form (name, expires: a date or empty)
+// and shows its secret once.
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Services.Keys == nil {
+		h.fail(w, r, http.StatusNotFound, "keys are not served here")
+		return
+	}
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	exp := strings.TrimSpace(r.PostFormValue("expires"))
+	back := keysData{Name: name, Expires: exp}
+	if len(name) > maxKeyName {
+		h.showKeys(w, r, http.StatusBadRequest, back, "the name is longer than 100 characters")
+		return
+	}
+	var expiresAt *time.Time
+	if exp != "" {
+		t, err := time.Parse("2006-01-02", exp)
+		if err != nil {
+			h.showKeys(w, r, http.StatusBadRequest, back, "the expiry must be a date (YYYY-MM-DD)")
+			return
+		}
+		// The key works through the whole chosen day (UTC).
+		t = t.Add(24 * time.Hour)
+		if !t.After(h.cfg.Now()) {
+			h.showKeys(w, r, http.StatusBadRequest, back, "the expiry must be today or later")
+			return
+		}
+		expiresAt = &t
+	}
+	secret, k, err := h.cfg.Services.Keys.Create(r.Context(), userOf(r), name, expiresAt)
+	if err != nil {
+		h.internal(w, r, "creating a key", err)
+		return
+	}
+	h.showKeys(w, r, http.StatusCreated, keysData{Secret: secret, Created: &k}, "")
+}
+
+// ownKey returns the signed-in user's key id, or ErrNotFound: a user
+// cannot tell another user's key from one that does not exist.
+func (h *Handler) ownKey(r *http.Request, id string) (Key, error) {
+	list, err := h.cfg.Services.Keys.List(r.Context(), userOf(r))
+	if err != nil {
+		return Key{}, err
+	}
+	for _, k := range list {
+		if k.ID == id {
+			return k, nil
+		}
+	}
+	return Key{}, ErrNotFound
+}
+
+// confirmRevoke asks before a key is revoked.
+func (h *Handler) confirmRevoke(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Services.Keys == nil {
+		h.fail(w, r, http.StatusNotFound, "keys are not served here")
+		return
+	}
+	k, err := h.ownKey(r, r.PathValue("id"))
+	if errors.Is(err, ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, "you have no such key")
+		return
+	}
+	if err != nil {
+		h.internal(w, r, "reading a key", err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "revoke", "Revoke key", k)
+}
+
+// revokeKey revokes one of the user's keys.
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Services.Keys == nil {
+		h.fail(w, r, http.StatusNotFound, "keys are not served here")
+		return
+	}
+	k, err := h.ownKey(r, r.PathValue("id"))
+	if err == nil {
+		err = h.cfg.Services.Keys.Revoke(r.Context(), k.ID)
+	}
+	if errors.Is(err, ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, "you have no such key")
+		return
+	}
+	if err != nil {
+		h.internal(w, r, "revoking a key", err)
+		return
+	}
+	http.Redirect(w, r, h.cfg.Prefix+"/keys", http.StatusSeeOther)
+}
