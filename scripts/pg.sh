@@ -39,6 +39,20 @@ asowner() {
 	fi
 }
 
+# closefds closes every descriptor above stderr in this shell (bash's own
+# script descriptor, 255, is close-on-exec already): the server must not
+# inherit what its caller holds, e.g. the flock of the integration tests'
+# lock file, which a leaked server would then hold forever.
+closefds() {
+	local fd
+	for fd in /proc/$BASHPID/fd/*; do
+		fd=${fd##*/}
+		if [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ]; then
+			eval "exec $fd>&-" 2>/dev/null || true
+		fi
+	done
+}
+
 cmd=${1:-}
 case "$cmd" in
 install)
@@ -62,10 +76,10 @@ start)
 	# A random port; retried when another process holds it.
 	for _ in 1 2 3 4 5 6 7 8; do
 		port=$((20000 + RANDOM % 40000))
-		if asowner "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" \
+		if (closefds && asowner "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" \
 			--wait --timeout=30 --silent \
 			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
-			start >/dev/null 2>&1; then
+			start >/dev/null 2>&1); then
 			echo "export AIR_TEST_PG_DSN='postgres://air@127.0.0.1:$port/postgres?sslmode=disable'"
 			echo "export AIR_TEST_PG_DIR='$dir'"
 			exit 0
