@@ -275,7 +275,7 @@ func TestRequestBodyExchange(t *testing.T) {
 	}{
 		{name: "success", urls: []string{upstream.URL}, status: 200},
 		{name: "413", urls: []string{upstream.URL}, limit: 1 << 10, status: 413},
-		{name: "upstream failure, retried", urls: []string{upstream.URL, upstream.URL}, fail: true, status: 503},
+		{name: "upstream failure, retried", urls: []string{upstream.URL, upstream.URL}, fail: true, status: 502},
 		{name: "no upstream", urls: []string{refusedURL, refusedURL}, status: 503},
 		{name: "client abort", urls: []string{upstream.URL}, abort: true, status: 499},
 	} {

@@ -32,9 +32,9 @@ func TestServeHoldsTheEnd(t *testing.T) {
 		{OpenAI, answer(200, "application/json", json), "", json, 200, 200},
 		{OpenAI, sseAnswer([]string{openAI}), strings.TrimSuffix(openAI, "data: [DONE]\n\n"), "data: [DONE]\n\n", 200, 200},
 		{Anthropic, sseAnswer([]string{anthropic}), strings.TrimSuffix(anthropic, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", 200, 200},
-		// The only upstream answers 429: the client gets 503 with the
-		// upstream's Retry-After, the time its cooldown lasts.
-		{OpenAI, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"), "", unavailableJSON, 0, 503},
+		// The only upstream answers 429: its answer and Retry-After are
+		// passed through.
+		{OpenAI, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"), "", `{"error":{"message":"slow down"}}`, 0, 429},
 	} {
 		up := newUpstream(t, tc.handler)
 		body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
@@ -51,7 +51,7 @@ func TestServeHoldsTheEnd(t *testing.T) {
 		if got := rec.Body.String(); got != tc.before+tc.held {
 			t.Errorf("Test %d: after release %q", i, got)
 		}
-		if tc.status == 0 && (rec.Code != 503 || rec.Header().Get("Retry-After") != "7") {
+		if tc.status == 0 && (rec.Code != 429 || rec.Header().Get("Retry-After") != "7") {
 			t.Errorf("Test %d: held error answered %d %v", i, rec.Code, rec.Header())
 		}
 	}

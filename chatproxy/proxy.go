@@ -230,14 +230,19 @@ func (r *Result) Close() { r.Held.Close() }
 // its fallbacks. Attempts that fail before the response headers
 // (connection refused or reset; not a timeout) or answer 429, 5xx, 401,
 // 402 or 403 move on to the next target, as long as nothing has been
-// written to the client; when none remains, the client gets 503
-// upstream_unavailable with Retry-After. An upstream that does not answer
+// written to the client. When none remains, the last attempt's answer is
+// passed through unchanged if it was a 429 or 5xx (the provider's own
+// words and Retry-After, as the API contract returns responses); else
+// (a connection failure, an upstream credential refused, or no upstream
+// available at all) the client gets 503 upstream_unavailable with
+// Retry-After. An upstream that does not answer
 // within the provider's timeout gets 504 upstream_timeout. Other upstream
 // statuses are passed through at once.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	res := Result{Provider: c.Provider.Name}
 	plan := p.plan(c)
 	var last *ended // the failed attempt whose metric waits to know if another followed
+	var failed *failure // the last attempt's answer, when it was a 429 or 5xx
 	for {
 		t, err := plan.Next(r.Context())
 		if last != nil {
@@ -245,14 +250,15 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			last = nil
 		}
 		if err != nil {
-			return p.giveUp(c, &res, err)
+			return p.giveUp(c, &res, failed, err)
 		}
+		failed = nil
 		res.Attempts, res.Provider, res.Target = t.Number, t.Provider.Name, t
 		body, berr := p.bodyFor(c, t)
 		if berr != nil {
 			t.Done(routing.Outcome{Canceled: true})
 			res.Err = berr
-			return p.giveUp(c, &res, berr)
+			return p.giveUp(c, &res, nil, berr)
 		}
 		timeout := t.Provider.Timeout
 		if timeout <= 0 {
@@ -289,6 +295,9 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		if routing.Retryable(status) {
 			f := readFailure(at.resp)
 			at.close()
+			if status == http.StatusTooManyRequests || status >= 500 {
+				failed = f
+			}
 			res.Err = fmt.Errorf("upstream answered %d", status)
 			last = &ended{provider: t.Provider.Name, result: statusResult(status), status: status,
 				errType: telemetry.StatusErrorType(status), err: res.Err, deferred: true,
@@ -313,11 +322,17 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	}
 }
 
-// giveUp answers a request no attempt served: 499 when the client left,
-// else 503 upstream_unavailable with the Retry-After the router gives.
-func (p *Proxy) giveUp(c *Call, res *Result, err error) Result {
-	res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
+// giveUp answers a request no attempt served: 499 when the client left;
+// the last attempt's 429 or 5xx answer, failed, passed through; else 503
+// upstream_unavailable with the Retry-After the router gives.
+func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, err error) Result {
 	var un *routing.Unavailable
+	if failed != nil && errors.As(err, &un) {
+		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
+		res.Held = &Held{proto: c.Protocol, status: failed.status, header: failed.header, body: failed.body}
+		return *res
+	}
+	res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 	if !errors.As(err, &un) {
 		res.Status, res.Outcome = 499, OutcomeCanceled
 		if res.Err == nil {

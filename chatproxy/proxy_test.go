@@ -384,12 +384,15 @@ func TestServeRetries(t *testing.T) {
 		outcome    string
 		attempts   int
 		retryAfter string
+		reached    bool
 	}{
-		{urls: []string{closedURL(), fail500.URL, fail429.URL, ok.URL}, status: 200, body: chatJSON, outcome: OutcomeOK, attempts: 4},
-		// When every attempt fails, the client gets 503 upstream_unavailable
-		// with Retry-After: the 429's cooldown, or a second.
-		{urls: []string{fail429.URL, fail500.URL}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "7"},
-		{urls: []string{fail500.URL, fail429.URL}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "7"},
+		{urls: []string{closedURL(), fail500.URL, fail429.URL, ok.URL}, status: 200, body: chatJSON, outcome: OutcomeOK, attempts: 4, reached: true},
+		// When every attempt fails, the last answer, a 429 or 5xx, is passed
+		// through with its Retry-After; with none (the last attempt could
+		// not connect), the client gets 503 upstream_unavailable with
+		// Retry-After: a cooldown's end, or a second.
+		{urls: []string{fail429.URL, fail500.URL}, status: 500, body: `{"error":{"message":"boom"}}`, outcome: OutcomeUpstreamError, attempts: 2, reached: true},
+		{urls: []string{fail500.URL, fail429.URL}, status: 429, body: `{"error":{"message":"slow down"}}`, outcome: OutcomeUpstreamError, attempts: 2, retryAfter: "7", reached: true},
 		{urls: []string{fail500.URL, closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
 		{urls: []string{closedURL(), closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
 	} {
@@ -404,7 +407,7 @@ func TestServeRetries(t *testing.T) {
 		if got := rec.Header().Get("Retry-After"); got != tc.retryAfter {
 			t.Errorf("Test %d: Retry-After %q, want %q", i, got, tc.retryAfter)
 		}
-		if res.Reached != (tc.status == 200) {
+		if res.Reached != tc.reached {
 			t.Errorf("Test %d: reached=%v", i, res.Reached)
 		}
 	}

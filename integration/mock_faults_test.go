@@ -50,7 +50,7 @@ func TestMockFaultUpstreams(t *testing.T) {
 	}{
 		{"mock-gpt", http.StatusOK, ""},
 		{"limited-gpt", http.StatusTooManyRequests, "rate_limit_exceeded"},
-		{"broken-gpt", http.StatusBadGateway, "upstream_unavailable"},
+		{"broken-gpt", http.StatusServiceUnavailable, "upstream_unavailable"},
 	} {
 		status, _, b := call(t, http.MethodPost, "/v1/chat/completions", key, body(tc.model))
 		if status != tc.status {

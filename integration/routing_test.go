@@ -38,9 +38,10 @@ func newSwitchUpstream(t *testing.T) *switchUpstream {
 
 // TestRoutingSurvivesBadUpstreams: a model on two deployments with a
 // fallback keeps answering while one deployment fails, falls back when
-// both fail, answers 503 upstream_unavailable with Retry-After when all
-// fail, and sends traffic to a recovered deployment again after its
-// breaker's half-open probe.
+// both fail, passes the last 500 through when all fail and then, once
+// every breaker is open, answers 503 upstream_unavailable with
+// Retry-After, and sends traffic to a recovered deployment again after
+// its breaker's half-open probe.
 func TestRoutingSurvivesBadUpstreams(t *testing.T) {
 	a, b, c := newSwitchUpstream(t), newSwitchUpstream(t), newSwitchUpstream(t)
 	prov := func(name, url string) string {
@@ -98,11 +99,24 @@ func TestRoutingSurvivesBadUpstreams(t *testing.T) {
 		}
 	}
 
-	// All failing: 503 upstream_unavailable with Retry-After.
+	// All failing: the last attempt's 500 is passed through while an
+	// upstream still answers; once every breaker is open, nothing is
+	// tried and the client gets 503 upstream_unavailable with Retry-After.
 	c.failing.Store(true)
-	status, h, body := ask()
+	var status int
+	var h http.Header
+	var body string
+	for i := range 10 {
+		status, h, body = ask()
+		if status == http.StatusServiceUnavailable {
+			break
+		}
+		if status != http.StatusInternalServerError || decodeError(t, []byte(body)).Error.Message != "boom" {
+			t.Fatalf("all failing, request %d: %d %s, want the upstream's 500 passed through or 503", i, status, body)
+		}
+	}
 	if status != http.StatusServiceUnavailable || decodeError(t, []byte(body)).code() != "upstream_unavailable" {
-		t.Fatalf("all failing: %d %s, want 503 upstream_unavailable", status, body)
+		t.Fatalf("all failing, breakers open: %d %s, want 503 upstream_unavailable", status, body)
 	}
 	if ra, err := strconv.Atoi(h.Get("Retry-After")); err != nil || ra < 1 {
 		t.Fatalf("all failing: Retry-After %q", h.Get("Retry-After"))

@@ -27,7 +27,7 @@ const (
 	DefaultMinRequests  = 5
 	DefaultFailWindow   = time.Minute
 	DefaultFailDuration = 30 * time.Second
-	DefaultCooldown     = 5 * time.Second
+	DefaultCooldown     = time.Second
 	DefaultKeyCooldown  = 10 * time.Minute
 	// DefaultMaxWait is the longest a request waits for a cooling upstream
 	// when no other is available.
