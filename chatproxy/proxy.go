@@ -241,7 +241,7 @@ func (r *Result) Close() { r.Held.Close() }
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	res := Result{Provider: c.Provider.Name}
 	plan := p.plan(c)
-	var last *ended // the failed attempt whose metric waits to know if another followed
+	var last *ended     // the failed attempt whose metric waits to know if another followed
 	var failed *failure // the last attempt's answer, when it was a 429 or 5xx
 	for {
 		t, err := plan.Next(r.Context())
