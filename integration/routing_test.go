@@ -50,7 +50,7 @@ func TestRoutingSurvivesBadUpstreams(t *testing.T) {
 			base_url %s/v1
 			api_key k-%s
 			retries 1
-			fail_duration 1s
+			fail_duration 3s
 			min_requests 2
 			failure_rate 0.5
 		}
@@ -106,7 +106,7 @@ func TestRoutingSurvivesBadUpstreams(t *testing.T) {
 	var status int
 	var h http.Header
 	var body string
-	for i := range 10 {
+	for i := range 20 {
 		status, h, body = ask()
 		if status == http.StatusServiceUnavailable {
 			break
@@ -127,7 +127,7 @@ func TestRoutingSurvivesBadUpstreams(t *testing.T) {
 	a.failing.Store(false)
 	b.failing.Store(false)
 	c.failing.Store(false)
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	before := b.hits.Load()
 	for i := range 40 {
 		if status, _, model := ask(); status != 200 || (model != "up-a" && model != "up-b") {

@@ -225,7 +225,7 @@ func (p *Plan) Next(ctx context.Context) (*Target, error) {
 			}
 			return p.target(g, u, now), nil
 		}
-		at := p.readyAt(now, true)
+		at := p.readyAt(now, true, false)
 		if !p.cooled && !at.IsZero() && at.Sub(now) <= p.r.maxWait && p.r.maxWait > 0 && fits(ctx, at) {
 			p.cooled = true
 			if !p.wait(ctx, at.Sub(now)) {
@@ -370,8 +370,10 @@ func (p *Plan) availableIn(d *deployment, now time.Time) (fresh, any *Upstream) 
 
 // readyAt is the earliest time an upstream of the chain, now waiting on
 // a cooldown, breaker or key, may take requests; with budget set, only
-// groups with attempts left count. Zero when none waits on the clock.
-func (p *Plan) readyAt(now time.Time, budget bool) time.Time {
+// groups with attempts left count; without breakers, an open breaker is
+// no wait worth making (a request waits for a 429's cooldown, never for a
+// failing upstream's probe). Zero when none waits on the clock.
+func (p *Plan) readyAt(now time.Time, budget, breakers bool) time.Time {
 	var at time.Time
 	for i, g := range p.chain {
 		if budget && p.used[i] >= g.budget {
@@ -379,7 +381,7 @@ func (p *Plan) readyAt(now time.Time, budget bool) time.Time {
 		}
 		for _, d := range g.deps {
 			for _, u := range d.upstreams {
-				if t := u.readyAt(now); !t.IsZero() && (at.IsZero() || t.Before(at)) {
+				if t := u.readyAt(now, breakers); !t.IsZero() && (at.IsZero() || t.Before(at)) {
 					at = t
 				}
 			}
@@ -392,7 +394,7 @@ func (p *Plan) readyAt(now time.Time, budget bool) time.Time {
 func (p *Plan) unavailable() *Unavailable {
 	now := p.r.now()
 	d := time.Second
-	if at := p.readyAt(now, false); !at.IsZero() {
+	if at := p.readyAt(now, false, true); !at.IsZero() {
 		d = max(at.Sub(now), d)
 	}
 	return &Unavailable{RetryAfter: d}

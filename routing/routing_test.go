@@ -317,6 +317,30 @@ func TestWaitsForShortRetryAfter(t *testing.T) {
 	}
 }
 
+// TestNoWaitForOpenBreaker: a request waits for a short cooldown, never
+// for a failing upstream's breaker to let a probe through; it gets
+// Unavailable at once, with the breaker's end as Retry-After.
+func TestNoWaitForOpenBreaker(t *testing.T) {
+	f := newFixture(t, "", [2]int{1, 1}, Options{MinRequests: 1, FailureRate: 0.5, FailDuration: time.Second}, false)
+	f.route.Deployments = f.route.Deployments[1:]
+	f.r = New(Config{Table: f.r.table, Options: map[string]Options{"b": {MinRequests: 1, FailureRate: 0.5, FailDuration: time.Second}},
+		Now: f.clock.Now, MaxWait: 2 * time.Second,
+		Sleep: func(_ <-chan struct{}, d time.Duration) bool {
+			f.slept = append(f.slept, d)
+			f.clock.Advance(d)
+			return true
+		}})
+	next(t, f.r.Plan(Request{Route: f.route})).Done(Outcome{Status: 500})
+	_, err := f.r.Plan(Request{Route: f.route}).Next(context.Background())
+	var u *Unavailable
+	if !errors.As(err, &u) || u.RetryAfterSeconds() != 1 {
+		t.Fatalf("with the only breaker open for 1s: %v, want Unavailable after 1s", err)
+	}
+	if len(f.slept) != 0 {
+		t.Fatalf("slept %v waiting for an open breaker, want no wait", f.slept)
+	}
+}
+
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {

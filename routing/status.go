@@ -51,7 +51,7 @@ func (r *Router) Status() []UpstreamStatus {
 		s := UpstreamStatus{Provider: u.Provider, Deployment: u.dep.name, BaseURL: u.PublicBaseURL(), Key: u.Key,
 			Breaker: state.String(), Available: ok, Reason: reason, Attempts: st.Attempts, Failures: st.Failures,
 			InFlight: u.dep.inflight.Load(), LatencySeconds: u.dep.latency()}
-		if at := u.readyAt(now); !at.IsZero() {
+		if at := u.readyAt(now, true); !at.IsZero() {
 			s.Until = &at
 		}
 		out = append(out, s)

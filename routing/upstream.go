@@ -189,13 +189,20 @@ func (u *Upstream) available(now time.Time) (ok bool, reason string) {
 
 // readyAt is when u, unavailable for a cooldown, a breaker or its key,
 // may take requests again; zero when it is not waiting on the clock.
-func (u *Upstream) readyAt(now time.Time) time.Time {
+// Without breaker, an upstream whose breaker is open counts as not
+// waiting on the clock at all.
+func (u *Upstream) readyAt(now time.Time, breaker bool) time.Time {
 	u.mu.Lock()
 	at := u.coolUntil
-	if u.state == Open && u.openUntil.After(at) {
+	open := u.state == Open
+	if open && breaker && u.openUntil.After(at) {
 		at = u.openUntil
 	}
 	u.mu.Unlock()
+	if open && !breaker {
+		// A cooldown ending before the breaker's does not make u ready.
+		return time.Time{}
+	}
 	if k := u.prov.keyUntil(u.Key); k.After(at) {
 		at = k
 	}
