@@ -150,10 +150,6 @@ func TestResponsesBackgroundSurviveKill(t *testing.T) {
 	upstream := httptest.NewServer(mockprovider.New(mockprovider.Config{APIKey: "ext-key"}))
 	defer upstream.Close()
 	dataDir := t.TempDir()
-	prices := filepath.Join(t.TempDir(), "prices.json")
-	if err := os.WriteFile(prices, []byte(strings.ReplaceAll(respPrices, "mock-gpt", "ext-gpt")), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	cfg := quickstartConfig(t, dataDir, fmt.Sprintf(`		%s
 		provider ext {
 			protocol openai
@@ -161,17 +157,7 @@ func TestResponsesBackgroundSurviveKill(t *testing.T) {
 			api_key ext-key
 		}
 		model ext-gpt ext`, pollFast, upstream.URL))
-	text, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := strings.Replace(string(text), "prices prices.example.json", "prices "+prices, 1)
-	if changed == string(text) {
-		t.Fatal("Caddyfile.example has no `prices prices.example.json` line to replace")
-	}
-	if err := os.WriteFile(cfg, []byte(changed), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	withPrices(t, cfg, strings.ReplaceAll(respPrices, "mock-gpt", "ext-gpt"))
 	p := startProcess(t, cfg, dataDir)
 	key := lastLine(caddyCLI(t, "air", "key", "create", "--user", "bg-survivor", "--config", cfg))
 	c := openai.NewClient(option.WithBaseURL(p.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
@@ -248,4 +234,25 @@ func sameMultiset(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// withPrices makes the process config at cfg (from quickstartConfig) use
+// a price file with content prices.
+func withPrices(t *testing.T, cfg, prices string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(file, []byte(prices), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(text), "prices prices.example.json", "prices "+file, 1)
+	if changed == string(text) {
+		t.Fatal("Caddyfile.example has no `prices prices.example.json` line to replace")
+	}
+	if err := os.WriteFile(cfg, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
