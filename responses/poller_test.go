@@ -10,20 +10,11 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/internal/fakeclock"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
 )
-
-// clock is a fake clock that tests move by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // ledger is a Biller that keeps the first record of each id, as the real
 // ledger does, and counts the writes.
@@ -103,7 +94,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 type env struct {
 	t      *testing.T
-	clock  *clock
+	clock  *fakeclock.Clock
 	store  store.Responses
 	ledger *ledger
 	up     *upstream
@@ -123,7 +114,7 @@ func newEnv(t *testing.T) *env {
 	up := &upstream{status: http.StatusOK, body: `{"id":"resp_bg1","object":"response","status":"queued"}`}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	e := &env{t: t, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, store: badger.NewResponses(db),
+	e := &env{t: t, clock: fakeclock.New(time.Now().UTC().Truncate(time.Second)), store: badger.NewResponses(db),
 		ledger: &ledger{records: map[string]billing.Record{}}, up: up,
 		routes: routes{"openai": {Name: "openai", BaseURLs: []string{srv.URL + "/v1"}, APIKeys: []string{"sk-a", "sk-b"}}}}
 	e.poller, err = NewPoller(Config{Store: e.store, Routes: e.routes, Biller: e.ledger, Now: e.clock.Now,
@@ -185,16 +176,16 @@ func TestPollerBillsOnceWhenFinished(t *testing.T) {
 	if n := e.up.count(); n != 0 {
 		t.Fatalf("polled %d times before the first poll interval", n)
 	}
-	e.clock.Add(5 * time.Second)
+	e.clock.Advance(5 * time.Second)
 	e.poller.Sweep(ctx)
 	e.up.set(http.StatusOK, `{"id":"resp_bg1","status":"in_progress"}`)
-	e.clock.Add(5 * time.Second)
+	e.clock.Advance(5 * time.Second)
 	e.poller.Sweep(ctx)
 	if recs, _ := e.ledger.snapshot(); len(recs) != 0 || e.up.count() != 2 {
 		t.Fatalf("after 2 polls of a running response: %d records, %d polls; want 0 and 2", len(recs), e.up.count())
 	}
 	e.up.set(http.StatusOK, completed)
-	e.clock.Add(5 * time.Second)
+	e.clock.Advance(5 * time.Second)
 	e.poller.Sweep(ctx)
 	recs, writes := e.ledger.snapshot()
 	rec, ok := recs["req_create"]
@@ -213,7 +204,7 @@ func TestPollerBillsOnceWhenFinished(t *testing.T) {
 		t.Errorf("retrieval = %q, want a GET with the key that created the response", got)
 	}
 	// Nothing more happens later.
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	e.poller.Sweep(ctx)
 	if _, w := e.ledger.snapshot(); w != 1 || e.up.count() != 3 {
 		t.Errorf("after billing: %d writes, %d polls; want 1 and 3", w, e.up.count())
@@ -238,7 +229,7 @@ func TestPollerOutcomes(t *testing.T) {
 		e := newEnv(t)
 		e.register()
 		e.up.set(tc.status, tc.body)
-		e.clock.Add(tc.age)
+		e.clock.Advance(tc.age)
 		e.poller.Sweep(context.Background())
 		recs, writes := e.ledger.snapshot()
 		rec := recs["req_create"]
@@ -268,24 +259,24 @@ func TestPollerBacksOff(t *testing.T) {
 	ctx := context.Background()
 	e.register()
 	e.up.set(http.StatusOK, `{"status":"in_progress"}`)
-	e.clock.Add(2 * time.Minute)
+	e.clock.Advance(2 * time.Minute)
 	e.poller.Sweep(ctx)
-	e.clock.Add(15*time.Second - time.Millisecond)
+	e.clock.Advance(15*time.Second - time.Millisecond)
 	e.poller.Sweep(ctx)
 	if n := e.up.count(); n != 1 {
 		t.Fatalf("%d polls before the backoff ended, want 1", n)
 	}
-	e.clock.Add(time.Millisecond)
+	e.clock.Advance(time.Millisecond)
 	e.up.mu.Lock()
 	e.up.status, e.up.header = http.StatusTooManyRequests, http.Header{"Retry-After": {"120"}}
 	e.up.mu.Unlock()
 	e.poller.Sweep(ctx)
-	e.clock.Add(119 * time.Second)
+	e.clock.Advance(119 * time.Second)
 	e.poller.Sweep(ctx)
 	if n := e.up.count(); n != 2 {
 		t.Fatalf("%d polls before Retry-After passed, want 2", n)
 	}
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	e.poller.Sweep(ctx)
 	if n := e.up.count(); n != 3 {
 		t.Errorf("%d polls once Retry-After passed, want 3", n)
@@ -301,12 +292,12 @@ func TestRetrievalFirstThenPoller(t *testing.T) {
 	ref := e.register()
 	// The client retrieves the finished response through the gateway,
 	// which bills it (as caddymodule does) ...
-	e.clock.Add(2 * time.Second)
+	e.clock.Advance(2 * time.Second)
 	if err := Settle(ctx, e.store, e.ledger, respID, ref, ref.Finish("completed", billing.Usage{Input: 1, Output: 2}, true, ""), e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// ... and the poller, later, has nothing left to do.
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	e.poller.Sweep(ctx)
 	if _, w := e.ledger.snapshot(); w != 1 || e.up.count() != 0 {
 		t.Errorf("%d writes, %d polls after a retrieval billed the response; want 1 and 0", w, e.up.count())
@@ -328,13 +319,13 @@ func TestPollerRetriesWhatItCannotFinish(t *testing.T) {
 		e.register()
 		e.up.set(http.StatusOK, completed)
 		e.ledger.fail = context.DeadlineExceeded
-		e.clock.Add(5 * time.Second)
+		e.clock.Advance(5 * time.Second)
 		e.poller.Sweep(ctx)
 		if !e.pending() || !e.stored().Unbilled {
 			t.Fatal("a response the ledger did not take is no longer pending")
 		}
 		e.ledger.fail = nil
-		e.clock.Add(5 * time.Second)
+		e.clock.Advance(5 * time.Second)
 		e.poller.Sweep(ctx)
 		if recs, _ := e.ledger.snapshot(); len(recs) != 1 {
 			t.Errorf("%d records once the ledger is back, want 1", len(recs))
@@ -344,7 +335,7 @@ func TestPollerRetriesWhatItCannotFinish(t *testing.T) {
 		e := newEnv(t)
 		e.register()
 		delete(e.routes, "openai")
-		e.clock.Add(5 * time.Second)
+		e.clock.Advance(5 * time.Second)
 		e.poller.Sweep(ctx)
 		if _, w := e.ledger.snapshot(); w != 0 || !e.pending() {
 			t.Errorf("a response whose provider is gone: %d writes, pending %v; want it kept pending", w, e.pending())
@@ -355,7 +346,7 @@ func TestPollerRetriesWhatItCannotFinish(t *testing.T) {
 		e.register()
 		e.up.hang = make(chan struct{})
 		defer close(e.up.hang)
-		e.clock.Add(5 * time.Second)
+		e.clock.Advance(5 * time.Second)
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { e.poller.Sweep(sctx); close(done) }()
