@@ -34,7 +34,7 @@ const TTL = 30 * 24 * time.Hour
 // stopped polling without seeing it finish: it was still running after
 // the poller's max_age, or the upstream no longer knew it (deleted). Its
 // record has no usage and costs nothing.
-const OutcomeUnfinished = "unfinished"
+const OutcomeUnfinished = billing.OutcomeUnfinished
 
 // Ref is where a response lives, as stored under its id.
 type Ref struct {
