@@ -124,8 +124,8 @@ func TestLedgerSettlesInterrupted(t *testing.T) {
 }
 
 // TestQuoteUnbilledOutcomes checks that a timeout, an interruption or an
-// unfinished background response is
-// recorded with its tier and currency but no cost.
+// unfinished background response is recorded with its tier and currency
+// but no cost.
 func TestQuoteUnbilledOutcomes(t *testing.T) {
 	pt := mustPrices(t, testPrices)
 	for _, tc := range []struct {
