@@ -41,7 +41,8 @@ func init() {
 // user only (anyone else gets 404), as does a create that continues a
 // response (previous_response_id). A background response is billed when
 // a retrieval (or a cancel) shows it finished, or when the poller
-// (responses.Poller) does, whichever comes first.
+// (responses.Poller) does, whichever comes first; a delete of an unbilled
+// one first retrieves it, to bill it if it finished.
 type Responses struct{ proxyHandler }
 
 // CaddyModule returns the Caddy module information.
@@ -185,6 +186,14 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	a, ok := ref.AttemptOf(prov)
 	if !ok {
 		return respondError(w, r, errResponseNotFound(id))
+	}
+	if method == http.MethodDelete && ref.Unbilled && rt.responses != nil {
+		// Once deleted, a finished response could no longer be billed.
+		if ok, err := rt.responses.SettleIfFinished(r.Context(), id, ref); err != nil {
+			h.log.Warn("billing a background response before its deletion", zap.String("request_id", ref.Record), zap.Error(err))
+		} else if ok {
+			ref.Unbilled = false
+		}
 	}
 	path := "/responses/" + url.PathEscape(id)
 	if sub != "" {

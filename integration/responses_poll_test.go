@@ -256,3 +256,18 @@ func withPrices(t *testing.T, cfg, prices string) {
 		t.Fatal(err)
 	}
 }
+
+// TestResponsesBackgroundDeleted: a client that deletes its finished
+// background response before anyone retrieved it (and before the
+// poller's first poll) is billed for it all the same.
+func TestResponsesBackgroundDeleted(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: respPrices, Extra: "responses {\n\t\t\tpoll_interval 10m\n\t\t}"})
+	key, _ := createKey(t, "resp-deleted")
+	c := respClient(key)
+	r := createBackground(t, c, "mock-gpt", "Delete me when done", 0)
+	want := []expected{expect("mock-gpt", upstreamUsage(t, mockClient(), r.ID))}
+	if err := c.Responses.Delete(context.Background(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, "resp-deleted", want)
+}

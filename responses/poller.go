@@ -207,6 +207,19 @@ func (p *Poller) work(ctx context.Context, c store.PendingResponse) {
 	p.reschedule(ctx, log, c.ID, now.Add(max(p.interval(age), o.retryAfter)))
 }
 
+// SettleIfFinished retrieves background response id (stored as ref) from
+// its deployment once and, if it finished, bills it (Settle), reporting
+// whether it did. The gateway calls it before it deletes an unbilled
+// response, whose end could not be seen after.
+func (p *Poller) SettleIfFinished(ctx context.Context, id string, ref Ref) (bool, error) {
+	o, err := p.poll(ctx, id, &ref)
+	if err != nil || !Finished(o.status) {
+		return false, err
+	}
+	rec := ref.Finish(o.status, o.usage, o.reported, o.serviceTier)
+	return true, Settle(ctx, p.c.Store, p.c.Biller, id, ref, rec, p.c.Now())
+}
+
 // interval is the wait before the next poll of a response of age age.
 func (p *Poller) interval(age time.Duration) time.Duration {
 	return min(max(age/8, p.c.PollInterval), p.c.MaxPollInterval)

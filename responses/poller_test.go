@@ -369,3 +369,22 @@ func TestNewPollerRefusesAShortLease(t *testing.T) {
 		t.Errorf("NewPoller with a 10 s lease = %v, want an error about the lease", err)
 	}
 }
+
+func TestSettleIfFinished(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ref := e.register()
+	if ok, err := e.poller.SettleIfFinished(ctx, respID, ref); ok || err != nil {
+		t.Fatalf("SettleIfFinished(queued) = %v, %v; want false", ok, err)
+	}
+	if _, w := e.ledger.snapshot(); w != 0 || !e.pending() {
+		t.Fatalf("a queued response was billed (%d writes) or is no longer pending", w)
+	}
+	e.up.set(http.StatusOK, completed)
+	if ok, err := e.poller.SettleIfFinished(ctx, respID, ref); !ok || err != nil {
+		t.Fatalf("SettleIfFinished(completed) = %v, %v; want true", ok, err)
+	}
+	if recs, w := e.ledger.snapshot(); w != 1 || recs["req_create"].Usage.Output != 50 || e.pending() || e.stored().Unbilled {
+		t.Errorf("after SettleIfFinished: %d writes, records %v, pending %v", w, recs, e.pending())
+	}
+}
