@@ -123,14 +123,15 @@ func TestLedgerSettlesInterrupted(t *testing.T) {
 	}
 }
 
-// TestQuoteUnbilledOutcomes checks that a timeout or an interruption is
-// recorded with its tier and currency but no cost.
+// TestQuoteUnbilledOutcomes checks that a timeout, an interruption or an
+// unfinished background response is recorded with its tier and currency
+// but no cost.
 func TestQuoteUnbilledOutcomes(t *testing.T) {
 	pt := mustPrices(t, testPrices)
 	for _, tc := range []struct {
 		outcome string
 		free    bool
-	}{{OutcomeOK, false}, {OutcomeCanceled, false}, {OutcomeTimeout, true}, {OutcomeInterrupted, true}, {OutcomeUnavailable, true}} {
+	}{{OutcomeOK, false}, {OutcomeCanceled, false}, {OutcomeTimeout, true}, {OutcomeInterrupted, true}, {OutcomeUnavailable, true}, {OutcomeUnfinished, true}} {
 		rec := Record{Model: "qwen3-max", Usage: Usage{Input: 1000, Output: 100}, Outcome: tc.outcome}
 		q := pt.QuoteRecord(&rec)
 		if !q.Priced || (q.Cost == 0) != tc.free {

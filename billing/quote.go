@@ -78,11 +78,13 @@ func (pt *PriceTable) priceModel(rec *Record) string {
 
 // Unbilled reports the outcomes recorded at no cost: an upstream that did
 // not answer within its timeout, upstreams that could not be reached after
-// the request was sent, and a request interrupted by the gateway's own
-// stop. Their usage is an estimate, kept so that an operator can reconcile
-// it with the provider's bill.
+// the request was sent, a request interrupted by the gateway's own stop,
+// and a background response never seen finished. Their usage is an
+// estimate (none for the last), kept so that an operator can reconcile it
+// with the provider's bill.
 func Unbilled(outcome string) bool {
-	return outcome == OutcomeTimeout || outcome == OutcomeUnavailable || outcome == OutcomeInterrupted
+	return outcome == OutcomeTimeout || outcome == OutcomeUnavailable || outcome == OutcomeInterrupted ||
+		outcome == OutcomeUnfinished
 }
 
 // quote prices usage and units of model served at serviceTier.

@@ -38,6 +38,11 @@ const (
 	// headers arrived: the upstream received the prompt, so it is billed
 	// on its estimate.
 	OutcomeCanceled = "canceled"
+	// OutcomeUnfinished is a background response the gateway stopped
+	// polling without seeing it finish (still running after the poller's
+	// max_age, or no longer known to the upstream). It has no usage and is
+	// not billed (see Unbilled).
+	OutcomeUnfinished = "unfinished"
 )
 
 // Record is the ledger entry of one settled request or task. It is written

@@ -93,6 +93,8 @@ type App struct {
 	Models []*ModelConfig `json:"models,omitempty"`
 	// Tasks tunes the image and video task service.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Responses tunes the poller that bills background responses.
+	Responses *ResponsesConfig `json:"responses,omitempty"`
 	// Health tunes the health checks.
 	Health *HealthConfig `json:"health,omitempty"`
 	// Metrics configures the Prometheus metrics. Default: on, without
@@ -444,6 +446,9 @@ func (a *App) Validate() error {
 	}
 	if a.MaxJSONDepth < 0 {
 		return errors.New("max_json_depth must be positive")
+	}
+	if err := a.Responses.validate(); err != nil {
+		return err
 	}
 	if a.Tasks != nil && a.Tasks.Lease < 0 {
 		return errors.New("tasks: lease must be positive")

@@ -70,6 +70,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			max_concurrent_creates <n>
 //			lease <duration>
 //		}
+//		responses {
+//			poll_interval <duration>
+//			max_poll_interval <duration>
+//			max_age <duration>
+//			lease <duration>
+//		}
 //		health {
 //			window <duration>
 //			min_success_rate <0..1>
@@ -137,6 +143,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseModel(d)
 		case "tasks":
 			err = a.parseTasks(d)
+		case "responses":
+			err = a.parseResponses(d)
 		case "health":
 			err = a.parseHealth(d)
 		case "metrics":

@@ -222,7 +222,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
 	servedBy(&rec, res.Target)
-	if h.remember(r.Context(), st, &rec, in, &res) {
+	if h.remember(r.Context(), st, rt, &rec, in, &res) {
 		// A background response is billed once it is finished.
 		reservation.ReleaseCost()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -40,7 +40,9 @@ func init() {
 // /v1/responses/{id}/input_items` go to that deployment only, for that
 // user only (anyone else gets 404), as does a create that continues a
 // response (previous_response_id). A background response is billed when
-// a retrieval (or a cancel) shows it finished.
+// a retrieval (or a cancel) shows it finished, or when the poller
+// (responses.Poller) does, whichever comes first; a delete of an unbilled
+// one first retrieves it, to bill it if it finished.
 type Responses struct{ proxyHandler }
 
 // CaddyModule returns the Caddy module information.
@@ -55,10 +57,6 @@ func (h *Responses) Provision(ctx caddy.Context) error {
 		kind: providers.KindChat, inspect: chatproxy.InspectResponses,
 	})
 }
-
-// responseTTL is how long the gateway maps a response id: OpenAI keeps
-// stored responses for 30 days.
-const responseTTL = 30 * 24 * time.Hour
 
 // ServeHTTP serves a create (POST on the path ending in /responses) or a
 // request about one stored response (the path's /responses/{id}[/sub]).
@@ -75,25 +73,6 @@ func (h *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	return h.serveStored(w, r, id, sub)
 }
 
-// responseRef is where a response lives, as stored under its id.
-type responseRef struct {
-	User     string `json:"user"`
-	KeyID    string `json:"key_id"`
-	Provider string `json:"provider"`
-	BaseURL  string `json:"base_url"`
-	// Key is the index of the provider's API key that created it; -1
-	// when the provider has none.
-	Key   int    `json:"key"`
-	Model string `json:"model"`
-	// Record is the id of the create's ledger record.
-	Record  string    `json:"record"`
-	Created time.Time `json:"created"`
-	// Unbilled is set for a background response whose usage was not known
-	// when it was created: it is billed, under Record, when a retrieval
-	// shows it finished.
-	Unbilled bool `json:"unbilled,omitempty"`
-}
-
 // errResponseNotFound is OpenAI's answer for a response id it does not
 // know, given for ids of other users too.
 func errResponseNotFound(id string) *apierror.Error {
@@ -101,8 +80,8 @@ func errResponseNotFound(id string) *apierror.Error {
 }
 
 // lookup returns the response id of user's, or a 404.
-func lookup(ctx context.Context, st *state, user, id string) (responseRef, *apierror.Error) {
-	var ref responseRef
+func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *apierror.Error) {
+	var ref responses.Ref
 	if st.repos.Responses == nil || id == "" {
 		return ref, errResponseNotFound(id)
 	}
@@ -113,25 +92,10 @@ func lookup(ctx context.Context, st *state, user, id string) (responseRef, *apie
 	case err != nil:
 		return ref, errStorage
 	}
-	if json.Unmarshal(b, &ref) != nil || ref.User != user {
+	if ref, err = responses.Decode(b); err != nil || ref.User != user {
 		return ref, errResponseNotFound(id)
 	}
 	return ref, nil
-}
-
-// attemptOf is the deployment ref names, if prov still has it.
-func (ref *responseRef) attemptOf(prov *providers.Provider) (providers.Attempt, bool) {
-	if prov == nil || !slices.ContainsFunc(prov.BaseURLs, func(u string) bool { return strings.TrimRight(u, "/") == ref.BaseURL }) {
-		return providers.Attempt{}, false
-	}
-	a := providers.Attempt{BaseURL: ref.BaseURL}
-	switch {
-	case ref.Key >= 0 && ref.Key < len(prov.APIKeys):
-		a.APIKey = prov.APIKeys[ref.Key]
-	case ref.Key >= 0 || len(prov.APIKeys) > 0:
-		return providers.Attempt{}, false
-	}
-	return a, true
 }
 
 // pinned returns the only attempt of a create that continues a previous
@@ -152,7 +116,7 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 	if ref.Provider != route.Provider.Name {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the previous response is held by provider %q, which does not serve model %q", ref.Provider, in.Model))
 	}
-	a, ok := ref.attemptOf(route.Provider)
+	a, ok := ref.AttemptOf(route.Provider)
 	if !ok {
 		return nil, apierror.NotFound("previous_response_not_found", "the deployment that holds the previous response is no longer configured").WithParam("previous_response_id")
 	}
@@ -161,22 +125,28 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 
 // remember maps the id of the response a create made, and reports whether
 // its billing waits for its completion: a background response whose
-// usage the answer did not report. It is called before the answer's end
-// is released, so that a client never holds an id the gateway cannot
-// route.
-func (h *proxyHandler) remember(ctx context.Context, st *state, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result) (deferred bool) {
+// usage the answer did not report, which is then registered pending for
+// the poller (responses.Poller). It is called before the answer's end is
+// released, so that a client never holds an id the gateway cannot route,
+// and a response the gateway defers is always polled.
+func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result) (deferred bool) {
 	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.repos.Responses == nil {
 		return false
 	}
-	ref := responseRef{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
+	ref := responses.Ref{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
 		Model: rec.Model, Record: rec.ID, Created: rec.Time}
 	if prov := h.app.Routes().Provider(rec.Provider); prov != nil && res.Attempt.APIKey != "" {
 		ref.Key = slices.Index(prov.APIKeys, res.Attempt.APIKey)
 	}
 	ref.Unbilled = in.Background && res.Source != billing.SourceReported && res.Status < 300 &&
-		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress")
-	b, _ := json.Marshal(ref)
-	if err := st.repos.Responses.Put(ctx, res.ResponseID, b, responseTTL); err != nil {
+		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.responses != nil
+	var err error
+	if ref.Unbilled {
+		err = st.repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.responses.FirstPoll(time.Now()))
+	} else {
+		err = st.repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL)
+	}
+	if err != nil {
 		h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
@@ -213,9 +183,17 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		return respondError(w, r, aerr)
 	}
 	prov := h.app.Routes().Provider(ref.Provider)
-	a, ok := ref.attemptOf(prov)
+	a, ok := ref.AttemptOf(prov)
 	if !ok {
 		return respondError(w, r, errResponseNotFound(id))
+	}
+	if method == http.MethodDelete && ref.Unbilled && rt.responses != nil {
+		// Once deleted, a finished response could no longer be billed.
+		if ok, err := rt.responses.SettleIfFinished(r.Context(), id, ref); err != nil {
+			h.log.Warn("billing a background response before its deletion", zap.String("request_id", ref.Record), zap.Error(err))
+		} else if ok {
+			ref.Unbilled = false
+		}
 	}
 	path := "/responses/" + url.PathEscape(id)
 	if sub != "" {
@@ -232,7 +210,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	})
 	defer res.Close()
 	var err error
-	if ref.Unbilled && sub != "input_items" && finished(res.ResponseStatus) {
+	if ref.Unbilled && sub != "input_items" && responses.Finished(res.ResponseStatus) {
 		err = h.billBackground(r.Context(), st, rt, id, ref, &res)
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
@@ -240,45 +218,15 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	return h.finish(w, r, res.Held, err)
 }
 
-// finished reports a response status after which nothing more is billed.
-func finished(status string) bool {
-	switch status {
-	case "completed", "incomplete", "failed", "cancelled":
-		return true
-	}
-	return false
-}
-
 // billBackground writes the ledger record of a background response that
-// res shows finished, under the id of its create's record: the write is
-// idempotent, so concurrent retrievals bill it once. The mapping is then
-// marked billed.
-func (h *Responses) billBackground(ctx context.Context, st *state, rt *runtime, id string, ref responseRef, res *chatproxy.Result) error {
-	outcome := billing.OutcomeOK
-	switch res.ResponseStatus {
-	case "failed":
-		outcome = billing.OutcomeUpstreamError
-	case "cancelled":
-		outcome = billing.OutcomeCanceled
-	}
-	var u billing.Usage
-	if res.Source == billing.SourceReported {
-		u = res.Usage
-	}
-	_, _, err := rt.billing.Charge(ctx, billing.Record{
-		ID: ref.Record, Time: ref.Created, Endpoint: billing.EndpointResponses, User: ref.User, KeyID: ref.KeyID,
-		Model: ref.Model, Provider: ref.Provider, Usage: u, Source: billing.SourceReported, Status: http.StatusOK, Outcome: outcome,
-	})
-	if err != nil {
+// res shows finished, under the id of its create's record, and marks the
+// mapping billed (responses.Settle): the write is idempotent, so
+// concurrent retrievals, and the poller, bill it once.
+func (h *Responses) billBackground(ctx context.Context, st *state, rt *runtime, id string, ref responses.Ref, res *chatproxy.Result) error {
+	rec := ref.Finish(res.ResponseStatus, res.Usage, res.Source == billing.SourceReported, res.ServiceTier)
+	if err := responses.Settle(ctx, st.repos.Responses, rt.responseBiller, id, ref, rec, time.Now()); err != nil {
 		h.log.Error("billing a finished background response", zap.String("request_id", ref.Record), zap.Error(err))
 		return err
-	}
-	ref.Unbilled = false
-	b, _ := json.Marshal(ref)
-	if ttl := time.Until(ref.Created.Add(responseTTL)); ttl > 0 {
-		if err := st.repos.Responses.Put(ctx, id, b, ttl); err != nil {
-			h.log.Warn("marking a background response billed", zap.String("request_id", ref.Record), zap.Error(err))
-		}
 	}
 	return nil
 }

@@ -10,14 +10,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
 // runtime holds the services of one started config: they combine the
 // config's settings (prices, routes) with the pooled state.
 type runtime struct {
-	billing *billing.Engine
-	tasks   *tasks.Service
+	billing   *billing.Engine
+	tasks     *tasks.Service
+	responses *responses.Poller
+	// responseBiller bills finished background responses, for the poller
+	// and for retrievals alike.
+	responseBiller responseBiller
 }
 
 // loadPrices reads the price file at config load, so that a malformed one
@@ -61,6 +66,17 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	rb := responseBiller{engine: engine, app: a}
+	var poller *responses.Poller
+	if st.repos.Responses != nil {
+		pc := a.Responses.pollerConfig()
+		pc.Store, pc.Routes, pc.Biller = st.repos.Responses, a.routes, rb
+		pc.Client = &http.Client{Transport: a.transport.Transport}
+		pc.Logger = a.logger.Named("responses")
+		if poller, err = responses.NewPoller(pc); err != nil {
+			return nil, err
+		}
+	}
 	st.interrupted.Do(func() {
 		n, err := engine.SettleInterrupted(context.Background())
 		if err != nil {
@@ -69,16 +85,20 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 			a.logger.Warn("recorded requests that the last stop interrupted (outcome interrupted, usage estimated, no cost)", zap.Int("records", n))
 		}
 	})
-	return &runtime{billing: engine, tasks: svc}, nil
+	return &runtime{billing: engine, tasks: svc, responses: poller, responseBiller: rb}, nil
 }
 
-// runBackground runs the task poller until ctx is done. It resumes the
-// running tasks of the store, so tasks survive reloads and restarts.
+// runBackground runs the task poller and the background-response poller
+// until ctx is done. They resume the running tasks and pending responses
+// of the store, so both survive reloads and restarts.
 func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	if a.Storage.Backend == backendPostgres {
 		go a.settleTakenOver(ctx, rt)
 	}
 	go a.router.RunHealthChecks(ctx, a.Transport())
+	if rt.responses != nil {
+		go rt.responses.Run(ctx)
+	}
 	rt.tasks.Run(ctx)
 }
 
@@ -154,7 +174,27 @@ func (a *App) taskObserver() tasks.Observer {
 	return a.metrics
 }
 
-var _ tasks.Biller = taskBiller{}
+// responseBiller charges finished background responses to the ledger,
+// idempotently by the id of their create's record.
+type responseBiller struct {
+	engine *billing.Engine
+	app    *App
+}
+
+// Charge implements responses.Biller.
+func (b responseBiller) Charge(ctx context.Context, rec billing.Record) error {
+	rec, fresh, err := b.engine.Charge(ctx, rec)
+	if err == nil && fresh {
+		b.app.metricsRoute(rec.Model).Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
+	}
+	return err
+}
+
+// Interface guards.
+var (
+	_ tasks.Biller     = taskBiller{}
+	_ responses.Biller = responseBiller{}
+)
 
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {

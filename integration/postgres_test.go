@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/shopspring/decimal"
 
 	"github.com/caddy-air/caddy-air/internal/pgtest"
 )
@@ -277,6 +280,82 @@ func TestPostgresTwoInstances(t *testing.T) {
 			t.Fatalf("A still accepts the key %v after B revoked it (status %d)", time.Since(revoked), status)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPostgresTwoInstancesPollBackground runs two gateway processes on
+// one PostgreSQL database, both polling background responses every
+// 100 ms: background responses created on both and never retrieved are
+// each billed exactly once, at their exact cost, whichever instance's
+// poller claimed them.
+func TestPostgresTwoInstancesPollBackground(t *testing.T) {
+	t.Setenv("AIR_TEST_POLL_PG_DSN", pgtest.DSN(t))
+	dataA, dataB := t.TempDir(), t.TempDir()
+	cfgA := quickstartConfig(t, dataA, "\t\tresponses {\n\t\t\tpoll_interval 100ms\n\t\t}")
+	withPrices(t, cfgA, respPrices)
+	src, err := os.ReadFile(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textA := strings.Replace(string(src), "storage badger "+dataA, "storage postgres {env.AIR_TEST_POLL_PG_DSN}", 1)
+	textB := strings.ReplaceAll(textA, procHTTPPort, procHTTPPortB)
+	textB = strings.Replace(textB, "admin "+procAdminAddr, "admin "+procAdminAddrB, 1)
+	// Both use A's mock provider, which keeps the responses in A's memory.
+	textB = strings.ReplaceAll(textB, "localhost:"+procHTTPPortB+"/mock", "localhost:"+procHTTPPort+"/mock")
+	cfgB := cfgA + ".b"
+	if err := os.WriteFile(cfgA, []byte(textA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgB, []byte(textB), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startProcessAt(t, procHTTPPort, cfgA, dataA, "/v1/models", http.StatusUnauthorized)
+	b := startProcessAt(t, procHTTPPortB, cfgB, dataB, "/v1/models", http.StatusUnauthorized)
+	defer a.stop()
+	defer b.stop()
+	key := lastLine(caddyCLI(t, "air", "key", "create", "--user", "bg-two", "--config", cfgA))
+	mock := openai.NewClient(option.WithBaseURL(a.url("/mock/v1/")), option.WithAPIKey("mock-upstream-key"), option.WithMaxRetries(0))
+	var ids []string
+	for i := range 10 {
+		p := []*process{a, b}[i%2]
+		c := openai.NewClient(option.WithBaseURL(p.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
+		ids = append(ids, createBackground(t, c, "mock-gpt", fmt.Sprintf("two %d", i), time.Duration(300+100*i)*time.Millisecond).ID)
+	}
+	want := map[string]int{}
+	for _, id := range ids {
+		want[expect("mock-gpt", upstreamUsage(t, mock, id)).cost.String()]++
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("AIR_TEST_POLL_PG_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	count := func() (n, distinct int) {
+		if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT id) FROM air_ledger WHERE user_name = 'bg-two'`).Scan(&n, &distinct); err != nil {
+			t.Fatal(err)
+		}
+		return n, distinct
+	}
+	eventually(t, 20*time.Second, "every background response billed", func() bool {
+		n, _ := count()
+		return n >= len(ids)
+	})
+	time.Sleep(time.Second) // both pollers had their chance to bill again
+	if n, distinct := count(); n != len(ids) || distinct != len(ids) {
+		t.Fatalf("%d records (%d ids) for %d background responses, want one each", n, distinct, len(ids))
+	}
+	for _, rec := range procLedger(t, "bg-two") {
+		cost, err := decimal.NewFromString(rec.Cost)
+		if err != nil || rec.Outcome != "ok" {
+			t.Fatalf("record %+v", rec)
+		}
+		want[cost.String()]--
+	}
+	for cost, n := range want {
+		if n != 0 {
+			t.Errorf("cost %s: %d records more than expected", cost, -n)
+		}
 	}
 }
 

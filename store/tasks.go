@@ -58,12 +58,44 @@ type Tasks interface {
 	ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]TaskRecord, error)
 }
 
+// PendingResponse is a stored response the gateway still has work on
+// (a background response to bill once it finishes), as ClaimDue returns
+// it.
+type PendingResponse struct {
+	// ID is the response id.
+	ID string
+	// Value is what is stored under ID.
+	Value []byte
+	// Due is when the response next needs work: after a claim, the end of
+	// the claim's lease.
+	Due time.Time
+}
+
 // Responses maps response ids (of APIs with stored responses: OpenAI's
 // Responses API) to what the gateway needs to find them again: the user,
 // provider, deployment and model that created them.
+//
+// A mapping may also be pending: a background response that the gateway
+// polls until it can bill it. Pending mappings are claimed with leases,
+// as tasks are (see Tasks): ClaimDue moves a due mapping's Due to the end
+// of the lease in the same atomic step in which it selects it, so
+// concurrent claims (from goroutines or instances) never return the same
+// id twice within a lease. Put ends the pending state.
 type Responses interface {
-	// Put stores value under id until ttl passes, replacing any.
+	// Put stores value under id until ttl passes, replacing any; the id is
+	// no longer pending.
 	Put(ctx context.Context, id string, value []byte, ttl time.Duration) error
+	// PutPending is Put that leaves id pending, due at due.
+	PutPending(ctx context.Context, id string, value []byte, ttl time.Duration, due time.Time) error
 	// Get returns the value under id, or ErrNotFound if none or expired.
 	Get(ctx context.Context, id string) ([]byte, error)
+	// ClaimDue claims up to max pending, unexpired ids whose Due is at or
+	// before now, setting their Due to now+lease, and returns them as
+	// claimed. An id is returned by at most one ClaimDue until its lease
+	// ends.
+	ClaimDue(ctx context.Context, now time.Time, lease time.Duration, max int) ([]PendingResponse, error)
+	// Reschedule sets the Due of pending id and reports true; it reports
+	// false, changing nothing, when id is missing, expired or no longer
+	// pending.
+	Reschedule(ctx context.Context, id string, due time.Time) (bool, error)
 }

@@ -270,6 +270,53 @@ func TestClaimsAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestResponseClaimsAcrossInstances: pending background responses
+// claimed by three instances at once are each claimed by exactly one
+// within a lease, and taken over by another after it.
+func TestResponseClaimsAcrossInstances(t *testing.T) {
+	ctx := context.Background()
+	dbs := instances(t, 3)
+	now := time.Now().UTC()
+	const n = 30
+	for i := range n {
+		if err := dbs[0].Repos().Responses.PutPending(ctx, fmt.Sprintf("resp_%02d", i), []byte(`{}`), time.Hour, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	owner := map[string]int{}
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				got, err := db.Repos().Responses.ClaimDue(ctx, now, time.Minute, 4)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, p := range got {
+					if prev, ok := owner[p.ID]; ok {
+						t.Errorf("response %s claimed by instance %d and %d within a lease", p.ID, prev, i)
+					}
+					owner[p.ID] = i
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(owner) != n {
+		t.Errorf("%d responses claimed, want %d", len(owner), n)
+	}
+	got, err := dbs[1].Repos().Responses.ClaimDue(ctx, now.Add(2*time.Minute), time.Minute, 100)
+	if err != nil || len(got) != n {
+		t.Errorf("takeover after the lease claimed %d responses (%v), want %d", len(got), err, n)
+	}
+}
+
 // TestMediaSharedAndStreamed stores a file bigger than a chunk on one
 // instance and reads it, whole and by ranges, on another.
 func TestMediaSharedAndStreamed(t *testing.T) {

@@ -79,30 +79,3 @@ func RunMedia(t *testing.T, b Backend) {
 		f.Content.Close()
 	}
 }
-
-// RunResponses checks store.Responses, if the backend has it: a Put
-// replaces, a missing id is ErrNotFound, and mappings survive a restart.
-func RunResponses(t *testing.T, b Backend) {
-	ctx := context.Background()
-	h := b.open(t)
-	r := h.r.Responses
-	if r == nil {
-		return // optional: nothing stores response ids yet
-	}
-	must(t, r.Put(ctx, "resp_1", []byte("a"), time.Hour))
-	must(t, r.Put(ctx, "resp_1", []byte("b"), time.Hour))
-	if v, err := r.Get(ctx, "resp_1"); err != nil || string(v) != "b" {
-		t.Errorf("Get = %q, %v", v, err)
-	}
-	if _, err := r.Get(ctx, "resp_2"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Get(missing) = %v", err)
-	}
-	must(t, r.Put(ctx, "resp/with spaces", []byte("c"), time.Hour))
-	b.reopen(t, h)
-	r = h.r.Responses
-	for id, want := range map[string]string{"resp_1": "b", "resp/with spaces": "c"} {
-		if v, err := r.Get(ctx, id); err != nil || string(v) != want {
-			t.Errorf("after a restart, Get(%q) = %q, %v", id, v, err)
-		}
-	}
-}
