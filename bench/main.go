@@ -336,10 +336,14 @@ func benchmark(ctx context.Context, o options) error {
 		"scenarios 4 to 6 like 1 and 2; scenario 7: %d MiB, %d downloads at once, %d each per round. Command: `go run ./bench %s`.",
 		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife,
 		o.mediaSize, o.mediaConcurrency, o.mediaDownloads, strings.Join(os.Args[1:], " "))
-	tbl, verdict := table(scenarios)+idle.String(), verdicts(scenarios)
+	var tbl, verdict string
+	if len(scenarios) > 0 || pgs == nil {
+		tbl, verdict = table(scenarios), verdicts(scenarios)
+	}
+	tbl += idle.String()
 	if pgs != nil {
 		params += " Scenario pg: " + pgParams
-		tbl += "\n" + pgTable(pgs)
+		tbl = strings.TrimPrefix(tbl+"\n"+pgTable(pgs)+b.pgIdle, "\n")
 		verdict += pgVerdicts(pgs)
 	}
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
