@@ -171,4 +171,3 @@ func dsnHost(dsn string) string {
 	}
 	return u.Host + u.Path
 }
-
