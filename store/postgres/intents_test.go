@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -137,5 +138,23 @@ func TestDropResolved(t *testing.T) {
 				t.Errorf("record %d is %q, want %q's", i, recs[i], id)
 			}
 		}
+	}
+}
+
+// TestIntentAddFailsWithoutTheDatabase adds an intent when its commit
+// cannot happen: Add returns an error (the request is refused before it
+// reaches an upstream) instead of succeeding or hanging.
+func TestIntentAddFailsWithoutTheDatabase(t *testing.T) {
+	db := instances(t, 1)[0]
+	db.pool.Close()
+	done := make(chan error, 1)
+	go func() { done <- db.Repos().Intents.Add(rec("lost", 1)) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Add succeeded without a database")
+		}
+	case <-time.After(intentWait + commitTimeout):
+		t.Error("Add did not return")
 	}
 }
