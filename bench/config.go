@@ -58,12 +58,13 @@ func bareCaddyfile(adminPort, port, upstreamPort int, mediaDir string) string {
 
 // airCaddyfile is caddy-air: key authentication, the chat proxy with its
 // usage tap, ledger and billing, tasks and their re-hosted media (scenario
-// 7), state in Badger under dataDir, no access log.
+// 7), state in the storage line's backend (storage is its arguments:
+// "badger <dir>" or "postgres <dsn>"), no access log.
 // extra is Caddyfile text added to its air block (the -air-options flag).
-func airCaddyfile(adminPort, port, upstreamPort int, dataDir, pricesFile, extra string) string {
+func airCaddyfile(adminPort, port, upstreamPort int, storage, pricesFile, extra string) string {
 	return fmt.Sprintf("{\n"+globalOptions+`	air {
 		`+extra+`
-		storage badger %s
+		storage %s
 		prices %s
 		provider mock {
 			protocol openai
@@ -88,7 +89,7 @@ http://:%d {
 		air_media
 	}
 }
-`, adminPort, dataDir, pricesFile, upstreamPort, upstreamKey, benchModel, mediaModel, port)
+`, adminPort, storage, pricesFile, upstreamPort, upstreamKey, benchModel, mediaModel, port)
 }
 
 // writeFile writes content to name in dir and returns its path.

@@ -87,7 +87,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run, not in the default set")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), neither in the default set")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
@@ -184,12 +184,15 @@ func benchmark(ctx context.Context, o options) error {
 		return fmt.Errorf("%s: %v (build it with -build or `go build -o %s ./cmd/caddy`)", o.caddyBin, err, o.caddyBin)
 	}
 	want := map[int]bool{}
+	wantPG := false
 	for _, s := range strings.Split(o.scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "1", "2", "3", "4", "5", "6", "7", "8":
 			want[int(s[0]-'0')] = true
 		case "chaos":
 			want[chaosScenario] = true
+		case "pg":
+			wantPG = true
 		default:
 			return fmt.Errorf("-scenarios: unknown scenario %q", s)
 		}
@@ -236,7 +239,7 @@ func benchmark(ctx context.Context, o options) error {
 	procs := []*caddyProcess{bare, air}
 	var noMetrics *caddyProcess
 	if o.metricsOff {
-		if noMetrics, err = newAirProcess(o.caddyBin, tmp, noMetricsName, upPort, o.airOptions+"\n\t\tmetrics off"); err != nil {
+		if noMetrics, err = newAirProcess(o.caddyBin, tmp, noMetricsName, upPort, "", o.airOptions+"\n\t\tmetrics off"); err != nil {
 			return err
 		}
 		defer noMetrics.Stop()
@@ -350,6 +353,13 @@ func benchmark(ctx context.Context, o options) error {
 		scenarios = append(scenarios, sc)
 	}
 
+	var pgs []*pgScenario
+	if wantPG {
+		if pgs, err = b.pgScenarios(ctx, root, tmp, upPort); err != nil {
+			return err
+		}
+	}
+
 	host := machine(strings.TrimSpace(string(version)))
 	params := fmt.Sprintf("Parameters: %d rounds per scenario and target, alternating which goes first; "+
 		"scenarios 1 and 2: %v of constant-rate load per round (after %v of warm-up), at most %d requests in flight; "+
@@ -357,7 +367,16 @@ func benchmark(ctx context.Context, o options) error {
 		"scenarios 4 to 6 like 1 and 2; scenario 7: %d MiB, %d downloads at once, %d each per round. Command: `go run ./bench %s`.",
 		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife,
 		o.mediaSize, o.mediaConcurrency, o.mediaDownloads, strings.Join(os.Args[1:], " "))
-	tbl, verdict := table(scenarios)+idle.String(), verdicts(scenarios)
+	var tbl, verdict string
+	if len(scenarios) > 0 || pgs == nil {
+		tbl, verdict = table(scenarios), verdicts(scenarios)
+	}
+	tbl += idle.String()
+	if pgs != nil {
+		params += " Scenario pg: " + pgParams
+		tbl = strings.TrimPrefix(tbl+"\n"+pgTable(pgs)+b.pgIdle, "\n")
+		verdict += pgVerdicts(pgs)
+	}
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
 	if o.writeReadme {
 		path := filepath.Join(root, "bench", "README.md")
@@ -405,15 +424,16 @@ func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *ca
 	if err != nil {
 		return nil, nil, err
 	}
-	air, err = newAirProcessOn(bin, tmp, "air", ports[2], ports[3], upPort, airOptions)
+	air, err = newAirProcessOn(bin, tmp, "air", ports[2], ports[3], upPort, "", airOptions)
 	return bare, air, err
 }
 
 // noMetricsName names the caddy-air process with `metrics off`.
 const noMetricsName = "air-nometrics"
 
-// newAirProcess prepares another caddy-air process, on fresh ports.
-func newAirProcess(bin, tmp, name string, upPort int, airOptions string) (*caddyProcess, error) {
+// newAirProcess prepares another caddy-air process, on fresh ports, with
+// storage as in newAirProcessOn.
+func newAirProcess(bin, tmp, name string, upPort int, storage, airOptions string) (*caddyProcess, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -422,12 +442,13 @@ func newAirProcess(bin, tmp, name string, upPort int, airOptions string) (*caddy
 	if err != nil {
 		return nil, err
 	}
-	return newAirProcessOn(bin, tmp, name, port, admin, upPort, airOptions)
+	return newAirProcessOn(bin, tmp, name, port, admin, upPort, storage, airOptions)
 }
 
 // newAirProcessOn prepares a caddy-air process named name, its config and
-// working directory under tmp.
-func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, airOptions string) (*caddyProcess, error) {
+// working directory under tmp. storage is the arguments of its storage
+// line; empty means Badger in its working directory.
+func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, storage, airOptions string) (*caddyProcess, error) {
 	dir := filepath.Join(tmp, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -436,7 +457,10 @@ func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, airOptions 
 	if err != nil {
 		return nil, err
 	}
-	path, err := writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, filepath.Join(dir, "badger"), prices, airOptions))
+	if storage == "" {
+		storage = "badger " + filepath.Join(dir, "badger")
+	}
+	path, err := writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, storage, prices, airOptions))
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,9 @@ type bench struct {
 	targets []*target
 	// restart restarts both Caddy processes (for scenario 3).
 	restart func(ctx context.Context) error
-	logf    func(format string, args ...any)
+	// pgIdle describes scenario pg's idle CPU, when measured.
+	pgIdle string
+	logf   func(format string, args ...any)
 }
 
 // order returns the targets in the order of round i: alternating which

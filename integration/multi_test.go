@@ -35,13 +35,6 @@ const (
 	// video provider's timeout, bounds a poll well within it.
 	multiLease        = 3 * time.Second
 	multiVideoTimeout = 2 * time.Second
-	// multiIntentWindow is how long before a kill a request may have
-	// reached the provider and still be lost: store/postgres writes
-	// intents in batches every 20 ms (without waiting for a sync), so a
-	// request's intent is lost when its instance dies before the batch
-	// is written; the window allows for the batch's own write on a busy
-	// machine (CI runs it on two cores beside PostgreSQL).
-	multiIntentWindow = time.Second
 )
 
 // multiCluster is the three gateway processes of TestMultiInstance.

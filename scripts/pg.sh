@@ -11,6 +11,9 @@
 #
 # The tests (internal/pgtest) create a fresh database per test on it.
 # The cluster trades durability for speed (fsync off): it is for tests only.
+# AIR_PG_DURABLE=1 starts it with PostgreSQL's durable defaults instead
+# (fsync, synchronous_commit and full_page_writes on), as go run ./bench
+# does to measure what a commit really costs.
 set -euo pipefail
 
 # bindir finds PostgreSQL's server binaries: on PATH, or Debian's folder of
@@ -73,12 +76,14 @@ start)
 	asowner "$bin/initdb" --pgdata="$dir/data" --username=air --auth=trust \
 		--encoding=UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; exit 1; }
+	durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	if [ "${AIR_PG_DURABLE:-}" = 1 ]; then durability=""; fi
 	# A random port; retried when another process holds it.
 	for _ in 1 2 3 4 5 6 7 8; do
 		port=$((20000 + RANDOM % 40000))
 		if (closefds && asowner "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" \
 			--wait --timeout=30 --silent \
-			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 $durability -c max_connections=300" \
 			start >/dev/null 2>&1); then
 			echo "export AIR_TEST_PG_DSN='postgres://air@127.0.0.1:$port/postgres?sslmode=disable'"
 			echo "export AIR_TEST_PG_DIR='$dir'"

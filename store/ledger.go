@@ -224,8 +224,11 @@ type Ledger interface {
 // (its record is durable) or Abandon (it never reached an upstream).
 type Intents interface {
 	// Add records the intent rec (the record the request leaves with
-	// outcome "interrupted" if it is never settled). It must be cheap: it
-	// is on every request's path (Badger: an unsynced append).
+	// outcome "interrupted" if it is never settled) and returns once it
+	// survives a kill of this process: the request reaches its upstream
+	// only then. It must be cheap: it is on every request's path (Badger:
+	// an unsynced append to a file; PostgreSQL: a committed row, with the
+	// commits of concurrent requests grouped).
 	Add(rec Record) error
 	// Resolve forgets the intents of ids, whose records are durable.
 	Resolve(ids []string)

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,5 +63,35 @@ func BenchmarkReserve(b *testing.B) {
 		if err := bud.Release(context.Background(), l.ID); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkIntentAdd measures Add, which waits for its intent's commit,
+// from 1 and from 64 concurrent requests: ns/op is per intent, and the
+// commits/op metric shows how many requests share one commit.
+func BenchmarkIntentAdd(b *testing.B) {
+	for _, par := range []int{1, 64} {
+		b.Run(fmt.Sprintf("concurrent=%d", par), func(b *testing.B) {
+			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			in := db.Repos().Intents
+			var next atomic.Int64
+			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := fmt.Sprintf("i%d", next.Add(1))
+					if err := in.Add(rec(id, 1)); err != nil {
+						b.Error(err)
+						return
+					}
+					in.Resolve([]string{id})
+				}
+			})
+			b.ReportMetric(float64(db.intents.commits.Load())/float64(b.N), "commits/op")
+		})
 	}
 }

@@ -25,7 +25,7 @@ func TestIntentsTakenOverFromADeadInstance(t *testing.T) {
 	if err := dead.Repos().Ledger.Append(ctx, []store.Record{rec("b", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	dead.intents.close() // writes what is queued
+	dead.intents.close() // deletes what was resolved
 	dead.stop()
 	<-dead.done
 	if _, err := dead.pool.Exec(ctx, `UPDATE air_instances SET expires = now() - interval '1s' WHERE id = $1`, dead.instance); err != nil {
