@@ -137,3 +137,52 @@ func TestBudgetListAndKeyLimit(t *testing.T) {
 		t.Errorf("a request over the key's limit: %v, want insufficient_quota", aerr)
 	}
 }
+
+func TestUserRecordsAndCSV(t *testing.T) {
+	te := newTestEngine(t)
+	var recs []Record
+	for i := 0; i < 7; i++ {
+		model := "claude-x"
+		if i == 3 {
+			model = "mystery-model"
+		}
+		recs = append(recs, Record{ID: fmt.Sprintf("r%d", i), Time: day0, User: "alice", KeyID: "k1", Model: model, Usage: claudeUsage})
+		recs = append(recs, Record{ID: fmt.Sprintf("b%d", i), Time: day0, User: "bob", KeyID: "k2", Model: model, Usage: claudeUsage})
+	}
+	chargeAll(t, te, recs)
+	ctx := context.Background()
+	var ids []string
+	q := RecordQuery{User: "alice", Limit: 3}
+	for pages := 0; ; pages++ {
+		p, err := te.Ledger().UserRecords(ctx, q)
+		if err != nil || pages > 5 {
+			t.Fatal(err, pages)
+		}
+		for _, r := range p.Records {
+			ids = append(ids, r.ID)
+		}
+		if !p.HasMore {
+			break
+		}
+		q.After = p.Next
+	}
+	if strings.Join(ids, ",") != "r0,r1,r2,r3,r4,r5,r6" {
+		t.Errorf("paged %v", ids)
+	}
+	if _, err := te.Ledger().UserRecords(ctx, RecordQuery{User: "alice", Limit: MaxPage + 1}); err == nil {
+		t.Error("a page over the maximum was accepted")
+	}
+	var b strings.Builder
+	if err := te.Ledger().ExportCSV(ctx, RecordQuery{User: "alice", Model: "mystery-model"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "id,time,") || !strings.HasPrefix(lines[1], "r3,") || !strings.HasSuffix(lines[1], ",unpriced,unpriced") {
+		t.Errorf("CSV:\n%s", b.String())
+	}
+	b.Reset()
+	_ = te.Ledger().ExportCSV(ctx, RecordQuery{User: "alice", Model: "claude-x"}, &b)
+	if n := strings.Count(b.String(), "\n"); n != 7 || !strings.Contains(b.String(), ",0.004500000,USD\n") {
+		t.Errorf("CSV of claude-x: %d lines:\n%s", n, b.String())
+	}
+}

@@ -44,7 +44,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
 			cmd.PersistentFlags().String("address", "", "The address of the admin API")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-			cmd.AddCommand(keyCommand(), usageCommand(), budgetCommand(), migrateCommand())
+			cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), migrateCommand())
 		},
 	})
 }
@@ -145,12 +145,22 @@ func keyCommand() *cobra.Command {
 // adminCall sends one request to the admin API and decodes the answer into
 // out. Non-2xx answers become errors carrying the API's message.
 func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) error {
+	data, err := adminRaw(cmd, method, uri, body)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// adminRaw sends one request to the admin API and returns the answer's
+// body. Non-2xx answers become errors carrying the API's message.
+func adminRaw(cmd *cobra.Command, method, uri string, body []byte) ([]byte, error) {
 	addrFlag, _ := cmd.Flags().GetString("address")
 	configFile, _ := cmd.Flags().GetString("config")
 	adapter, _ := cmd.Flags().GetString("adapter")
 	addr, err := caddycmd.DetermineAdminAPIAddress(addrFlag, nil, configFile, adapter)
 	if err != nil {
-		return fmt.Errorf("finding the admin address: %v", err)
+		return nil, fmt.Errorf("finding the admin address: %v", err)
 	}
 	var rd io.Reader
 	if body != nil {
@@ -158,20 +168,17 @@ func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) err
 	}
 	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
 	if err != nil {
-		return adminError(addr, err)
+		return nil, adminError(addr, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		return answerError(resp.Status, data)
+		return nil, answerError(resp.Status, data)
 	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return data, nil
 }
 
 // adminError explains an error of caddycmd.AdminAPIRequest, which reports
