@@ -111,6 +111,10 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 	}
 	logRepair(log, "ledger journal", j.Repair())
 	l := &Ledger{db: db, j: j, retention: retention, log: log}
+	if err := buildUserIndex(context.Background(), db, log); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
 	if err := l.recover(context.Background()); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -405,8 +409,16 @@ func (l *Ledger) count(txn Txn, recs []*store.Record, indexAt []journal.Pos, end
 		addSpend(spend, rec)
 	}
 	for ak, t := range aggs {
-		if err := mergeAggregate(txn, aggregateKey(ak), t); err != nil {
+		created, err := mergeAggregate(txn, aggregateKey(ak), t)
+		if err != nil {
 			return err
+		}
+		if created {
+			// A new aggregate joins its user's index: one small write per
+			// user, key, model and day, not per record.
+			if err := txn.Set(userAggregateKey(ak), nil, 0); err != nil {
+				return err
+			}
 		}
 	}
 	for key, amt := range spend {
@@ -525,25 +537,27 @@ func addSpend(spend map[string]int64, rec *store.Record) {
 	}
 }
 
-// mergeAggregate adds t to the aggregate stored under key.
-func mergeAggregate(txn Txn, key []byte, t *store.Totals) error {
+// mergeAggregate adds t to the aggregate stored under key, and reports
+// whether it created the aggregate.
+func mergeAggregate(txn Txn, key []byte, t *store.Totals) (bool, error) {
 	old, err := txn.Get(key)
+	created := errors.Is(err, store.ErrNotFound)
 	switch {
 	case err == nil:
 		cur, err := decodeTotals(old)
 		if err != nil {
-			return fmt.Errorf("decoding aggregate %s: %w", key, err)
+			return false, fmt.Errorf("decoding aggregate %s: %w", key, err)
 		}
 		cur.Merge(t)
 		t = &cur
-	case !errors.Is(err, store.ErrNotFound):
-		return err
+	case !created:
+		return false, err
 	}
 	val, err := encodeTotals(t)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return txn.Set(key, val, 0)
+	return created, txn.Set(key, val, 0)
 }
 
 // addSpendCounter adds amt to the spend counter stored under key.

@@ -2,8 +2,11 @@ package badger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -12,9 +15,13 @@ import (
 // read in one scan of every aggregate.
 const maxDayScans = 400
 
-// Usage implements store.Ledger. A range of days is read day by day, each
-// day's aggregates by their key prefix.
+// Usage implements store.Ledger. One user's aggregates are found through
+// the user's index (au/), from its first day on; otherwise a range of days
+// is read day by day, each day's aggregates by their key prefix.
 func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.Aggregate) error) error {
+	if f.User != "" {
+		return l.userUsage(ctx, f, fn)
+	}
 	stopped := false
 	visit := func(k, v []byte) error {
 		ak, ok := parseAggregateKey(k)
@@ -53,4 +60,106 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 		}
 	}
 	return nil
+}
+
+// userUsage is Usage for one user: a scan of the user's index from the
+// first day on, and a read of each selected aggregate.
+func (l *Ledger) userUsage(ctx context.Context, f store.UsageFilter, fn func(store.Aggregate) error) error {
+	prefix := []byte(prefixUserAggs + esc(f.User) + "/")
+	var start []byte
+	if f.Since != "" {
+		start = append(append([]byte{}, prefix...), f.Since...)
+	}
+	var keys []store.AggregateKey
+	err := l.db.Scan(ctx, prefix, ScanOptions{KeysOnly: true, Start: start}, func(k, _ []byte) error {
+		ak, ok := parseUserAggregateKey(k)
+		switch {
+		case !ok || ak.Day < f.Since:
+			return nil
+		case f.Until != "" && ak.Day > f.Until:
+			return store.ErrStop
+		case f.KeyID != "" && ak.KeyID != f.KeyID || f.Model != "" && ak.Model != f.Model:
+			return nil
+		}
+		keys = append(keys, ak)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ak := range keys {
+		v, err := l.db.Get(ctx, aggregateKey(ak))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		t, err := decodeTotals(v)
+		if err != nil {
+			return fmt.Errorf("decoding aggregate of %s on %s: %w", ak.User, ak.Day, err)
+		}
+		if err := fn(store.Aggregate{AggregateKey: ak, Totals: t}); err != nil {
+			if errors.Is(err, store.ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// indexBatch bounds the index entries written in one transaction while
+// the user index is built.
+const indexBatch = 500
+
+// buildUserIndex gives every aggregate its entry in its user's index, once:
+// stores written before the index existed get it at their first start.
+// Entries are empty and written with Set, so a build cut short by a crash
+// is simply done again.
+func buildUserIndex(ctx context.Context, db KV, log *zap.Logger) error {
+	if _, err := db.Get(ctx, []byte(keyUserAggsBuilt)); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var batch [][]byte
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := db.Update(ctx, func(txn Txn) error {
+			for _, k := range batch {
+				if err := txn.Set(k, nil, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch = batch[:0]
+		return err
+	}
+	n := 0
+	err := db.Scan(ctx, []byte(prefixAggregates), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+		ak, ok := parseAggregateKey(k)
+		if !ok {
+			return nil
+		}
+		batch = append(batch, userAggregateKey(ak))
+		n++
+		if len(batch) == indexBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("building the usage index by user: %w", err)
+	}
+	if n > 0 {
+		log.Info("built the usage index by user", zap.Int("aggregates", n))
+	}
+	return db.Set(ctx, []byte(keyUserAggsBuilt), []byte{1}, 0)
 }

@@ -176,6 +176,9 @@ func checkUsage(t *testing.T, l store.Ledger, written []store.Record, when strin
 		{Since: someDay},
 		{Until: someDay},
 		{Since: someDay, Until: someDay},
+		{User: "bob", Since: someDay},
+		{User: "alice", KeyID: "key_01", Until: someDay},
+		{User: "team/ä", Since: someDay, Until: someDay},
 	} {
 		want := map[store.AggregateKey]*store.Totals{}
 		for _, r := range written {

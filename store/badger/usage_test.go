@@ -1,0 +1,68 @@
+package badger
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// TestUserIndexBuiltForOldStores checks that a store written before the
+// usage index by user gets it at its next start: one user's usage is
+// complete, whether the index was there or not.
+func TestUserIndexBuiltForOldStores(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	dir := t.TempDir()
+	l, err := OpenLedger(db, dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []store.Record
+	for i := range 30 {
+		r := testRecord(fmt.Sprintf("r%d", i), 1)
+		r.User, r.Time = []string{"alice", "bob", "team/ä"}[i%3], day0.AddDate(0, 0, i%5)
+		recs = append(recs, r)
+	}
+	if err := l.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	requests := func(l *Ledger, user string) (n int64) {
+		t.Helper()
+		err := l.Usage(ctx, store.UsageFilter{User: user, Since: day0.AddDate(0, 0, 1).Format(store.DayLayout)}, func(a store.Aggregate) error {
+			if a.User != user {
+				t.Errorf("Usage(%s) returned %s's aggregate", user, a.User)
+			}
+			n += a.Requests
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Remove the index, as a store of an older version has none.
+	var idx [][]byte
+	_ = db.Scan(ctx, []byte(prefixUserAggs), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+		idx = append(idx, append([]byte{}, k...))
+		return nil
+	})
+	if len(idx) != 15 {
+		t.Fatalf("%d index entries for 3 users on 5 days, want 15", len(idx))
+	}
+	for _, k := range append(idx, []byte(keyUserAggsBuilt)) {
+		if err := db.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l2 := openLedger(t, db, dir)
+	for _, user := range []string{"alice", "bob", "team/ä"} {
+		if n := requests(l2, user); n != 8 {
+			t.Errorf("after rebuilding the index: %s has %d requests from day 1 on, want 8", user, n)
+		}
+	}
+}
