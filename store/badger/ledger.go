@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -67,8 +68,11 @@ type Ledger struct {
 // Sizes and times of the ledger.
 const (
 	// maxBatch bounds the records counted in one DB transaction when
-	// counting from the journal.
-	maxBatch = 1024
+	// counting from the journal. A record writes at most 7 keys (its
+	// aggregate and index entry, 4 spend counters, its id), and a
+	// transaction of the lean DB takes about 1,600: 128 records always
+	// fit.
+	maxBatch = 128
 	// countLinger is how long appended records may wait to be counted in
 	// the DB: one transaction counts all records appended within it.
 	// Records are durable before; reports see them after (the admin API's
@@ -342,6 +346,15 @@ func (l *Ledger) countLocked(ctx context.Context) error {
 		return nil
 	}
 	err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, l.uncounted, nil, end) })
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		// More aggregates and counters than one transaction takes (a
+		// burst of many users): count from the journal, in batches of
+		// maxBatch records.
+		l.log.Warn("counting ledger records from the journal in batches", zap.Int("records", len(l.uncounted)))
+		clear(l.uncounted)
+		l.uncounted, l.rescan = l.uncounted[:0], true
+		return l.countLocked(ctx)
+	}
 	if err != nil {
 		if len(l.uncounted) > maxUncounted {
 			l.uncounted, l.rescan = nil, true

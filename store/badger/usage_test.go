@@ -66,3 +66,31 @@ func TestUserIndexBuiltForOldStores(t *testing.T) {
 		}
 	}
 }
+
+// TestCountBurstOfManyUsers checks that a burst of records of many
+// distinct users, more aggregates and counters than one transaction
+// takes, is counted in full (from the journal, in batches).
+func TestCountBurstOfManyUsers(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	l := openLedger(t, db, t.TempDir())
+	var recs []store.Record
+	for i := range 3000 {
+		r := testRecord(fmt.Sprintf("r%d", i), 1)
+		r.User, r.KeyID = fmt.Sprintf("user-%d", i), fmt.Sprintf("key-%d", i)
+		recs = append(recs, r)
+	}
+	if err := l.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := l.Usage(ctx, store.UsageFilter{}, func(a store.Aggregate) error { n += a.Requests; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3000 {
+		t.Errorf("%d requests counted, want 3000", n)
+	}
+}
