@@ -79,11 +79,11 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		if aerr != nil {
 			return respondError(w, r, aerr)
 		}
-		list, aerr := rt.tasks.List(r.Context(), owner, limit)
+		page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
 		if aerr != nil {
 			return respondError(w, r, aerr)
 		}
-		return writeJSON(w, http.StatusOK, tasks.NewListView(list))
+		return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
 	default:
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
