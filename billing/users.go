@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // UserUsage is one user's requests and spend over a period.
@@ -32,32 +34,31 @@ type CurrencyAmount struct {
 
 // Users lists every user who made requests in month (as 2006-01, UTC),
 // top spenders first: by their largest spend in any currency, then by
-// requests, then by name. It reads the daily aggregates, never the
-// records.
+// requests, then by name. It reads each user's totals of the month
+// (store.Ledger.MonthTotals), never the records or the days.
 func (l *Ledger) Users(ctx context.Context, month string) ([]UserUsage, error) {
-	first, err := time.Parse(monthLayout, month)
-	if err != nil {
+	if _, err := time.Parse(monthLayout, month); err != nil {
 		return nil, fmt.Errorf("bad month %q: want YYYY-MM", month)
-	}
-	rep, err := l.Report(ctx, ReportFilter{Since: first, Until: first.AddDate(0, 1, -1), By: ByUser})
-	if err != nil {
-		return nil, err
 	}
 	byUser := map[string]*UserUsage{}
 	var out []*UserUsage
-	for _, row := range rep.Rows {
-		u := byUser[row.User]
+	err := l.repo.MonthTotals(ctx, month, func(ut store.UserTotals) error {
+		u := byUser[ut.User]
 		if u == nil {
-			u = &UserUsage{User: row.User, Spend: []CurrencyAmount{}}
-			byUser[row.User] = u
+			u = &UserUsage{User: ut.User, Spend: []CurrencyAmount{}}
+			byUser[ut.User] = u
 			out = append(out, u)
 		}
-		u.Requests += row.Requests
-		u.Unpriced += row.Unpriced
-		u.Usage = u.Usage.Add(row.Usage)
-		if row.Priced {
-			u.Spend = append(u.Spend, CurrencyAmount{Currency: row.Currency, Amount: row.Cost})
+		u.Requests += ut.Requests
+		u.Unpriced += ut.Unpriced
+		u.Usage = u.Usage.Add(Usage(ut.Usage))
+		if ut.Currency != "" {
+			u.Spend = append(u.Spend, CurrencyAmount{Currency: ut.Currency, Amount: Amount(ut.Cost)})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	top := func(u *UserUsage) Amount {
 		var m Amount

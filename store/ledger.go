@@ -162,6 +162,14 @@ type UsageFilter struct {
 	Since, Until string
 }
 
+// UserTotals is the totals of one user's records in one currency over a
+// period.
+type UserTotals struct {
+	// User and Currency are the records' own.
+	User, Currency string
+	Totals
+}
+
 // RecordQuery selects a page of one user's ledger records.
 type RecordQuery struct {
 	// User owns the records. Required.
@@ -235,6 +243,11 @@ type Ledger interface {
 	// never the records before it (PostgreSQL: an index on user and
 	// order; Badger: the journal from the cursor's position).
 	UserRecords(ctx context.Context, q RecordQuery) ([]Record, string, error)
+	// MonthTotals calls fn with every user's totals of month (MonthLayout,
+	// UTC) per currency, in no particular order. Sources and Outcomes are
+	// not kept. It reads per-month aggregates: its cost grows with the
+	// users of the month, not with their records or days.
+	MonthTotals(ctx context.Context, month string, fn func(UserTotals) error) error
 	// Usage calls fn for every aggregate that f selects, in day order.
 	// fn may return ErrStop.
 	Usage(ctx context.Context, f UsageFilter, fn func(Aggregate) error) error

@@ -68,10 +68,10 @@ type Ledger struct {
 // Sizes and times of the ledger.
 const (
 	// maxBatch bounds the records counted in one DB transaction when
-	// counting from the journal. A record writes at most 7 keys (its
-	// aggregate and index entry, 4 spend counters, its id), and a
-	// transaction of the lean DB takes about 1,600: 128 records always
-	// fit.
+	// counting from the journal. A record writes at most 8 keys (its
+	// aggregate and index entry, its user's month, 4 spend counters, its
+	// id), and a transaction of the lean DB takes about 1,600: 128 records
+	// always fit.
 	maxBatch = 128
 	// countLinger is how long appended records may wait to be counted in
 	// the DB: one transaction counts all records appended within it.
@@ -421,7 +421,13 @@ func (l *Ledger) count(txn Txn, recs []*store.Record, indexAt []journal.Pos, end
 		t.Add(rec)
 		addSpend(spend, rec)
 	}
+	months := map[[3]string]*store.Totals{}
 	for ak, t := range aggs {
+		mk := [3]string{ak.Day[:len(store.MonthLayout)], ak.User, ak.Currency}
+		if months[mk] == nil {
+			months[mk] = &store.Totals{}
+		}
+		months[mk].Merge(t)
 		created, err := mergeAggregate(txn, aggregateKey(ak), t)
 		if err != nil {
 			return err
@@ -432,6 +438,12 @@ func (l *Ledger) count(txn Txn, recs []*store.Record, indexAt []journal.Pos, end
 			if err := txn.Set(userAggregateKey(ak), nil, 0); err != nil {
 				return err
 			}
+		}
+	}
+	for mk, t := range months {
+		t.Sources, t.Outcomes = nil, nil
+		if _, err := mergeAggregate(txn, monthUserKey(mk[0], mk[1], mk[2]), t); err != nil {
+			return err
 		}
 	}
 	for key, amt := range spend {

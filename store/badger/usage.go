@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -113,9 +114,26 @@ func (l *Ledger) userUsage(ctx context.Context, f store.UsageFilter, fn func(sto
 // the user index is built.
 const indexBatch = 500
 
-// buildUserIndex gives every aggregate its entry in its user's index, once:
-// stores written before the index existed get it at their first start.
-// Entries are empty and written with Set, so a build cut short by a crash
+// MonthTotals implements store.Ledger: one scan of the month's am/ keys.
+func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.UserTotals) error) error {
+	prefix := []byte(prefixMonthUsers + month + "/")
+	return l.db.Scan(ctx, prefix, ScanOptions{}, func(k, v []byte) error {
+		user, cur, ok := strings.Cut(string(k[len(prefix):]), "/")
+		if !ok {
+			return nil
+		}
+		t, err := decodeTotals(v)
+		if err != nil {
+			return fmt.Errorf("decoding %s: %w", k, err)
+		}
+		return fn(store.UserTotals{User: unesc(user), Currency: unesc(cur), Totals: t})
+	})
+}
+
+// buildUserIndex gives every aggregate its entry in its user's index, and
+// every user its totals of each month, once: stores written before they
+// existed get them at their first start. Both are written with Set (the
+// totals as summed from the aggregates), so a build cut short by a crash
 // is simply done again.
 func buildUserIndex(ctx context.Context, db KV, log *zap.Logger) error {
 	if _, err := db.Get(ctx, []byte(keyUserAggsBuilt)); err == nil {
@@ -140,11 +158,21 @@ func buildUserIndex(ctx context.Context, db KV, log *zap.Logger) error {
 		return err
 	}
 	n := 0
-	err := db.Scan(ctx, []byte(prefixAggregates), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+	months := map[[3]string]*store.Totals{}
+	err := db.Scan(ctx, []byte(prefixAggregates), ScanOptions{}, func(k, v []byte) error {
 		ak, ok := parseAggregateKey(k)
-		if !ok {
+		if !ok || len(ak.Day) < len(store.MonthLayout) {
 			return nil
 		}
+		t, err := decodeTotals(v)
+		if err != nil {
+			return fmt.Errorf("decoding aggregate %s: %w", k, err)
+		}
+		mk := [3]string{ak.Day[:len(store.MonthLayout)], ak.User, ak.Currency}
+		if months[mk] == nil {
+			months[mk] = &store.Totals{}
+		}
+		months[mk].Merge(&t)
 		batch = append(batch, userAggregateKey(ak))
 		n++
 		if len(batch) == indexBatch {
@@ -154,6 +182,16 @@ func buildUserIndex(ctx context.Context, db KV, log *zap.Logger) error {
 	})
 	if err == nil {
 		err = flush()
+	}
+	for mk, t := range months {
+		if err != nil {
+			break
+		}
+		t.Sources, t.Outcomes = nil, nil
+		var val []byte
+		if val, err = encodeTotals(t); err == nil {
+			err = db.Set(ctx, monthUserKey(mk[0], mk[1], mk[2]), val, 0)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("building the usage index by user: %w", err)

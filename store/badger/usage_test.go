@@ -54,6 +54,10 @@ func TestUserIndexBuiltForOldStores(t *testing.T) {
 	if len(idx) != 15 {
 		t.Fatalf("%d index entries for 3 users on 5 days, want 15", len(idx))
 	}
+	_ = db.Scan(ctx, []byte(prefixMonthUsers), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+		idx = append(idx, append([]byte{}, k...))
+		return nil
+	})
 	for _, k := range append(idx, []byte(keyUserAggsBuilt)) {
 		if err := db.Delete(ctx, k); err != nil {
 			t.Fatal(err)
@@ -64,6 +68,17 @@ func TestUserIndexBuiltForOldStores(t *testing.T) {
 		if n := requests(l2, user); n != 8 {
 			t.Errorf("after rebuilding the index: %s has %d requests from day 1 on, want 8", user, n)
 		}
+	}
+	months := map[string]bool{store.MonthOf(day0): true, store.MonthOf(day0.AddDate(0, 0, 4)): true}
+	perUser := map[string]int64{}
+	for m := range months {
+		err := l2.MonthTotals(ctx, m, func(u store.UserTotals) error { perUser[u.User] += u.Requests; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(perUser) != 3 || perUser["alice"] != 10 || perUser["team/ä"] != 10 {
+		t.Errorf("after rebuilding: month totals %v, want 10 requests for each of 3 users", perUser)
 	}
 }
 

@@ -84,6 +84,7 @@ func RunLedger(t *testing.T, b Backend) {
 		checkUsage(t, h.r.Ledger, written, when)
 		checkSpend(t, h.r.Budgets, written, when)
 		checkUserRecords(t, h.r.Ledger, written, when)
+		checkMonthTotals(t, h.r.Ledger, written, when)
 		for _, rec := range inserted[:5] {
 			got, err := h.r.Ledger.Get(ctx, rec.ID)
 			if err != nil || !sameRecord(got, rec) {

@@ -60,3 +60,44 @@ func checkUserRecords(t *testing.T, l store.Ledger, written []store.Record, when
 		t.Errorf("%s: a malformed cursor was accepted", when)
 	}
 }
+
+// checkMonthTotals checks Ledger.MonthTotals: every user's totals per
+// currency of each month equal the sums of the written records.
+func checkMonthTotals(t *testing.T, l store.Ledger, written []store.Record, when string) {
+	t.Helper()
+	type key struct{ month, user, currency string }
+	want := map[key]*store.Totals{}
+	for i := range written {
+		r := &written[i]
+		k := key{store.MonthOf(r.Time), r.User, r.Currency}
+		if want[k] == nil {
+			want[k] = &store.Totals{}
+		}
+		want[k].Add(r)
+	}
+	for _, month := range []string{"2026-03", "2026-04", "2026-05"} {
+		got := map[key]store.Totals{}
+		err := l.MonthTotals(context.Background(), month, func(u store.UserTotals) error {
+			got[key{month, u.User, u.Currency}] = u.Totals
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: MonthTotals(%s): %v", when, month, err)
+		}
+		n := 0
+		for k, w := range want {
+			if k.month != month {
+				continue
+			}
+			n++
+			g, ok := got[k]
+			if !ok || g.Requests != w.Requests || g.Unpriced != w.Unpriced || g.Usage != w.Usage || g.Cost != w.Cost ||
+				g.Images != w.Images || g.VideoMillis != w.VideoMillis {
+				t.Errorf("%s: %v: totals %+v, want %+v", when, k, g, *w)
+			}
+		}
+		if len(got) != n {
+			t.Errorf("%s: MonthTotals(%s) has %d users and currencies, want %d", when, month, len(got), n)
+		}
+	}
+}
