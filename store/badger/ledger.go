@@ -58,8 +58,10 @@ type Ledger struct {
 	closed     bool      // the journal is closed
 	lastExpiry time.Time // when old segments were last deleted
 	uncounted  []*store.Record
-	rescan     bool        // uncounted was dropped: count from the journal instead
-	countTimer *time.Timer // armed while records wait to be counted
+	// uncountedAt holds the journal position of each uncounted record.
+	uncountedAt []journal.Pos
+	rescan      bool        // uncounted was dropped: count from the journal instead
+	countTimer  *time.Timer // armed while records wait to be counted
 
 	countedMu sync.RWMutex
 	counted   journal.Pos // where the records the DB counts end; readers see no further
@@ -119,6 +121,10 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
+	if err := l.buildRecordIndex(context.Background()); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
 	if err := l.recover(context.Background()); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -163,11 +169,13 @@ func (l *Ledger) Append(_ context.Context, recs []store.Record) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if _, _, err := l.appendLocked(ptrs, false); err != nil {
+	pos, _, err := l.appendLocked(ptrs, false)
+	if err != nil {
 		return err
 	}
 	if !l.rescan {
 		l.uncounted = append(l.uncounted, ptrs...)
+		l.uncountedAt = append(l.uncountedAt, pos...)
 	}
 	l.armCount(countLinger)
 	return nil
@@ -288,7 +296,7 @@ func (l *Ledger) commit(ctx context.Context, recs []*store.Record) ([]bool, erro
 	if err != nil {
 		return nil, err
 	}
-	err = l.db.Update(ctx, func(txn Txn) error { return l.count(txn, add, pos, end) })
+	err = l.db.Update(ctx, func(txn Txn) error { return l.count(txn, add, pos, pos, end) })
 	if err != nil {
 		if terr := l.j.Truncate(start); terr != nil {
 			// The journal holds records the DB does not count; the next
@@ -333,7 +341,7 @@ func (l *Ledger) appendLocked(recs []*store.Record, indexed bool) ([]journal.Pos
 func (l *Ledger) countLocked(ctx context.Context) error {
 	end := l.j.End()
 	if end == l.countedEnd() {
-		l.uncounted = l.uncounted[:0]
+		l.uncounted, l.uncountedAt = l.uncounted[:0], l.uncountedAt[:0]
 		return nil
 	}
 	if l.rescan {
@@ -342,27 +350,27 @@ func (l *Ledger) countLocked(ctx context.Context) error {
 		if err := l.recover(ctx); err != nil {
 			return err
 		}
-		l.rescan, l.uncounted = false, l.uncounted[:0]
+		l.rescan, l.uncounted, l.uncountedAt = false, l.uncounted[:0], l.uncountedAt[:0]
 		return nil
 	}
-	err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, l.uncounted, nil, end) })
+	err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, l.uncounted, l.uncountedAt, nil, end) })
 	if errors.Is(err, badger.ErrTxnTooBig) {
 		// More aggregates and counters than one transaction takes (a
 		// burst of many users): count from the journal, in batches of
 		// maxBatch records.
 		l.log.Warn("counting ledger records from the journal in batches", zap.Int("records", len(l.uncounted)))
 		clear(l.uncounted)
-		l.uncounted, l.rescan = l.uncounted[:0], true
+		l.uncounted, l.uncountedAt, l.rescan = l.uncounted[:0], l.uncountedAt[:0], true
 		return l.countLocked(ctx)
 	}
 	if err != nil {
 		if len(l.uncounted) > maxUncounted {
-			l.uncounted, l.rescan = nil, true
+			l.uncounted, l.uncountedAt, l.rescan = nil, nil, true
 		}
 		return fmt.Errorf("counting ledger records: %w", err)
 	}
 	clear(l.uncounted)
-	l.uncounted = l.uncounted[:0]
+	l.uncounted, l.uncountedAt = l.uncounted[:0], l.uncountedAt[:0]
 	l.setCounted(end)
 	l.maybeExpire()
 	return nil
@@ -400,10 +408,14 @@ func (l *Ledger) unwritten(ctx context.Context, recs []*store.Record, fresh []bo
 	return add, nil
 }
 
-// count adds recs to their aggregates and spend counters in txn, indexes
+// count adds recs to their aggregates and spend counters in txn, adds
+// recs[i], at journal position at[i], to its user's record index, indexes
 // the ID of recs[i] at indexAt[i] if indexAt is not nil and that position
 // not zero, and records that the DB counts the journal up to end.
-func (l *Ledger) count(txn Txn, recs []*store.Record, indexAt []journal.Pos, end journal.Pos) error {
+func (l *Ledger) count(txn Txn, recs []*store.Record, at, indexAt []journal.Pos, end journal.Pos) error {
+	if err := l.indexRecords(txn, recs, at); err != nil {
+		return err
+	}
 	aggs := map[store.AggregateKey]*store.Totals{}
 	spend := map[string]int64{}
 	for i, rec := range recs {
@@ -492,12 +504,12 @@ func (l *Ledger) recover(ctx context.Context) error {
 			zap.Stringer("journal_end", end), zap.Stringer("counted_to", from))
 	}
 	var recs []*store.Record
-	var indexAt []journal.Pos
+	var at, indexAt []journal.Pos
 	recovered := 0
 	apply := func(upTo journal.Pos) error {
-		err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, recs, indexAt, upTo) })
+		err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, recs, at, indexAt, upTo) })
 		recovered += len(recs)
-		recs, indexAt = recs[:0], indexAt[:0]
+		recs, at, indexAt = recs[:0], at[:0], indexAt[:0]
 		return err
 	}
 	err = l.j.Scan(from, end, time.Time{}, func(pos journal.Pos, b []byte) error {
@@ -511,7 +523,7 @@ func (l *Ledger) recover(ctx context.Context) error {
 			l.log.Error("skipping an undecodable ledger journal entry", zap.Stringer("position", pos), zap.Error(err))
 			return nil
 		}
-		recs = append(recs, &e.rec)
+		recs, at = append(recs, &e.rec), append(at, pos)
 		if e.indexed {
 			indexAt = append(indexAt, pos)
 		} else {

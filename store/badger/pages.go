@@ -11,9 +11,9 @@ import (
 )
 
 // UserRecords implements store.Ledger. The cursor is the journal position
-// of the last record returned: a page scans the journal from there on,
-// and only until it has a record beyond the page, never from the start.
-// Segments complete before q.Since are skipped unread.
+// of the last record returned. A page walks the user's record index from
+// the cursor's stretch on and reads only the user's records from the
+// journal, until it has one beyond the page.
 func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.Record, string, error) {
 	if q.User == "" || q.Limit < 1 {
 		return nil, "", fmt.Errorf("a page of records needs a user and a limit")
@@ -25,34 +25,51 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 		}
 	}
 	end := l.countedEnd()
-	if end.IsZero() {
-		return nil, "", nil
-	}
 	expired := time.Now().Add(-l.retention)
+	prefix := []byte(prefixUserRecords + esc(q.User) + "/")
+	var start []byte
+	if q.After != "" {
+		start = userRecordsKey(q.User, from)
+	}
 	var out []store.Record
 	var last, next journal.Pos
-	err := l.j.Scan(from, end, q.Since, func(pos journal.Pos, b []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if q.After != "" && pos == from {
-			return nil // the previous page's last record
-		}
-		e, err := decodeEntry(b)
-		if err != nil {
-			return fmt.Errorf("decoding ledger record at %s: %w", pos, err)
-		}
-		if !e.appended.After(expired) || !q.Matches(&e.rec) {
+	err := l.db.Scan(ctx, prefix, ScanOptions{Start: start}, func(k, v []byte) error {
+		seg, ok := parseUserRecordsKey(k)
+		if !ok {
 			return nil
 		}
-		if len(out) == q.Limit {
-			next = last
-			return journal.ErrStop
+		offs, err := decodeOffsets(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
 		}
-		out, last = append(out, e.rec), pos
+		for _, off := range offs {
+			pos := journal.Pos{Segment: seg, Offset: off}
+			if q.After != "" && !from.Less(pos) || !pos.Less(end) {
+				continue
+			}
+			b, err := l.j.Read(pos)
+			if errors.Is(err, journal.ErrNoEntry) {
+				continue // expired with its segment
+			}
+			if err != nil {
+				return err
+			}
+			e, err := decodeEntry(b)
+			if err != nil {
+				return fmt.Errorf("decoding ledger record at %s: %w", pos, err)
+			}
+			if !e.appended.After(expired) || !q.Matches(&e.rec) {
+				continue
+			}
+			if len(out) == q.Limit {
+				next = last
+				return store.ErrStop
+			}
+			out, last = append(out, e.rec), pos
+		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, journal.ErrStop) {
+	if err != nil {
 		return nil, "", err
 	}
 	if next.IsZero() {

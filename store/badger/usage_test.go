@@ -54,11 +54,13 @@ func TestUserIndexBuiltForOldStores(t *testing.T) {
 	if len(idx) != 15 {
 		t.Fatalf("%d index entries for 3 users on 5 days, want 15", len(idx))
 	}
-	_ = db.Scan(ctx, []byte(prefixMonthUsers), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
-		idx = append(idx, append([]byte{}, k...))
-		return nil
-	})
-	for _, k := range append(idx, []byte(keyUserAggsBuilt)) {
+	for _, p := range []string{prefixMonthUsers, prefixUserRecords} {
+		_ = db.Scan(ctx, []byte(p), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+			idx = append(idx, append([]byte{}, k...))
+			return nil
+		})
+	}
+	for _, k := range append(idx, []byte(keyUserAggsBuilt), []byte(keyUserRecsBuilt)) {
 		if err := db.Delete(ctx, k); err != nil {
 			t.Fatal(err)
 		}
@@ -79,6 +81,10 @@ func TestUserIndexBuiltForOldStores(t *testing.T) {
 	}
 	if len(perUser) != 3 || perUser["alice"] != 10 || perUser["team/ä"] != 10 {
 		t.Errorf("after rebuilding: month totals %v, want 10 requests for each of 3 users", perUser)
+	}
+	page, next, err := l2.UserRecords(ctx, store.RecordQuery{User: "team/ä", Limit: 100})
+	if err != nil || len(page) != 10 || next != "" || page[0].ID != "r2" {
+		t.Errorf("after rebuilding: records of team/ä: %d, %q, %v; want 10 from r2", len(page), next, err)
 	}
 }
 
