@@ -165,3 +165,24 @@ func TestStateAt(t *testing.T) {
 		}
 	}
 }
+
+func TestRevokeOwn(t *testing.T) {
+	s, _ := newTestService(t)
+	ctx := context.Background()
+	secret, k, err := s.Create(ctx, CreateOptions{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeOwn(ctx, "bob", k.ID); !errors.Is(err, ErrNoSuchKey) {
+		t.Errorf("bob revoking alice's key: %v, want ErrNoSuchKey", err)
+	}
+	if _, err := s.Authenticate(ctx, secret); err != nil {
+		t.Fatalf("alice's key after bob's attempt: %v", err)
+	}
+	if got, err := s.RevokeOwn(ctx, "alice", k.ID); err != nil || got.State != StateRevoked {
+		t.Fatalf("alice revoking her key: %+v, %v", got, err)
+	}
+	if _, err := s.Authenticate(ctx, secret); !errors.Is(err, ErrRevoked) {
+		t.Errorf("after revoking: %v, want ErrRevoked", err)
+	}
+}

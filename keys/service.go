@@ -320,3 +320,19 @@ func (s *Service) Revoke(ctx context.Context, id string) (*Key, error) {
 	k.State = k.StateAt(s.now())
 	return k, nil
 }
+
+// RevokeOwn revokes key id if user owns it; a key of another user is
+// ErrNoSuchKey, as an unknown one, so that nothing tells a user which
+// ids exist. It is the revocation a user (not an operator) may make.
+func (s *Service) RevokeOwn(ctx context.Context, user, id string) (*Key, error) {
+	stored, err := s.store.List(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range stored {
+		if k.ID == id {
+			return s.Revoke(ctx, id)
+		}
+	}
+	return nil, ErrNoSuchKey
+}
