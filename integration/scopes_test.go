@@ -134,3 +134,72 @@ func TestKeyExpiryAndLimit(t *testing.T) {
 		t.Errorf("GET /air/budgets/ does not list the key's limit: %+v", budgets)
 	}
 }
+
+// TestConsoleServicesAdmin checks the admin routes the console's pages
+// use: usage by key, the users list, a page of records and its CSV, and
+// task paging beyond one page with after and has_more.
+func TestConsoleServicesAdmin(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: examplePrices(t)})
+	key, id := createKey(t, "pager")
+	for i := 0; i < 3; i++ {
+		if status, _, body := call(t, http.MethodPost, "/v1/tasks", key, `{"model":"gpt-image-1","prompt":"a cat"}`); status >= 300 {
+			t.Fatalf("image task: %d %s", status, body)
+		}
+	}
+	if status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key, `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`); status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, body)
+	}
+	_, _, body := call(t, http.MethodGet, "/v1/tasks?limit=2", key, "")
+	if gjson.GetBytes(body, "data.#").Int() != 2 || !gjson.GetBytes(body, "has_more").Bool() {
+		t.Fatalf("first page of tasks: %s", body)
+	}
+	last := gjson.GetBytes(body, "data.1.id").Str
+	_, _, body = call(t, http.MethodGet, "/v1/tasks?limit=2&after="+last, key, "")
+	if gjson.GetBytes(body, "data.#").Int() != 1 || gjson.GetBytes(body, "has_more").Bool() || gjson.GetBytes(body, "data.0.id").Str == last {
+		t.Errorf("second page of tasks: %s", body)
+	}
+	if status, _, body := call(t, http.MethodGet, "/v1/tasks?after=task_nope", key, ""); status != http.StatusBadRequest || gjson.GetBytes(body, "error.param").Str != "after" {
+		t.Errorf("after an unknown task: %d %s", status, body)
+	}
+	var rep struct {
+		Rows []struct {
+			KeyID    string `json:"key_id"`
+			Requests int64  `json:"requests"`
+		} `json:"rows"`
+	}
+	adminJSON(t, http.MethodGet, "/air/usage?by=key&user=pager", "", &rep)
+	if len(rep.Rows) != 1 || rep.Rows[0].KeyID != id || rep.Rows[0].Requests != 4 {
+		t.Errorf("usage by key: %+v", rep)
+	}
+	var users []struct {
+		User     string `json:"user"`
+		Requests int64  `json:"requests"`
+	}
+	adminJSON(t, http.MethodGet, "/air/users", "", &users)
+	found := false
+	for _, u := range users {
+		found = found || u.User == "pager" && u.Requests == 4
+	}
+	if !found {
+		t.Errorf("users list %+v has no pager with 4 requests", users)
+	}
+	var page struct {
+		Records []struct {
+			ID string `json:"id"`
+		} `json:"records"`
+		HasMore bool   `json:"has_more"`
+		Next    string `json:"next"`
+	}
+	adminJSON(t, http.MethodGet, "/air/records?user=pager&limit=3", "", &page)
+	if len(page.Records) != 3 || !page.HasMore || page.Next == "" {
+		t.Fatalf("first page of records: %+v", page)
+	}
+	adminJSON(t, http.MethodGet, "/air/records?user=pager&limit=3&after="+page.Next, "", &page)
+	if len(page.Records) != 1 || page.HasMore {
+		t.Errorf("second page of records: %+v", page)
+	}
+	status, _, csv := callURL(t, http.MethodGet, "http://"+adminAddr+"/air/records?user=pager&format=csv", "", "")
+	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); status != http.StatusOK || len(lines) != 5 || !strings.HasPrefix(lines[0], "id,time,") {
+		t.Errorf("CSV export: %d\n%s", status, csv)
+	}
+}
