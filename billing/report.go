@@ -2,9 +2,12 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/tidwall/sjson"
 
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -22,33 +25,96 @@ type ReportFilter struct {
 	Since time.Time `json:"since,omitzero"`
 	// Until is the last day (UTC) to include, inclusive; zero: up to today.
 	Until time.Time `json:"until,omitzero"`
+	// By groups the rows by one dimension: day, model, key or user; ""
+	// groups them by day and model.
+	By GroupBy `json:"by,omitempty"`
 }
 
-// Report is the usage and cost of a filter's requests by day and model.
+// GroupBy is the dimension a report's rows are grouped by.
+type GroupBy string
+
+// Dimensions of a report.
+const (
+	ByDayModel GroupBy = ""
+	ByDay      GroupBy = "day"
+	ByModel    GroupBy = "model"
+	ByKey      GroupBy = "key"
+	ByUser     GroupBy = "user"
+)
+
+// ParseGroupBy parses a report dimension: day, model, key or user ("" is
+// day and model).
+func ParseGroupBy(s string) (GroupBy, error) {
+	switch g := GroupBy(s); g {
+	case ByDayModel, ByDay, ByModel, ByKey, ByUser:
+		return g, nil
+	}
+	return "", fmt.Errorf("unknown grouping %q: use day, model, key or user", s)
+}
+
+// Report is the usage and cost of a filter's requests, by day and model
+// or by the filter's By.
 type Report struct {
-	// Rows are sorted by day, then model, then currency.
+	// Rows are sorted by day, model, key, user and currency (the
+	// dimensions that are set).
 	Rows []ReportRow `json:"rows"`
 	// Totals sums the rows per currency, sorted by currency; requests of
 	// unpriced models are under currency "".
 	Totals []ReportTotal `json:"totals"`
 }
 
-// ReportRow sums one day's requests of one model in one currency.
+// ReportRow sums the requests of one group (a day and model, or one day,
+// model, key or user) in one currency. Requests of unpriced models are
+// a row of their own, with Priced false; in JSON its cost and currency
+// are null, never a zero cost.
 type ReportRow struct {
-	// Day is the UTC day, as 2006-01-02.
-	Day string `json:"day"`
-	// Model is the model id.
-	Model string `json:"model"`
-	// Currency is the currency of Cost ("" for an unpriced model).
+	// Day is the UTC day, as 2006-01-02, when the rows are by day.
+	Day string `json:"day,omitempty"`
+	// Model is the model id, when the rows are by model.
+	Model string `json:"model,omitempty"`
+	// KeyID is the API key's id, when the rows are by key.
+	KeyID string `json:"key_id,omitempty"`
+	// User is the user, when the rows are by user.
+	User string `json:"user,omitempty"`
+	// Currency is the currency of Cost ("" for unpriced models).
 	Currency string `json:"currency"`
+	// Priced is false for the requests of unpriced models, which have no
+	// cost.
+	Priced bool `json:"priced"`
 	Totals
+}
+
+// MarshalJSON encodes r with a null cost and currency when unpriced.
+func (r ReportRow) MarshalJSON() ([]byte, error) {
+	type plain ReportRow
+	return unpricedJSON(plain(r), r.Priced)
 }
 
 // ReportTotal sums a report's rows of one currency.
 type ReportTotal struct {
 	// Currency is the currency of Cost ("" for unpriced models).
 	Currency string `json:"currency"`
+	// Priced is false for the total of unpriced models' requests.
+	Priced bool `json:"priced"`
 	Totals
+}
+
+// MarshalJSON encodes t with a null cost and currency when unpriced.
+func (t ReportTotal) MarshalJSON() ([]byte, error) {
+	type plain ReportTotal
+	return unpricedJSON(plain(t), t.Priced)
+}
+
+// unpricedJSON encodes v, nulling its cost and currency unless priced.
+func unpricedJSON(v any, priced bool) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || priced {
+		return b, err
+	}
+	if b, err = sjson.SetRawBytes(b, "cost", []byte("null")); err != nil {
+		return nil, err
+	}
+	return sjson.SetRawBytes(b, "currency", []byte("null"))
 }
 
 // Report sums the aggregates selected by f. Aggregates are per UTC day, so
@@ -65,12 +131,15 @@ func (l *Ledger) Report(ctx context.Context, f ReportFilter) (*Report, error) {
 	if !f.Until.IsZero() {
 		uf.Until = f.Until.UTC().Format(dayLayout)
 	}
+	if _, err := ParseGroupBy(string(f.By)); err != nil {
+		return nil, err
+	}
 	rows := map[aggKey]*ReportRow{}
 	err := l.repo.Usage(ctx, uf, func(a store.Aggregate) error {
-		rk := aggKey{day: a.Day, model: a.Model, currency: a.Currency}
+		rk := f.By.key(&a.AggregateKey)
 		row := rows[rk]
 		if row == nil {
-			row = &ReportRow{Day: a.Day, Model: a.Model, Currency: a.Currency}
+			row = &ReportRow{Day: rk.day, Model: rk.model, KeyID: rk.key, User: rk.user, Currency: a.Currency, Priced: a.Currency != ""}
 			rows[rk] = row
 		}
 		t := totalsFromStore(&a.Totals)
@@ -83,9 +152,28 @@ func (l *Ledger) Report(ctx context.Context, f ReportFilter) (*Report, error) {
 	return buildReport(rows), nil
 }
 
-// aggKey identifies a row of a report: a day, model and currency.
+// aggKey identifies a row of a report: the dimensions it groups by, and
+// a currency.
 type aggKey struct {
-	day, model, currency string
+	day, model, key, user, currency string
+}
+
+// key is the row that aggregate a counts in.
+func (g GroupBy) key(a *store.AggregateKey) aggKey {
+	k := aggKey{currency: a.Currency}
+	switch g {
+	case ByDayModel:
+		k.day, k.model = a.Day, a.Model
+	case ByDay:
+		k.day = a.Day
+	case ByModel:
+		k.model = a.Model
+	case ByKey:
+		k.key = a.KeyID
+	case ByUser:
+		k.user = a.User
+	}
+	return k
 }
 
 // buildReport sorts rows and sums them per currency.
@@ -96,7 +184,7 @@ func buildReport(rows map[aggKey]*ReportRow) *Report {
 		r.Rows = append(r.Rows, *row)
 		t := totals[row.Currency]
 		if t == nil {
-			t = &ReportTotal{Currency: row.Currency}
+			t = &ReportTotal{Currency: row.Currency, Priced: row.Priced}
 			totals[row.Currency] = t
 		}
 		t.merge(&row.Totals)
@@ -108,6 +196,12 @@ func buildReport(rows map[aggKey]*ReportRow) *Report {
 		}
 		if a.Model != b.Model {
 			return a.Model < b.Model
+		}
+		if a.KeyID != b.KeyID {
+			return a.KeyID < b.KeyID
+		}
+		if a.User != b.User {
+			return a.User < b.User
 		}
 		return a.Currency < b.Currency
 	})

@@ -20,12 +20,17 @@ import (
 
 // billingRoutes are the admin routes over the ledger and budgets:
 //
-//	GET /air/usage?user=&key=&model=&since=&until=   → the usage report, by day and model
+//	GET /air/usage?by=&user=&key=&model=&since=&until=  → the usage report, by day and model or by one of day, model, key, user
+//	GET /air/users?month=YYYY-MM                        → users with requests and spend, top spenders first
 //	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
+//	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records, or all as CSV
+//	GET /air/budgets/                                   → every user and key with limits
 //	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
 func (a Admin) billingRoutes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "/air/usage", Handler: caddy.AdminHandlerFunc(a.handleUsage)},
+		{Pattern: "/air/users", Handler: caddy.AdminHandlerFunc(a.handleUsers)},
+		{Pattern: "/air/records", Handler: caddy.AdminHandlerFunc(a.handleRecords)},
 		{Pattern: "/air/ledger", Handler: caddy.AdminHandlerFunc(a.handleLedger)},
 		{Pattern: "/air/budgets/", Handler: caddy.AdminHandlerFunc(a.handleBudget)},
 	}
@@ -73,6 +78,9 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	if f.Since, f.Until, err = parseRange(q); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
+	if f.By, err = billing.ParseGroupBy(q.Get("by")); err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
 	if err := st.ledger.Flush(r.Context()); err != nil {
 		return apiErr(http.StatusServiceUnavailable, err)
 	}
@@ -81,6 +89,28 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusInternalServerError, err)
 	}
 	return writeAdminJSON(w, http.StatusOK, rep)
+}
+
+func (Admin) handleUsers(w http.ResponseWriter, r *http.Request) error {
+	st, err := readState(r)
+	if err != nil {
+		return err
+	}
+	month := r.URL.Query().Get("month")
+	if month == "" {
+		month = store.MonthOf(time.Now())
+	}
+	if err := st.ledger.Flush(r.Context()); err != nil {
+		return apiErr(http.StatusServiceUnavailable, err)
+	}
+	users, err := st.ledger.Users(r.Context(), month)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	if users == nil {
+		users = []billing.UserUsage{}
+	}
+	return writeAdminJSON(w, http.StatusOK, users)
 }
 
 func (Admin) handleLedger(w http.ResponseWriter, r *http.Request) error {
@@ -132,6 +162,16 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/air/budgets/")
+	if rest == "" {
+		if r.Method != http.MethodGet {
+			return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+		}
+		list, err := st.budgets.List(r.Context())
+		if err != nil {
+			return apiErr(http.StatusInternalServerError, err)
+		}
+		return writeAdminJSON(w, http.StatusOK, list)
+	}
 	scopeName, id, ok := strings.Cut(rest, "/")
 	scope, serr := billing.ParseScope(scopeName)
 	if !ok || id == "" || serr != nil {
@@ -161,12 +201,12 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 
 func usageCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "usage [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
-		Short: "Shows requests, tokens and cost by day and model",
+		Use:   "usage [--by day|model|key|user] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
+		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
-			for _, f := range []string{"user", "key", "model", "since", "until"} {
+			for _, f := range []string{"by", "user", "key", "model", "since", "until"} {
 				if v, _ := cmd.Flags().GetString(f); v != "" {
 					q.Set(f, v)
 				}
@@ -182,20 +222,12 @@ func usageCommand() *cobra.Command {
 			// CACHE WRITE counts every cache write, 1H the part written for an
 			// hour; OUTPUT counts every output token, REASONING the part spent
 			// reasoning.
-			fmt.Fprintln(tw, "DAY\tMODEL\tREQUESTS\tINPUT\tCACHE WRITE\t1H\tCACHE READ\tOUTPUT\tREASONING\tCOST\t")
-			for _, row := range rep.Rows {
-				u := row.Usage
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", row.Day, row.Model, row.Requests,
-					u.Input, u.CacheCreation, u.CacheCreation1h, u.CacheRead, u.Output, u.Reasoning, row.Cost, row.Currency)
-			}
-			for _, tot := range rep.Totals {
-				u := tot.Usage
-				fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s %s\t\n", tot.Requests,
-					u.Input, u.CacheCreation, u.CacheCreation1h, u.CacheRead, u.Output, u.Reasoning, tot.Cost, tot.Currency)
-			}
+			by, _ := cmd.Flags().GetString("by")
+			printReport(tw, billing.GroupBy(by), &rep)
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().String("by", "", "Group by day, model, key or user (default: day and model)")
 	cmd.Flags().String("user", "", "Only this user")
 	cmd.Flags().String("key", "", "Only this key id")
 	cmd.Flags().String("model", "", "Only this model")
@@ -273,6 +305,23 @@ func budgetCommand() *cobra.Command {
 	del := &cobra.Command{Use: "delete --user <u> | --key <id>", Short: "Lifts the limits", Args: cobra.NoArgs, RunE: show(http.MethodDelete)}
 	addTarget(get)
 	addTarget(del)
-	budget.AddCommand(set, get, del)
+	list := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "Lists every user and key with limits, with their spend",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out []billing.BudgetEntry
+			if err := adminCall(cmd, http.MethodGet, "/air/budgets/", nil, &out); err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			printBudgets(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	list.Flags().Bool("json", false, "Print JSON")
+	budget.AddCommand(set, get, del, list)
 	return budget
 }

@@ -27,12 +27,15 @@ Manages caddy-air through the admin API of a running Caddy (these never
 open the database themselves). The admin address is taken from --address, or from the
 config given with --config (and --adapter), or is the default localhost:2019.
 
-  caddy air key create --user <user> [--name <name>] [--expires <duration>]
-  caddy air key list [--user <user>] [--json]
-  caddy air key revoke <key id>
-  caddy air usage [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
-  caddy air budget set --user <u> | --key <id> [--spend <amount>] [--period month|total] [--rpm <n>] [--tpm <n>]
+  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>]
+  caddy air keys list [--user <user>] [--json]
+  caddy air keys revoke <key id>
+  caddy air usage [--by day|model|key|user] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
+  caddy air users [--month <YYYY-MM>] [--json]
+  caddy air ledger --user <u> [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]
+  caddy air budget set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>]
   caddy air budget get|delete --user <u> | --key <id>
+  caddy air budget list [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
 
 "migrate" is the exception: it connects to the PostgreSQL database itself.
@@ -41,23 +44,25 @@ config given with --config (and --adapter), or is the default localhost:2019.
 			cmd.PersistentFlags().String("address", "", "The address of the admin API")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-			cmd.AddCommand(keyCommand(), usageCommand(), budgetCommand(), migrateCommand())
+			cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), migrateCommand())
 		},
 	})
 }
 
 func keyCommand() *cobra.Command {
-	key := &cobra.Command{Use: "key", Short: "Creates, lists and revokes API keys"}
+	key := &cobra.Command{Use: "keys", Aliases: []string{"key"}, Short: "Creates, lists and revokes API keys"}
 
 	create := &cobra.Command{
-		Use:   "create --user <user> [--name <name>] [--expires <duration>]",
+		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>]",
 		Short: "Creates a key and prints it once, on the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			user, _ := cmd.Flags().GetString("user")
 			name, _ := cmd.Flags().GetString("name")
 			expires, _ := cmd.Flags().GetString("expires")
-			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name}, ExpiresIn: expires})
+			models, _ := cmd.Flags().GetStringSlice("models")
+			limit, _ := cmd.Flags().GetString("limit")
+			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Limit: limit}, ExpiresIn: expires})
 			var out createKeyResponse
 			if err := adminCall(cmd, http.MethodPost, "/air/keys", body, &out); err != nil {
 				return err
@@ -67,6 +72,12 @@ func keyCommand() *cobra.Command {
 			if out.ExpiresAt != nil {
 				fmt.Fprintf(w, "expires: %s\n", out.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
 			}
+			if len(out.Models) > 0 {
+				fmt.Fprintf(w, "models:  %s\n", strings.Join(out.Models, ","))
+			}
+			if limit != "" {
+				fmt.Fprintf(w, "limit:   %s (all time)\n", limit)
+			}
 			fmt.Fprintln(w, "Store this key now: it is not shown again.")
 			fmt.Fprintln(w, out.Secret)
 			return nil
@@ -75,6 +86,8 @@ func keyCommand() *cobra.Command {
 	create.Flags().String("user", "", "The user who owns the key (required)")
 	create.Flags().String("name", "", "A label for the key")
 	create.Flags().String("expires", "", "Lifetime of the key, e.g. 720h or 30d (default: no expiry)")
+	create.Flags().StringSlice("models", nil, "Models the key may use: ids or globs, comma-separated, e.g. 'gpt-4o,claude-*' (default: all)")
+	create.Flags().String("limit", "", "All-time spend limit of the key, e.g. 5.00, in the price file's currency (default: none)")
 	_ = create.MarkFlagRequired("user")
 
 	list := &cobra.Command{
@@ -91,16 +104,20 @@ func keyCommand() *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), out)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tSTATUS")
+			fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES\tSTATE\tMODELS")
 			for _, k := range out {
-				status := "active"
-				switch {
-				case k.RevokedAt != nil:
-					status = "revoked"
-				case k.ExpiresAt != nil:
-					status = "expires " + k.ExpiresAt.Format("2006-01-02")
+				lastUsed, expires, models := "never", "-", "all"
+				if k.LastUsedAt != nil {
+					lastUsed = k.LastUsedAt.Format("2006-01-02 15:04")
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.User, k.Name, k.CreatedAt.Format("2006-01-02 15:04"), status)
+				if k.ExpiresAt != nil {
+					expires = k.ExpiresAt.Format("2006-01-02 15:04")
+				}
+				if len(k.Models) > 0 {
+					models = strings.Join(k.Models, ",")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.User, k.Name, k.CreatedAt.Format("2006-01-02 15:04"),
+					lastUsed, expires, k.State, models)
 			}
 			return tw.Flush()
 		},
@@ -128,12 +145,22 @@ func keyCommand() *cobra.Command {
 // adminCall sends one request to the admin API and decodes the answer into
 // out. Non-2xx answers become errors carrying the API's message.
 func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) error {
+	data, err := adminRaw(cmd, method, uri, body)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// adminRaw sends one request to the admin API and returns the answer's
+// body. Non-2xx answers become errors carrying the API's message.
+func adminRaw(cmd *cobra.Command, method, uri string, body []byte) ([]byte, error) {
 	addrFlag, _ := cmd.Flags().GetString("address")
 	configFile, _ := cmd.Flags().GetString("config")
 	adapter, _ := cmd.Flags().GetString("adapter")
 	addr, err := caddycmd.DetermineAdminAPIAddress(addrFlag, nil, configFile, adapter)
 	if err != nil {
-		return fmt.Errorf("finding the admin address: %v", err)
+		return nil, fmt.Errorf("finding the admin address: %v", err)
 	}
 	var rd io.Reader
 	if body != nil {
@@ -141,20 +168,17 @@ func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) err
 	}
 	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
 	if err != nil {
-		return adminError(addr, err)
+		return nil, adminError(addr, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		return answerError(resp.Status, data)
+		return nil, answerError(resp.Status, data)
 	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return data, nil
 }
 
 // adminError explains an error of caddycmd.AdminAPIRequest, which reports

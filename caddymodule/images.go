@@ -67,13 +67,9 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		w.Header().Set("Allow", http.MethodPost)
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
 	}
-	key := identity(r)
-	if key == nil {
-		return respondError(w, r, errNoIdentity)
-	}
-	rt := h.app.runtimeState()
-	if rt == nil {
-		return respondError(w, r, errNotStarted)
+	key, st, rt, aerr := h.app.caller(r)
+	if aerr != nil {
+		return respondError(w, r, aerr)
 	}
 	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
@@ -91,12 +87,13 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
 		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
-	if st := h.app.current(); st != nil {
-		if aerr := st.guard.check(); aerr != nil {
-			return respondError(w, r, aerr)
-		}
-	}
 	model := gjson.GetBytes(body, "model").Str
+	if aerr := allowModel(key, model); aerr != nil {
+		return respondError(w, r, aerr)
+	}
+	if aerr := st.guard.check(); aerr != nil {
+		return respondError(w, r, aerr)
+	}
 	reservation, aerr := rt.billing.AdmitTask(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, model, n, 0)
 	if aerr != nil {
 		return respondError(w, r, aerr)

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -23,7 +24,8 @@ func init() {
 }
 
 // Models is the `air_models` handler. `GET /v1/models` lists the
-// configured model ids (globs excluded) in OpenAI's list format, or in
+// configured model ids (globs excluded; behind air_auth, only those the
+// key's scope allows) in OpenAI's list format, or in
 // Anthropic's when the request carries an anthropic-version header (as
 // Anthropic's SDKs send), so that SDKs and tools can discover them.
 // `GET /v1/models/{id}` answers one model object in the same two shapes,
@@ -70,17 +72,27 @@ func (m *Models) Provision(ctx caddy.Context) error {
 	}
 	m.created = time.Now().UTC().Truncate(time.Second)
 	m.routes = app.Routes()
+	m.openAI, m.anthr, err = m.render(nil)
+	return err
+}
+
+// render encodes the model lists in both shapes, of the models that key
+// may use (every model when key is nil).
+func (m *Models) render(key *keys.Key) (openAI, anthr []byte, err error) {
 	var oa []openAIModel
 	var an []anthropicModel
 	for _, r := range m.routes.Models() {
+		if key != nil && !key.Allows(r.Pattern) {
+			continue
+		}
 		oa = append(oa, m.openAIModel(r.Pattern, r))
 		an = append(an, m.anthropicModel(r.Pattern))
 	}
-	if m.openAI, err = json.Marshal(struct {
+	if openAI, err = json.Marshal(struct {
 		Object string        `json:"object"`
 		Data   []openAIModel `json:"data"`
 	}{"list", nonNil(oa)}); err != nil {
-		return err
+		return nil, nil, err
 	}
 	list := struct {
 		Data    []anthropicModel `json:"data"`
@@ -91,8 +103,8 @@ func (m *Models) Provision(ctx caddy.Context) error {
 	if len(an) > 0 {
 		list.FirstID, list.LastID = &an[0].ID, &an[len(an)-1].ID
 	}
-	m.anthr, err = json.Marshal(list)
-	return err
+	anthr, err = json.Marshal(list)
+	return openAI, anthr, err
 }
 
 // nonNil returns s, or an empty slice for nil, which encodes as [].
@@ -128,11 +140,29 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return m.fail(w, anthropic, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on "+p))
 	}
 	id := strings.TrimPrefix(rest, "/")
+	// A key restricted to some models sees only those (air_auth in front
+	// sets the key; without it the whole list is public).
+	key := identity(r)
+	if key != nil && len(key.Models) == 0 {
+		key = nil
+	}
 	if id == "" {
-		if anthropic {
-			return writeRawJSON(w, http.StatusOK, m.anthr)
+		oa, an := m.openAI, m.anthr
+		if key != nil {
+			var err error
+			if oa, an, err = m.render(key); err != nil {
+				return err
+			}
 		}
-		return writeRawJSON(w, http.StatusOK, m.openAI)
+		if anthropic {
+			return writeRawJSON(w, http.StatusOK, an)
+		}
+		return writeRawJSON(w, http.StatusOK, oa)
+	}
+	if key != nil {
+		if aerr := allowModel(key, id); aerr != nil {
+			return m.fail(w, anthropic, aerr)
+		}
 	}
 	route, err := m.routes.Lookup(id)
 	if err != nil {

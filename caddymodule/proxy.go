@@ -114,13 +114,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		w.Header().Set("Allow", http.MethodPost)
 		return h.refuse(w, r, mr, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
 	}
-	key := identity(r)
-	if key == nil {
-		return h.refuse(w, r, mr, errNoIdentity)
-	}
-	st, rt := h.app.current(), h.app.runtimeState()
-	if st == nil || rt == nil {
-		return h.refuse(w, r, mr, errNotStarted)
+	key, st, rt, aerr := h.app.caller(r)
+	if aerr != nil {
+		return h.refuse(w, r, mr, aerr)
 	}
 	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
@@ -132,6 +128,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	body := rb.Bytes()
 	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
 	if aerr != nil {
+		return h.refuse(w, r, mr, aerr)
+	}
+	if aerr := allowModel(key, in.Model); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
 	rspan := telemetry.StartRoute(r.Context(), telemetry.Route{Operation: h.spec.endpoint, Model: in.Model})

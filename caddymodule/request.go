@@ -110,6 +110,34 @@ func appFrom(ctx caddy.Context) (*App, error) {
 	return v.(*App), nil
 }
 
+// caller returns the key that air_auth authenticated for r and the
+// running app's state and runtime, or the error to answer: every handler
+// that serves a key's request starts here. A request that reached the
+// handler without air_auth fails closed (401); one before the app started
+// gets 503.
+func (a *App) caller(r *http.Request) (*keys.Key, *state, *runtime, *apierror.Error) {
+	key := identity(r)
+	if key == nil {
+		return nil, nil, nil, errNoIdentity
+	}
+	st, rt := a.current(), a.runtimeState()
+	if st == nil || rt == nil {
+		return nil, nil, nil, errNotStarted
+	}
+	return key, st, rt, nil
+}
+
+// allowModel refuses a request of key for a model outside the key's
+// scope: 403 model_not_allowed (permission_error in Anthropic's shape).
+// Every endpoint that names a model checks it here, once the model is
+// known.
+func allowModel(key *keys.Key, model string) *apierror.Error {
+	if key.Allows(model) {
+		return nil
+	}
+	return apierror.New(http.StatusForbidden, apierror.TypePermission, "model_not_allowed", (&keys.ErrModelNotAllowed{Model: model}).Error()).WithParam("model")
+}
+
 // errNotStarted answers requests that arrive before the app has started.
 var errNotStarted = apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "not_ready", "the gateway is starting; retry shortly")
 

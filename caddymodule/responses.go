@@ -170,16 +170,15 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		w.Header().Set("Allow", method)
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
 	}
-	key := identity(r)
-	if key == nil {
-		return respondError(w, r, errNoIdentity)
-	}
-	st, rt := h.app.current(), h.app.runtimeState()
-	if st == nil || rt == nil {
-		return respondError(w, r, errNotStarted)
+	key, st, rt, aerr := h.app.caller(r)
+	if aerr != nil {
+		return respondError(w, r, aerr)
 	}
 	ref, aerr := lookup(r.Context(), st, key.User, id)
 	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
+	if aerr := allowModel(key, ref.Model); aerr != nil {
 		return respondError(w, r, aerr)
 	}
 	prov := h.app.Routes().Provider(ref.Provider)

@@ -83,9 +83,11 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		// slices of them and shared rate limits.
 		budgets.Share(ctx, billing.SharedConfig{RateLimits: repos.RateLimits, Flush: ledger.Flush})
 	}
+	ks := keys.NewService(ctx, repos.Keys)
+	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
 		repos:   repos,
-		keys:    keys.NewService(ctx, repos.Keys),
+		keys:    ks,
 		ledger:  ledger,
 		budgets: budgets,
 		guard:   newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
@@ -99,9 +101,11 @@ func (s *state) Destruct() error {
 	s.closed.Store(true)
 	s.guard.close()
 	s.stop()
-	lerr := s.ledger.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// The last minute's key uses; losing them only leaves last_used older.
+	_ = s.keys.FlushUses(ctx)
+	lerr := s.ledger.Close()
 	berr := s.budgets.Close(ctx)
 	return errors.Join(lerr, berr, s.repos.Close())
 }

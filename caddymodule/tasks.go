@@ -56,13 +56,9 @@ func (h *Tasks) Provision(ctx caddy.Context) (err error) {
 
 // ServeHTTP dispatches on method and path.
 func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	key := identity(r)
-	if key == nil {
-		return respondError(w, r, errNoIdentity)
-	}
-	rt := h.app.runtimeState()
-	if rt == nil {
-		return respondError(w, r, errNotStarted)
+	key, st, rt, aerr := h.app.caller(r)
+	if aerr != nil {
+		return respondError(w, r, aerr)
 	}
 	owner := tasks.Owner{User: key.User, KeyID: key.ID}
 	id := ""
@@ -71,7 +67,7 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	}
 	switch {
 	case r.Method == http.MethodPost && id == "":
-		return h.create(w, r, key, rt)
+		return h.create(w, r, key, st, rt)
 	case r.Method == http.MethodGet && id != "":
 		task, aerr := rt.tasks.Get(r.Context(), owner, id)
 		if aerr != nil {
@@ -83,11 +79,11 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		if aerr != nil {
 			return respondError(w, r, aerr)
 		}
-		list, aerr := rt.tasks.List(r.Context(), owner, limit)
+		page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
 		if aerr != nil {
 			return respondError(w, r, aerr)
 		}
-		return writeJSON(w, http.StatusOK, tasks.NewListView(list))
+		return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
 	default:
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
@@ -95,7 +91,7 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 }
 
 // create serves POST /v1/tasks.
-func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, rt *runtime) error {
+func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime) error {
 	arrived := time.Now()
 	var mr *airmetrics.Route // the model's metrics, once known
 	refuse := func(err error) error {
@@ -117,10 +113,11 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, rt
 	}
 	model := gjson.GetBytes(body, "model").String()
 	mr = h.app.metricsRoute(model)
-	if st := h.app.current(); st != nil {
-		if aerr := st.guard.check(); aerr != nil {
-			return refuse(aerr)
-		}
+	if aerr := allowModel(key, model); aerr != nil {
+		return refuse(aerr)
+	}
+	if aerr := st.guard.check(); aerr != nil {
+		return refuse(aerr)
 	}
 	// Spend and rate limits apply before any upstream call; the task is
 	// charged when it succeeds, by the task service. A created task

@@ -9,6 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"path"
 	"strings"
 	"time"
 )
@@ -36,6 +38,69 @@ type Key struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// RevokedAt, if set, is when the key was revoked.
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// Models, if not empty, are the model ids and globs (path.Match
+	// syntax, e.g. "claude-*") the key may use; empty means every model.
+	Models []string `json:"models,omitempty"`
+	// LastUsedAt, if set, is when the key last authenticated a request. It
+	// is recorded at most once a minute per key, so it may lag by that.
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// State is "active", "revoked" or "expired" when the key was listed;
+	// empty on keys that Authenticate returns.
+	State string `json:"state,omitempty"`
+}
+
+// Key states, as Key.State and StateAt report them.
+const (
+	StateActive  = "active"
+	StateRevoked = "revoked"
+	StateExpired = "expired"
+)
+
+// StateAt is k's state at now.
+func (k *Key) StateAt(now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return StateRevoked
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return StateExpired
+	}
+	return StateActive
+}
+
+// Allows reports whether k may use model: k names no models, or one of
+// its models is model or a glob that matches it.
+func (k *Key) Allows(model string) bool {
+	if len(k.Models) == 0 {
+		return true
+	}
+	for _, m := range k.Models {
+		if m == model {
+			return true
+		}
+		if ok, _ := path.Match(m, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkModels validates the model ids and globs of a new key and returns
+// them trimmed, without empty entries and duplicates.
+func checkModels(models []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range models {
+		m = strings.TrimSpace(m)
+		if m == "" || seen[m] {
+			continue
+		}
+		if _, err := path.Match(m, ""); err != nil {
+			return nil, fmt.Errorf("model %q: bad glob: %v", m, err)
+		}
+		seen[m] = true
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // Active reports whether k authenticates requests at time now.
@@ -54,6 +119,18 @@ var (
 	ErrRevoked   = errors.New("this API key has been revoked")
 	ErrExpired   = errors.New("this API key has expired")
 )
+
+// ErrModelNotAllowed is the error of a request for a model that its key's
+// scope does not include; its text is safe to show to clients.
+type ErrModelNotAllowed struct {
+	// Model is the model asked for.
+	Model string
+}
+
+// Error implements error.
+func (e *ErrModelNotAllowed) Error() string {
+	return fmt.Sprintf("this API key is not allowed to use the model '%s'", e.Model)
+}
 
 // newSecret returns a fresh key secret.
 func newSecret() (string, error) {

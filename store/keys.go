@@ -22,6 +22,12 @@ type Key struct {
 	ExpiresAt *time.Time
 	// RevokedAt, if set, is when the key was revoked.
 	RevokedAt *time.Time
+	// Models, if not empty, are the model ids or globs (path.Match syntax)
+	// the key may use; empty means every model.
+	Models []string
+	// LastUsedAt, if set, is when the key last authenticated a request, as
+	// last written by Touch (coalesced: it may lag by a minute).
+	LastUsedAt *time.Time
 }
 
 // Keys keeps API keys.
@@ -46,6 +52,10 @@ type Keys interface {
 	// key keeps the first time and changes nothing. An unknown id is
 	// ErrNotFound.
 	Revoke(ctx context.Context, id string, at time.Time) (Key, error)
+	// Touch records when keys were last used: for each id in used, the
+	// key's LastUsedAt becomes the later of its value and the given time.
+	// Unknown ids are skipped. All of used is written in one batch.
+	Touch(ctx context.Context, used map[string]time.Time) error
 	// Revocations calls fn with the hash of every key revoked (through any
 	// instance) after the call, until ctx ends. fn must not block.
 	Revocations(ctx context.Context, fn func(hash string))

@@ -162,6 +162,38 @@ type UsageFilter struct {
 	Since, Until string
 }
 
+// UserTotals is the totals of one user's records in one currency over a
+// period.
+type UserTotals struct {
+	// User and Currency are the records' own.
+	User, Currency string
+	Totals
+}
+
+// RecordQuery selects a page of one user's ledger records.
+type RecordQuery struct {
+	// User owns the records. Required.
+	User string
+	// KeyID, Model and Outcome must match exactly when set.
+	KeyID, Model, Outcome string
+	// Since and Until bound the records' Time: since <= Time < until (a
+	// zero bound is open).
+	Since, Until time.Time
+	// After is the cursor a previous page returned; "" starts at the
+	// oldest record.
+	After string
+	// Limit is the most records to return; at least 1.
+	Limit int
+}
+
+// Matches reports whether rec is q's user's and passes q's filters
+// (the cursor aside).
+func (q *RecordQuery) Matches(rec *Record) bool {
+	return rec.User == q.User && (q.KeyID == "" || rec.KeyID == q.KeyID) && (q.Model == "" || rec.Model == q.Model) &&
+		(q.Outcome == "" || rec.Outcome == q.Outcome) && (q.Since.IsZero() || !rec.Time.Before(q.Since)) &&
+		(q.Until.IsZero() || rec.Time.Before(q.Until))
+}
+
 // Ledger is the durable record of settled requests and tasks, with the
 // aggregates and spend counters derived from it.
 //
@@ -203,6 +235,19 @@ type Ledger interface {
 	// fn may return ErrStop. Appended records are included once Flush
 	// returned.
 	Records(ctx context.Context, since, until time.Time, fn func(Record) error) error
+	// UserRecords returns a page of one user's records within the
+	// retention, in the order they were written: up to q.Limit records
+	// after the cursor q.After, and the cursor of the next page ("" when
+	// there are no more). Cursors are opaque and stay valid while the
+	// records they follow are retained. A page reads from its cursor on,
+	// never the records before it (PostgreSQL: an index on user and
+	// order; Badger: the journal from the cursor's position).
+	UserRecords(ctx context.Context, q RecordQuery) ([]Record, string, error)
+	// MonthTotals calls fn with every user's totals of month (MonthLayout,
+	// UTC) per currency, in no particular order. Sources and Outcomes are
+	// not kept. It reads per-month aggregates: its cost grows with the
+	// users of the month, not with their records or days.
+	MonthTotals(ctx context.Context, month string, fn func(UserTotals) error) error
 	// Usage calls fn for every aggregate that f selects, in day order.
 	// fn may return ErrStop.
 	Usage(ctx context.Context, f UsageFilter, fn func(Aggregate) error) error

@@ -321,16 +321,54 @@ func (s *Service) Get(ctx context.Context, owner Owner, id string) (*Task, *apie
 // List returns owner's most recent tasks, newest first. limit must be from
 // 1 to 100 (see ParseLimit).
 func (s *Service) List(ctx context.Context, owner Owner, limit int) ([]*Task, *apierror.Error) {
+	p, aerr := s.ListPage(ctx, owner, "", limit)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return p.Tasks, nil
+}
+
+// Page is a page of a user's tasks, newest first.
+type Page struct {
+	// Tasks are the page's tasks.
+	Tasks []*Task
+	// HasMore says whether older tasks follow; the next page starts after
+	// the last task of this one.
+	HasMore bool
+}
+
+// ListPage returns up to limit of owner's tasks, newest first, that were
+// created before the task after (the last task of the previous page; ""
+// starts with the newest). limit must be from 1 to 100 (see ParseLimit).
+// An after that names no task of owner's is a 400 on parameter "after".
+func (s *Service) ListPage(ctx context.Context, owner Owner, after string, limit int) (*Page, *apierror.Error) {
 	if limit < 1 || limit > maxListLimit {
 		return nil, limitError()
 	}
 	now := s.now()
-	recs, err := s.store.ListByUser(ctx, owner.User, time.Time{}, limit)
+	var before time.Time
+	if after != "" {
+		t, aerr := s.Get(ctx, owner, after)
+		if aerr != nil {
+			if aerr.Status == http.StatusNotFound {
+				return nil, apierror.InvalidRequest("after", fmt.Sprintf("after: no task '%s' to list after", after))
+			}
+			return nil, aerr
+		}
+		// PostgreSQL keeps microseconds: the task itself, stored rounded
+		// either way, is not before its truncated time.
+		before = t.CreatedAt.Truncate(time.Microsecond)
+	}
+	// One more than the page tells whether more follow.
+	recs, err := s.store.ListByUser(ctx, owner.User, before, limit+1)
 	if err != nil {
 		s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
 		return nil, apierror.Internal()
 	}
-	out := make([]*Task, 0, len(recs))
+	p := &Page{Tasks: make([]*Task, 0, min(len(recs), limit)), HasMore: len(recs) > limit}
+	if p.HasMore {
+		recs = recs[:limit]
+	}
 	for i := range recs {
 		t, err := decode(&recs[i])
 		if err != nil {
@@ -338,8 +376,8 @@ func (s *Service) List(ctx context.Context, owner Owner, limit int) ([]*Task, *a
 			return nil, apierror.Internal()
 		}
 		if t.User == owner.User && !s.expired(t, now) {
-			out = append(out, t)
+			p.Tasks = append(p.Tasks, t)
 		}
 	}
-	return out, nil
+	return p, nil
 }

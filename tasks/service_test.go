@@ -86,7 +86,7 @@ func TestListOrderLimitAndIsolation(t *testing.T) {
 
 	// List items carry progress and completed_at but no output.
 	got, _ := s.List(ctx, alice, 1)
-	v, _ := json.Marshal(NewListView(got))
+	v, _ := json.Marshal(NewListView(got, false))
 	if gjson.GetBytes(v, "object").String() != "list" || gjson.GetBytes(v, "data.0.progress").Int() != 100 ||
 		!gjson.GetBytes(v, "data.0.completed_at").Exists() || gjson.GetBytes(v, "data.0.output").Exists() {
 		t.Errorf("list view %s", v)
@@ -398,5 +398,51 @@ func TestExpiry(t *testing.T) {
 	})
 	if _, _, err := readMedia(s, "../t/"+tk.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a malformed media id reached the store: %v", err)
+	}
+}
+
+// TestListPages checks cursor paging: pages of any size walk every task
+// of the user once, newest first, past the 100 of one page, and has_more
+// is false on the last page only.
+func TestListPages(t *testing.T) {
+	e := imageEnv(t)
+	clock := fakeclock.New(time.Now())
+	s := e.service(func(c *Config) { c.Clock = clock.Now })
+	ctx := context.Background()
+	var ids []string
+	for i := 0; i < 105; i++ {
+		ids = append([]string{createImage(t, s, alice, "a").ID}, ids...) // newest first
+		clock.Advance(time.Millisecond)
+	}
+	createImage(t, s, bob, "b")
+	for _, limit := range []int{100, 7} {
+		var got []string
+		after, pages := "", 0
+		for {
+			p, aerr := s.ListPage(ctx, alice, after, limit)
+			if aerr != nil {
+				t.Fatalf("limit %d, after %q: %v", limit, after, aerr)
+			}
+			pages++
+			for _, tk := range p.Tasks {
+				got = append(got, tk.ID)
+			}
+			if !p.HasMore || pages > 200 {
+				break
+			}
+			after = p.Tasks[len(p.Tasks)-1].ID
+		}
+		if strings.Join(got, ",") != strings.Join(ids, ",") {
+			t.Errorf("limit %d: paged %d tasks, want the 105 newest first", limit, len(got))
+		}
+		if want := (105 + limit - 1) / limit; pages != want {
+			t.Errorf("limit %d: %d pages, want %d", limit, pages, want)
+		}
+	}
+	if _, aerr := s.ListPage(ctx, bob, ids[0], 20); aerr == nil || aerr.Status != 400 {
+		t.Errorf("bob paging after alice's task: %v, want 400", aerr)
+	}
+	if p, _ := s.ListPage(ctx, alice, "", 20); !p.HasMore || len(p.Tasks) != 20 {
+		t.Errorf("default page: %d tasks, has_more %v", len(p.Tasks), p.HasMore)
 	}
 }

@@ -196,6 +196,9 @@ type ListView struct {
 	Object string `json:"object"`
 	// Data holds the tasks, most recent first.
 	Data []ListItem `json:"data"`
+	// HasMore says whether older tasks follow: ask for them with
+	// after=<the last task's id>.
+	HasMore bool `json:"has_more"`
 }
 
 // CreateView returns the create response of t.
@@ -224,9 +227,10 @@ func (t *Task) ListItem() ListItem {
 	}
 }
 
-// NewListView returns the list response holding tasks, in the given order.
-func NewListView(tasks []*Task) ListView {
-	v := ListView{Object: "list", Data: make([]ListItem, 0, len(tasks))}
+// NewListView returns the list response holding tasks, in the given order;
+// hasMore says whether more follow.
+func NewListView(tasks []*Task, hasMore bool) ListView {
+	v := ListView{Object: "list", Data: make([]ListItem, 0, len(tasks)), HasMore: hasMore}
 	for _, t := range tasks {
 		v.Data = append(v.Data, t.ListItem())
 	}

@@ -3,6 +3,7 @@ package badger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -29,10 +30,13 @@ type storedKey struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Models    []string   `json:"models,omitempty"`
+	LastUsed  *time.Time `json:"last_used,omitempty"`
 }
 
 func (s *storedKey) key(hash string) store.Key {
-	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt}
+	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
+		RevokedAt: s.RevokedAt, Models: s.Models, LastUsedAt: s.LastUsed}
 }
 
 // Keys is the keys repository on a DB. Revocations are reported to the
@@ -50,7 +54,8 @@ func NewKeys(db *DB) *Keys { return &Keys{db: db, watchers: map[int]func(string)
 
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
-	val, err := json.Marshal(storedKey{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt})
+	val, err := json.Marshal(storedKey{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
+		RevokedAt: k.RevokedAt, Models: k.Models, LastUsed: k.LastUsedAt})
 	if err != nil {
 		return err
 	}
@@ -141,6 +146,45 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 		r.mu.Unlock()
 	}
 	return out, nil
+}
+
+// Touch implements store.Keys: one transaction rewrites the keys whose
+// last use moves forward.
+func (r *Keys) Touch(ctx context.Context, used map[string]time.Time) error {
+	if len(used) == 0 {
+		return nil
+	}
+	return r.db.Update(ctx, func(tx Txn) error {
+		for id, at := range used {
+			hb, err := tx.Get([]byte(keyIDPrefix + id))
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			val, err := tx.Get([]byte(keyHashPrefix + string(hb)))
+			if err != nil {
+				return fmt.Errorf("reading key %s: %w", id, err)
+			}
+			var sk storedKey
+			if err := json.Unmarshal(val, &sk); err != nil {
+				return fmt.Errorf("decoding key %s: %w", id, err)
+			}
+			if sk.LastUsed != nil && !at.After(*sk.LastUsed) {
+				continue
+			}
+			at := at.UTC()
+			sk.LastUsed = &at
+			if val, err = json.Marshal(sk); err != nil {
+				return err
+			}
+			if err := tx.Set([]byte(keyHashPrefix+string(hb)), val, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Revocations implements store.Keys.

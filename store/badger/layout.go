@@ -17,6 +17,9 @@ import (
 //	l/j                                          journal position up to which the DB counts records (16 bytes)
 //	l/i/<id>                                     journal position of a record written with Insert ('j' + 16 bytes), with the retention TTL
 //	a/<2006-01-02>/<user>/<key>/<model>/<currency> aggregate (JSON), kept forever
+//	au/<user>/<2006-01-02>/<key>/<model>/<currency> empty: the aggregate exists (one user's aggregates, by day)
+//	am/<2006-01>/<user>/<currency>               a user's totals of a month (JSON, no sources or outcomes), kept forever
+//	l/au                                         set once every aggregate has its au/ entry and every month its am/ totals
 //	b/l/<u|k>/<id>                               limits of a user or key (JSON)
 //	b/s/<u|k>/<id>/<currency>/<2006-01|total>    spend of a user or key (nanos)
 //	b/r/<lease id>                               a budget lease (JSON), with a TTL to its expiry
@@ -30,6 +33,9 @@ const (
 	prefixRecordIDs  = "l/i/"
 	keyJournalCount  = "l/j"
 	prefixAggregates = "a/"
+	prefixUserAggs   = "au/"
+	prefixMonthUsers = "am/"
+	keyUserAggsBuilt = "l/au"
 	prefixLimits     = "b/l/"
 	prefixSpend      = "b/s/"
 	prefixLeases     = "b/r/"
@@ -53,6 +59,26 @@ func recordIDKey(id string) []byte { return []byte(prefixRecordIDs + esc(id)) }
 // aggregateKey is an aggregate's key.
 func aggregateKey(k store.AggregateKey) []byte {
 	return []byte(prefixAggregates + k.Day + "/" + esc(k.User) + "/" + esc(k.KeyID) + "/" + esc(k.Model) + "/" + esc(k.Currency))
+}
+
+// userAggregateKey is the key of an aggregate's entry in its user's
+// index.
+func userAggregateKey(k store.AggregateKey) []byte {
+	return []byte(prefixUserAggs + esc(k.User) + "/" + k.Day + "/" + esc(k.KeyID) + "/" + esc(k.Model) + "/" + esc(k.Currency))
+}
+
+// parseUserAggregateKey parses the key of an entry of a user's index.
+func parseUserAggregateKey(b []byte) (store.AggregateKey, bool) {
+	parts := strings.Split(strings.TrimPrefix(string(b), prefixUserAggs), "/")
+	if len(parts) != 5 {
+		return store.AggregateKey{}, false
+	}
+	return store.AggregateKey{User: unesc(parts[0]), Day: parts[1], KeyID: unesc(parts[2]), Model: unesc(parts[3]), Currency: unesc(parts[4])}, true
+}
+
+// monthUserKey is the key of a user's totals of a month in a currency.
+func monthUserKey(month, user, currency string) []byte {
+	return []byte(prefixMonthUsers + month + "/" + esc(user) + "/" + esc(currency))
 }
 
 // parseAggregateKey parses an aggregate's key.

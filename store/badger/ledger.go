@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -57,8 +58,10 @@ type Ledger struct {
 	closed     bool      // the journal is closed
 	lastExpiry time.Time // when old segments were last deleted
 	uncounted  []*store.Record
-	rescan     bool        // uncounted was dropped: count from the journal instead
-	countTimer *time.Timer // armed while records wait to be counted
+	// uncountedAt holds the journal position of each uncounted record.
+	uncountedAt []journal.Pos
+	rescan      bool        // uncounted was dropped: count from the journal instead
+	countTimer  *time.Timer // armed while records wait to be counted
 
 	countedMu sync.RWMutex
 	counted   journal.Pos // where the records the DB counts end; readers see no further
@@ -67,8 +70,11 @@ type Ledger struct {
 // Sizes and times of the ledger.
 const (
 	// maxBatch bounds the records counted in one DB transaction when
-	// counting from the journal.
-	maxBatch = 1024
+	// counting from the journal. A record writes at most 8 keys (its
+	// aggregate and index entry, its user's month, 4 spend counters, its
+	// id), and a transaction of the lean DB takes about 1,600: 128 records
+	// always fit.
+	maxBatch = 128
 	// countLinger is how long appended records may wait to be counted in
 	// the DB: one transaction counts all records appended within it.
 	// Records are durable before; reports see them after (the admin API's
@@ -111,6 +117,14 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 	}
 	logRepair(log, "ledger journal", j.Repair())
 	l := &Ledger{db: db, j: j, retention: retention, log: log}
+	if err := buildUserIndex(context.Background(), db, log); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if err := l.buildRecordIndex(context.Background()); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
 	if err := l.recover(context.Background()); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -155,11 +169,13 @@ func (l *Ledger) Append(_ context.Context, recs []store.Record) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if _, _, err := l.appendLocked(ptrs, false); err != nil {
+	pos, _, err := l.appendLocked(ptrs, false)
+	if err != nil {
 		return err
 	}
 	if !l.rescan {
 		l.uncounted = append(l.uncounted, ptrs...)
+		l.uncountedAt = append(l.uncountedAt, pos...)
 	}
 	l.armCount(countLinger)
 	return nil
@@ -280,7 +296,7 @@ func (l *Ledger) commit(ctx context.Context, recs []*store.Record) ([]bool, erro
 	if err != nil {
 		return nil, err
 	}
-	err = l.db.Update(ctx, func(txn Txn) error { return l.count(txn, add, pos, end) })
+	err = l.db.Update(ctx, func(txn Txn) error { return l.count(txn, add, pos, pos, end) })
 	if err != nil {
 		if terr := l.j.Truncate(start); terr != nil {
 			// The journal holds records the DB does not count; the next
@@ -325,7 +341,7 @@ func (l *Ledger) appendLocked(recs []*store.Record, indexed bool) ([]journal.Pos
 func (l *Ledger) countLocked(ctx context.Context) error {
 	end := l.j.End()
 	if end == l.countedEnd() {
-		l.uncounted = l.uncounted[:0]
+		l.uncounted, l.uncountedAt = l.uncounted[:0], l.uncountedAt[:0]
 		return nil
 	}
 	if l.rescan {
@@ -334,18 +350,27 @@ func (l *Ledger) countLocked(ctx context.Context) error {
 		if err := l.recover(ctx); err != nil {
 			return err
 		}
-		l.rescan, l.uncounted = false, l.uncounted[:0]
+		l.rescan, l.uncounted, l.uncountedAt = false, l.uncounted[:0], l.uncountedAt[:0]
 		return nil
 	}
-	err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, l.uncounted, nil, end) })
+	err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, l.uncounted, l.uncountedAt, nil, end) })
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		// More aggregates and counters than one transaction takes (a
+		// burst of many users): count from the journal, in batches of
+		// maxBatch records.
+		l.log.Warn("counting ledger records from the journal in batches", zap.Int("records", len(l.uncounted)))
+		clear(l.uncounted)
+		l.uncounted, l.uncountedAt, l.rescan = l.uncounted[:0], l.uncountedAt[:0], true
+		return l.countLocked(ctx)
+	}
 	if err != nil {
 		if len(l.uncounted) > maxUncounted {
-			l.uncounted, l.rescan = nil, true
+			l.uncounted, l.uncountedAt, l.rescan = nil, nil, true
 		}
 		return fmt.Errorf("counting ledger records: %w", err)
 	}
 	clear(l.uncounted)
-	l.uncounted = l.uncounted[:0]
+	l.uncounted, l.uncountedAt = l.uncounted[:0], l.uncountedAt[:0]
 	l.setCounted(end)
 	l.maybeExpire()
 	return nil
@@ -383,10 +408,14 @@ func (l *Ledger) unwritten(ctx context.Context, recs []*store.Record, fresh []bo
 	return add, nil
 }
 
-// count adds recs to their aggregates and spend counters in txn, indexes
+// count adds recs to their aggregates and spend counters in txn, adds
+// recs[i], at journal position at[i], to its user's record index, indexes
 // the ID of recs[i] at indexAt[i] if indexAt is not nil and that position
 // not zero, and records that the DB counts the journal up to end.
-func (l *Ledger) count(txn Txn, recs []*store.Record, indexAt []journal.Pos, end journal.Pos) error {
+func (l *Ledger) count(txn Txn, recs []*store.Record, at, indexAt []journal.Pos, end journal.Pos) error {
+	if err := l.indexRecords(txn, recs, at); err != nil {
+		return err
+	}
 	aggs := map[store.AggregateKey]*store.Totals{}
 	spend := map[string]int64{}
 	for i, rec := range recs {
@@ -404,8 +433,28 @@ func (l *Ledger) count(txn Txn, recs []*store.Record, indexAt []journal.Pos, end
 		t.Add(rec)
 		addSpend(spend, rec)
 	}
+	months := map[[3]string]*store.Totals{}
 	for ak, t := range aggs {
-		if err := mergeAggregate(txn, aggregateKey(ak), t); err != nil {
+		mk := [3]string{ak.Day[:len(store.MonthLayout)], ak.User, ak.Currency}
+		if months[mk] == nil {
+			months[mk] = &store.Totals{}
+		}
+		months[mk].Merge(t)
+		created, err := mergeAggregate(txn, aggregateKey(ak), t)
+		if err != nil {
+			return err
+		}
+		if created {
+			// A new aggregate joins its user's index: one small write per
+			// user, key, model and day, not per record.
+			if err := txn.Set(userAggregateKey(ak), nil, 0); err != nil {
+				return err
+			}
+		}
+	}
+	for mk, t := range months {
+		t.Sources, t.Outcomes = nil, nil
+		if _, err := mergeAggregate(txn, monthUserKey(mk[0], mk[1], mk[2]), t); err != nil {
 			return err
 		}
 	}
@@ -455,12 +504,12 @@ func (l *Ledger) recover(ctx context.Context) error {
 			zap.Stringer("journal_end", end), zap.Stringer("counted_to", from))
 	}
 	var recs []*store.Record
-	var indexAt []journal.Pos
+	var at, indexAt []journal.Pos
 	recovered := 0
 	apply := func(upTo journal.Pos) error {
-		err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, recs, indexAt, upTo) })
+		err := l.db.Update(ctx, func(txn Txn) error { return l.count(txn, recs, at, indexAt, upTo) })
 		recovered += len(recs)
-		recs, indexAt = recs[:0], indexAt[:0]
+		recs, at, indexAt = recs[:0], at[:0], indexAt[:0]
 		return err
 	}
 	err = l.j.Scan(from, end, time.Time{}, func(pos journal.Pos, b []byte) error {
@@ -474,7 +523,7 @@ func (l *Ledger) recover(ctx context.Context) error {
 			l.log.Error("skipping an undecodable ledger journal entry", zap.Stringer("position", pos), zap.Error(err))
 			return nil
 		}
-		recs = append(recs, &e.rec)
+		recs, at = append(recs, &e.rec), append(at, pos)
 		if e.indexed {
 			indexAt = append(indexAt, pos)
 		} else {
@@ -525,25 +574,27 @@ func addSpend(spend map[string]int64, rec *store.Record) {
 	}
 }
 
-// mergeAggregate adds t to the aggregate stored under key.
-func mergeAggregate(txn Txn, key []byte, t *store.Totals) error {
+// mergeAggregate adds t to the aggregate stored under key, and reports
+// whether it created the aggregate.
+func mergeAggregate(txn Txn, key []byte, t *store.Totals) (bool, error) {
 	old, err := txn.Get(key)
+	created := errors.Is(err, store.ErrNotFound)
 	switch {
 	case err == nil:
 		cur, err := decodeTotals(old)
 		if err != nil {
-			return fmt.Errorf("decoding aggregate %s: %w", key, err)
+			return false, fmt.Errorf("decoding aggregate %s: %w", key, err)
 		}
 		cur.Merge(t)
 		t = &cur
-	case !errors.Is(err, store.ErrNotFound):
-		return err
+	case !created:
+		return false, err
 	}
 	val, err := encodeTotals(t)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return txn.Set(key, val, 0)
+	return created, txn.Set(key, val, 0)
 }
 
 // addSpendCounter adds amt to the spend counter stored under key.

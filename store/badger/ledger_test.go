@@ -95,14 +95,26 @@ func TestAppendKeepsNoKeyPerRecord(t *testing.T) {
 	if tot := usdTotals(t, l); tot.Requests != 50 || tot.Cost != 50*51/2 {
 		t.Errorf("aggregate %+v, want 50 requests costing %d", tot, 50*51/2)
 	}
+	// The record index holds one key per user and stretch of the
+	// journal, not one per record.
+	indexKeys := 0
 	err := db.Scan(ctx, nil, ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
-		if key := string(k); !strings.HasPrefix(key, prefixAggregates) && !strings.HasPrefix(key, prefixSpend) && key != keyJournalCount {
+		key := string(k)
+		if strings.HasPrefix(key, prefixUserRecords) {
+			indexKeys++
+			return nil
+		}
+		if !strings.HasPrefix(key, prefixAggregates) && !strings.HasPrefix(key, prefixUserAggs) && !strings.HasPrefix(key, prefixMonthUsers) &&
+			!strings.HasPrefix(key, prefixSpend) && key != keyJournalCount && key != keyUserAggsBuilt && key != keyUserRecsBuilt {
 			t.Errorf("the store has key %q: appended records must only be counted there", key)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if indexKeys != 1 {
+		t.Errorf("%d record index keys for 50 records of one user, want 1", indexKeys)
 	}
 }
 

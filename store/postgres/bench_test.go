@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/internal/pgtest"
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/storetest"
 )
 
 // BenchmarkLedgerAppend measures one Append (one transaction: the records,
@@ -94,4 +95,15 @@ func BenchmarkIntentAdd(b *testing.B) {
 			b.ReportMetric(float64(db.intents.commits.Load())/float64(b.N), "commits/op")
 		})
 	}
+}
+
+// BenchmarkUsage measures the reads of a console page on a ledger of
+// 1,000,000 records (100,000 with -short); see storetest.BenchUsage.
+func BenchmarkUsage(b *testing.B) {
+	db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b), Retention: 90 * 24 * time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	storetest.BenchUsage(b, db.Repos(), storetest.BenchRecords())
 }

@@ -27,14 +27,18 @@ type Keys struct {
 	db *DB
 }
 
-const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at"
+const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used"
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var k store.Key
-	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt)
+	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
+	if len(k.Models) == 0 {
+		k.Models = nil
+	}
+	k.LastUsedAt = utcPtr(k.LastUsedAt)
 	k.CreatedAt = k.CreatedAt.UTC()
 	k.ExpiresAt = utcPtr(k.ExpiresAt)
 	k.RevokedAt = utcPtr(k.RevokedAt)
@@ -51,8 +55,8 @@ func utcPtr(t *time.Time) *time.Time {
 
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
-	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt)
+	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
 	}
@@ -103,6 +107,30 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 		return err
 	})
 	return out, err
+}
+
+// nonNilStrings returns s, or an empty slice for nil (a NOT NULL array).
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Touch implements store.Keys: one statement moves every key's last use
+// forward.
+func (r *Keys) Touch(ctx context.Context, used map[string]time.Time) error {
+	if len(used) == 0 {
+		return nil
+	}
+	ids, ats := make([]string, 0, len(used)), make([]time.Time, 0, len(used))
+	for id, at := range used {
+		ids, ats = append(ids, id), append(ats, at.UTC())
+	}
+	_, err := r.db.pool.Exec(ctx, `UPDATE air_keys k SET last_used = u.at
+		FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at)
+		WHERE k.id = u.id AND (k.last_used IS NULL OR k.last_used < u.at)`, ids, ats)
+	return err
 }
 
 // Revocations implements store.Keys: it listens on a connection of its own

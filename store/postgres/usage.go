@@ -95,6 +95,56 @@ func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
 			ON CONFLICT (day, user_name, key_id, model, currency, kind, name) DO UPDATE SET n = c.n + EXCLUDED.n`,
 			cDays, cUsers, cKeyIDs, cModels, cCurrencies, cKinds, cNames, cN)
 	}
+	// Every user's month in each currency, from the aggregates above, in
+	// key order.
+	type monthKey struct{ month, user, currency string }
+	months := map[monthKey]*store.Totals{}
+	var mkeys []monthKey
+	for _, k := range keys {
+		mk := monthKey{k.Day[:len(store.MonthLayout)], k.User, k.Currency}
+		if months[mk] == nil {
+			months[mk] = &store.Totals{}
+			mkeys = append(mkeys, mk)
+		}
+		months[mk].Merge(aggs[k])
+	}
+	sort.Slice(mkeys, func(i, j int) bool {
+		a, b := mkeys[i], mkeys[j]
+		if a.month != b.month {
+			return a.month < b.month
+		}
+		if a.user != b.user {
+			return a.user < b.user
+		}
+		return a.currency < b.currency
+	})
+	{
+		m := len(mkeys)
+		mMonths, mUsers, mCur := make([]string, m), make([]string, m), make([]string, m)
+		cols := make([][]int64, 11)
+		for i := range cols {
+			cols[i] = make([]int64, m)
+		}
+		for i, mk := range mkeys {
+			t := months[mk]
+			mMonths[i], mUsers[i], mCur[i] = mk.month, mk.user, mk.currency
+			for c, v := range [...]int64{t.Requests, t.Unpriced, t.Usage.Input, t.Usage.CacheCreation, t.Usage.CacheCreation1h,
+				t.Usage.CacheRead, t.Usage.Output, t.Usage.Reasoning, t.Images, t.VideoMillis, t.Cost} {
+				cols[c][i] = v
+			}
+		}
+		batch.Queue(`INSERT INTO air_usage_monthly AS u (month, user_name, currency, requests, unpriced, input, cache_creation,
+				cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
+				$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])
+			ON CONFLICT (month, user_name, currency) DO UPDATE SET
+				requests = u.requests + EXCLUDED.requests, unpriced = u.unpriced + EXCLUDED.unpriced,
+				input = u.input + EXCLUDED.input, cache_creation = u.cache_creation + EXCLUDED.cache_creation,
+				cache_creation_1h = u.cache_creation_1h + EXCLUDED.cache_creation_1h, cache_read = u.cache_read + EXCLUDED.cache_read,
+				output = u.output + EXCLUDED.output, reasoning = u.reasoning + EXCLUDED.reasoning, images = u.images + EXCLUDED.images,
+				video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost`,
+			mMonths, mUsers, mCur, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10])
+	}
 	if len(spend) > 0 {
 		counters := make([]store.Spend, 0, len(spend))
 		for s := range spend {
@@ -181,6 +231,33 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 			t.Outcomes = nil
 		}
 		if err := fn(a); err != nil {
+			if errors.Is(err, store.ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// MonthTotals implements store.Ledger: the month's rows of
+// air_usage_monthly.
+func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.UserTotals) error) error {
+	rows, err := l.db.pool.Query(ctx, `SELECT user_name, currency, requests, unpriced, input, cache_creation, cache_creation_1h,
+			cache_read, output, reasoning, images, video_ms, cost
+		FROM air_usage_monthly WHERE month = $1`, month)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u store.UserTotals
+		t := &u.Totals
+		if err := rows.Scan(&u.User, &u.Currency, &t.Requests, &t.Unpriced, &t.Usage.Input, &t.Usage.CacheCreation,
+			&t.Usage.CacheCreation1h, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning, &t.Images, &t.VideoMillis, &t.Cost); err != nil {
+			return err
+		}
+		if err := fn(u); err != nil {
 			if errors.Is(err, store.ErrStop) {
 				return nil
 			}

@@ -13,6 +13,7 @@ import (
 // taken id or hash, list by user oldest first, revocation that keeps its
 // first time, and revocation reports.
 func RunKeys(t *testing.T, b Backend) {
+	t.Run("Scopes", func(t *testing.T) { runKeyScopes(t, b) })
 	ctx := context.Background()
 	h := b.open(t)
 	k := h.r.Keys
@@ -96,6 +97,42 @@ func RunKeys(t *testing.T, b Backend) {
 	b.reopen(t, h)
 	if got, err := h.r.Keys.ByHash(ctx, "h-a2"); err != nil || got.ID != "key_a2" {
 		t.Errorf("after reopening: ByHash(h-a2) = %+v, %v", got, err)
+	}
+}
+
+// runKeyScopes checks a key's models and its last use: stored as
+// created, moved only forward by Touch, unknown ids skipped, and kept
+// across a restart.
+func runKeyScopes(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := b.open(t)
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_s1", Hash: "h-s1", User: "carol", CreatedAt: t0, Models: []string{"gpt-4o", "claude-*"}}))
+	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_s2", Hash: "h-s2", User: "carol", CreatedAt: t0.Add(time.Second)}))
+	got, err := h.r.Keys.ByHash(ctx, "h-s1")
+	if err != nil || !equal(got.Models, []string{"gpt-4o", "claude-*"}) || got.LastUsedAt != nil {
+		t.Errorf("ByHash(h-s1) = %+v, %v; want models [gpt-4o claude-*] and no last use", got, err)
+	}
+	if got, _ := h.r.Keys.ByHash(ctx, "h-s2"); len(got.Models) != 0 {
+		t.Errorf("a key created without models has %v", got.Models)
+	}
+	used := t0.Add(time.Hour)
+	must(t, h.r.Keys.Touch(ctx, map[string]time.Time{"key_s1": used, "key_s2": used.Add(time.Minute), "key_missing": used}))
+	// An earlier time never moves the last use back.
+	must(t, h.r.Keys.Touch(ctx, map[string]time.Time{"key_s1": t0}))
+	for i, tc := range []struct {
+		hash string
+		want time.Time
+	}{{"h-s1", used}, {"h-s2", used.Add(time.Minute)}} {
+		got, err := h.r.Keys.ByHash(ctx, tc.hash)
+		if err != nil || got.LastUsedAt == nil || !got.LastUsedAt.Equal(tc.want) {
+			t.Errorf("Test %d: ByHash(%s).LastUsedAt = %v, %v; want %v", i, tc.hash, got.LastUsedAt, err, tc.want)
+		}
+	}
+	b.reopen(t, h)
+	list, err := h.r.Keys.List(ctx, "carol")
+	if err != nil || len(list) != 2 || list[0].LastUsedAt == nil || !list[0].LastUsedAt.Equal(used) || !equal(list[0].Models, []string{"gpt-4o", "claude-*"}) {
+		t.Errorf("after reopening: List(carol) = %+v, %v", list, err)
 	}
 }
 

@@ -83,6 +83,8 @@ func RunLedger(t *testing.T, b Backend) {
 		checkRecords(t, h.r.Ledger, written, when)
 		checkUsage(t, h.r.Ledger, written, when)
 		checkSpend(t, h.r.Budgets, written, when)
+		checkUserRecords(t, h.r.Ledger, written, when)
+		checkMonthTotals(t, h.r.Ledger, written, when)
 		for _, rec := range inserted[:5] {
 			got, err := h.r.Ledger.Get(ctx, rec.ID)
 			if err != nil || !sameRecord(got, rec) {
@@ -175,6 +177,9 @@ func checkUsage(t *testing.T, l store.Ledger, written []store.Record, when strin
 		{Since: someDay},
 		{Until: someDay},
 		{Since: someDay, Until: someDay},
+		{User: "bob", Since: someDay},
+		{User: "alice", KeyID: "key_01", Until: someDay},
+		{User: "team/ä", Since: someDay, Until: someDay},
 	} {
 		want := map[store.AggregateKey]*store.Totals{}
 		for _, r := range written {

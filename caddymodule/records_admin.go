@@ -1,0 +1,132 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-air/caddy-air/billing"
+)
+
+// recordQuery reads a billing.RecordQuery from the parameters user, key,
+// model, outcome, since, until, after and limit.
+func recordQuery(q url.Values) (billing.RecordQuery, error) {
+	rq := billing.RecordQuery{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model"), Outcome: q.Get("outcome"), After: q.Get("after")}
+	if rq.User == "" {
+		return rq, fmt.Errorf("the user parameter is required")
+	}
+	var err error
+	if rq.Since, rq.Until, err = parseRange(q); err != nil {
+		return rq, err
+	}
+	if s := q.Get("limit"); s != "" {
+		if rq.Limit, err = strconv.Atoi(s); err != nil || rq.Limit < 1 || rq.Limit > billing.MaxPage {
+			return rq, fmt.Errorf("bad limit %q: want 1 to %d", s, billing.MaxPage)
+		}
+	}
+	return rq, nil
+}
+
+// handleRecords serves GET /air/records?user=…: a page of one user's
+// ledger records ({"records","has_more","next"}), or with format=csv every
+// matching record as CSV.
+func (Admin) handleRecords(w http.ResponseWriter, r *http.Request) error {
+	st, err := readState(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	rq, err := recordQuery(q)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	err = st.ledger.Flush(ctx)
+	cancel()
+	if err != nil {
+		return apiErr(http.StatusServiceUnavailable, err)
+	}
+	switch q.Get("format") {
+	case "csv":
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="ledger.csv"`)
+		// Once rows are written the status is sent: a failure later ends
+		// the body early, and is logged by the admin server.
+		return st.ledger.ExportCSV(r.Context(), rq, w)
+	case "", "json":
+		page, err := st.ledger.UserRecords(r.Context(), rq)
+		if err != nil {
+			return apiErr(http.StatusBadRequest, err)
+		}
+		return writeAdminJSON(w, http.StatusOK, page)
+	default:
+		return apiErr(http.StatusBadRequest, fmt.Errorf("unknown format %q: use json or csv", q.Get("format")))
+	}
+}
+
+func ledgerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger --user <u> [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]",
+		Short: "Shows a page of one user's ledger records, or exports them all as CSV",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			for _, f := range []string{"user", "key", "model", "outcome", "since", "until", "limit", "after"} {
+				if v, _ := cmd.Flags().GetString(f); v != "" {
+					q.Set(f, v)
+				}
+			}
+			if asCSV, _ := cmd.Flags().GetBool("csv"); asCSV {
+				q.Set("format", "csv")
+				data, err := adminRaw(cmd, http.MethodGet, "/air/records?"+q.Encode(), nil)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			var page billing.RecordPage
+			if err := adminCall(cmd, http.MethodGet, "/air/records?"+q.Encode(), nil, &page); err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), page)
+			}
+			printRecords(cmd, &page)
+			return nil
+		},
+	}
+	cmd.Flags().String("user", "", "The user (required)")
+	cmd.Flags().String("key", "", "Only this key id")
+	cmd.Flags().String("model", "", "Only this model")
+	cmd.Flags().String("outcome", "", "Only this outcome, e.g. ok, partial, upstream_error")
+	cmd.Flags().String("since", "", "First day (YYYY-MM-DD) or time (RFC 3339), inclusive")
+	cmd.Flags().String("until", "", "End day or time, exclusive")
+	cmd.Flags().String("limit", "", fmt.Sprintf("Records per page, 1 to %d (default %d)", billing.MaxPage, billing.DefaultPage))
+	cmd.Flags().String("after", "", "The cursor a previous page printed, to show the next page")
+	cmd.Flags().Bool("csv", false, "Export every matching record as CSV")
+	cmd.Flags().Bool("json", false, "Print JSON")
+	_ = cmd.MarkFlagRequired("user")
+	return cmd
+}
+
+// printRecords prints a page of records as a table, and the cursor of the
+// next page.
+func printRecords(cmd *cobra.Command, p *billing.RecordPage) {
+	w := cmd.OutOrStdout()
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TIME\tID\tKEY\tMODEL\tOUTCOME\tINPUT\tOUTPUT\tCOST")
+	for _, r := range p.Records {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.KeyID, r.Model, r.Outcome,
+			r.Usage.PromptTotal(), r.Usage.Output, costText(r.Priced, r.Cost, r.Currency, 0))
+	}
+	_ = tw.Flush()
+	if p.HasMore {
+		fmt.Fprintf(w, "more: --after %s\n", p.Next)
+	}
+}

@@ -1,0 +1,83 @@
+package caddymodule
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-air/caddy-air/billing"
+)
+
+// TestHelpFlags checks that every flag the `caddy air` help shows exists
+// on the subcommand it is shown with.
+func TestHelpFlags(t *testing.T) {
+	air, ok := caddycmd.Commands()["air"]
+	if !ok {
+		t.Fatal("no air command")
+	}
+	root := &cobra.Command{Use: "air"}
+	air.CobraFunc(root)
+	lineRe := regexp.MustCompile(`^\s+caddy air (.*)$`)
+	flagRe := regexp.MustCompile(`--([a-z-]+)`)
+	checked := 0
+	for _, line := range strings.Split(air.Long, "\n") {
+		m := lineRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var path []string
+		for _, w := range strings.Fields(m[1]) {
+			if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") || strings.HasPrefix(w, "<") {
+				break
+			}
+			path = append(path, strings.Split(w, "|")[0])
+		}
+		cmd, _, err := root.Find(path)
+		if err != nil {
+			t.Errorf("help line %q: no command %v", line, path)
+			continue
+		}
+		for _, f := range flagRe.FindAllStringSubmatch(m[1], -1) {
+			checked++
+			if cmd.Flags().Lookup(f[1]) == nil && cmd.InheritedFlags().Lookup(f[1]) == nil && root.PersistentFlags().Lookup(f[1]) == nil {
+				t.Errorf("help line %q shows --%s, which `%s` does not have", strings.TrimSpace(line), f[1], cmd.CommandPath())
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d flags checked: the help's format changed", checked)
+	}
+}
+
+func TestPrintReportUnpriced(t *testing.T) {
+	rep := &billing.Report{
+		Rows: []billing.ReportRow{
+			{Model: "gpt-4o", Currency: "USD", Priced: true, Totals: billing.Totals{Requests: 2, Cost: 1_500_000_000}},
+			{Model: "mystery", Totals: billing.Totals{Requests: 3, Unpriced: 3}},
+		},
+		Totals: []billing.ReportTotal{
+			{Totals: billing.Totals{Requests: 3, Unpriced: 3}},
+			{Currency: "USD", Priced: true, Totals: billing.Totals{Requests: 2, Cost: 1_500_000_000}},
+		},
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	printReport(tw, billing.ByModel, rep)
+	_ = tw.Flush()
+	out := b.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "MODEL") {
+		t.Fatalf("want a header, two rows and one total line:\n%s", out)
+	}
+	if !strings.Contains(lines[2], "mystery") || !strings.HasSuffix(strings.TrimSpace(lines[2]), "unpriced") || strings.Contains(lines[2], "0.000000000") {
+		t.Errorf("unpriced row %q", lines[2])
+	}
+	if !strings.Contains(lines[3], "total") || !strings.Contains(lines[3], " 5 ") || !strings.Contains(lines[3], "1.500000000 USD + 3 unpriced") {
+		t.Errorf("total line %q: want 5 requests and 1.500000000 USD + 3 unpriced", lines[3])
+	}
+}

@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// UserRecords implements store.Ledger. A page is one query on the index
+// (user_name, seq), starting at the cursor: the records' sequence
+// number, so pages never skip or repeat a record.
+func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.Record, string, error) {
+	if q.User == "" || q.Limit < 1 {
+		return nil, "", fmt.Errorf("a page of records needs a user and a limit")
+	}
+	var after int64
+	if q.After != "" {
+		n, err := strconv.ParseInt(q.After, 10, 64)
+		if err != nil || n < 0 {
+			return nil, "", fmt.Errorf("bad cursor %q", q.After)
+		}
+		after = n
+	}
+	var since, until *time.Time
+	if !q.Since.IsZero() {
+		since = &q.Since
+	}
+	if !q.Until.IsZero() {
+		until = &q.Until
+	}
+	cutoff := retentionCutoff(time.Now(), l.retention)
+	rows, err := l.db.pool.Query(ctx, `SELECT `+ledgerColumns+`, seq FROM air_ledger
+		WHERE user_name = $1 AND seq > $2
+			AND ($3 = '' OR key_id = $3) AND ($4 = '' OR model = $4) AND ($5 = '' OR outcome = $5)
+			AND ($6::timestamptz IS NULL OR ts >= $6) AND ($7::timestamptz IS NULL OR ts < $7)
+			AND ($8::timestamptz IS NULL OR written >= $8)
+		ORDER BY user_name, seq LIMIT $9`,
+		q.User, after, q.KeyID, q.Model, q.Outcome, since, until, cutoff, q.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []store.Record
+	var seqs []int64
+	for rows.Next() {
+		var r store.Record
+		var status, images, tier int32
+		var seq int64
+		err := rows.Scan(&r.ID, &r.Time, &r.Endpoint, &r.User, &r.KeyID, &r.Model, &r.Provider,
+			&r.Usage.Input, &r.Usage.CacheCreation, &r.Usage.CacheRead, &r.Usage.Output, &r.Usage.Reasoning,
+			&r.Source, &status, &r.Outcome, &images, &r.VideoMillis, &tier, &r.Priced, &r.Currency, &r.Cost,
+			&r.Usage.CacheCreation1h, &r.ServiceTier, &seq)
+		if err != nil {
+			return nil, "", err
+		}
+		r.Time = r.Time.UTC()
+		r.Status, r.Images, r.Tier = int(status), int(images), int(tier)
+		out, seqs = append(out, r), append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	if len(out) <= q.Limit {
+		return out, "", nil
+	}
+	return out[:q.Limit], strconv.FormatInt(seqs[q.Limit-1], 10), nil
+}
