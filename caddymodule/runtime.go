@@ -50,6 +50,8 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Logger:               a.logger.Named("tasks"),
 		Health:               a.tracker,
 		Observer:             a.taskObserver(),
+		Router:               a.router,
+		Attempts:             a.taskAttempts(),
 	})
 	if err != nil {
 		return nil, err
@@ -126,6 +128,8 @@ func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
 		KeyID:       c.KeyID,
 		Model:       c.Model,
 		Provider:    c.Provider,
+		Deployment:  c.Deployment,
+		ServedModel: c.ServedModel,
 		Source:      billing.SourceUnits,
 		Status:      http.StatusOK,
 		Outcome:     billing.OutcomeOK,
@@ -141,6 +145,15 @@ func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
 // taskObserver is what the task service reports to, nil when metrics are
 // off.
 func (a *App) taskObserver() tasks.Observer {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics
+}
+
+// taskAttempts is what the task service reports submission attempts to,
+// nil when metrics are off.
+func (a *App) taskAttempts() tasks.AttemptObserver {
 	if a.metrics == nil {
 		return nil
 	}
