@@ -32,6 +32,7 @@ var running atomic.Pointer[App]
 //	GET    /air/keys[?user=]    → the keys, without secrets
 //	DELETE /air/keys/<id>       → revokes the key
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
+//	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -48,6 +49,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/keys", Handler: caddy.AdminHandlerFunc(a.handleKeys)},
 		{Pattern: "/air/keys/", Handler: caddy.AdminHandlerFunc(a.handleKey)},
 		{Pattern: "/air/health", Handler: caddy.AdminHandlerFunc(a.handleHealth)},
+		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 	}, a.billingRoutes()...)
 }
 

@@ -20,8 +20,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "key|usage|budget|migrate …",
-		Short: "Manages caddy-air keys, usage reports and budgets",
+		Usage: "key|usage|budget|providers|migrate …",
+		Short: "Manages caddy-air keys, usage reports and budgets, and shows upstream state",
 		Long: `
 Manages caddy-air through the admin API of a running Caddy (these never
 open the database themselves). The admin address is taken from --address, or from the
@@ -36,6 +36,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air budget set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>]
   caddy air budget get|delete --user <u> | --key <id>
   caddy air budget list [--json]
+  caddy air providers [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
 
 "migrate" is the exception: it connects to the PostgreSQL database itself.
@@ -44,7 +45,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
 			cmd.PersistentFlags().String("address", "", "The address of the admin API")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-			cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), migrateCommand())
+			cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), migrateCommand())
 		},
 	})
 }

@@ -62,6 +62,8 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Logger:               a.logger.Named("tasks"),
 		Health:               a.tracker,
 		Observer:             a.taskObserver(),
+		Router:               a.router,
+		Attempts:             a.taskAttempts(),
 	})
 	if err != nil {
 		return nil, err
@@ -153,6 +155,8 @@ func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
 		KeyID:       c.KeyID,
 		Model:       c.Model,
 		Provider:    c.Provider,
+		Deployment:  c.Deployment,
+		ServedModel: c.ServedModel,
 		Source:      billing.SourceUnits,
 		Status:      http.StatusOK,
 		Outcome:     billing.OutcomeOK,
@@ -195,6 +199,17 @@ var (
 	_ tasks.Biller     = taskBiller{}
 	_ responses.Biller = responseBiller{}
 )
+
+// taskAttempts is what the task service reports submission attempts to,
+// nil when metrics are off.
+func (a *App) taskAttempts() tasks.AttemptObserver {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics
+}
+
+var _ tasks.Biller = taskBiller{}
 
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {

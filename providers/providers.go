@@ -9,7 +9,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -44,11 +43,11 @@ type Provider struct {
 	Name string
 	// Protocol is one of the Protocol* constants.
 	Protocol string
-	// BaseURLs are tried in order; each ends before the API path, e.g.
+	// BaseURLs each end before the API path, e.g.
 	// "https://api.openai.com/v1".
 	BaseURLs []string
-	// APIKeys are the provider credentials, tried in order together with
-	// BaseURLs when a request is retried.
+	// APIKeys are the provider credentials; package routing balances
+	// requests over BaseURLs × APIKeys.
 	APIKeys []string
 	// Timeout bounds a whole non-streaming request, and the wait for the
 	// response headers of a streaming one. Zero means the default.
@@ -56,8 +55,6 @@ type Provider struct {
 	// Retries is how many further attempts a request gets, on the next base
 	// URL or key, when an attempt fails before the first response byte.
 	Retries int
-
-	next atomic.Uint64
 }
 
 // Attempt is one (base URL, API key) pair to send a request to.
@@ -66,31 +63,6 @@ type Attempt struct {
 	BaseURL string
 	// APIKey is the credential to send with it.
 	APIKey string
-}
-
-// Attempts returns the ordered pairs a request should try: first one chosen
-// round-robin over the provider's base URLs and keys, then the following
-// ones, at most Retries+1 in all.
-func (p *Provider) Attempts() []Attempt {
-	n := len(p.BaseURLs)
-	if len(p.APIKeys) > n {
-		n = len(p.APIKeys)
-	}
-	if n == 0 {
-		return nil
-	}
-	total := p.Retries + 1
-	start := int(p.next.Add(1)-1) % n
-	out := make([]Attempt, 0, total)
-	for i := 0; i < total; i++ {
-		j := (start + i) % n
-		a := Attempt{BaseURL: strings.TrimRight(p.BaseURLs[j%len(p.BaseURLs)], "/")}
-		if len(p.APIKeys) > 0 {
-			a.APIKey = p.APIKeys[j%len(p.APIKeys)]
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 // Deployment is one way to serve a model: a provider, the model name sent

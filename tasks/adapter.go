@@ -50,6 +50,9 @@ type call struct {
 	maxDepth int
 	// status is the status of the last answer to the call, for its span.
 	status int
+	// provider, deployment and servedModel name who serves the task, for
+	// a submission (see Task); empty for a poll.
+	provider, deployment, servedModel string
 }
 
 // outcome is what an upstream said about a job.
@@ -94,6 +97,15 @@ const (
 	errTaskExpired    = "TaskExpired"
 	maxErrMessageRune = 500
 )
+
+// servedBy records in t the deployment a submission went to, for polls
+// and the ledger; a poll's call records nothing.
+func (c *call) servedBy(t *Task) {
+	if c.deployment == "" {
+		return
+	}
+	t.Provider, t.Deployment, t.ServedModel, t.UpstreamModel = c.provider, c.deployment, c.servedModel, c.model
+}
 
 // upstreamError is a failed exchange with a provider.
 type upstreamError struct {

@@ -93,10 +93,11 @@ func (s *Service) releaseCreate() { <-s.creates }
 
 // generateImage runs an image task to its end and returns it.
 func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) *Task {
-	out, c, err := s.submit(ctx, t, r, ad, p)
+	sub, err := s.submit(ctx, t, r, ad)
 	if err != nil {
 		return s.failWith(ctx, t, err)
 	}
+	out, c := sub.out, sub.call
 	if out.state == StatusRunning {
 		if t, err = s.accepted(ctx, t, out, c, t.NextPollAt); err != nil {
 			return t
@@ -110,7 +111,7 @@ func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad ada
 		case <-time.After(wait):
 		}
 		next, err := ad.poll(ctx, c, out.upstreamID)
-		s.obs.TaskPolled(p.Name, err != nil)
+		s.obs.TaskPolled(c.provider, err != nil)
 		if err != nil {
 			var ue *upstreamError
 			if errors.As(err, &ue) && (ue.permanent || ctx.Err() != nil) {
@@ -127,11 +128,12 @@ func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad ada
 // startVideo submits a video task and returns it, normally running.
 func (s *Service) startVideo(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) *Task {
 	sctx, cancel := context.WithTimeout(ctx, timeout(p))
-	out, c, err := s.submit(sctx, t, r, ad, p)
+	sub, err := s.submit(sctx, t, r, ad)
 	cancel()
 	if err != nil {
 		return s.failWith(ctx, t, err)
 	}
+	out, c := sub.out, sub.call
 	if out.state != StatusRunning {
 		ctx, cancel := context.WithTimeout(ctx, timeout(p))
 		defer cancel()
@@ -153,27 +155,6 @@ func (s *Service) conclude(ctx context.Context, t *Task, out *outcome, c *call) 
 	return done
 }
 
-// submit sends the job upstream, moving on to the provider's next base URL
-// or key only when an attempt got no answer at all.
-func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) (*outcome, *call, error) {
-	var last error = &upstreamError{name: errUpstream, msg: "the provider has no base URL", permanent: true}
-	for i, a := range p.Attempts() {
-		c := &call{client: s.client, attempt: a, kind: t.Type, model: t.UpstreamModel, maxDepth: s.maxDepth}
-		actx, span := startSubmit(ctx, t, p, a, i)
-		out, err := ad.submit(actx, c, r)
-		s.submitDone(span, p, c, out, err)
-		if err == nil {
-			return out, c, nil
-		}
-		last = err
-		s.log.Warn("submitting task", zap.String("task", t.ID), zap.String("provider", p.Name), zap.Error(err))
-		if !unanswered(err) || ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, nil, last
-}
-
 // accepted records the upstream job of a running task, and when the poller
 // may next look at it. If the task is gone or already terminal it returns
 // the stored task and an error.
@@ -183,6 +164,7 @@ func (s *Service) accepted(ctx context.Context, t *Task, out *outcome, c *call, 
 			return false
 		}
 		t.UpstreamID = out.upstreamID
+		c.servedBy(t)
 		t.BaseURL = c.attempt.BaseURL
 		t.KeyHash = keyHash(c.attempt.APIKey)
 		t.NextPollAt = next

@@ -14,6 +14,7 @@ import (
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -55,6 +56,13 @@ type Charge struct {
 	Model string
 	// Provider names the upstream provider.
 	Provider string
+	// Deployment is the deployment that accepted the task,
+	// "provider/upstream model"; empty for tasks created before routing
+	// recorded it.
+	Deployment string
+	// ServedModel is the fallback model that served the task, when it was
+	// not Model.
+	ServedModel string
 	// Kind is "image" or "video".
 	Kind string
 	// Images is the number of images delivered (image tasks).
@@ -125,6 +133,11 @@ type Config struct {
 	Health *health.Tracker
 	// Observer, if set, is told of task status changes and upstream polls.
 	Observer Observer
+	// Router picks the upstream of every submission; nil means a router
+	// of Routes with default options. It must be built from Routes.
+	Router *routing.Router
+	// Attempts, if set, is told of every submission attempt.
+	Attempts AttemptObserver
 }
 
 // Observer is told of what the service does, for metrics.
@@ -165,6 +178,8 @@ type Service struct {
 	log          *zap.Logger
 	health       *health.Tracker
 	obs          Observer
+	router       *routing.Router
+	attempts     AttemptObserver
 }
 
 // New returns a Service for c.
@@ -185,7 +200,10 @@ func New(c Config) (*Service, error) {
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
 		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
 		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), log: c.Logger,
-		health: c.Health,
+		health: c.Health, router: c.Router, attempts: c.Attempts,
+	}
+	if s.router == nil {
+		s.router = routing.New(routing.Config{Table: c.Routes})
 	}
 	if s.client == nil {
 		s.client = &http.Client{}

@@ -81,6 +81,12 @@ type Task struct {
 	Protocol string `json:"protocol"`
 	// UpstreamModel is the model id sent upstream.
 	UpstreamModel string `json:"upstream_model"`
+	// Deployment is the deployment that accepted the task, "provider" or
+	// "provider/upstream model"; the ledger prices the task by it.
+	Deployment string `json:"deployment,omitempty"`
+	// ServedModel is the fallback model that served the task, when it was
+	// not Model.
+	ServedModel string `json:"served_model,omitempty"`
 	// UpstreamID is the provider's id of an asynchronous job.
 	UpstreamID string `json:"upstream_id,omitempty"`
 	// BaseURL is the provider base URL the job was submitted to; polls go

@@ -10,39 +10,49 @@ import (
 
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 )
 
 // TestSubmitDone checks how a submission attempt's result is classed: its
-// span's error type, and whether it counts against the provider.
+// span's error type, its metric result, and whether it counts against the
+// provider.
 func TestSubmitDone(t *testing.T) {
 	for i, tc := range []struct {
-		status    int
-		err       error
-		wantType  string
-		wantFault bool
+		status     int
+		err        error
+		wantType   string
+		wantResult string
+		wantFault  bool
 	}{
-		{status: 200, wantType: ""},
-		{err: &upstreamError{name: errTimeout, msg: "late"}, wantType: "timeout", wantFault: true},
-		{err: &upstreamError{name: errUpstream, msg: "refused", cause: errors.New("dial")}, wantType: "unavailable", wantFault: true},
-		{status: 500, err: &upstreamError{status: 500, name: errUpstream}, wantType: "500", wantFault: true},
-		{status: 429, err: &upstreamError{status: 429, name: errRateLimited}, wantType: "429", wantFault: true},
-		{status: 400, err: &upstreamError{status: 400, name: errContentPolicy, permanent: true}, wantType: "400"},
-		{status: 200, err: badAnswer("no id"), wantType: "bad_answer", wantFault: true},
+		{status: 200, wantType: "", wantResult: AttemptOK},
+		{err: &upstreamError{name: errTimeout, msg: "late"}, wantType: "timeout", wantResult: AttemptTimeout, wantFault: true},
+		{err: &upstreamError{name: errUpstream, msg: "refused", cause: errors.New("dial")}, wantType: "unavailable", wantResult: AttemptConnectError, wantFault: true},
+		{status: 500, err: &upstreamError{status: 500, name: errUpstream}, wantType: "500", wantResult: AttemptStatus5xx, wantFault: true},
+		{status: 429, err: &upstreamError{status: 429, name: errRateLimited}, wantType: "429", wantResult: AttemptStatus429, wantFault: true},
+		{status: 400, err: &upstreamError{status: 400, name: errContentPolicy, permanent: true}, wantType: "400", wantResult: AttemptStatus4xx},
+		{status: 200, err: badAnswer("no id"), wantType: "bad_answer", wantResult: AttemptOK, wantFault: true},
 	} {
 		sr := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 		ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
 		tr := health.NewTracker(0)
 		s := &Service{health: tr}
-		p := &providers.Provider{Name: "p"}
+		p := &providers.Provider{Name: "p", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{"https://up.example/v1"}}
+		rt := routing.ForProvider(p)
+		tg, err := rt.Plan(routing.Request{Route: rt.Table().Routes()[0]}).Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		task := &Task{ID: "task_1", Type: providers.KindImage, Model: "img"}
-		_, span := startSubmit(ctx, task, p, providers.Attempt{BaseURL: "https://up.example/v1"}, 0)
+		_, span := startSubmit(ctx, task, tg)
 		var out *outcome
 		if tc.err == nil {
 			out = &outcome{state: StatusSucceeded}
 		}
-		s.submitDone(span, p, &call{status: tc.status}, out, tc.err)
+		if got := s.submitDone(span, tg, &call{status: tc.status}, out, tc.err, 0); got != tc.wantResult {
+			t.Errorf("Test %d: result %q, want %q", i, got, tc.wantResult)
+		}
 		parent.End()
 		var got string
 		for _, kv := range sr.Ended()[0].Attributes() {
@@ -55,6 +65,15 @@ func TestSubmitDone(t *testing.T) {
 		}
 		if st := tr.Stats("p"); st.Attempts != 1 || (st.Failures == 1) != tc.wantFault {
 			t.Errorf("Test %d: tracker %+v, want a fault: %v", i, st, tc.wantFault)
+		}
+		// The router learns too: a 429 cools the upstream down, other
+		// attempts count towards its breaker.
+		st := rt.Status()[0]
+		switch {
+		case tc.status == 429 && st.Reason != "cooldown":
+			t.Errorf("Test %d: upstream not cooling down after a 429: %+v", i, st)
+		case tc.status != 429 && (st.Attempts != 1 || (st.Failures == 1) != tc.wantFault):
+			t.Errorf("Test %d: router saw %+v, want a fault: %v", i, st, tc.wantFault)
 		}
 		_ = tp.Shutdown(context.Background())
 	}

@@ -33,6 +33,7 @@ func (s *Service) finish(ctx context.Context, t *Task, out *outcome, c *call) (*
 		if t.Terminal() {
 			return false
 		}
+		c.servedBy(t)
 		t.Status = StatusSucceeded
 		t.Progress = 100
 		t.CompletedAt = &now
@@ -112,7 +113,7 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	if s.biller != nil {
 		err := s.biller.ChargeTask(ctx, Charge{
 			TaskID: t.ID, User: t.User, KeyID: t.KeyID, Model: t.Model, Provider: t.Provider,
-			Kind: t.Type, Images: t.Images, VideoSeconds: t.VideoSeconds,
+			Deployment: t.Deployment, ServedModel: t.ServedModel, Kind: t.Type, Images: t.Images, VideoSeconds: t.VideoSeconds,
 		})
 		if err != nil {
 			s.log.Error("charging task", zap.String("task", t.ID), zap.Error(err))

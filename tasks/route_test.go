@@ -1,0 +1,173 @@
+package tasks
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
+)
+
+// countAttempts is an AttemptObserver that keeps the results.
+type countAttempts struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *countAttempts) Attempt(provider, result string, retried bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := provider + ":" + result
+	if retried {
+		r += ":retried"
+	}
+	c.got = append(c.got, r)
+}
+
+// TestCreateRoutes checks that a create goes where routing sends it: past
+// a failing deployment to the healthy one, or to the fallback model when
+// the model's only deployment fails; the task and its charge name the
+// deployment (and fallback model) that served, and the upstream gets that
+// deployment's model name.
+func TestCreateRoutes(t *testing.T) {
+	for i, tc := range []struct {
+		name           string
+		deps           func(bad, up *providers.Provider) []*providers.Route
+		wantDeployment string
+		wantServed     string
+		wantModel      string
+		wantAttempts   []string
+	}{
+		{
+			name: "second deployment",
+			deps: func(bad, up *providers.Provider) []*providers.Route {
+				return []*providers.Route{{Pattern: "img", Kind: providers.KindImage, Policy: providers.PolicyRoundRobin,
+					Deployments: []*providers.Deployment{{Provider: bad, UpstreamModel: "img-bad"}, {Provider: up, UpstreamModel: "img-up"}}}}
+			},
+			wantDeployment: "up/img-up", wantModel: "img-up",
+			wantAttempts: []string{"bad:status_5xx:retried", "up:ok"},
+		},
+		{
+			name: "fallback model",
+			deps: func(bad, up *providers.Provider) []*providers.Route {
+				return []*providers.Route{
+					{Pattern: "img", Kind: providers.KindImage, Provider: bad, Fallbacks: []string{"img-b"}},
+					{Pattern: "img-b", Kind: providers.KindImage, Provider: up},
+				}
+			},
+			// The model's budget (retries 1) is spent on its deployment
+			// first, after a backoff.
+			wantDeployment: "up", wantServed: "img-b", wantModel: "img-b",
+			wantAttempts: []string{"bad:status_5xx:retried", "bad:status_5xx:retried", "up:ok"},
+		},
+	} {
+		e := newEnv(t, providers.ProtocolOpenAI)
+		var badHits atomic.Int32
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			badHits.Add(1)
+			writeJSON(w, 500, `{"error":{"message":"down","type":"server_error"}}`)
+		}))
+		t.Cleanup(bad.Close)
+		e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+		})
+		up := e.table.Provider("up")
+		up.Retries = 1
+		badP := &providers.Provider{Name: "bad", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{bad.URL + "/v1"}, Retries: 1}
+		var err error
+		if e.table, err = providers.NewTable([]*providers.Provider{up, badP}, tc.deps(badP, up)); err != nil {
+			t.Fatal(err)
+		}
+		obs := &countAttempts{}
+		s := e.service(func(c *Config) { c.Attempts = obs })
+		tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"img","prompt":"x"}`), testMediaBase)
+		if aerr != nil || tk.Status != StatusSucceeded {
+			t.Fatalf("Test %d (%s): %v %+v", i, tc.name, aerr, tk)
+		}
+		if tk.Provider != "up" || tk.Deployment != tc.wantDeployment || tk.ServedModel != tc.wantServed || tk.Model != "img" {
+			t.Errorf("Test %d (%s): task served by %q/%q/%q for %q", i, tc.name, tk.Provider, tk.Deployment, tk.ServedModel, tk.Model)
+		}
+		if got := e.biller.charges(); len(got) != 1 || got[0].Deployment != tc.wantDeployment || got[0].ServedModel != tc.wantServed || got[0].Provider != "up" {
+			t.Errorf("Test %d (%s): charges %+v, want one by %s", i, tc.name, got, tc.wantDeployment)
+		}
+		sent := e.requests("POST", "/v1/images/generations")
+		if len(sent) != 1 || gjson.GetBytes(sent[0].body, "model").Str != tc.wantModel {
+			t.Errorf("Test %d (%s): healthy upstream got %d requests, want 1 for model %s", i, tc.name, len(sent), tc.wantModel)
+		}
+		if int(badHits.Load()) != len(tc.wantAttempts)-1 {
+			t.Errorf("Test %d (%s): failing upstream got %d requests, want %d", i, tc.name, badHits.Load(), len(tc.wantAttempts)-1)
+		}
+		obs.mu.Lock()
+		if !slices.Equal(obs.got, tc.wantAttempts) {
+			t.Errorf("Test %d (%s): attempts %v, want %v", i, tc.name, obs.got, tc.wantAttempts)
+		}
+		obs.mu.Unlock()
+	}
+}
+
+// TestCreateHonoursRetryAfter checks that a create answered 429 with
+// Retry-After by the model's only upstream waits that long before its
+// next attempt, and that a create meanwhile fails without reaching the
+// upstream when the wait is beyond what a request waits.
+func TestCreateHonoursRetryAfter(t *testing.T) {
+	e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "img", Kind: providers.KindImage})
+	var calls atomic.Int32
+	var retryAfter atomic.Value
+	retryAfter.Store("1")
+	e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", retryAfter.Load().(string))
+			writeJSON(w, 429, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
+		}
+		writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+	})
+	e.table.Provider("up").Retries = 1
+	var mu sync.Mutex
+	now := time.Now()
+	var slept []time.Duration
+	router := routing.New(routing.Config{Table: e.table,
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		Sleep: func(_ <-chan struct{}, d time.Duration) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			slept = append(slept, d)
+			now = now.Add(d)
+			return true
+		}})
+	s := e.service(func(c *Config) { c.Router = router })
+	tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"img","prompt":"x"}`), testMediaBase)
+	if aerr != nil || tk.Status != StatusSucceeded {
+		t.Fatalf("create: %v %+v", aerr, tk)
+	}
+	mu.Lock()
+	if calls.Load() != 2 || len(slept) != 1 || slept[0] != time.Second {
+		t.Errorf("%d upstream calls after waits %v, want 2 after one wait of 1s", calls.Load(), slept)
+	}
+	mu.Unlock()
+
+	// A Retry-After beyond the longest wait leaves the upstream cooling
+	// down: the next create fails at once, naming the wait.
+	calls.Store(0)
+	retryAfter.Store("30")
+	tk, _ = s.Create(context.Background(), alice, []byte(`{"model":"img","prompt":"x"}`), testMediaBase)
+	if tk.Status != StatusFailed || tk.Error != "RateLimited: slow down" {
+		t.Errorf("create after a long Retry-After: %q %q", tk.Status, tk.Error)
+	}
+	tk, _ = s.Create(context.Background(), alice, []byte(`{"model":"img","prompt":"x"}`), testMediaBase)
+	if tk.Status != StatusFailed || calls.Load() != 1 ||
+		tk.Error != "UpstreamError: no upstream provider of this model could take the task; retry after 30 s" {
+		t.Errorf("create during the cooldown: %q %q, %d upstream calls, want 1", tk.Status, tk.Error, calls.Load())
+	}
+	if len(e.biller.charges()) != 1 {
+		t.Errorf("charges %+v, want only the first task's", e.biller.charges())
+	}
+}
