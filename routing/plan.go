@@ -161,8 +161,8 @@ type Plan struct {
 	tried   []*Upstream
 	n       int
 	bo      *backoff.ExponentialBackOff
-	cooled  bool // waited for a cooling upstream once
-	fellTo  int  // last group index reported as a fallback
+	waited  time.Duration // waited for cooling upstreams so far; at most the router's MaxWait
+	fellTo  int           // last group index reported as a fallback
 	pinDone bool
 }
 
@@ -226,8 +226,8 @@ func (p *Plan) Next(ctx context.Context) (*Target, error) {
 			return p.target(g, u, now), nil
 		}
 		at := p.readyAt(now, true, false)
-		if !p.cooled && !at.IsZero() && at.Sub(now) <= p.r.maxWait && p.r.maxWait > 0 && fits(ctx, at) {
-			p.cooled = true
+		if !at.IsZero() && p.waited+at.Sub(now) <= p.r.maxWait && p.r.maxWait > 0 && fits(ctx, at) {
+			p.waited += at.Sub(now)
 			if !p.wait(ctx, at.Sub(now)) {
 				return nil, ctx.Err()
 			}

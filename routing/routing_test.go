@@ -309,9 +309,24 @@ func TestWaitsForShortRetryAfter(t *testing.T) {
 	if len(f.slept) != 1 || f.slept[0] != time.Second {
 		t.Fatalf("slept %v before retrying a 429 with Retry-After: 1, want [1s]", f.slept)
 	}
-	tg.Done(Outcome{Status: 429, RetryAfter: 30 * time.Second})
+	// A second short cooldown is waited for too, within MaxWait in all.
+	tg.Done(Outcome{Status: 429, RetryAfter: time.Second})
+	tg = next(t, p)
+	if len(f.slept) != 2 || f.slept[1] != time.Second {
+		t.Fatalf("slept %v before retrying a second 429 with Retry-After: 1, want [1s 1s]", f.slept)
+	}
+	// A third 429 ends the plan: its three attempts (retries 2) are used,
+	// and another wait would pass MaxWait (2 s in all).
+	tg.Done(Outcome{Status: 429, RetryAfter: time.Second})
 	_, err := p.Next(context.Background())
 	var u *Unavailable
+	if !errors.As(err, &u) || u.RetryAfterSeconds() != 1 || len(f.slept) != 2 {
+		t.Fatalf("after a third 429 with Retry-After: 1: %v, slept %v, want Unavailable after 1s and no third wait", err, f.slept)
+	}
+	p = f.r.Plan(Request{Route: f.route})
+	f.clock.Advance(time.Second)
+	next(t, p).Done(Outcome{Status: 429, RetryAfter: 30 * time.Second})
+	_, err = p.Next(context.Background())
 	if !errors.As(err, &u) || u.RetryAfterSeconds() != 30 {
 		t.Fatalf("after a 429 with Retry-After: 30: %v, want Unavailable after 30s", err)
 	}
