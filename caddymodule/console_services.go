@@ -203,19 +203,30 @@ func (s consoleServices) Chat(w http.ResponseWriter, r *http.Request, user strin
 	}
 	// The record is durable before the end of the answer is released, and
 	// readable once the ledger is flushed: the user's newest console
-	// request since this one began.
+	// request since this one began, read from the user's pages of records
+	// since then (never the whole ledger's).
 	if err := st.ledger.Flush(r.Context()); err != nil {
 		return nil, err
 	}
 	var found *billing.Record
-	err = st.ledger.Records(r.Context(), start, time.Time{}, func(rec billing.Record) error {
-		if rec.User == user && rec.KeyID == consoleKeyID && rec.Endpoint == "chat" {
-			found = &rec
+	q := billing.RecordQuery{User: user, KeyID: consoleKeyID, Since: start, Limit: billing.MaxPage}
+	for {
+		page, err := st.ledger.UserRecords(r.Context(), q)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil || found == nil {
-		return nil, errors.Join(err, errors.New("the playground request's record was not found"))
+		for i := range page.Records {
+			if page.Records[i].Endpoint == "chat" {
+				found = &page.Records[i]
+			}
+		}
+		if !page.HasMore {
+			break
+		}
+		q.After = page.Next
+	}
+	if found == nil {
+		return nil, errors.New("the playground request's record was not found")
 	}
 	return &console.Settled{RequestID: found.ID, Model: found.Model, Usage: found.Usage, Priced: found.Priced, Cost: found.Cost, Currency: found.Currency}, nil
 }
