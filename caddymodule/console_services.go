@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -46,7 +47,8 @@ func (s consoleServices) state() (*state, error) {
 
 // consoleKey converts a key for the console.
 func consoleKey(k *keys.Key) console.Key {
-	return console.Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+	return console.Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
+		LastUsedAt: k.LastUsedAt, Models: k.Models, State: k.State}
 }
 
 // List implements console.KeyService.
@@ -71,26 +73,34 @@ func (s consoleServices) List(ctx context.Context, user string) ([]console.Key, 
 	return out, nil
 }
 
-// Create implements console.KeyService.
-func (s consoleServices) Create(ctx context.Context, user, name string, expiresAt *time.Time) (string, console.Key, error) {
+// Create implements console.KeyService. The key service's refusals (a
+// bad glob, a bad limit, an expiry in the past) are the user's to fix.
+func (s consoleServices) Create(ctx context.Context, user string, o console.NewKey) (string, console.Key, error) {
 	st, err := s.state()
 	if err != nil {
 		return "", console.Key{}, err
 	}
-	secret, k, err := st.keys.Create(ctx, keys.CreateOptions{User: user, Name: name, ExpiresAt: expiresAt})
+	if user == "" {
+		return "", console.Key{}, errors.New("creating a key needs a user")
+	}
+	secret, k, err := st.keys.Create(ctx, keys.CreateOptions{User: user, Name: o.Name, ExpiresAt: o.ExpiresAt, Models: o.Models, Limit: o.Limit})
 	if err != nil {
-		return "", console.Key{}, err
+		return "", console.Key{}, console.Invalid(err)
 	}
 	return secret, consoleKey(k), nil
 }
 
-// Revoke implements console.KeyService.
-func (s consoleServices) Revoke(ctx context.Context, id string) error {
+// Revoke implements console.KeyService with RevokeOwn: another user's
+// key is no key.
+func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 	st, err := s.state()
 	if err != nil {
 		return err
 	}
-	_, err = st.keys.Revoke(ctx, id)
+	if user == "" {
+		return console.ErrNotFound
+	}
+	_, err = st.keys.RevokeOwn(ctx, user, id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.ErrNotFound
 	}
@@ -110,60 +120,50 @@ func (s consoleServices) Report(ctx context.Context, f billing.ReportFilter) (*b
 	return st.ledger.Report(ctx, f)
 }
 
-// Records implements console.UsageService. Today's ledger reads records in
-// the order they were written, so a page is the window of matches that
-// ends Offset records before the newest.
-func (s consoleServices) Records(ctx context.Context, q console.LedgerQuery) (console.LedgerPage, error) {
+// Records implements console.UsageService: one page of the user's
+// records from the cursor on, as GET /air/records reads it (its errors,
+// a bad cursor among them, are the request's, as there).
+func (s consoleServices) Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
 	st, err := s.state()
 	if err != nil {
-		return console.LedgerPage{}, err
+		return nil, err
 	}
 	if err := st.ledger.Flush(ctx); err != nil {
-		return console.LedgerPage{}, err
+		return nil, err
 	}
-	keep := q.Offset + q.Limit + 1
-	ring := make([]billing.Record, 0, keep)
-	n := 0
-	err = st.ledger.Records(ctx, q.Since, q.Until, func(rec billing.Record) error {
-		if (q.User != "" && rec.User != q.User) || (q.Model != "" && rec.Model != q.Model) ||
-			(q.KeyID != "" && rec.KeyID != q.KeyID) || (q.Outcome != "" && rec.Outcome != q.Outcome) {
-			return nil
-		}
-		if len(ring) < keep {
-			ring = append(ring, rec)
-		} else {
-			ring[n%keep] = rec
-		}
-		n++
-		return nil
-	})
+	page, err := st.ledger.UserRecords(ctx, q)
 	if err != nil {
-		return console.LedgerPage{}, err
+		return nil, console.Invalid(err)
 	}
-	// Newest first: the j-th match is at ring[j%keep].
-	newest := make([]billing.Record, 0, len(ring))
-	for i := range len(ring) {
-		newest = append(newest, ring[(n-1-i)%keep])
-	}
-	var page console.LedgerPage
-	if q.Offset < len(newest) {
-		page.Records = newest[q.Offset:min(len(newest), q.Offset+q.Limit)]
-	}
-	page.More = n > q.Offset+q.Limit
 	return page, nil
 }
 
-// listTasks lists user's tasks for console.TaskService.
-func (s consoleServices) listTasks(ctx context.Context, user string, limit int) ([]*tasks.Task, error) {
+// ExportCSV implements console.UsageService: GET /air/records?format=csv.
+func (s consoleServices) ExportCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	if err := st.ledger.Flush(ctx); err != nil {
+		return err
+	}
+	return st.ledger.ExportCSV(ctx, q, w)
+}
+
+// listTasks lists a page of user's tasks for console.TaskService.
+func (s consoleServices) listTasks(ctx context.Context, user, after string, limit int) (*tasks.Page, error) {
 	rt := s.app.runtimeState()
 	if rt == nil {
 		return nil, errConsoleNotStarted
 	}
-	list, aerr := rt.tasks.List(ctx, tasks.Owner{User: user}, limit)
+	page, aerr := rt.tasks.ListPage(ctx, tasks.Owner{User: user}, after, limit)
 	if aerr != nil {
+		if aerr.Status == http.StatusBadRequest {
+			return nil, console.Invalid(aerr)
+		}
 		return nil, aerr
 	}
-	return list, nil
+	return page, nil
 }
 
 // Models implements console.PlaygroundService: the configured chat
@@ -203,66 +203,104 @@ func (s consoleServices) Chat(w http.ResponseWriter, r *http.Request, user strin
 	}
 	// The record is durable before the end of the answer is released, and
 	// readable once the ledger is flushed: the user's newest console
-	// request since this one began.
+	// request since this one began, read from the user's pages of records
+	// since then (never the whole ledger's).
 	if err := st.ledger.Flush(r.Context()); err != nil {
 		return nil, err
 	}
 	var found *billing.Record
-	err = st.ledger.Records(r.Context(), start, time.Time{}, func(rec billing.Record) error {
-		if rec.User == user && rec.KeyID == consoleKeyID && rec.Endpoint == "chat" {
-			found = &rec
+	q := billing.RecordQuery{User: user, KeyID: consoleKeyID, Since: start, Limit: billing.MaxPage}
+	for {
+		page, err := st.ledger.UserRecords(r.Context(), q)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil || found == nil {
-		return nil, errors.Join(err, errors.New("the playground request's record was not found"))
+		for i := range page.Records {
+			if page.Records[i].Endpoint == "chat" {
+				found = &page.Records[i]
+			}
+		}
+		if !page.HasMore {
+			break
+		}
+		q.After = page.Next
+	}
+	if found == nil {
+		return nil, errors.New("the playground request's record was not found")
 	}
 	return &console.Settled{RequestID: found.ID, Model: found.Model, Usage: found.Usage, Priced: found.Priced, Cost: found.Cost, Currency: found.Currency}, nil
 }
 
-// Users implements console.OperatorService. Today's services know users by
-// their keys: every user with a key, with this month's report and budget.
+// Users implements console.OperatorService: the users of this month's
+// ledger (GET /air/users), with those who only have keys or limits after
+// them, each with its keys and budget.
 func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, error) {
 	st, err := s.state()
 	if err != nil {
 		return nil, err
 	}
-	all, err := st.keys.List(ctx, "")
+	if err := st.ledger.Flush(ctx); err != nil {
+		return nil, err
+	}
+	month, err := st.ledger.Users(ctx, time.Now().UTC().Format("2006-01"))
 	if err != nil {
 		return nil, err
 	}
 	byUser := map[string]*console.UserSummary{}
-	var names []string
+	var out []*console.UserSummary
+	add := func(name string) *console.UserSummary {
+		u := byUser[name]
+		if u == nil {
+			u = &console.UserSummary{User: name}
+			byUser[name] = u
+			out = append(out, u)
+		}
+		return u
+	}
+	for _, uu := range month {
+		u := add(uu.User)
+		u.Requests, u.Unpriced, u.Spend = uu.Requests, uu.Unpriced, uu.Spend
+	}
+	all, err := st.keys.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	for _, k := range all {
-		u := byUser[k.User]
-		if u == nil {
-			u = &console.UserSummary{User: k.User}
-			byUser[k.User] = u
-			names = append(names, k.User)
-		}
+		u := add(k.User)
 		u.Keys++
 		if k.Active(now) {
 			u.Active++
 		}
 	}
-	slices.Sort(names)
-	if err := st.ledger.Flush(ctx); err != nil {
+	budgets, err := st.budgets.List(ctx)
+	if err != nil {
 		return nil, err
 	}
-	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	out := make([]console.UserSummary, 0, len(names))
-	for _, name := range names {
-		u := byUser[name]
-		rep, err := st.ledger.Report(ctx, billing.ReportFilter{User: name, Since: monthStart})
-		if err != nil {
-			return nil, err
+	for _, b := range budgets {
+		if b.Scope == billing.ScopeUser {
+			add(b.ID)
 		}
-		u.Month = rep.Totals
-		u.Budget = st.budgets.Status(billing.ScopeUser, name)
-		out = append(out, *u)
 	}
-	return out, nil
+	// The month's users come top spenders first; the others by name.
+	head := out[:len(month)]
+	tail := out[len(month):]
+	slices.SortFunc(tail, func(a, b *console.UserSummary) int { return strings.Compare(a.User, b.User) })
+	list := make([]console.UserSummary, 0, len(out))
+	for _, u := range append(head, tail...) {
+		u.Budget = st.budgets.Status(billing.ScopeUser, u.User)
+		list = append(list, *u)
+	}
+	return list, nil
+}
+
+// Budgets implements console.OperatorService: GET /air/budgets/.
+func (s consoleServices) Budgets(ctx context.Context) ([]billing.BudgetEntry, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	return st.budgets.List(ctx)
 }
 
 // SetBudget implements console.OperatorService.
@@ -317,8 +355,8 @@ func (s consoleServices) Providers() []console.ProviderView {
 type consoleTasks struct{ consoleServices }
 
 // List implements console.TaskService.
-func (t consoleTasks) List(ctx context.Context, user string, limit int) ([]*tasks.Task, error) {
-	return t.listTasks(ctx, user, limit)
+func (t consoleTasks) List(ctx context.Context, user, after string, limit int) (*tasks.Page, error) {
+	return t.listTasks(ctx, user, after, limit)
 }
 
 // Interface guards.

@@ -62,7 +62,7 @@ func withToken(h *Handler, user string, form url.Values) url.Values {
 func TestAnonymousGetsNothing(t *testing.T) {
 	f := newFake()
 	h := newTestConsole(t, f)
-	_, _, _ = f.Create(t.Context(), "alice", "prod", nil)
+	_, _, _ = f.Create(t.Context(), "alice", NewKey{Name: "prod"})
 	for i, tc := range []struct{ method, path string }{
 		{"GET", "/console/keys"}, {"GET", "/console/usage"}, {"GET", "/console/tasks"}, {"GET", "/console/playground"},
 		{"GET", "/console/operators"}, {"POST", "/console/keys"}, {"GET", "/console/static/console.js"}, {"GET", "/console/"},
@@ -140,6 +140,12 @@ func TestOperatorsOnlyForAdmins(t *testing.T) {
 	if lim := f.budgets["bob"]; lim.Monthly != 1000 || lim.RPM != 5 {
 		t.Errorf("bob's limits are %+v, want monthly 0.000001 (1000 nanos), rpm 5", lim)
 	}
+	w = do(h, "alice", "GET", "/console/operators", nil)
+	for _, want := range []string{`data-scope="user" data-id="bob"`, `data-scope="key" data-id="key_limited"`, "0.002500000 USD", "0.000001"} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("the operators' page lacks %q (budgets and the users' month)", want)
+		}
+	}
 	form = withToken(h, "alice", url.Values{"user": {"bob"}, "monthly": {"abc"}})
 	if w := do(h, "alice", "POST", "/console/operators/budgets", form, sameOrigin...); w.Code != http.StatusBadRequest {
 		t.Errorf("a bad amount: status %d", w.Code)
@@ -156,8 +162,8 @@ func TestOperatorsOnlyForAdmins(t *testing.T) {
 func TestUsersCannotReachOthersData(t *testing.T) {
 	f := newFake()
 	h := newTestConsole(t, f)
-	_, aliceKey, _ := f.Create(t.Context(), "alice", "alice-prod", nil)
-	_, bobKey, _ := f.Create(t.Context(), "bob", "bob-dev", nil)
+	_, aliceKey, _ := f.Create(t.Context(), "alice", NewKey{Name: "alice-prod"})
+	_, bobKey, _ := f.Create(t.Context(), "bob", NewKey{Name: "bob-dev"})
 	f.tasks = []*tasks.Task{
 		{ID: "task_alice", User: "alice", Status: "running", CreatedAt: time.Now()},
 		{ID: "task_bob", User: "bob", Status: "running", CreatedAt: time.Now()},
@@ -199,13 +205,21 @@ func TestUsersCannotReachOthersData(t *testing.T) {
 		t.Error("bob's usage page shows alice's usage")
 	}
 	csv := do(h, "bob", "GET", "/console/usage.csv?user=alice", nil)
-	if csv.Code != http.StatusOK || strings.Contains(csv.Body.String(), "model-of-alice") || !strings.Contains(csv.Body.String(), "model-of-bob") {
+	if csv.Code != http.StatusOK || strings.Contains(csv.Body.String(), "alice") || !strings.Contains(csv.Body.String(), "req_of_bob") {
 		t.Errorf("bob's CSV: %d %s", csv.Code, csv.Body)
+	}
+	for _, q := range f.exports {
+		if q.User != "bob" {
+			t.Errorf("bob's CSV asked for user %q's ledger", q.User)
+		}
 	}
 
 	w = do(h, "bob", "GET", "/console/tasks", nil)
 	if !strings.Contains(w.Body.String(), "task_bob") || strings.Contains(w.Body.String(), "task_alice") {
 		t.Errorf("bob's tasks page: want task_bob only:\n%s", w.Body)
+	}
+	if w := do(h, "bob", "GET", "/console/tasks?after=task_alice", nil); w.Code != http.StatusBadRequest || strings.Contains(w.Body.String(), "task_") {
+		t.Errorf("bob paging after alice's task: status %d\n%s", w.Code, w.Body)
 	}
 }
 

@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,7 +21,9 @@ type fakeServices struct {
 	keys    []Key
 	n       int
 	filters []billing.ReportFilter
-	queries []LedgerQuery
+	queries []billing.RecordQuery
+	exports []billing.RecordQuery
+	created []NewKey
 	tasks   []*tasks.Task
 	budgets map[string]billing.Limits
 	chats   []string
@@ -45,22 +49,28 @@ func (f *fakeServices) List(_ context.Context, user string) ([]Key, error) {
 	return out, nil
 }
 
-func (f *fakeServices) Create(_ context.Context, user, name string, exp *time.Time) (string, Key, error) {
+func (f *fakeServices) Create(_ context.Context, user string, o NewKey) (string, Key, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if o.Limit == "-1" {
+		return "", Key{}, Invalid(errors.New("limit: must be more than zero"))
+	}
+	f.created = append(f.created, o)
 	f.n++
-	k := Key{ID: fmt.Sprintf("key_%s_%d", user, f.n), User: user, Name: name, CreatedAt: time.Now(), ExpiresAt: exp}
+	k := Key{ID: fmt.Sprintf("key_%s_%d", user, f.n), User: user, Name: o.Name, CreatedAt: time.Now(), ExpiresAt: o.ExpiresAt,
+		Models: o.Models, State: "active"}
 	f.keys = append(f.keys, k)
 	return fmt.Sprintf("sk-air-secret-%s-%d", user, f.n), k, nil
 }
 
-func (f *fakeServices) Revoke(_ context.Context, id string) error {
+// Revoke revokes user's key id, as keys.Service.RevokeOwn does.
+func (f *fakeServices) Revoke(_ context.Context, user, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.keys {
-		if f.keys[i].ID == id {
+		if f.keys[i].ID == id && f.keys[i].User == user {
 			now := time.Now()
-			f.keys[i].RevokedAt = &now
+			f.keys[i].RevokedAt, f.keys[i].State = &now, "revoked"
 			return nil
 		}
 	}
@@ -83,24 +93,54 @@ func (f *fakeServices) Report(_ context.Context, flt billing.ReportFilter) (*bil
 	f.filters = append(f.filters, flt)
 	f.mu.Unlock()
 	day := flt.Until.Format(dayLayout)
-	row := billing.ReportRow{Day: day, Model: "model-of-" + flt.User, Currency: "USD"}
+	row := billing.ReportRow{Day: day, Model: "model-of-" + flt.User, Currency: "USD", Priced: true}
+	if flt.By == billing.ByKey {
+		row = billing.ReportRow{KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
+	}
 	row.Requests, row.Usage.Input, row.Usage.Output, row.Cost = 3, 120, 45, 1234567
 	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}, nil
 }
 
-func (f *fakeServices) Records(_ context.Context, q LedgerQuery) (LedgerPage, error) {
+// Records returns one record of q.User per page; the cursor "c1" is the
+// second and last page, any other cursor is bad.
+func (f *fakeServices) Records(_ context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
 	f.mu.Unlock()
-	return LedgerPage{Records: []billing.Record{{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD"}}}, nil
+	rec := billing.Record{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD"}
+	switch q.After {
+	case "":
+		return &billing.RecordPage{Records: []billing.Record{rec}, HasMore: true, Next: "c1"}, nil
+	case "c1":
+		rec.ID += "_2"
+		return &billing.RecordPage{Records: []billing.Record{rec}}, nil
+	}
+	return nil, Invalid(errors.New("bad cursor"))
 }
 
-// fakeTasks returns every task it holds, whoever owns it: the console must
-// still show only the user's own.
+func (f *fakeServices) ExportCSV(_ context.Context, q billing.RecordQuery, w io.Writer) error {
+	f.mu.Lock()
+	f.exports = append(f.exports, q)
+	f.mu.Unlock()
+	_, err := io.WriteString(w, "id,user\nreq_of_"+q.User+","+q.User+"\n")
+	return err
+}
+
+// fakeTasks pages every task it holds, whoever owns it, two at a time:
+// the console must still show only the user's own.
 type fakeTasks struct{ f *fakeServices }
 
-func (t fakeTasks) List(_ context.Context, user string, limit int) ([]*tasks.Task, error) {
-	return t.f.tasks, nil
+func (t fakeTasks) List(_ context.Context, user, after string, limit int) (*tasks.Page, error) {
+	all := t.f.tasks
+	if after != "" {
+		i := slices.IndexFunc(all, func(t *tasks.Task) bool { return t.ID == after && t.User == user })
+		if i < 0 {
+			return nil, Invalid(errors.New("after: no such task"))
+		}
+		all = all[i+1:]
+	}
+	n := min(len(all), 2)
+	return &tasks.Page{Tasks: all[:n], HasMore: len(all) > n}, nil
 }
 
 func (f *fakeServices) Models() []string { return []string{"mock-gpt"} }
@@ -119,12 +159,22 @@ func (f *fakeServices) Users(context.Context) ([]UserSummary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []UserSummary
-	for _, u := range []string{"alice", "bob"} {
-		s := UserSummary{User: u}
+	for _, u := range []string{"alice", "bob", "carol"} {
+		s := UserSummary{User: u, Requests: 7, Spend: []billing.CurrencyAmount{{Currency: "USD", Amount: 2500000}}}
 		if lim, ok := f.budgets[u]; ok {
 			s.Budget.Limits = &lim
 		}
 		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (f *fakeServices) Budgets(context.Context) ([]billing.BudgetEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []billing.BudgetEntry{{Scope: billing.ScopeKey, ID: "key_limited", BudgetStatus: billing.BudgetStatus{Limits: &billing.Limits{Total: 5000000000}}}}
+	for u, lim := range f.budgets {
+		out = append(out, billing.BudgetEntry{Scope: billing.ScopeUser, ID: u, BudgetStatus: billing.BudgetStatus{Limits: &lim}})
 	}
 	return out, nil
 }

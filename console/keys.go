@@ -11,13 +11,12 @@ import (
 // keysData is the keys page's data.
 type keysData struct {
 	Keys []Key
-	Now  time.Time
 	// Secret is the key just created, shown once.
 	Secret string
 	// Created is the key just created.
 	Created *Key
-	// Name and Expires echo the form after an error.
-	Name, Expires string
+	// Name, Expires, Models and Limit echo the form after an error.
+	Name, Expires, Models, Limit string
 }
 
 // maxKeyName bounds a key's name.
@@ -39,12 +38,13 @@ func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 		return
 	}
 	slices.SortFunc(list, func(a, b Key) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	d.Keys, d.Now = list, h.cfg.Now()
+	d.Keys = list
 	h.renderMsg(w, r, status, "keys", "API keys", d, msg)
 }
 
-// createKey creates a key from the form (name, expires: a date or empty)
-// and shows its secret once.
+// createKey creates a key from the form (name; expires: a date or empty;
+// models: comma-separated ids or globs, empty for all; limit: an amount
+// or empty) and shows its secret once.
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Services.Keys == nil {
 		h.fail(w, r, http.StatusNotFound, "keys are not served here")
@@ -52,7 +52,9 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	exp := strings.TrimSpace(r.PostFormValue("expires"))
-	back := keysData{Name: name, Expires: exp}
+	models := strings.TrimSpace(r.PostFormValue("models"))
+	limit := strings.TrimSpace(r.PostFormValue("limit"))
+	back := keysData{Name: name, Expires: exp, Models: models, Limit: limit}
 	if len(name) > maxKeyName {
 		h.showKeys(w, r, http.StatusBadRequest, back, "the name is longer than 100 characters")
 		return
@@ -72,7 +74,17 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		}
 		expiresAt = &t
 	}
-	secret, k, err := h.cfg.Services.Keys.Create(r.Context(), userOf(r), name, expiresAt)
+	o := NewKey{Name: name, ExpiresAt: expiresAt, Limit: limit}
+	for m := range strings.SplitSeq(models, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			o.Models = append(o.Models, m)
+		}
+	}
+	secret, k, err := h.cfg.Services.Keys.Create(r.Context(), userOf(r), o)
+	if errors.Is(err, ErrInvalid) {
+		h.showKeys(w, r, http.StatusBadRequest, back, err.Error())
+		return
+	}
 	if err != nil {
 		h.internal(w, r, "creating a key", err)
 		return
@@ -119,10 +131,7 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, "keys are not served here")
 		return
 	}
-	k, err := h.ownKey(r, r.PathValue("id"))
-	if err == nil {
-		err = h.cfg.Services.Keys.Revoke(r.Context(), k.ID)
-	}
+	err := h.cfg.Services.Keys.Revoke(r.Context(), userOf(r), r.PathValue("id"))
 	if errors.Is(err, ErrNotFound) {
 		h.fail(w, r, http.StatusNotFound, "you have no such key")
 		return

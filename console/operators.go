@@ -11,6 +11,7 @@ import (
 // operatorsData is the operators' page's data.
 type operatorsData struct {
 	Users     []UserSummary
+	Budgets   []billing.BudgetEntry
 	Prices    PriceView
 	Providers []ProviderView
 	// Edit is the user whose budget form is filled in.
@@ -29,8 +30,13 @@ func (h *Handler) showOperators(w http.ResponseWriter, r *http.Request, status i
 		h.internal(w, r, "listing users", err)
 		return
 	}
+	budgets, err := ops.Budgets(r.Context())
+	if err != nil {
+		h.internal(w, r, "listing budgets", err)
+		return
+	}
 	h.renderMsg(w, r, status, "operators", "Operators", operatorsData{
-		Users: users, Prices: ops.Prices(), Providers: ops.Providers(), Edit: r.URL.Query().Get("user"),
+		Users: users, Budgets: budgets, Prices: ops.Prices(), Providers: ops.Providers(), Edit: r.URL.Query().Get("user"),
 	}, msg)
 }
 

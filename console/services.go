@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -30,6 +31,24 @@ type Services struct {
 // ErrNotFound is returned by services for an id that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrInvalid marks an error caused by what the user sent (a bad glob, a
+// bad limit, a stale cursor): the console shows it with a 400, its text
+// included.
+var ErrInvalid = errors.New("invalid")
+
+// Invalid marks err as caused by what the user sent: it wraps ErrInvalid
+// and err, and reads as err.
+func Invalid(err error) error { return invalidError{err} }
+
+// invalidError is what Invalid returns.
+type invalidError struct{ err error }
+
+// Error implements error.
+func (e invalidError) Error() string { return e.err.Error() }
+
+// Unwrap returns ErrInvalid and the cause.
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }
+
 // Key is an API key as the console shows it, without its secret.
 type Key struct {
 	// ID is the key's public id.
@@ -44,71 +63,61 @@ type Key struct {
 	ExpiresAt *time.Time
 	// RevokedAt is when the key was revoked, if it was.
 	RevokedAt *time.Time
-	// LastUsedAt is when the key last authenticated a request, if the key
-	// service tracks it (nil: unknown or never).
+	// LastUsedAt is when the key last authenticated a request (nil:
+	// never).
 	LastUsedAt *time.Time
 	// Models are the models or globs the key is limited to (empty: all).
 	Models []string
+	// State is "active", "expired" or "revoked", as the key service
+	// reported it when it listed the key.
+	State string
 }
 
-// State is "active", "expired" or "revoked" at now.
-func (k *Key) State(now time.Time) string {
-	switch {
-	case k.RevokedAt != nil:
-		return "revoked"
-	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
-		return "expired"
-	}
-	return "active"
+// NewKey describes a key to create.
+type NewKey struct {
+	// Name is an optional label.
+	Name string
+	// ExpiresAt is an optional expiry time.
+	ExpiresAt *time.Time
+	// Models optionally restrict the key to these model ids or globs.
+	Models []string
+	// Limit is an optional all-time spend limit of the key, a decimal
+	// amount in the price table's currency ("" for none).
+	Limit string
 }
 
-// KeyService lists, creates and revokes API keys. The console checks that
-// a key belongs to the signed-in user before it revokes it.
+// KeyService lists, creates and revokes the signed-in user's API keys:
+// every method takes the user, and none reaches another user's keys.
 type KeyService interface {
 	// List returns user's keys.
 	List(ctx context.Context, user string) ([]Key, error)
-	// Create makes a key for user and returns its secret, shown once.
-	Create(ctx context.Context, user, name string, expiresAt *time.Time) (secret string, k Key, err error)
-	// Revoke revokes the key id; ErrNotFound if there is none.
-	Revoke(ctx context.Context, id string) error
-}
-
-// LedgerQuery selects ledger records, newest first.
-type LedgerQuery struct {
-	// User keeps only this user's records; never empty for a user's page.
-	User string
-	// Since and Until bound the records' time (Until exclusive); zero: open.
-	Since, Until time.Time
-	// Model, KeyID and Outcome keep only records that match (empty: all).
-	Model, KeyID, Outcome string
-	// Offset skips that many matching records, newest first.
-	Offset int
-	// Limit is the page size.
-	Limit int
-}
-
-// LedgerPage is one page of ledger records.
-type LedgerPage struct {
-	// Records are newest first.
-	Records []billing.Record
-	// More reports whether records beyond this page match.
-	More bool
+	// Create makes a key for user and returns its secret, shown once. An
+	// error about the options wraps ErrInvalid.
+	Create(ctx context.Context, user string, o NewKey) (secret string, k Key, err error)
+	// Revoke revokes user's key id; ErrNotFound if user has no such key
+	// (another user's key included).
+	Revoke(ctx context.Context, user, id string) error
 }
 
 // UsageService reports usage from the ledger: Report is the one behind
-// `caddy air usage` and GET /air/usage.
+// `caddy air usage` and GET /air/usage, Records and ExportCSV the ones
+// behind GET /air/records.
 type UsageService interface {
-	// Report sums usage by day and model; records already settled are
-	// included.
+	// Report sums usage; records already settled are included.
 	Report(ctx context.Context, f billing.ReportFilter) (*billing.Report, error)
-	// Records returns a page of ledger records.
-	Records(ctx context.Context, q LedgerQuery) (LedgerPage, error)
+	// Records returns a page of q.User's ledger records, oldest first,
+	// from the cursor q.After on. A bad cursor wraps ErrInvalid.
+	Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error)
+	// ExportCSV writes every record of q.User that q selects to w as CSV.
+	ExportCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error
 }
 
 // TaskService lists a user's tasks.
 type TaskService interface {
-	// List returns user's most recent tasks, newest first, at most limit.
-	List(ctx context.Context, user string, limit int) ([]*tasks.Task, error)
+	// List returns a page of user's tasks, newest first: up to limit
+	// tasks created before the task after ("" starts with the newest). An
+	// after that names none of user's tasks wraps ErrInvalid.
+	List(ctx context.Context, user, after string, limit int) (*tasks.Page, error)
 }
 
 // Settled is what a playground request cost, once its record is durable.
@@ -144,8 +153,11 @@ type UserSummary struct {
 	User string
 	// Keys counts the user's keys; Active those that still work.
 	Keys, Active int
-	// Month is this month's usage totals per currency.
-	Month []billing.ReportTotal
+	// Requests counts the user's requests this month; Unpriced those of
+	// unpriced models, which have no cost.
+	Requests, Unpriced int64
+	// Spend is this month's cost per currency, largest first.
+	Spend []billing.CurrencyAmount
 	// Budget is the user's limits and spend.
 	Budget billing.BudgetStatus
 }
@@ -182,8 +194,11 @@ type ModelView struct {
 
 // OperatorService serves the operators' page.
 type OperatorService interface {
-	// Users lists every known user with this month's usage and budget.
+	// Users lists every known user (with requests this month, keys or
+	// limits) with this month's usage and budget, top spenders first.
 	Users(ctx context.Context) ([]UserSummary, error)
+	// Budgets lists every user and key that has limits.
+	Budgets(ctx context.Context) ([]billing.BudgetEntry, error)
 	// SetBudget sets user's limits, replacing earlier ones.
 	SetBudget(ctx context.Context, user string, lim billing.Limits) error
 	// DeleteBudget lifts user's limits.

@@ -1,12 +1,12 @@
 package console
 
 import (
-	"encoding/csv"
+	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
 )
@@ -22,11 +22,12 @@ const (
 type usageFilter struct {
 	Since, Until        string
 	Model, Key, Outcome string
-	Page                int
-	since, until        time.Time
+	// After is the ledger page's cursor ("" for the first page).
+	After        string
+	since, until time.Time
 }
 
-// query returns the filter as URL parameters, without the page.
+// query returns the filter as URL parameters, without the cursor.
 func (f usageFilter) query() url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"since": f.Since, "until": f.Until, "model": f.Model, "key": f.Key, "outcome": f.Outcome} {
@@ -41,10 +42,11 @@ func (f usageFilter) query() url.Values {
 type usageData struct {
 	Filter     usageFilter
 	Report     *billing.Report
+	ByKey      *billing.Report
 	CostChart  *chart
 	TokenChart *chart
-	Ledger     LedgerPage
-	PrevPage   string
+	Ledger     *billing.RecordPage
+	FirstPage  string
 	NextPage   string
 	CSV        string
 }
@@ -73,20 +75,25 @@ func (h *Handler) parseUsageFilter(r *http.Request) (usageFilter, string) {
 		return f, "until is before since"
 	}
 	f.Since, f.Until = f.since.Format(dayLayout), f.until.Format(dayLayout)
-	if p, err := strconv.Atoi(q.Get("page")); err == nil && p > 1 {
-		f.Page = p
-	} else {
-		f.Page = 1
-	}
+	f.After = q.Get("after")
 	return f, ""
 }
 
-// report reads the user's report for f: the one `caddy air usage --user`
-// prints for the same range.
-func (h *Handler) report(r *http.Request, f usageFilter) (*billing.Report, error) {
+// report reads the user's report for f grouped by: the one `caddy air
+// usage --user --by` prints for the same range.
+func (h *Handler) report(r *http.Request, f usageFilter, by billing.GroupBy) (*billing.Report, error) {
 	return h.cfg.Services.Usage.Report(r.Context(), billing.ReportFilter{
-		User: userOf(r), Model: f.Model, KeyID: f.Key, Since: f.since, Until: f.until,
+		User: userOf(r), Model: f.Model, KeyID: f.Key, Since: f.since, Until: f.until, By: by,
 	})
+}
+
+// recordQuery selects the signed-in user's ledger records that f
+// filters: the user is always the signed-in one.
+func recordQuery(r *http.Request, f usageFilter) billing.RecordQuery {
+	return billing.RecordQuery{
+		User: userOf(r), Since: f.since, Until: f.until.AddDate(0, 0, 1),
+		Model: f.Model, KeyID: f.Key, Outcome: f.Outcome, After: f.After, Limit: ledgerPageSize,
+	}
 }
 
 func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
@@ -99,36 +106,42 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
 		h.renderMsg(w, r, http.StatusBadRequest, "usage", "Usage", usageData{Filter: f, Report: &billing.Report{}}, msg)
 		return
 	}
-	rep, err := h.report(r, f)
+	rep, err := h.report(r, f, billing.ByDayModel)
 	if err != nil {
 		h.internal(w, r, "reading usage", err)
 		return
 	}
-	page, err := h.cfg.Services.Usage.Records(r.Context(), LedgerQuery{
-		User: userOf(r), Since: f.since, Until: f.until.AddDate(0, 0, 1),
-		Model: f.Model, KeyID: f.Key, Outcome: f.Outcome,
-		Offset: (f.Page - 1) * ledgerPageSize, Limit: ledgerPageSize,
-	})
+	byKey, err := h.report(r, f, billing.ByKey)
+	if err != nil {
+		h.internal(w, r, "reading usage by key", err)
+		return
+	}
+	page, err := h.cfg.Services.Usage.Records(r.Context(), recordQuery(r, f))
+	if errors.Is(err, ErrInvalid) {
+		h.fail(w, r, http.StatusBadRequest, "this page of requests does not exist: start again from the first page")
+		return
+	}
 	if err != nil {
 		h.internal(w, r, "reading the ledger", err)
 		return
 	}
-	d := usageData{Filter: f, Report: rep, Ledger: page}
+	d := usageData{Filter: f, Report: rep, ByKey: byKey, Ledger: page}
 	d.CostChart, d.TokenChart = usageCharts(rep, f.since, f.until)
 	q := f.query()
 	d.CSV = h.cfg.Prefix + "/usage.csv?" + q.Encode()
-	if f.Page > 1 {
-		q.Set("page", strconv.Itoa(f.Page-1))
-		d.PrevPage = h.cfg.Prefix + "/usage?" + q.Encode()
+	if f.After != "" {
+		d.FirstPage = h.cfg.Prefix + "/usage?" + q.Encode()
 	}
-	if page.More {
-		q.Set("page", strconv.Itoa(f.Page+1))
+	if page.HasMore {
+		q.Set("after", page.Next)
 		d.NextPage = h.cfg.Prefix + "/usage?" + q.Encode()
 	}
 	h.render(w, r, http.StatusOK, "usage", "Usage", d)
 }
 
-// usageCSV exports the report's rows, the figures of the page's table.
+// usageCSV exports the ledger records behind the page, every one that
+// its filters select (not only one page), as GET /air/records?format=csv
+// writes them.
 func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Services.Usage == nil {
 		h.fail(w, r, http.StatusNotFound, "usage is not served here")
@@ -139,28 +152,13 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, msg)
 		return
 	}
-	rep, err := h.report(r, f)
-	if err != nil {
-		h.internal(w, r, "reading usage", err)
-		return
-	}
+	q := recordQuery(r, f)
+	q.After = ""
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="usage-`+f.Since+`-`+f.Until+`.csv"`)
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"day", "model", "requests", "input", "cache_write", "cache_write_1h", "cache_read", "output", "reasoning", "images", "video_ms", "unpriced", "cost", "currency"})
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	for _, row := range rep.Rows {
-		u := row.Usage
-		_ = cw.Write([]string{row.Day, csvSafe(row.Model), i64(row.Requests), i64(u.Input), i64(u.CacheCreation), i64(u.CacheCreation1h),
-			i64(u.CacheRead), i64(u.Output), i64(u.Reasoning), i64(row.Images), i64(row.VideoMillis), i64(row.Unpriced), row.Cost.String(), row.Currency})
+	w.Header().Set("Content-Disposition", `attachment; filename="requests-`+f.Since+`-`+f.Until+`.csv"`)
+	if err := h.cfg.Services.Usage.ExportCSV(r.Context(), q, w); err != nil {
+		// The header line is sent: the file ends short, and the log says
+		// why.
+		h.cfg.Logger.Error("console: exporting the ledger", zap.Error(err))
 	}
-	cw.Flush()
-}
-
-// csvSafe keeps a spreadsheet from reading a cell as a formula.
-func csvSafe(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }

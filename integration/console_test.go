@@ -173,6 +173,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(console+"/"),
 		chromedp.WaitVisible(`#create-key`, chromedp.ByQuery),
 		chromedp.SendKeys(`#create-key input[name=name]`, "browser-key", chromedp.ByQuery),
+		chromedp.SendKeys(`#create-key input[name=models]`, "mock-gpt, mock-im*", chromedp.ByQuery),
+		chromedp.SendKeys(`#create-key input[name=limit]`, "5.00", chromedp.ByQuery),
 		chromedp.Click(`#create-key button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#secret`, chromedp.ByID),
 		chromedp.Text(`#secret`, &secret, chromedp.ByID),
@@ -180,6 +182,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	if !strings.HasPrefix(secret, "sk-air-") || keyID == "" {
 		t.Fatalf("created key: secret %q, id %q", secret, keyID)
+	}
+	var keyRow string
+	b.run(demo, chromedp.Text(fmt.Sprintf(`tr[data-key-id=%q]`, keyID), &keyRow, chromedp.ByQuery))
+	if !strings.Contains(keyRow, "mock-gpt, mock-im*") || !strings.Contains(keyRow, "active") {
+		t.Errorf("the new key's row: %q, want its models and state", keyRow)
+	}
+	// The key's scope is enforced: a model outside it gets 403.
+	if st, _, body := call(t, http.MethodPost, "/v1/chat/completions", secret, `{"model":"mock-reasoner","messages":[{"role":"user","content":"x"}]}`); st != http.StatusForbidden || decodeError(t, body).code() != "model_not_allowed" {
+		t.Errorf("a model outside the key's scope: %d %s", st, body)
 	}
 	b.screenshot(demo, "keys-created")
 
@@ -194,13 +205,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("ledger after one request: %+v", recs)
 	}
 	wantCost := recs[0].Cost + " USD" // prices.example.json's currency
-	var rowCost, totalCost string
+	var rowCost, totalCost, keyCost string
 	b.run(demo,
 		chromedp.Navigate(console+"/usage"),
 		chromedp.WaitVisible(`#ledger`, chromedp.ByID),
 		chromedp.Text(fmt.Sprintf(`#ledger tr[data-request-id=%q] td.cost`, recs[0].ID), &rowCost, chromedp.ByQuery),
 		chromedp.Text(`#usage-report tfoot td.cost`, &totalCost, chromedp.ByQuery),
+		chromedp.Text(fmt.Sprintf(`#usage-by-key tr[data-key-id=%q] td.cost`, keyID), &keyCost, chromedp.ByQuery),
 	)
+	if keyCost != wantCost {
+		t.Errorf("usage by key shows the key's cost as %q, the ledger has %q", keyCost, wantCost)
+	}
 	if rowCost != wantCost {
 		t.Errorf("usage page shows the request's cost as %q, the ledger has %q", rowCost, wantCost)
 	}
@@ -266,13 +281,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	// The form's answer is a new page: wait for its row to show the
 	// limit, not for the row of the page the click left (which matched at
-	// once on a loaded machine).
-	var shown bool
-	if err := chromedp.Run(admin, chromedp.Poll(`(() => { const r = document.querySelector('#user-list tr[data-user=demo]'); return !!r && r.innerText.includes('monthly 0.000000001'); })()`,
-		&shown, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-		t.Logf("waiting for the limit on the operators' page: %v", err)
+	// once on a loaded machine). The row is read by script, never by a
+	// node id, which the navigation may take away between two steps.
+	readLimits := `(() => { const r = document.querySelector('#user-list tr[data-user=demo]'); return r ? r.innerText : ''; })()`
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		err := chromedp.Run(admin, chromedp.Evaluate(readLimits, &limits))
+		if err == nil && strings.Contains(limits, "monthly 0.000000001") {
+			break
+		}
 	}
-	b.run(admin, chromedp.Text(`#user-list tr[data-user=demo]`, &limits, chromedp.ByQuery))
 	if !strings.Contains(limits, "monthly 0.000000001") {
 		t.Errorf("the operators' page shows demo's limits as %q", limits)
 	}

@@ -1,0 +1,129 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/console"
+)
+
+// startedApp starts an air app on a temporary Badger store.
+func startedApp(t *testing.T) *App {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	a := &App{Storage: &Storage{Dir: t.TempDir()}}
+	if err := a.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop() })
+	return a
+}
+
+func TestConsoleServicesKeys(t *testing.T) {
+	s := consoleServices{app: startedApp(t)}
+	ctx := t.Context()
+	_, k, err := s.Create(ctx, "bob", console.NewKey{Name: "ci", Models: []string{"gpt-4o", "claude-*"}, Limit: "5.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, alices, err := s.Create(ctx, "alice", console.NewKey{Name: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx, "bob")
+	if err != nil || len(list) != 1 || list[0].ID != k.ID || list[0].State != "active" || strings.Join(list[0].Models, ",") != "gpt-4o,claude-*" {
+		t.Fatalf("bob's keys: %+v, %v", list, err)
+	}
+	// The key's spend limit is a budget of scope key.
+	budgets, err := s.Budgets(ctx)
+	if err != nil || len(budgets) != 1 || budgets[0].Scope != billing.ScopeKey || budgets[0].ID != k.ID || budgets[0].Limits.Total != 5_000_000_000 {
+		t.Errorf("budgets after a limited key: %+v, %v", budgets, err)
+	}
+	for i, o := range []console.NewKey{{Models: []string{"gpt-["}}, {Limit: "lots"}, {Limit: "0"}} {
+		if _, _, err := s.Create(ctx, "bob", o); !errors.Is(err, console.ErrInvalid) {
+			t.Errorf("Test %d: creating %+v: %v, want an ErrInvalid", i, o, err)
+		}
+	}
+	if err := s.Revoke(ctx, "bob", alices.ID); !errors.Is(err, console.ErrNotFound) {
+		t.Errorf("bob revoking alice's key: %v", err)
+	}
+	if list, _ := s.List(ctx, "alice"); len(list) != 1 || list[0].State != "active" {
+		t.Errorf("alice's key after bob's try: %+v", list)
+	}
+	if err := s.Revoke(ctx, "bob", k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.List(ctx, "bob"); len(list) != 1 || list[0].State != "revoked" {
+		t.Errorf("bob's key after revoking: %+v", list)
+	}
+}
+
+func TestConsoleServicesLedger(t *testing.T) {
+	a := startedApp(t)
+	s := consoleServices{app: a}
+	ctx := t.Context()
+	st := a.current()
+	now := time.Now().UTC()
+	// carol has no key: she only used the playground.
+	for i := range 5 {
+		rec := billing.Record{ID: fmt.Sprintf("req_%d", i), Time: now.Add(time.Duration(i-10) * time.Second), Endpoint: "chat", User: "carol",
+			KeyID: consoleKeyID, Model: "m", Outcome: billing.OutcomeOK, Priced: true, Cost: 1000, Currency: "USD"}
+		if i == 4 {
+			rec.User, rec.KeyID = "dave", "key_d"
+		}
+		if _, err := st.ledger.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := billing.RecordQuery{User: "carol", Limit: 3}
+	p1, err := s.Records(ctx, q)
+	if err != nil || len(p1.Records) != 3 || !p1.HasMore || p1.Records[0].ID != "req_0" {
+		t.Fatalf("carol's first page: %+v, %v", p1, err)
+	}
+	q.After = p1.Next
+	p2, err := s.Records(ctx, q)
+	if err != nil || len(p2.Records) != 1 || p2.HasMore || p2.Records[0].ID != "req_3" {
+		t.Fatalf("carol's second page: %+v, %v", p2, err)
+	}
+	q.After = "forged"
+	if _, err := s.Records(ctx, q); !errors.Is(err, console.ErrInvalid) {
+		t.Errorf("a forged cursor: %v", err)
+	}
+	var csv strings.Builder
+	if err := s.ExportCSV(ctx, billing.RecordQuery{User: "carol"}, &csv); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(csv.String(), "\n"); lines != 5 || strings.Contains(csv.String(), "dave") {
+		t.Errorf("carol's CSV has %d lines:\n%s", lines, csv.String())
+	}
+	rep, err := s.Report(ctx, billing.ReportFilter{User: "carol", By: billing.ByKey})
+	if err != nil || len(rep.Rows) != 1 || rep.Rows[0].KeyID != consoleKeyID || rep.Rows[0].Requests != 4 {
+		t.Errorf("carol's usage by key: %+v, %v", rep, err)
+	}
+	if err := s.SetBudget(ctx, "erin", billing.Limits{RPM: 3}); err != nil {
+		t.Fatal(err)
+	}
+	users, err := s.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range users {
+		got = append(got, fmt.Sprintf("%s:%d:%v", u.User, u.Requests, u.Budget.Limits != nil))
+	}
+	// Top spenders first, then users with only limits or keys.
+	if strings.Join(got, " ") != "carol:4:false dave:1:false erin:0:true" {
+		t.Errorf("users: %s", strings.Join(got, " "))
+	}
+}
