@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -114,7 +115,19 @@ func csvRow(r *Record) []string {
 		cost, currency = "unpriced", "unpriced"
 	}
 	u := r.Usage
-	return []string{r.ID, r.Time.UTC().Format(time.RFC3339Nano), r.Endpoint, r.User, r.KeyID, r.Model, r.Provider,
+	t := csvText
+	return []string{t(r.ID), r.Time.UTC().Format(time.RFC3339Nano), t(r.Endpoint), t(r.User), t(r.KeyID), t(r.Model), t(r.Provider),
 		i(u.Input), i(u.CacheCreation), i(u.CacheCreation1h), i(u.CacheRead), i(u.Output), i(u.Reasoning),
-		string(r.Source), strconv.Itoa(r.Status), r.Outcome, strconv.Itoa(r.Images), i(r.VideoMillis), cost, currency}
+		string(r.Source), strconv.Itoa(r.Status), t(r.Outcome), strconv.Itoa(r.Images), i(r.VideoMillis), cost, currency}
+}
+
+// csvText keeps a text cell from being read as a formula by a spreadsheet
+// (OWASP's CSV injection advice): one beginning with =, +, -, @, a tab or a
+// carriage return gets a leading apostrophe. Model names and user ids can
+// come from clients and identity providers.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
