@@ -127,7 +127,7 @@ func (rec *Record) toStore() store.Record {
 		Model: rec.Model, Provider: rec.Provider, Usage: store.Usage(rec.Usage), Source: string(rec.Source),
 		Status: rec.Status, Outcome: rec.Outcome, Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: int64(rec.Cost),
-		ServiceTier: rec.ServiceTier,
+		ServiceTier: rec.ServiceTier, Deployment: rec.Deployment, ServedModel: rec.ServedModel,
 	}
 }
 
@@ -138,6 +138,6 @@ func recordFromStore(s *store.Record) Record {
 		Model: s.Model, Provider: s.Provider, Usage: Usage(s.Usage), Source: Source(s.Source),
 		Status: s.Status, Outcome: s.Outcome, Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: Amount(s.Cost),
-		ServiceTier: s.ServiceTier,
+		ServiceTier: s.ServiceTier, Deployment: s.Deployment, ServedModel: s.ServedModel,
 	}
 }

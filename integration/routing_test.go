@@ -99,6 +99,21 @@ func TestRoutingSurvivesBadUpstreams(t *testing.T) {
 		}
 	}
 
+	// The ledger names the deployment that answered each request, and the
+	// fallback model that served the last five.
+	var fromA, fromC int
+	for _, rec := range ledgerOf(t, "router") {
+		switch {
+		case rec.Deployment == "ra/up-a" && rec.ServedModel == "" && rec.Model == "routed-gpt":
+			fromA++
+		case rec.Deployment == "rc/up-c" && rec.ServedModel == "routed-fb" && rec.Model == "routed-gpt":
+			fromC++
+		}
+	}
+	if fromA != 20 || fromC != 5 {
+		t.Errorf("ledger: %d records answered by ra/up-a and %d by the fallback rc/up-c, want 20 and 5", fromA, fromC)
+	}
+
 	// All failing: the last attempt's 500 is passed through while an
 	// upstream still answers; once every breaker is open, nothing is
 	// tried and the client gets 503 upstream_unavailable with Retry-After.

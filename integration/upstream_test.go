@@ -97,6 +97,10 @@ type ledgerRecord struct {
 	Images   int    `json:"images"`
 	// ServiceTier is the service tier the upstream reported.
 	ServiceTier string `json:"service_tier"`
+	// Deployment is the deployment that answered, and ServedModel the
+	// fallback model that did, if one did (issue #19).
+	Deployment  string `json:"deployment"`
+	ServedModel string `json:"served_model"`
 	Usage       struct {
 		Input           int64 `json:"input_tokens"`
 		CacheCreation   int64 `json:"cache_creation_tokens"`

@@ -60,6 +60,12 @@ type Record struct {
 	Cost int64
 	// ServiceTier is the service tier the upstream reported, if any.
 	ServiceTier string
+	// Deployment is the deployment that answered ("provider/upstream
+	// model"), empty when unknown.
+	Deployment string
+	// ServedModel is the fallback model that answered, when it was not
+	// the model asked for.
+	ServedModel string
 }
 
 // Totals sums records: the aggregate of a day, user, key, model and

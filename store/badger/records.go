@@ -49,6 +49,9 @@ type storedRecord struct {
 	// Appended after the first release; older records decode them as zero.
 	CacheCreation1h int64
 	ServiceTier     string
+	// Appended with routing (issue #19); older records decode them as "".
+	Deployment  string
+	ServedModel string
 }
 
 // marshalStored returns the CBOR array of rec, without its ID.
@@ -62,6 +65,7 @@ func marshalStored(rec *store.Record) ([]byte, error) {
 		Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: rec.Cost,
 		CacheCreation1h: rec.Usage.CacheCreation1h, ServiceTier: rec.ServiceTier,
+		Deployment: rec.Deployment, ServedModel: rec.ServedModel,
 	})
 }
 
@@ -81,6 +85,7 @@ func unmarshalStored(id string, b []byte) (store.Record, error) {
 		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,
+		Deployment: s.Deployment, ServedModel: s.ServedModel,
 	}, nil
 }
 

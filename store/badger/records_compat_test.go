@@ -7,7 +7,8 @@ import (
 )
 
 // TestUnmarshalStoredBeforeAppend reads a record written before
-// CacheCreation1h and ServiceTier were appended to the stored layout.
+// CacheCreation1h and ServiceTier, then Deployment and ServedModel, were
+// appended to the stored layout.
 func TestUnmarshalStoredBeforeAppend(t *testing.T) {
 	old := []any{int64(1_700_000_000_000_000_000), "chat", "alice", "key_1", "m", "p",
 		int64(10), int64(2), int64(3), int64(4), int64(1), "reported", 200, "ok", 0, int64(0), 0, true, "USD", int64(42)}
@@ -19,16 +20,17 @@ func TestUnmarshalStoredBeforeAppend(t *testing.T) {
 	if err != nil {
 		t.Fatalf("old record: %v", err)
 	}
-	if rec.User != "alice" || rec.Cost != 42 || rec.Usage.CacheCreation != 2 || rec.Usage.CacheCreation1h != 0 || rec.ServiceTier != "" {
+	if rec.User != "alice" || rec.Cost != 42 || rec.Usage.CacheCreation != 2 || rec.Usage.CacheCreation1h != 0 || rec.ServiceTier != "" || rec.Deployment != "" {
 		t.Fatalf("old record decoded as %+v", rec)
 	}
 	rec.Usage.CacheCreation1h, rec.ServiceTier = 1, "flex"
+	rec.Deployment, rec.ServedModel = "azure/gpt-4o-prod", "claude-sonnet"
 	nb, err := marshalStored(&rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	back, err := unmarshalStored("r1", nb)
-	if err != nil || back.Usage.CacheCreation1h != 1 || back.ServiceTier != "flex" {
+	if err != nil || back.Usage.CacheCreation1h != 1 || back.ServiceTier != "flex" || back.Deployment != "azure/gpt-4o-prod" || back.ServedModel != "claude-sonnet" {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }

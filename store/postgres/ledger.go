@@ -27,14 +27,14 @@ type Ledger struct {
 // ledgerColumns are the columns of a record, in the order of recordArgs.
 const ledgerColumns = `id, ts, endpoint, user_name, key_id, model, provider, input, cache_creation, cache_read,
 	output, reasoning, source, status, outcome, images, video_ms, tier, priced, currency, cost,
-	cache_creation_1h, service_tier`
+	cache_creation_1h, service_tier, deployment, served_model`
 
 // insertRecords inserts the records given as arrays, skipping ids already
 // present, and returns the ids it inserted.
 const insertRecords = `INSERT INTO air_ledger (` + ledgerColumns + `)
 	SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::int[], $15::text[],
-		$16::int[], $17::bigint[], $18::int[], $19::bool[], $20::text[], $21::bigint[], $22::bigint[], $23::text[])
+		$16::int[], $17::bigint[], $18::int[], $19::bool[], $20::text[], $21::bigint[], $22::bigint[], $23::text[], $24::text[], $25::text[])
 	ON CONFLICT (id) DO NOTHING RETURNING id`
 
 // recordArgs turns recs into the column arrays of insertRecords.
@@ -47,6 +47,7 @@ func recordArgs(recs []store.Record) []any {
 		status, images, tier                                                            = make([]int32, n), make([]int32, n), make([]int32, n)
 		priced                                                                          = make([]bool, n)
 		cacheCreation1h, serviceTiers                                                   = make([]int64, n), make([]string, n)
+		deployments, servedModels                                                       = make([]string, n), make([]string, n)
 	)
 	for i := range recs {
 		r := &recs[i]
@@ -55,9 +56,11 @@ func recordArgs(recs []store.Record) []any {
 		sources[i], status[i], outcomes[i], images[i], videoMS[i], tier[i] = r.Source, int32(r.Status), r.Outcome, int32(r.Images), r.VideoMillis, int32(r.Tier)
 		priced[i], currencies[i], cost[i] = r.Priced, r.Currency, r.Cost
 		cacheCreation1h[i], serviceTiers[i] = r.Usage.CacheCreation1h, r.ServiceTier
+		deployments[i], servedModels[i] = r.Deployment, r.ServedModel
 	}
 	return []any{ids, ts, endpoints, users, keyIDs, models, providers, input, cacheCreation, cacheRead, output, reasoning,
-		sources, status, outcomes, images, videoMS, tier, priced, currencies, cost, cacheCreation1h, serviceTiers}
+		sources, status, outcomes, images, videoMS, tier, priced, currencies, cost, cacheCreation1h, serviceTiers,
+		deployments, servedModels}
 }
 
 func scanRecord(row pgx.Row) (store.Record, error) {
@@ -66,7 +69,7 @@ func scanRecord(row pgx.Row) (store.Record, error) {
 	err := row.Scan(&r.ID, &r.Time, &r.Endpoint, &r.User, &r.KeyID, &r.Model, &r.Provider,
 		&r.Usage.Input, &r.Usage.CacheCreation, &r.Usage.CacheRead, &r.Usage.Output, &r.Usage.Reasoning,
 		&r.Source, &status, &r.Outcome, &images, &r.VideoMillis, &tier, &r.Priced, &r.Currency, &r.Cost,
-		&r.Usage.CacheCreation1h, &r.ServiceTier)
+		&r.Usage.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, store.ErrNotFound
 	}

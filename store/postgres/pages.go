@@ -52,7 +52,7 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 		err := rows.Scan(&r.ID, &r.Time, &r.Endpoint, &r.User, &r.KeyID, &r.Model, &r.Provider,
 			&r.Usage.Input, &r.Usage.CacheCreation, &r.Usage.CacheRead, &r.Usage.Output, &r.Usage.Reasoning,
 			&r.Source, &status, &r.Outcome, &images, &r.VideoMillis, &tier, &r.Priced, &r.Currency, &r.Cost,
-			&r.Usage.CacheCreation1h, &r.ServiceTier, &seq)
+			&r.Usage.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel, &seq)
 		if err != nil {
 			return nil, "", err
 		}

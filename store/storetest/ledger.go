@@ -31,12 +31,16 @@ func randomRecords(rng *rand.Rand, prefix string, n int) []store.Record {
 			Model: models[rng.Intn(len(models))], Provider: "p",
 			Usage:       store.Usage{Input: rng.Int63n(5000), CacheRead: rng.Int63n(100), Output: rng.Int63n(900), Reasoning: rng.Int63n(10)},
 			ServiceTier: []string{"", "flex", "priority"}[rng.Intn(3)],
+			Deployment:  []string{"", "p/gpt-x-2024", "q/gpt-x"}[rng.Intn(3)],
 			Source:      sources[rng.Intn(len(sources))], Status: 200, Outcome: outcomes[rng.Intn(len(outcomes))],
 			Images: rng.Intn(2), VideoMillis: rng.Int63n(3) * 1000, Tier: rng.Intn(2),
 		}
 		if rng.Intn(2) > 0 {
 			rec.Usage.CacheCreation = rng.Int63n(400)
 			rec.Usage.CacheCreation1h = rng.Int63n(rec.Usage.CacheCreation + 1)
+		}
+		if rec.Deployment != "" && rng.Intn(3) == 0 {
+			rec.ServedModel = "fallback-" + rec.Model
 		}
 		if rng.Intn(5) > 0 {
 			rec.Priced, rec.Currency, rec.Cost = true, currencies[rng.Intn(len(currencies))], rng.Int63n(2_000_000_000)
