@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/routing"
 )
 
 // testConfig has an exact model, a glob and an aliased model.
@@ -241,11 +241,11 @@ func TestCardinalityBounded(t *testing.T) {
 	}
 }
 
-// TestAttemptResultsResolved: every result chatproxy reports has its
+// TestAttemptResultsResolved: every result an endpoint reports has its
 // series resolved in advance (an unknown one would be dropped).
 func TestAttemptResultsResolved(t *testing.T) {
-	for _, r := range []string{chatproxy.AttemptOK, chatproxy.AttemptStatus4xx, chatproxy.AttemptStatus429,
-		chatproxy.AttemptStatus5xx, chatproxy.AttemptConnectError, chatproxy.AttemptTimeout, chatproxy.AttemptCanceled} {
+	for _, r := range []string{routing.AttemptOK, routing.AttemptStatus4xx, routing.AttemptStatus429,
+		routing.AttemptStatus5xx, routing.AttemptConnectError, routing.AttemptTimeout, routing.AttemptCanceled} {
 		if !slices.Contains(attemptResults[:], r) {
 			t.Errorf("chatproxy attempt result %q has no series", r)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/responses"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -202,7 +203,7 @@ var (
 
 // taskAttempts is what the task service reports submission attempts to,
 // nil when metrics are off.
-func (a *App) taskAttempts() tasks.AttemptObserver {
+func (a *App) taskAttempts() routing.AttemptObserver {
 	if a.metrics == nil {
 		return nil
 	}

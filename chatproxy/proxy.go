@@ -73,51 +73,13 @@ type Proxy struct {
 	// and their usage is estimated.
 	MaxJSONDepth int
 	// Attempts, if set, is told of every upstream attempt.
-	Attempts AttemptObserver
+	Attempts routing.AttemptObserver
 	// Router picks every attempt's upstream. When nil, or for a Call
 	// without a Route, each provider gets a router of its own, made on
 	// first use.
 	Router *routing.Router
 
 	adhoc sync.Map // *providers.Provider → *routing.Router
-}
-
-// AttemptObserver is told of each upstream attempt: the provider's name,
-// the attempt's result (one of the Attempt* constants) and whether another
-// attempt followed it.
-type AttemptObserver interface {
-	Attempt(provider, result string, retried bool)
-}
-
-// Results of an upstream attempt, for AttemptObserver.
-const (
-	// AttemptOK is an answer with a 1xx, 2xx or 3xx status.
-	AttemptOK = "ok"
-	// AttemptStatus4xx is an answer with a 4xx status other than 429.
-	AttemptStatus4xx = "status_4xx"
-	// AttemptStatus429 is an answer with status 429.
-	AttemptStatus429 = "status_429"
-	// AttemptStatus5xx is an answer with a 5xx status.
-	AttemptStatus5xx = "status_5xx"
-	// AttemptConnectError is no answer: the connection failed.
-	AttemptConnectError = "connect_error"
-	// AttemptTimeout is no answer within the provider's timeout.
-	AttemptTimeout = "timeout"
-	// AttemptCanceled is a client that left before the answer.
-	AttemptCanceled = "canceled"
-)
-
-// statusResult is the attempt result of an answer with status.
-func statusResult(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return AttemptStatus429
-	case status >= 500:
-		return AttemptStatus5xx
-	case status >= 400:
-		return AttemptStatus4xx
-	}
-	return AttemptOK
 }
 
 // observe tells the observer, if any, of an attempt.
@@ -273,19 +235,19 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			res.Err = at.err
 			switch {
 			case r.Context().Err() != nil:
-				p.end(span, c, t, &ended{result: AttemptCanceled, errType: errTypeCanceled, err: at.err, outcome: routing.Outcome{Canceled: true}})
+				p.end(span, c, t, &ended{result: routing.AttemptCanceled, errType: errTypeCanceled, err: at.err, outcome: routing.Outcome{Canceled: true}})
 				res.Status, res.Outcome = 499, OutcomeCanceled
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				return res
 			case context.Cause(at.ctx) == errTimeout:
-				p.end(span, c, t, &ended{result: AttemptTimeout, errType: errTypeTimeout, err: errTimeout, outcome: routing.Outcome{Timeout: true}})
+				p.end(span, c, t, &ended{result: routing.AttemptTimeout, errType: errTypeTimeout, err: errTimeout, outcome: routing.Outcome{Timeout: true}})
 				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 					fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
 				return res
 			}
-			last = &ended{provider: t.Provider.Name, result: AttemptConnectError, errType: errTypeUnavailable, err: at.err,
+			last = &ended{provider: t.Provider.Name, result: routing.AttemptConnectError, errType: errTypeUnavailable, err: at.err,
 				outcome: routing.Outcome{Err: at.err}, deferred: true}
 			p.end(span, c, t, last)
 			p.logRetry(c, t, at.err)
@@ -299,7 +261,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 				failed = f
 			}
 			res.Err = fmt.Errorf("upstream answered %d", status)
-			last = &ended{provider: t.Provider.Name, result: statusResult(status), status: status,
+			last = &ended{provider: t.Provider.Name, result: routing.StatusResult(status), status: status,
 				errType: telemetry.StatusErrorType(status), err: res.Err, deferred: true,
 				outcome: routing.Outcome{Status: status, Quota: routing.QuotaError(f.body),
 					RetryAfter: routing.ParseRetryAfter(f.header.Get("Retry-After"), time.Now()), TTFB: time.Since(sent)}}
@@ -316,7 +278,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		res.Attempt = t.Attempt
 		p.deliver(w, r, c, at, &res, meta)
 		at.close()
-		p.end(span, c, t, &ended{provider: t.Provider.Name, result: statusResult(status), res: &res, meta: meta,
+		p.end(span, c, t, &ended{provider: t.Provider.Name, result: routing.StatusResult(status), res: &res, meta: meta,
 			outcome: routing.Outcome{Status: status, TTFB: ttfb}})
 		return res
 	}

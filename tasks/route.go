@@ -20,24 +20,6 @@ import (
 // pacing a retry on an upstream already tried. The submission that
 // answers decides the deployment that serves, polls and bills the task.
 
-// AttemptObserver is told of every submission attempt: the provider, the
-// attempt's result (one of the Attempt* constants) and whether another
-// attempt followed it.
-type AttemptObserver interface {
-	Attempt(provider, result string, retried bool)
-}
-
-// Results of a submission attempt, for AttemptObserver; the values of
-// chatproxy's attempt results.
-const (
-	AttemptOK           = "ok"
-	AttemptStatus4xx    = "status_4xx"
-	AttemptStatus429    = "status_429"
-	AttemptStatus5xx    = "status_5xx"
-	AttemptConnectError = "connect_error"
-	AttemptTimeout      = "timeout"
-)
-
 // submitted is the answer of the submission that went through.
 type submitted struct {
 	out    *outcome
@@ -142,7 +124,7 @@ func startSubmit(ctx context.Context, t *Task, tg *routing.Target) (context.Cont
 func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *outcome, err error, took time.Duration) string {
 	res := telemetry.Result{Status: c.status, Err: err}
 	fault := false
-	result := AttemptOK
+	result := routing.AttemptOK
 	o := routing.Outcome{Status: c.status}
 	var ue *upstreamError
 	switch {
@@ -150,15 +132,15 @@ func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *
 		res.Outcome = out.state
 		o.TTFB = took
 	case errors.As(err, &ue) && ue.status == 0 && ue.name == errTimeout:
-		res.ErrorType, fault, result = "timeout", true, AttemptTimeout
+		res.ErrorType, fault, result = "timeout", true, routing.AttemptTimeout
 		o.Timeout = true
 	case errors.As(err, &ue) && ue.status == 0:
-		res.ErrorType, fault, result = "unavailable", true, AttemptConnectError
+		res.ErrorType, fault, result = "unavailable", true, routing.AttemptConnectError
 		o.Err = err
 	case c.status >= 400:
 		res.ErrorType = telemetry.StatusErrorType(c.status)
 		fault = c.status == http.StatusTooManyRequests || c.status >= 500
-		result = statusResult(c.status)
+		result = routing.StatusResult(c.status)
 		if ue != nil {
 			o.RetryAfter = ue.retryAfter
 		}
@@ -170,15 +152,4 @@ func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *
 	s.health.Record(tg.Provider.Name, !fault)
 	telemetry.EndAttempt(span, res)
 	return result
-}
-
-// statusResult is the metric result of an error status.
-func statusResult(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return AttemptStatus429
-	case status >= 500:
-		return AttemptStatus5xx
-	}
-	return AttemptStatus4xx
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// countAttempts is an AttemptObserver that keeps the results.
+// countAttempts is an routing.AttemptObserver that keeps the results.
 type countAttempts struct {
 	mu  sync.Mutex
 	got []string

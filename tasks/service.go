@@ -137,7 +137,7 @@ type Config struct {
 	// of Routes with default options. It must be built from Routes.
 	Router *routing.Router
 	// Attempts, if set, is told of every submission attempt.
-	Attempts AttemptObserver
+	Attempts routing.AttemptObserver
 }
 
 // Observer is told of what the service does, for metrics.
@@ -179,7 +179,7 @@ type Service struct {
 	health       *health.Tracker
 	obs          Observer
 	router       *routing.Router
-	attempts     AttemptObserver
+	attempts     routing.AttemptObserver
 }
 
 // New returns a Service for c.

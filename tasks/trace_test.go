@@ -25,13 +25,13 @@ func TestSubmitDone(t *testing.T) {
 		wantResult string
 		wantFault  bool
 	}{
-		{status: 200, wantType: "", wantResult: AttemptOK},
-		{err: &upstreamError{name: errTimeout, msg: "late"}, wantType: "timeout", wantResult: AttemptTimeout, wantFault: true},
-		{err: &upstreamError{name: errUpstream, msg: "refused", cause: errors.New("dial")}, wantType: "unavailable", wantResult: AttemptConnectError, wantFault: true},
-		{status: 500, err: &upstreamError{status: 500, name: errUpstream}, wantType: "500", wantResult: AttemptStatus5xx, wantFault: true},
-		{status: 429, err: &upstreamError{status: 429, name: errRateLimited}, wantType: "429", wantResult: AttemptStatus429, wantFault: true},
-		{status: 400, err: &upstreamError{status: 400, name: errContentPolicy, permanent: true}, wantType: "400", wantResult: AttemptStatus4xx},
-		{status: 200, err: badAnswer("no id"), wantType: "bad_answer", wantResult: AttemptOK, wantFault: true},
+		{status: 200, wantType: "", wantResult: routing.AttemptOK},
+		{err: &upstreamError{name: errTimeout, msg: "late"}, wantType: "timeout", wantResult: routing.AttemptTimeout, wantFault: true},
+		{err: &upstreamError{name: errUpstream, msg: "refused", cause: errors.New("dial")}, wantType: "unavailable", wantResult: routing.AttemptConnectError, wantFault: true},
+		{status: 500, err: &upstreamError{status: 500, name: errUpstream}, wantType: "500", wantResult: routing.AttemptStatus5xx, wantFault: true},
+		{status: 429, err: &upstreamError{status: 429, name: errRateLimited}, wantType: "429", wantResult: routing.AttemptStatus429, wantFault: true},
+		{status: 400, err: &upstreamError{status: 400, name: errContentPolicy, permanent: true}, wantType: "400", wantResult: routing.AttemptStatus4xx},
+		{status: 200, err: badAnswer("no id"), wantType: "bad_answer", wantResult: routing.AttemptOK, wantFault: true},
 	} {
 		sr := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
