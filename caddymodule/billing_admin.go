@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -310,15 +311,10 @@ func budgetCommand() *cobra.Command {
 		Short: "Lists every user and key with limits, with their spend",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var out []billing.BudgetEntry
-			if err := adminCall(cmd, http.MethodGet, "/air/budgets/", nil, &out); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			printBudgets(cmd.OutOrStdout(), out)
-			return nil
+			return getAndPrint(cmd, "/air/budgets/", func(w io.Writer, out *[]billing.BudgetEntry) error {
+				printBudgets(w, *out)
+				return nil
+			})
 		},
 	}
 	list.Flags().Bool("json", false, "Print JSON")

@@ -209,6 +209,20 @@ func answerError(status string, body []byte) error {
 	return fmt.Errorf("admin API answered %s: %s", status, strings.TrimSpace(string(body)))
 }
 
+// getAndPrint reads uri from the admin API into a T and prints it to
+// cmd's output: as JSON with --json, else with table.
+func getAndPrint[T any](cmd *cobra.Command, uri string, table func(io.Writer, *T) error) error {
+	var out T
+	if err := adminCall(cmd, http.MethodGet, uri, nil, &out); err != nil {
+		return err
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return printJSON(cmd.OutOrStdout(), out)
+	}
+	return table(cmd.OutOrStdout(), &out)
+}
+
+// printJSON writes v to w as indented JSON.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

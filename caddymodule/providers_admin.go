@@ -42,14 +42,9 @@ func providersCommand() *cobra.Command {
 		Short: "Shows each upstream's breaker, cooldown, requests in flight and latency",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var rep providersReport
-			if err := adminCall(cmd, http.MethodGet, "/air/providers", nil, &rep); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), rep)
-			}
-			return printProviders(cmd.OutOrStdout(), rep.Upstreams, time.Now())
+			return getAndPrint(cmd, "/air/providers", func(w io.Writer, rep *providersReport) error {
+				return printProviders(w, rep.Upstreams, time.Now())
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "Print JSON")

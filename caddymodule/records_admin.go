@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -90,15 +91,10 @@ func ledgerCommand() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(data)
 				return err
 			}
-			var page billing.RecordPage
-			if err := adminCall(cmd, http.MethodGet, "/air/records?"+q.Encode(), nil, &page); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), page)
-			}
-			printRecords(cmd, &page)
-			return nil
+			return getAndPrint(cmd, "/air/records?"+q.Encode(), func(_ io.Writer, page *billing.RecordPage) error {
+				printRecords(cmd, page)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().String("user", "", "The user (required)")

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
@@ -173,15 +172,10 @@ func usersCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			month, _ := cmd.Flags().GetString("month")
-			var out []billing.UserUsage
-			if err := adminCall(cmd, http.MethodGet, "/air/users?month="+url.QueryEscape(month), nil, &out); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			printUsers(cmd.OutOrStdout(), out)
-			return nil
+			return getAndPrint(cmd, "/air/users?month="+url.QueryEscape(month), func(w io.Writer, out *[]billing.UserUsage) error {
+				printUsers(w, *out)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().String("month", "", "The month, as YYYY-MM (default: this month, UTC)")
