@@ -231,31 +231,14 @@ func TestClaimsAcrossInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	owner := map[string]int{}
-	var wg sync.WaitGroup
-	for i, db := range dbs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				got, err := db.Repos().Tasks.ClaimDue(ctx, now, time.Minute, 4)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, tr := range got {
-					if prev, ok := owner[tr.ID]; ok {
-						t.Errorf("task %s claimed by instance %d and %d within a lease", tr.ID, prev, i)
-					}
-					owner[tr.ID] = i
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	owner := raceClaims(t, "task", len(dbs), func(i int) ([]string, error) {
+		got, err := dbs[i].Repos().Tasks.ClaimDue(ctx, now, time.Minute, 4)
+		ids := make([]string, len(got))
+		for k, tr := range got {
+			ids[k] = tr.ID
+		}
+		return ids, err
+	})
 	if len(owner) != tasks {
 		t.Errorf("%d tasks claimed, want %d", len(owner), tasks)
 	}
@@ -268,6 +251,39 @@ func TestClaimsAcrossInstances(t *testing.T) {
 	if err != nil || len(list) != 5 || list[0].ID != "t29" {
 		t.Errorf("ListByUser: %d tasks, first %v, %v", len(list), list, err)
 	}
+}
+
+// raceClaims runs claim for each of n instances at once, five times each,
+// fails t if an id (of a kind of work) is claimed twice, and returns the
+// instance that claimed each id.
+func raceClaims(t *testing.T, kind string, n int, claim func(instance int) ([]string, error)) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	owner := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				ids, err := claim(i)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, id := range ids {
+					if prev, ok := owner[id]; ok {
+						t.Errorf("%s %s claimed by instance %d and %d within a lease", kind, id, prev, i)
+					}
+					owner[id] = i
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return owner
 }
 
 // TestResponseClaimsAcrossInstances: pending background responses
@@ -283,31 +299,14 @@ func TestResponseClaimsAcrossInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	owner := map[string]int{}
-	var wg sync.WaitGroup
-	for i, db := range dbs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				got, err := db.Repos().Responses.ClaimDue(ctx, now, time.Minute, 4)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, p := range got {
-					if prev, ok := owner[p.ID]; ok {
-						t.Errorf("response %s claimed by instance %d and %d within a lease", p.ID, prev, i)
-					}
-					owner[p.ID] = i
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	owner := raceClaims(t, "response", len(dbs), func(i int) ([]string, error) {
+		got, err := dbs[i].Repos().Responses.ClaimDue(ctx, now, time.Minute, 4)
+		ids := make([]string, len(got))
+		for k, p := range got {
+			ids[k] = p.ID
+		}
+		return ids, err
+	})
 	if len(owner) != n {
 		t.Errorf("%d responses claimed, want %d", len(owner), n)
 	}
