@@ -167,6 +167,37 @@ const (
 	procAdminAddrB = "localhost:12020"
 )
 
+// twoInstances rewrites the quickstart config cfgA (data in dataA) to
+// store on the PostgreSQL database of the environment variable dsnEnv,
+// writes a copy for a second process (its own ports and dataB, the mock
+// provider of the first: it keeps its videos and responses in memory, so
+// work created on one instance may be polled by the other), and starts
+// both. It returns them and the second's config.
+func twoInstances(t *testing.T, cfgA, dataA, dataB, dsnEnv string) (a, b *process, cfgB string) {
+	t.Helper()
+	src, err := os.ReadFile(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textA := strings.Replace(string(src), "storage badger "+dataA, "storage postgres {env."+dsnEnv+"}", 1)
+	if !strings.Contains(textA, "storage postgres") {
+		t.Fatal("could not rewrite the example's storage line")
+	}
+	textB := strings.ReplaceAll(textA, procHTTPPort, procHTTPPortB)
+	textB = strings.Replace(textB, "admin "+procAdminAddr, "admin "+procAdminAddrB, 1)
+	textB = strings.ReplaceAll(textB, "localhost:"+procHTTPPortB+"/mock", "localhost:"+procHTTPPort+"/mock")
+	cfgB = cfgA + ".b"
+	if err := os.WriteFile(cfgA, []byte(textA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgB, []byte(textB), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = startProcessAt(t, procHTTPPort, cfgA, dataA, "/v1/models", http.StatusUnauthorized)
+	b = startProcessAt(t, procHTTPPortB, cfgB, dataB, "/v1/models", http.StatusUnauthorized)
+	return a, b, cfgB
+}
+
 // TestPostgresTwoInstances runs two gateway processes on one PostgreSQL
 // database: a key created through one works on the other at once, both
 // bill into the one ledger, a video task created on one is seen, served
@@ -176,28 +207,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 	t.Setenv("AIR_TEST_TWO_PG_DSN", pgtest.DSN(t))
 	dataA, dataB := t.TempDir(), t.TempDir()
 	cfgA := quickstartConfig(t, dataA, "")
-	src, err := os.ReadFile(cfgA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	textA := strings.Replace(string(src), "storage badger "+dataA, "storage postgres {env.AIR_TEST_TWO_PG_DSN}", 1)
-	if !strings.Contains(textA, "storage postgres") {
-		t.Fatal("could not rewrite the example's storage line")
-	}
-	textB := strings.ReplaceAll(textA, procHTTPPort, procHTTPPortB)
-	textB = strings.Replace(textB, "admin "+procAdminAddr, "admin "+procAdminAddrB, 1)
-	// Both use A's mock provider, which keeps its videos in A's memory:
-	// a task created on one instance may be polled by the other.
-	textB = strings.ReplaceAll(textB, "localhost:"+procHTTPPortB+"/mock", "localhost:"+procHTTPPort+"/mock")
-	cfgB := cfgA + ".b"
-	if err := os.WriteFile(cfgA, []byte(textA), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgB, []byte(textB), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a := startProcessAt(t, procHTTPPort, cfgA, dataA, "/v1/models", http.StatusUnauthorized)
-	b := startProcessAt(t, procHTTPPortB, cfgB, dataB, "/v1/models", http.StatusUnauthorized)
+	a, b, cfgB := twoInstances(t, cfgA, dataA, dataB, "AIR_TEST_TWO_PG_DSN")
 	defer a.stop()
 	defer b.stop()
 
@@ -293,24 +303,7 @@ func TestPostgresTwoInstancesPollBackground(t *testing.T) {
 	dataA, dataB := t.TempDir(), t.TempDir()
 	cfgA := quickstartConfig(t, dataA, "\t\tresponses {\n\t\t\tpoll_interval 100ms\n\t\t}")
 	withPrices(t, cfgA, respPrices)
-	src, err := os.ReadFile(cfgA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	textA := strings.Replace(string(src), "storage badger "+dataA, "storage postgres {env.AIR_TEST_POLL_PG_DSN}", 1)
-	textB := strings.ReplaceAll(textA, procHTTPPort, procHTTPPortB)
-	textB = strings.Replace(textB, "admin "+procAdminAddr, "admin "+procAdminAddrB, 1)
-	// Both use A's mock provider, which keeps the responses in A's memory.
-	textB = strings.ReplaceAll(textB, "localhost:"+procHTTPPortB+"/mock", "localhost:"+procHTTPPort+"/mock")
-	cfgB := cfgA + ".b"
-	if err := os.WriteFile(cfgA, []byte(textA), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgB, []byte(textB), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a := startProcessAt(t, procHTTPPort, cfgA, dataA, "/v1/models", http.StatusUnauthorized)
-	b := startProcessAt(t, procHTTPPortB, cfgB, dataB, "/v1/models", http.StatusUnauthorized)
+	a, b, _ := twoInstances(t, cfgA, dataA, dataB, "AIR_TEST_POLL_PG_DSN")
 	defer a.stop()
 	defer b.stop()
 	key := lastLine(caddyCLI(t, "air", "key", "create", "--user", "bg-two", "--config", cfgA))
