@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -66,12 +65,13 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 		start := time.Now()
 		out, err := ad.submit(actx, c, r)
 		result := s.submitDone(span, tg, c, out, err, time.Since(start))
+		tg.LogAttempt(s.log, routing.AttemptLog{RequestID: t.ID, Operation: t.Type, Model: t.Model, Status: c.status,
+			Result: result, Err: err, Delivered: err == nil})
 		if err == nil {
 			s.attempted(tg.Provider.Name, result, false)
 			return &submitted{out: out, call: c, target: tg}, nil
 		}
 		last = err
-		s.log.Warn("submitting task", zap.String("task", t.ID), zap.String("deployment", tg.Deployment()), zap.Error(err))
 		if !resubmittable(err) || ctx.Err() != nil {
 			s.attempted(tg.Provider.Name, result, false)
 			return nil, last
