@@ -36,10 +36,12 @@ type pendingAttempt struct {
 // them. It moves on to the next attempt after one that got no answer at
 // all or answered 429, 5xx, 401, 402 or 403; any other answer, and a
 // timeout, ends it. With no attempt left it returns the last attempt's
-// error, or, when none could be made, an UpstreamError naming the wait.
+// error, with that attempt's call (out nil), or, when none could be made,
+// an UpstreamError naming the wait and no call.
 func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (*submitted, error) {
 	plan := s.router.Plan(routing.Request{Route: r.route})
 	var last error
+	var lastCall *submitted
 	var pending *pendingAttempt
 	for {
 		tg, err := plan.Next(ctx)
@@ -49,7 +51,7 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 		}
 		if err != nil {
 			if last != nil {
-				return nil, last
+				return lastCall, last
 			}
 			return nil, unavailableError(err)
 		}
@@ -71,10 +73,10 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 			s.attempted(tg.Provider.Name, result, false)
 			return &submitted{out: out, call: c, target: tg}, nil
 		}
-		last = err
+		last, lastCall = err, &submitted{call: c, target: tg}
 		if !resubmittable(err) || ctx.Err() != nil {
 			s.attempted(tg.Provider.Name, result, false)
-			return nil, last
+			return lastCall, last
 		}
 		pending = &pendingAttempt{provider: tg.Provider.Name, result: result}
 	}
