@@ -8,7 +8,9 @@
 //
 // An upstream is one deployment × base URL × key. A request gets a Plan;
 // each Next returns the Target of one attempt, whose Done reports how it
-// went. The package does not import Caddy.
+// went, and whose LogAttempt writes its log line. Breakers and cooldowns
+// may outlive a Router, for the upstreams of a new configuration that are
+// unchanged (Config.States). The package does not import Caddy.
 package routing
 
 import (
