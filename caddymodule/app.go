@@ -117,6 +117,9 @@ type App struct {
 	tracker *health.Tracker
 	// router picks the upstream of every attempt.
 	router *routing.Router
+	// stateRefs are the identities of the upstream states the router
+	// took from upstreamStates, given back on Cleanup.
+	stateRefs []string
 	// probe tests that the store takes writes, for health.
 	probe *storeProbe
 }
@@ -328,7 +331,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("metrics: %v", err)
 	}
 	a.router = routing.New(routing.Config{Table: a.routes, Options: a.routingOptions(), Observer: a.routingObserver(),
-		Logger: a.logger.Named("routing")})
+		States: a.upstreamState, Logger: a.logger.Named("routing")})
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)
@@ -530,8 +533,10 @@ func (a *App) Stop() error {
 	return err
 }
 
-// Cleanup releases the provider transport.
+// Cleanup releases the provider transport and the app's references to
+// the kept upstream states.
 func (a *App) Cleanup() error {
+	a.releaseStates()
 	if a.transport != nil {
 		return a.transport.Cleanup()
 	}

@@ -70,6 +70,7 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
+		Operation:    h.spec.endpoint,
 		Provider:     route.Provider,
 		Path:         h.spec.path,
 		Body:         body,

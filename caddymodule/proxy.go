@@ -196,6 +196,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
+		Operation:    h.spec.endpoint,
 		Provider:     route.Provider,
 		Path:         h.spec.path,
 		Body:         upstreamBody,

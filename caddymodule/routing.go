@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"github.com/caddyserver/caddy/v2"
+
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/routing"
 )
@@ -30,3 +32,38 @@ func (a *App) routingObserver() routing.Observer {
 	}
 	return routingMetrics{a.metrics.Metrics()}
 }
+
+// upstreamStates keeps the breaker and cooldown of every configured
+// upstream by its routing.Identity, across config loads, as
+// caddy-ratelimit keeps its rate limiters: a reload provisions the new
+// config (which takes a reference to each state) before it cleans up the
+// old one (which gives its references back), so an upstream unchanged by
+// the reload keeps its state, and one no longer configured loses it.
+var upstreamStates = caddy.NewUsagePool()
+
+// keptState is an upstream's state in upstreamStates.
+type keptState struct{ *routing.UpstreamState }
+
+// Destruct lets the state go: there is nothing to release.
+func (keptState) Destruct() error { return nil }
+
+// upstreamState returns the kept state of the upstream with identity id,
+// and records the reference for Cleanup to give back.
+func (a *App) upstreamState(id string) *routing.UpstreamState {
+	v, _, _ := upstreamStates.LoadOrNew(id, func() (caddy.Destructor, error) {
+		return keptState{routing.NewUpstreamState()}, nil
+	})
+	a.stateRefs = append(a.stateRefs, id)
+	return v.(keptState).UpstreamState
+}
+
+// releaseStates gives back the app's references to upstream states.
+func (a *App) releaseStates() {
+	for _, id := range a.stateRefs {
+		_, _ = upstreamStates.Delete(id)
+	}
+	a.stateRefs = nil
+}
+
+// Interface guard.
+var _ caddy.Destructor = keptState{}

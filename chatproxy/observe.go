@@ -17,7 +17,8 @@ import (
 // health (Proxy.Health). With tracing off, the span is the request's
 // non-recording one, and no response metadata is collected.
 
-// Operation names the endpoint of a protocol in spans: chat or messages.
+// Operation names the endpoint of a protocol in spans: chat, messages or
+// responses.
 func Operation(p Protocol) string {
 	switch p {
 	case Anthropic:
@@ -41,9 +42,24 @@ const (
 // startAttempt starts the span of the attempt to t.
 func startAttempt(ctx context.Context, c *Call, t *routing.Target) (context.Context, trace.Span) {
 	return telemetry.StartAttempt(ctx, telemetry.Attempt{
-		Operation: Operation(c.Protocol), Provider: t.Provider.Name, Model: c.Inspected.Model,
+		Operation: c.operation(), Provider: t.Provider.Name, Model: c.Inspected.Model,
 		Number: t.Number, BaseURL: t.Attempt.BaseURL, RequestID: c.RequestID,
 	})
+}
+
+// operation names c's endpoint in spans and logs: c.Operation, or its
+// protocol's.
+func (c *Call) operation() string {
+	if c.Operation != "" {
+		return c.Operation
+	}
+	return Operation(c.Protocol)
+}
+
+// logAttempt writes the attempt's log line (see routing.Target.LogAttempt).
+func (p *Proxy) logAttempt(c *Call, t *routing.Target, status int, result string, err error, delivered bool) {
+	t.LogAttempt(p.Logger, routing.AttemptLog{RequestID: c.RequestID, Operation: c.operation(), Model: c.Inspected.Model,
+		Status: status, Result: result, Err: err, Delivered: delivered})
 }
 
 // ended is how an attempt ended, told to every observer at once by end.
@@ -65,8 +81,9 @@ type ended struct {
 	outcome routing.Outcome
 }
 
-// end is the one hook of an attempt's end: the attempt metric, its span,
-// the provider's health and the router's breaker, cooldown and latency.
+// end is the one hook of an attempt's end: the attempt metric, its log
+// line, its span, the provider's health and the router's breaker,
+// cooldown and latency.
 // An attempt the client cancelled does not count against the provider.
 func (p *Proxy) end(span trace.Span, c *Call, t *routing.Target, e *ended) {
 	if e.res != nil {
@@ -80,6 +97,7 @@ func (p *Proxy) end(span trace.Span, c *Call, t *routing.Target, e *ended) {
 		p.Health.Record(t.Provider.Name, false)
 	}
 	t.Done(e.outcome)
+	p.logAttempt(c, t, e.status, e.result, e.err, false)
 	telemetry.EndAttempt(span, telemetry.Result{Status: e.status, ErrorType: e.errType, Err: e.err})
 }
 
@@ -115,6 +133,7 @@ func (p *Proxy) delivered(span trace.Span, c *Call, t *routing.Target, e *ended)
 		o.Broken = true
 	}
 	t.Done(o)
+	p.logAttempt(c, t, res.Status, e.result, res.Err, true)
 	if errType != errTypeCanceled {
 		p.Health.Record(t.Provider.Name, !providerFault(res.Status, errType))
 	}

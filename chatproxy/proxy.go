@@ -19,7 +19,6 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // DefaultTimeout applies when a provider sets no Timeout.
@@ -62,7 +61,8 @@ type Proxy struct {
 	// Transport sends upstream requests; nil means http.DefaultTransport.
 	// It is used as a RoundTripper: redirects are not followed.
 	Transport http.RoundTripper
-	// Logger receives debug logs of retried attempts; nil disables them.
+	// Logger receives the log line of every upstream attempt (see
+	// routing.Target.LogAttempt); nil disables them.
 	Logger *zap.Logger
 	// Health, when set, counts the result of every upstream attempt per
 	// provider.
@@ -94,6 +94,10 @@ type Call struct {
 	// Protocol selects the error shape, the auth headers and the usage
 	// format.
 	Protocol Protocol
+	// Operation names the endpoint in spans and logs (chat, messages,
+	// responses, embeddings, count_tokens); empty means the protocol's
+	// (see Operation).
+	Operation string
 	// Provider serves the request.
 	Provider *providers.Provider
 	// Path is appended to the provider's base URL: "/chat/completions" or
@@ -250,7 +254,6 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			last = &ended{provider: t.Provider.Name, result: routing.AttemptConnectError, errType: errTypeUnavailable, err: at.err,
 				outcome: routing.Outcome{Err: at.err}, deferred: true}
 			p.end(span, c, t, last)
-			p.logRetry(c, t, at.err)
 			continue
 		}
 		status := at.resp.StatusCode
@@ -266,7 +269,6 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 				outcome: routing.Outcome{Status: status, Quota: routing.QuotaError(f.body),
 					RetryAfter: routing.ParseRetryAfter(f.header.Get("Retry-After"), time.Now()), TTFB: time.Since(sent)}}
 			p.end(span, c, t, last)
-			p.logRetry(c, t, res.Err)
 			continue
 		}
 		ttfb := time.Since(sent)
@@ -330,17 +332,6 @@ func promptEstimate(c *Call) billing.Usage {
 
 // retryable reports a status worth another attempt.
 func retryable(status int) bool { return routing.Retryable(status) }
-
-// logRetry logs a failed attempt at debug level.
-func (p *Proxy) logRetry(c *Call, t *routing.Target, err error) {
-	if p.Logger == nil {
-		return
-	}
-	if ce := p.Logger.Check(zapcore.DebugLevel, "upstream attempt failed"); ce != nil {
-		ce.Write(zap.String("request_id", c.RequestID), zap.String("provider", t.Provider.Name),
-			zap.String("deployment", t.Deployment()), zap.Int("attempt", t.Number), zap.Error(err))
-	}
-}
 
 // writeError writes e in the protocol's error shape.
 func writeError(w http.ResponseWriter, p Protocol, e *apierror.Error) {

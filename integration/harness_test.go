@@ -89,6 +89,8 @@ type gatewayOptions struct {
 	// Site is extra text at the top of the site block (e.g. tracing, or a
 	// handle block).
 	Site string
+	// Global is extra text for the global options block (e.g. a log).
+	Global string
 	// Storage, when set, replaces the storage line's arguments (e.g.
 	// "postgres {env.X}"); DataDir then only holds the price file.
 	Storage string
@@ -99,6 +101,7 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 	http_port 9080
 	https_port 9443
 	grace_period 5s
+	{{.Global}}
 	air {
 		{{if .Storage}}storage {{.Storage}}{{else}}storage badger {{.DataDir}}{{end}}
 		{{if .PricesFile}}prices {{.PricesFile}}{{end}}

@@ -8,7 +8,9 @@
 //
 // An upstream is one deployment × base URL × key. A request gets a Plan;
 // each Next returns the Target of one attempt, whose Done reports how it
-// went. The package does not import Caddy.
+// went, and whose LogAttempt writes its log line. Breakers and cooldowns
+// may outlive a Router, for the upstreams of a new configuration that are
+// unchanged (Config.States). The package does not import Caddy.
 package routing
 
 import (
@@ -115,6 +117,13 @@ type Config struct {
 	// Observer, if set, is told of breaker changes, rejected keys,
 	// cooldowns and fallbacks.
 	Observer Observer
+	// States, when set, returns the breaker and cooldown state of the
+	// upstream with the given Identity. A caller that keeps these states
+	// by identity across configurations (as caddymodule does in a
+	// caddy.UsagePool) keeps an open breaker open, and a cooling upstream
+	// cooling, across a reload that does not change the upstream. Nil
+	// gives each upstream a state of its own.
+	States func(identity string) *UpstreamState
 	// Logger receives breaker and key events; nil disables them.
 	Logger *zap.Logger
 	// Now and Sleep replace the clock in tests. Sleep waits d or until
@@ -137,6 +146,7 @@ type Router struct {
 	log      *zap.Logger
 	now      func() time.Time
 	sleep    func(<-chan struct{}, time.Duration) bool
+	states   func(string) *UpstreamState
 	checksMu sync.Mutex
 }
 
@@ -162,7 +172,7 @@ type healthKey struct {
 // New builds the routing state of c.Table.
 func New(c Config) *Router {
 	r := &Router{table: c.Table, groups: make(map[*providers.Route]*group), byName: make(map[string]*providers.Route),
-		provs: make(map[string]*provider), deps: make(map[string]*deployment), maxWait: c.MaxWait, obs: c.Observer, log: c.Logger, now: c.Now, sleep: c.Sleep}
+		provs: make(map[string]*provider), deps: make(map[string]*deployment), maxWait: c.MaxWait, obs: c.Observer, log: c.Logger, now: c.Now, sleep: c.Sleep, states: c.States}
 	if r.maxWait == 0 {
 		r.maxWait = DefaultMaxWait
 	}
@@ -174,6 +184,9 @@ func New(c Config) *Router {
 	}
 	if r.log == nil {
 		r.log = zap.NewNop()
+	}
+	if r.states == nil {
+		r.states = func(string) *UpstreamState { return NewUpstreamState() }
 	}
 	for _, p := range c.Table.Providers() {
 		o := c.Options[p.Name].withDefaults()
@@ -190,7 +203,7 @@ func New(c Config) *Router {
 		}
 	}
 	for _, u := range r.all {
-		r.notify(u, Closed)
+		r.notify(u, u.st.breaker())
 	}
 	return r
 }

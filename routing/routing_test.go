@@ -146,7 +146,7 @@ func TestBreakerStateMachine(t *testing.T) {
 	attempt := func(o Outcome) {
 		t.Helper()
 		if !f.r.acquire(u, f.clock.Now(), 0) {
-			t.Fatalf("upstream refused an attempt in state %s", u.state)
+			t.Fatalf("upstream refused an attempt in state %s", u.st.state)
 		}
 		tg := &Target{Upstream: u, r: f.r}
 		tg.Done(o)
@@ -171,8 +171,8 @@ func TestBreakerStateMachine(t *testing.T) {
 	for _, s := range steps {
 		s.do()
 		ok, _ := u.available(f.clock.Now())
-		if u.state != s.wantState || ok != s.wantAvail {
-			t.Fatalf("%s: state %s available %v, want %s %v", s.name, u.state, ok, s.wantState, s.wantAvail)
+		if u.st.state != s.wantState || ok != s.wantAvail {
+			t.Fatalf("%s: state %s available %v, want %s %v", s.name, u.st.state, ok, s.wantState, s.wantAvail)
 		}
 	}
 }
@@ -186,8 +186,8 @@ func TestHalfOpenLetsOneProbeThrough(t *testing.T) {
 	if !f.r.acquire(u, f.clock.Now(), 0) {
 		t.Fatal("the probe was refused")
 	}
-	if u.state != HalfOpen {
-		t.Fatalf("state %s during the probe, want half_open", u.state)
+	if u.st.state != HalfOpen {
+		t.Fatalf("state %s during the probe, want half_open", u.st.state)
 	}
 	if f.r.acquire(u, f.clock.Now(), 0) {
 		t.Fatal("a second request went through while the probe is in flight")
@@ -212,8 +212,8 @@ func TestCooldownFromRetryAfter(t *testing.T) {
 			if ok, reason := u.available(f.clock.Now()); ok || reason != "cooldown" {
 				t.Fatalf("just before the cooldown ends: available %v (%s)", ok, reason)
 			}
-			if u.state != Closed {
-				t.Errorf("a 429 changed the breaker to %s", u.state)
+			if u.st.state != Closed {
+				t.Errorf("a 429 changed the breaker to %s", u.st.state)
 			}
 			f.clock.Advance(time.Millisecond)
 			if ok, _ := u.available(f.clock.Now()); !ok {

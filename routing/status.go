@@ -41,12 +41,12 @@ func (r *Router) Status() []UpstreamStatus {
 	out := make([]UpstreamStatus, 0, len(r.all))
 	for _, u := range r.all {
 		ok, reason := u.available(now)
-		u.mu.Lock()
-		state := u.state
-		if state == Open && !now.Before(u.openUntil) {
+		u.st.mu.Lock()
+		state := u.st.state
+		if state == Open && !now.Before(u.st.openUntil) {
 			state = HalfOpen // due for its probe
 		}
-		u.mu.Unlock()
+		u.st.mu.Unlock()
 		st := u.prov.tracker.Stats(u.id)
 		s := UpstreamStatus{Provider: u.Provider, Deployment: u.dep.name, BaseURL: u.PublicBaseURL(), Key: u.Key,
 			Breaker: state.String(), Available: ok, Reason: reason, Attempts: st.Attempts, Failures: st.Failures,

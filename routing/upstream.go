@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,11 +56,7 @@ type Upstream struct {
 	prov   *provider
 	limit  limiter
 
-	mu        sync.Mutex
-	state     State
-	openUntil time.Time
-	probing   bool
-	coolUntil time.Time
+	st *UpstreamState
 }
 
 // ID names the upstream in the failure tracker: deployment, base URL
@@ -152,6 +147,7 @@ func (r *Router) newDeployment(d *providers.Deployment) *deployment {
 		if k < len(d.Provider.APIKeys) {
 			u.apiKey = d.Provider.APIKeys[k]
 		}
+		u.st = r.states(Identity(u.Provider, u.Model, u.BaseURL, u.apiKey))
 		dep.upstreams = append(dep.upstreams, u)
 		r.all = append(r.all, u)
 	}
@@ -162,16 +158,16 @@ func (r *Router) newDeployment(d *providers.Deployment) *deployment {
 // open (or due for its probe), not cooling down, key not rejected, health
 // check passing, and limits not reached. The reason is empty when it may.
 func (u *Upstream) available(now time.Time) (ok bool, reason string) {
-	u.mu.Lock()
+	u.st.mu.Lock()
 	switch {
-	case now.Before(u.coolUntil):
+	case now.Before(u.st.coolUntil):
 		reason = "cooldown"
-	case u.state == Open && now.Before(u.openUntil):
+	case u.st.state == Open && now.Before(u.st.openUntil):
 		reason = "breaker_open"
-	case u.state == HalfOpen && u.probing:
+	case u.st.state == HalfOpen && u.st.probing:
 		reason = "breaker_probing"
 	}
-	u.mu.Unlock()
+	u.st.mu.Unlock()
 	if reason != "" {
 		return false, reason
 	}
@@ -192,13 +188,13 @@ func (u *Upstream) available(now time.Time) (ok bool, reason string) {
 // Without breaker, an upstream whose breaker is open counts as not
 // waiting on the clock at all.
 func (u *Upstream) readyAt(now time.Time, breaker bool) time.Time {
-	u.mu.Lock()
-	at := u.coolUntil
-	open := u.state == Open
-	if open && breaker && u.openUntil.After(at) {
-		at = u.openUntil
+	u.st.mu.Lock()
+	at := u.st.coolUntil
+	open := u.st.state == Open
+	if open && breaker && u.st.openUntil.After(at) {
+		at = u.st.openUntil
 	}
-	u.mu.Unlock()
+	u.st.mu.Unlock()
 	if open && !breaker {
 		// A cooldown ending before the breaker's does not make u ready.
 		return time.Time{}
@@ -219,22 +215,22 @@ func (r *Router) acquire(u *Upstream, now time.Time, tokens int64) bool {
 	if ok, _ := u.available(now); !ok {
 		return false
 	}
-	u.mu.Lock()
-	if now.Before(u.coolUntil) || (u.state == Open && now.Before(u.openUntil)) || (u.state == HalfOpen && u.probing) {
-		u.mu.Unlock()
+	u.st.mu.Lock()
+	if now.Before(u.st.coolUntil) || (u.st.state == Open && now.Before(u.st.openUntil)) || (u.st.state == HalfOpen && u.st.probing) {
+		u.st.mu.Unlock()
 		return false // another request took it meanwhile
 	}
 	switch {
-	case u.state == Open:
-		u.state, u.probing = HalfOpen, true
-		u.mu.Unlock()
+	case u.st.state == Open:
+		u.st.state, u.st.probing = HalfOpen, true
+		u.st.mu.Unlock()
 		r.notify(u, HalfOpen)
 		r.log.Info("upstream breaker half-open: sending a probe", u.fields()...)
-	case u.state == HalfOpen:
-		u.probing = true
-		u.mu.Unlock()
+	case u.st.state == HalfOpen:
+		u.st.probing = true
+		u.st.mu.Unlock()
 	default:
-		u.mu.Unlock()
+		u.st.mu.Unlock()
 	}
 	u.limit.take(now, tokens)
 	u.dep.limit.take(now, tokens)
@@ -258,13 +254,13 @@ func (u *Upstream) fields() []zap.Field {
 // succeeded records an attempt that worked: a half-open breaker closes.
 func (r *Router) succeeded(u *Upstream) {
 	u.prov.tracker.Record(u.id, true)
-	u.mu.Lock()
-	closed := u.state != Closed
+	u.st.mu.Lock()
+	closed := u.st.state != Closed
 	if closed {
-		u.state, u.probing = Closed, false
+		u.st.state, u.st.probing = Closed, false
 		u.prov.tracker.Reset(u.id)
 	}
-	u.mu.Unlock()
+	u.st.mu.Unlock()
 	if closed {
 		r.notify(u, Closed)
 		r.log.Info("upstream breaker closed: the probe succeeded", u.fields()...)
@@ -278,13 +274,13 @@ func (r *Router) failed(u *Upstream, now time.Time) {
 	o := u.prov.opts
 	u.prov.tracker.Record(u.id, false)
 	st := u.prov.tracker.Stats(u.id)
-	u.mu.Lock()
-	open := u.state == HalfOpen ||
-		(u.state == Closed && st.Attempts >= o.MinRequests && 1-st.SuccessRate() >= o.FailureRate)
+	u.st.mu.Lock()
+	open := u.st.state == HalfOpen ||
+		(u.st.state == Closed && st.Attempts >= o.MinRequests && 1-st.SuccessRate() >= o.FailureRate)
 	if open {
-		u.state, u.probing, u.openUntil = Open, false, now.Add(o.FailDuration)
+		u.st.state, u.st.probing, u.st.openUntil = Open, false, now.Add(o.FailDuration)
 	}
-	u.mu.Unlock()
+	u.st.mu.Unlock()
 	if open {
 		r.notify(u, Open)
 		r.log.Warn("upstream breaker opened", append(u.fields(), zap.Int64("attempts", st.Attempts),
@@ -294,12 +290,12 @@ func (r *Router) failed(u *Upstream, now time.Time) {
 
 // cool puts u in cooldown for d (a 429), and frees its probe, if any.
 func (r *Router) cool(u *Upstream, now time.Time, d time.Duration) {
-	u.mu.Lock()
-	if until := now.Add(d); until.After(u.coolUntil) {
-		u.coolUntil = until
+	u.st.mu.Lock()
+	if until := now.Add(d); until.After(u.st.coolUntil) {
+		u.st.coolUntil = until
 	}
-	u.probing = false
-	u.mu.Unlock()
+	u.st.probing = false
+	u.st.mu.Unlock()
 	if r.obs != nil {
 		r.obs.Cooldown(u)
 	}
@@ -308,9 +304,9 @@ func (r *Router) cool(u *Upstream, now time.Time, d time.Duration) {
 // unprobe frees u's probe without a verdict (the client left, or the
 // answer blamed the request).
 func (u *Upstream) unprobe() {
-	u.mu.Lock()
-	u.probing = false
-	u.mu.Unlock()
+	u.st.mu.Lock()
+	u.st.probing = false
+	u.st.mu.Unlock()
 }
 
 // rejectKey takes key out of rotation for the provider's key cooldown.

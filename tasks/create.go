@@ -95,7 +95,7 @@ func (s *Service) releaseCreate() { <-s.creates }
 func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad adapter, p *providers.Provider) *Task {
 	sub, err := s.submit(ctx, t, r, ad)
 	if err != nil {
-		return s.failWith(ctx, t, err)
+		return s.failSubmit(ctx, t, sub, err)
 	}
 	out, c := sub.out, sub.call
 	if out.state == StatusRunning {
@@ -131,7 +131,7 @@ func (s *Service) startVideo(ctx context.Context, t *Task, r *request, ad adapte
 	sub, err := s.submit(sctx, t, r, ad)
 	cancel()
 	if err != nil {
-		return s.failWith(ctx, t, err)
+		return s.failSubmit(ctx, t, sub, err)
 	}
 	out, c := sub.out, sub.call
 	if out.state != StatusRunning {
@@ -182,12 +182,23 @@ func (s *Service) accepted(ctx context.Context, t *Task, out *outcome, c *call, 
 
 // failWith fails t with the error of an upstream exchange.
 func (s *Service) failWith(ctx context.Context, t *Task, err error) *Task {
+	return s.failSubmit(ctx, t, nil, err)
+}
+
+// failSubmit fails t with the error of an upstream exchange; when sub
+// holds the last submission attempt's call, the task records the
+// provider and deployment that attempt went to.
+func (s *Service) failSubmit(ctx context.Context, t *Task, sub *submitted, err error) *Task {
 	var ue *upstreamError
 	if !errors.As(err, &ue) {
 		s.log.Error("task failed inside the gateway", zap.String("task", t.ID), zap.Error(err))
 		ue = &upstreamError{name: errUpstream, msg: "the gateway could not complete the task"}
 	}
-	return s.fail(ctx, t, ue.name, ue.msg)
+	var c *call
+	if sub != nil {
+		c = sub.call
+	}
+	return s.failBy(ctx, t, c, ue.name, ue.msg)
 }
 
 // upstreamModel is the model id sent upstream.

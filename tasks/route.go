@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -37,10 +36,12 @@ type pendingAttempt struct {
 // them. It moves on to the next attempt after one that got no answer at
 // all or answered 429, 5xx, 401, 402 or 403; any other answer, and a
 // timeout, ends it. With no attempt left it returns the last attempt's
-// error, or, when none could be made, an UpstreamError naming the wait.
+// error, with that attempt's call (out nil), or, when none could be made,
+// an UpstreamError naming the wait and no call.
 func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (*submitted, error) {
 	plan := s.router.Plan(routing.Request{Route: r.route})
 	var last error
+	var lastCall *submitted
 	var pending *pendingAttempt
 	for {
 		tg, err := plan.Next(ctx)
@@ -50,7 +51,7 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 		}
 		if err != nil {
 			if last != nil {
-				return nil, last
+				return lastCall, last
 			}
 			return nil, unavailableError(err)
 		}
@@ -66,15 +67,16 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 		start := time.Now()
 		out, err := ad.submit(actx, c, r)
 		result := s.submitDone(span, tg, c, out, err, time.Since(start))
+		tg.LogAttempt(s.log, routing.AttemptLog{RequestID: t.ID, Operation: t.Type, Model: t.Model, Status: c.status,
+			Result: result, Err: err, Delivered: err == nil})
 		if err == nil {
 			s.attempted(tg.Provider.Name, result, false)
 			return &submitted{out: out, call: c, target: tg}, nil
 		}
-		last = err
-		s.log.Warn("submitting task", zap.String("task", t.ID), zap.String("deployment", tg.Deployment()), zap.Error(err))
+		last, lastCall = err, &submitted{call: c, target: tg}
 		if !resubmittable(err) || ctx.Err() != nil {
 			s.attempted(tg.Provider.Name, result, false)
-			return nil, last
+			return lastCall, last
 		}
 		pending = &pendingAttempt{provider: tg.Provider.Name, result: result}
 	}

@@ -113,6 +113,37 @@ func TestCreateRoutes(t *testing.T) {
 	}
 }
 
+// TestFailedCreateNamesItsDeployment: a create whose every submission
+// attempt fails is failed, and the task names the provider and deployment
+// of its last attempt (after a 500 on the first deployment, a 400 on the
+// second), not the model's first deployment.
+func TestFailedCreateNamesItsDeployment(t *testing.T) {
+	e := newEnv(t, providers.ProtocolOpenAI)
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 500, `{"error":{"message":"down","type":"server_error"}}`)
+	}))
+	t.Cleanup(bad.Close)
+	e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 400, `{"error":{"message":"bad prompt","type":"invalid_request_error"}}`)
+	})
+	up := e.table.Provider("up")
+	up.Retries = 1
+	badP := &providers.Provider{Name: "bad", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{bad.URL + "/v1"}, Retries: 1}
+	var err error
+	e.table, err = providers.NewTable([]*providers.Provider{up, badP}, []*providers.Route{{Pattern: "img", Kind: providers.KindImage,
+		Policy: providers.PolicyRoundRobin, Deployments: []*providers.Deployment{{Provider: badP, UpstreamModel: "img-bad"}, {Provider: up, UpstreamModel: "img-up"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, aerr := e.service(nil).Create(context.Background(), alice, []byte(`{"model":"img","prompt":"x"}`), testMediaBase)
+	if aerr != nil || tk.Status != StatusFailed {
+		t.Fatalf("create: %v %+v, want a failed task", aerr, tk)
+	}
+	if tk.Provider != "up" || tk.Deployment != "up/img-up" || tk.UpstreamModel != "img-up" {
+		t.Errorf("failed task names %q/%q/%q, want up/up/img-up: its last attempt's (a 400 ends the attempts)", tk.Provider, tk.Deployment, tk.UpstreamModel)
+	}
+}
+
 // TestCreateHonoursRetryAfter checks that a create answered 429 with
 // Retry-After by the model's only upstream waits that long before its
 // next attempt, and that a create meanwhile fails without reaching the

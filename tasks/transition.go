@@ -81,9 +81,19 @@ func videoSeconds(t *Task, out *outcome) int64 {
 // fail makes t failed with "<name>: <msg>", unless it already ended, and
 // returns the stored task.
 func (s *Service) fail(ctx context.Context, t *Task, name, msg string) *Task {
+	return s.failBy(ctx, t, nil, name, msg)
+}
+
+// failBy is fail for a task whose last submission attempt was c (nil when
+// none was made, or the task was accepted): the task records c's
+// provider, deployment and models.
+func (s *Service) failBy(ctx context.Context, t *Task, c *call, name, msg string) *Task {
 	stored, changed, err := s.update(ctx, t.ID, func(t *Task, now time.Time) bool {
 		if t.Terminal() {
 			return false
+		}
+		if c != nil && t.UpstreamID == "" {
+			c.servedBy(t)
 		}
 		t.Status = StatusFailed
 		t.Error = name + ": " + msg

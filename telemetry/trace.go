@@ -27,7 +27,8 @@ const instrumentation = "github.com/caddy-air/caddy-air"
 // server.* and http.response.status_code are those of the OpenTelemetry
 // semantic conventions; air.* keys are caddy-air's own.
 const (
-	// OperationName is the endpoint: chat, messages, image or video.
+	// OperationName is the endpoint: chat, messages, responses,
+	// embeddings, count_tokens, image or video.
 	OperationName = attribute.Key("gen_ai.operation.name")
 	// ProviderName is the provider's name in the air block.
 	ProviderName = attribute.Key("gen_ai.provider.name")
