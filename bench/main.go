@@ -83,7 +83,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), neither in the default set")
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), neither in the default set")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
@@ -234,7 +234,7 @@ func benchmark(ctx context.Context, o options) error {
 		return nil
 	}
 	path := filepath.Join(root, "bench", "README.md")
-	if err := writeResults(path, time.Now(), host, params, tbl, verdict); err != nil {
+	if err := writeResults(path, sectionKey(want, wantPG), time.Now(), host, params, tbl, verdict); err != nil {
 		return err
 	}
 	logf("wrote %s", path)

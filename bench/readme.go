@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,17 +30,43 @@ func report(o options, scenarios []*scenario, idle *idleCPU, pgs []*pgScenario, 
 	return params, tbl, verdict
 }
 
-// writeResults regenerates the results section of the README at path.
-func writeResults(path string, when time.Time, host, params, tbl, verdict string) error {
+// writeResults regenerates, in the README at path, the results section
+// of the scenarios run: the main one when the run had the default set
+// (key ""), or else the section of that set of scenarios (see
+// replaceSection), so that a partial run does not replace the rows of the
+// scenarios it did not run.
+func writeResults(path, key string, when time.Time, host, params, tbl, verdict string) error {
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := replaceSection(string(doc), resultsSection(when, host, params, tbl, verdict))
+	out, err := replaceSection(string(doc), key, resultsSection(when, host, params, tbl, verdict))
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// defaultScenarios is -scenarios' default: a run of these writes the main
+// results section.
+const defaultScenarios = "1,2,3,4,5,6,7"
+
+// sectionKey names the README section of a run of the scenarios in want:
+// "" for the default set, else their sorted list ("4,5,6,7", "pg").
+func sectionKey(want map[int]bool, pg bool) string {
+	var ids []string
+	for id := 1; id <= 7; id++ {
+		if want[id] {
+			ids = append(ids, strconv.Itoa(id))
+		}
+	}
+	if pg {
+		ids = append(ids, "pg")
+	}
+	if k := strings.Join(ids, ","); k != defaultScenarios {
+		return k
+	}
+	return ""
 }
 
 const (
@@ -47,15 +74,35 @@ const (
 	endMarker   = "<!-- bench:results:end -->"
 )
 
-// replaceSection returns doc with the text between the markers replaced
-// by section.
-func replaceSection(doc, section string) (string, error) {
+// markers returns the begin and end markers of the section named key.
+func markers(key string) (begin, end string) {
+	if key == "" {
+		return beginMarker, endMarker
+	}
+	return "<!-- bench:results:" + key + ":begin -->", "<!-- bench:results:" + key + ":end -->"
+}
+
+// replaceSection returns doc with the text between the markers of the
+// section named key replaced by section. A keyed section that is not there
+// yet is added after the main one, under a heading of its own.
+func replaceSection(doc, key, section string) (string, error) {
 	i := strings.Index(doc, beginMarker)
 	j := strings.Index(doc, endMarker)
 	if i < 0 || j < 0 || j < i {
 		return "", errors.New("README: results markers missing or out of order")
 	}
-	return doc[:i+len(beginMarker)] + "\n" + section + doc[j:], nil
+	begin, end := markers(key)
+	i, j = strings.Index(doc, begin), strings.Index(doc, end)
+	switch {
+	case i >= 0 && j > i:
+		return doc[:i+len(begin)] + "\n" + section + doc[j:], nil
+	case i >= 0 || j >= 0:
+		return "", fmt.Errorf("README: markers of the results of scenarios %s out of order", key)
+	}
+	at := strings.Index(doc, endMarker) + len(endMarker)
+	added := fmt.Sprintf("\n\n### Scenarios %s only\n\nA run of these scenarios alone, written by `-write-readme`; "+
+		"the main results above come from a run of all of them.\n\n%s\n%s%s", strings.ReplaceAll(key, ",", ", "), begin, section, end)
+	return doc[:at] + added + doc[at:], nil
 }
 
 // resultsSection is the generated README section.
