@@ -18,8 +18,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,8 +25,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/caddy-air/caddy-air/mockprovider"
 )
 
 // options are the command-line flags.
@@ -87,7 +83,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), neither in the default set")
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), neither in the default set")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
@@ -183,19 +179,10 @@ func benchmark(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v (build it with -build or `go build -o %s ./cmd/caddy`)", o.caddyBin, err, o.caddyBin)
 	}
-	want := map[int]bool{}
-	wantPG := false
-	for _, s := range strings.Split(o.scenarios, ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "1", "2", "3", "4", "5", "6", "7", "8":
-			want[int(s[0]-'0')] = true
-		case "chaos":
-			want[chaosScenario] = true
-		case "pg":
-			wantPG = true
-		default:
-			return fmt.Errorf("-scenarios: unknown scenario %q", s)
-		}
+	host := machine(strings.TrimSpace(string(version)))
+	want, wantPG, err := parseScenarios(o.scenarios)
+	if err != nil {
+		return err
 	}
 
 	tmp, err := os.MkdirTemp("", "caddy-air-bench-")
@@ -209,7 +196,6 @@ func benchmark(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		host := machine(strings.TrimSpace(string(version)))
 		fmt.Printf("\n%s\nCommand: `go run ./bench %s`.\n\n%s\n", host, strings.Join(os.Args[1:], " "), tbl)
 		delete(want, chaosScenario)
 		if len(want) == 0 {
@@ -217,70 +203,11 @@ func benchmark(ctx context.Context, o options) error {
 		}
 	}
 
-	// The upstream: the mock provider, in this process.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	b, upPort, stopAll, err := startTargets(ctx, o, tmp, logf)
+	defer stopAll()
 	if err != nil {
 		return err
 	}
-	upstream := &http.Server{
-		Handler:           mockprovider.New(mockprovider.Config{APIKey: upstreamKey, VideoDuration: mockVideoDuration}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go upstream.Serve(ln)
-	defer upstream.Close()
-	upPort := ln.Addr().(*net.TCPAddr).Port
-
-	bare, air, err := newProcesses(o.caddyBin, tmp, upPort, o.airOptions)
-	if err != nil {
-		return err
-	}
-	defer bare.Stop()
-	defer air.Stop()
-	procs := []*caddyProcess{bare, air}
-	var noMetrics *caddyProcess
-	if o.metricsOff {
-		if noMetrics, err = newAirProcess(o.caddyBin, tmp, noMetricsName, upPort, "", o.airOptions+"\n\t\tmetrics off"); err != nil {
-			return err
-		}
-		defer noMetrics.Stop()
-		procs = append(procs, noMetrics)
-	}
-	for _, p := range procs {
-		logf("starting %s Caddy on 127.0.0.1:%d (admin %d)", p.Name, p.Port, p.AdminPort)
-		if err := p.Start(ctx); err != nil {
-			return err
-		}
-	}
-	key, err := createKey(ctx, air)
-	if err != nil {
-		return err
-	}
-	b := &bench{
-		opts: o,
-		targets: []*target{
-			{proc: bare, key: upstreamKey, client: newClient(o.inflight)},
-			{proc: air, key: key, client: newClient(o.inflight)},
-		},
-		logf: logf,
-	}
-	if noMetrics != nil {
-		k, err := createKey(ctx, noMetrics)
-		if err != nil {
-			return err
-		}
-		b.targets = append(b.targets, &target{proc: noMetrics, key: k, client: newClient(o.inflight)})
-	}
-	b.restart = func(ctx context.Context) error {
-		for _, t := range b.targets {
-			t.client.CloseIdleConnections()
-			t.proc.Stop()
-			if err := t.proc.Start(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-
 	var idle *idleCPU
 	if o.idle > 0 {
 		logf("measuring idle CPU for %v", o.idle)
@@ -290,69 +217,10 @@ func benchmark(ctx context.Context, o options) error {
 		}
 		logf("%s", strings.TrimSpace(idle.String()))
 	}
-
-	var scenarios []*scenario
-	if want[1] {
-		title := fmt.Sprintf("1. chat, JSON, %d req/s", o.rate)
-		sc, err := b.rateScenario(ctx, 1, title, chatBody(false, ""), false, o.rate)
-		if err != nil {
-			return err
-		}
-		scenarios = append(scenarios, sc)
+	scenarios, err := b.runScenarios(ctx, want, filepath.Join(tmp, "air", "badger", mediaDir))
+	if err != nil {
+		return err
 	}
-	streamBody := chatBody(true, `"mock_chunks":20`)
-	if want[2] {
-		title := fmt.Sprintf("2. chat, SSE 20 chunks, %d req/s", o.streamRate)
-		sc, err := b.rateScenario(ctx, 2, title, streamBody, true, o.streamRate)
-		if err != nil {
-			return err
-		}
-		scenarios = append(scenarios, sc)
-	}
-	if o.cpuProfile != "" || o.heapProfile != "" {
-		profiled := b.targets[1]
-		if o.profileTarget == "bare" {
-			profiled = b.targets[0]
-		}
-		load := longScenario{id: 2, body: streamBody, stream: true, rate: o.streamRate}
-		if o.profileLoad >= 4 {
-			load = longScenarios(o)[o.profileLoad-4]
-		}
-		if err := b.profileRun(ctx, profiled, load); err != nil {
-			return err
-		}
-	}
-	if want[3] {
-		sc, err := b.slowScenario(ctx)
-		if err != nil {
-			return err
-		}
-		scenarios = append(scenarios, sc)
-	}
-
-	for _, rs := range longScenarios(o) {
-		if !want[rs.id] {
-			continue
-		}
-		// Fresh processes: the heap a scenario of large bodies grew would
-		// stay in the next one's peak RSS.
-		if err := b.restart(ctx); err != nil {
-			return err
-		}
-		sc, err := b.rateScenario(ctx, rs.id, rs.title, rs.body, rs.stream, rs.rate)
-		if err != nil {
-			return err
-		}
-		scenarios = append(scenarios, sc)
-	}
-	if want[7] {
-		sc, err := b.mediaScenario(ctx, filepath.Join(tmp, "air", "badger", mediaDir))
-		if err != nil {
-			return err
-		}
-		scenarios = append(scenarios, sc)
-	}
-
 	var pgs []*pgScenario
 	if wantPG {
 		if pgs, err = b.pgScenarios(ctx, root, tmp, upPort); err != nil {
@@ -360,110 +228,15 @@ func benchmark(ctx context.Context, o options) error {
 		}
 	}
 
-	host := machine(strings.TrimSpace(string(version)))
-	params := fmt.Sprintf("Parameters: %d rounds per scenario and target, alternating which goes first; "+
-		"scenarios 1 and 2: %v of constant-rate load per round (after %v of warm-up), at most %d requests in flight; "+
-		"scenario 3: %d streams opened over %v, %v between events, ~%v each, fresh processes each round; "+
-		"scenarios 4 to 6 like 1 and 2; scenario 7: %d MiB, %d downloads at once, %d each per round. Command: `go run ./bench %s`.",
-		o.rounds, o.duration, o.warmup, o.inflight, o.streams, o.ramp, o.streamDelay, o.streamLife,
-		o.mediaSize, o.mediaConcurrency, o.mediaDownloads, strings.Join(os.Args[1:], " "))
-	var tbl, verdict string
-	if len(scenarios) > 0 || pgs == nil {
-		tbl, verdict = table(scenarios), verdicts(scenarios)
-	}
-	tbl += idle.String()
-	if pgs != nil {
-		params += " Scenario pg: " + pgParams
-		tbl = strings.TrimPrefix(tbl+"\n"+pgTable(pgs)+b.pgIdle, "\n")
-		verdict += pgVerdicts(pgs)
-	}
+	params, tbl, verdict := report(o, scenarios, idle, pgs, b.pgIdle)
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
-	if o.writeReadme {
-		path := filepath.Join(root, "bench", "README.md")
-		doc, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out, err := replaceSection(string(doc), resultsSection(time.Now(), host, params, tbl, verdict))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			return err
-		}
-		logf("wrote %s", path)
+	if !o.writeReadme {
+		return nil
 	}
+	path := filepath.Join(root, "bench", "README.md")
+	if err := writeResults(path, sectionKey(want, wantPG), time.Now(), host, params, tbl, verdict); err != nil {
+		return err
+	}
+	logf("wrote %s", path)
 	return nil
-}
-
-// newProcesses prepares the bare and the caddy-air Caddy processes, with
-// their configs and working directories under tmp.
-func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *caddyProcess, err error) {
-	var ports [4]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, nil, err
-		}
-	}
-	mk := func(name string, port, admin int, config func(dir string) (string, error)) (*caddyProcess, error) {
-		dir := filepath.Join(tmp, name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		path, err := config(dir)
-		if err != nil {
-			return nil, err
-		}
-		return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
-			workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
-	}
-	airData := filepath.Join(tmp, "air", "badger")
-	bare, err = mk("bare", ports[0], ports[1], func(dir string) (string, error) {
-		return writeFile(dir, "Caddyfile", bareCaddyfile(ports[1], ports[0], upPort, filepath.Join(airData, mediaDir)))
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	air, err = newAirProcessOn(bin, tmp, "air", ports[2], ports[3], upPort, "", airOptions)
-	return bare, air, err
-}
-
-// noMetricsName names the caddy-air process with `metrics off`.
-const noMetricsName = "air-nometrics"
-
-// newAirProcess prepares another caddy-air process, on fresh ports, with
-// storage as in newAirProcessOn.
-func newAirProcess(bin, tmp, name string, upPort int, storage, airOptions string) (*caddyProcess, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	admin, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	return newAirProcessOn(bin, tmp, name, port, admin, upPort, storage, airOptions)
-}
-
-// newAirProcessOn prepares a caddy-air process named name, its config and
-// working directory under tmp. storage is the arguments of its storage
-// line; empty means Badger in its working directory.
-func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, storage, airOptions string) (*caddyProcess, error) {
-	dir := filepath.Join(tmp, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	prices, err := writeFile(dir, "prices.json", pricesJSON)
-	if err != nil {
-		return nil, err
-	}
-	if storage == "" {
-		storage = "badger " + filepath.Join(dir, "badger")
-	}
-	path, err := writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, storage, prices, airOptions))
-	if err != nil {
-		return nil, err
-	}
-	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
-		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
 }

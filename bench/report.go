@@ -3,13 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"strings"
-	"time"
 )
 
 // summary is the median of a target's runs in one scenario.
@@ -252,27 +250,6 @@ func cpuModel(cpuinfo []byte) string {
 }
 
 // Markers of the generated section of bench/README.md.
-const (
-	beginMarker = "<!-- bench:results:begin -->"
-	endMarker   = "<!-- bench:results:end -->"
-)
-
-// replaceSection returns doc with the text between the markers replaced
-// by section.
-func replaceSection(doc, section string) (string, error) {
-	i := strings.Index(doc, beginMarker)
-	j := strings.Index(doc, endMarker)
-	if i < 0 || j < 0 || j < i {
-		return "", errors.New("README: results markers missing or out of order")
-	}
-	return doc[:i+len(beginMarker)] + "\n" + section + doc[j:], nil
-}
-
-// resultsSection is the generated README section.
-func resultsSection(when time.Time, host, params, tbl, verdict string) string {
-	return fmt.Sprintf("Run of %s on %s.\n\n%s\n\n%s\n%s\n", when.UTC().Format("2006-01-02 15:04 MST"), host, params, tbl, verdict)
-}
-
 // maxMetricsCost is the most CPU per request that caddy-air's metrics may
 // add (issue #18): 3% over caddy-air with `metrics off`.
 const maxMetricsCost = 0.03

@@ -8,7 +8,7 @@ import (
 
 func TestReplaceSection(t *testing.T) {
 	doc := "# Bench\n\nintro\n\n" + beginMarker + "\nold table\n" + endMarker + "\n\nafter\n"
-	got, err := replaceSection(doc, "new table\n")
+	got, err := replaceSection(doc, "", "new table\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,8 +17,49 @@ func TestReplaceSection(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	for i, bad := range []string{"no markers", endMarker + beginMarker, beginMarker + " only"} {
-		if _, err := replaceSection(bad, "x"); err == nil {
+		if _, err := replaceSection(bad, "", "x"); err == nil {
 			t.Errorf("Test %d: no error for %q", i, bad)
+		}
+	}
+}
+
+// TestReplaceKeyedSection: a partial run's results go to a section of
+// their own, added after the main one the first time and replaced after,
+// and the main results stay.
+func TestReplaceKeyedSection(t *testing.T) {
+	doc := "# Bench\n\n" + beginMarker + "\nall scenarios\n" + endMarker + "\n\n## After\n"
+	once, err := replaceSection(doc, "4,5,6,7", "long ones\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := replaceSection(once, "4,5,6,7", "long ones again\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin, end := markers("4,5,6,7")
+	for i, want := range []string{"all scenarios\n" + endMarker, "### Scenarios 4, 5, 6, 7 only", begin + "\nlong ones again\n" + end, "\n\n## After\n"} {
+		if !strings.Contains(twice, want) {
+			t.Errorf("Test %d: %q missing from\n%s", i, want, twice)
+		}
+	}
+	if strings.Contains(twice, "long ones\n") || strings.Count(twice, begin) != 1 {
+		t.Errorf("the section was not replaced:\n%s", twice)
+	}
+	main, err := replaceSection(twice, "", "new\n")
+	if err != nil || !strings.Contains(main, beginMarker+"\nnew\n"+endMarker) || !strings.Contains(main, "long ones again") {
+		t.Errorf("the main section was not replaced alone (%v):\n%s", err, main)
+	}
+	for _, tc := range []struct {
+		want map[int]bool
+		pg   bool
+		key  string
+	}{
+		{map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true}, false, ""},
+		{map[int]bool{4: true, 5: true, 6: true, 7: true}, false, "4,5,6,7"},
+		{map[int]bool{}, true, "pg"},
+	} {
+		if got := sectionKey(tc.want, tc.pg); got != tc.key {
+			t.Errorf("sectionKey(%v, %v) = %q, want %q", tc.want, tc.pg, got, tc.key)
 		}
 	}
 }

@@ -212,6 +212,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Rebody:       rebody,
 	})
 	defer res.Close()
+	// No upstream request is made after Serve: the handler lets go of the
+	// body now, so that it does not wait for the ledger with the answer
+	// (requests still sending it hold their own pins).
+	rb.release()
 	if !res.Reached && !res.Wrote {
 		// No upstream saw the request: nothing to bill.
 		reservation.Release()

@@ -23,6 +23,8 @@ type requestBody struct {
 	charge int64 // what the budget holds for buf: its capacity
 	refs   atomic.Int32
 	probe  [1]byte // reads past a full buffer
+	// released is set once the handler let go of its hold.
+	released bool
 }
 
 // Bytes returns the body. It must not be used after the last release.
@@ -44,8 +46,16 @@ func (b *requestBody) Unpin() {
 	b.budget.give(b.charge)
 }
 
-// release lets go of the handler's hold, taken by readBody.
-func (b *requestBody) release() { b.Unpin() }
+// release lets go of the handler's hold, taken by readBody; calls after
+// the first do nothing, so that a handler may let go early and still
+// defer a release for its other paths. Only the handler calls it.
+func (b *requestBody) release() {
+	if b.released {
+		return
+	}
+	b.released = true
+	b.Unpin()
+}
 
 // readBody reads r's body up to limit bytes: a larger one gives a 413. The
 // buffer comes from the pool of its size class, charged to the process's

@@ -102,7 +102,8 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	if err != nil {
 		return refuse(err)
 	}
-	// Create reads the body until it returns; nothing keeps it later.
+	// The buffer is used until CreateFrom returns, and by upstream
+	// requests sending it until their transports close them.
 	defer rb.release()
 	body := rb.Bytes()
 	// Nothing reads the body before it is checked against the nesting
@@ -128,7 +129,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	if aerr != nil {
 		return refuse(aerr)
 	}
-	task, aerr := rt.tasks.Create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, h.mediaBase(r))
+	task, aerr := rt.tasks.CreateFrom(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r))
 	if aerr != nil {
 		reservation.Release()
 		return refuse(aerr)

@@ -248,3 +248,53 @@ func benchStream(b *testing.B, c *Call, ev, tail []byte, want, extra int) {
 		b.Fatalf("wrote %d bytes, want %d", w.n, b.N*want+extra)
 	}
 }
+
+// BenchmarkHoldBody holds a 512 KiB non-streaming answer whole, as it
+// waits for its ledger record, with and without a declared length, read
+// 32 KiB at a time.
+func BenchmarkHoldBody(b *testing.B) {
+	const pre, post = `{"choices":[{"message":{"content":"`, `"}}],"usage":{"prompt_tokens":9,"completion_tokens":7}}`
+	answer := []byte(pre + strings.Repeat("z", 512<<10) + post)
+	c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody}
+	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
+	for _, declared := range []bool{true, false} {
+		name := "chunked"
+		if declared {
+			name = "length"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(answer)))
+			for b.Loop() {
+				at := newAttempt(r.Context(), time.Hour)
+				at.resp = &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+					ContentLength: -1, Body: io.NopCloser(&pieces{b: answer, n: 32 << 10})}
+				if declared {
+					at.resp.ContentLength = int64(len(answer))
+				}
+				var res Result
+				(&Proxy{}).deliver(&discardWriter{h: make(http.Header)}, r, c, at, &res, nil)
+				at.close()
+				if len(res.Held.body) != len(answer) || res.Usage.Output != 7 {
+					b.Fatalf("held %d bytes, usage %+v", len(res.Held.body), res.Usage)
+				}
+				res.Close()
+			}
+		})
+	}
+}
+
+// pieces reads b at most n bytes at a time.
+type pieces struct {
+	b []byte
+	n int
+}
+
+func (p *pieces) Read(q []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(q[:min(len(q), p.n)], p.b)
+	p.b = p.b[k:]
+	return k, nil
+}

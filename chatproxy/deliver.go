@@ -259,11 +259,22 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 	copyHeader(h.header, resp.Header, false)
 	res.Held = h
 	buf := (*h.bp)[:0]
+	if n := resp.ContentLength; n >= int64(cap(buf)) && n < maxHeld {
+		// A declared length is read into one buffer of that size (and a
+		// byte more, to see the end), not grown to it step by step.
+		putBuf(h.bp)
+		b := make([]byte, n+1)
+		h.bp, buf = &b, b[:0]
+	}
 	var tail []byte // the last bytes of a large body, for its usage
 	for {
 		if len(buf) == cap(buf) {
 			if cap(buf) < maxHeld {
-				buf = append(buf, 0)[:len(buf)] // grow
+				// Double, up to maxHeld: fewer copies than append's
+				// quarter steps at these sizes.
+				nb := make([]byte, len(buf), min(2*cap(buf), maxHeld))
+				copy(nb, buf)
+				buf = nb
 			} else if !h.started {
 				// Too large to hold: send what is held, and go on
 				// holding only the last read.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,33 @@ func TestServeClientLeavesBeforeHeaders(t *testing.T) {
 	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
 	if !res.Wrote || res.Reached || res.Outcome != OutcomeCanceled || res.Usage.Input < 100 || res.Usage.Output != 0 {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// TestServeHoldsWholeBodies: a non-streaming answer below maxHeld, with a
+// declared length or without, is held whole and released byte for byte;
+// from maxHeld on, all but its last read leaves before the release.
+func TestServeHoldsWholeBodies(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
+	for i, size := range []int{100, bufSize - 1, bufSize, bufSize + 1, 100 << 10, maxHeld - 1, maxHeld + 1} {
+		for _, declared := range []bool{true, false} {
+			const pre, post = `{"choices":[{"message":{"content":"`, `"}}],"usage":{"prompt_tokens":9,"completion_tokens":7}}`
+			big := pre + strings.Repeat("z", size-len(pre)-len(post)) + post
+			var kv []string
+			if declared {
+				kv = []string{"Content-Length", strconv.Itoa(len(big))}
+			}
+			up := newUpstream(t, answer(200, "application/json", big, kv...))
+			rec := httptest.NewRecorder()
+			res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+			if before := rec.Body.Len(); (size < maxHeld) != (before == 0) {
+				t.Errorf("Test %d (%d bytes, declared %v): %d bytes written before release", i, size, declared, before)
+			}
+			res.Held.Release(rec)
+			res.Close()
+			if rec.Body.String() != big || res.Usage.Output != 7 {
+				t.Errorf("Test %d (%d bytes, declared %v): released %d bytes, usage %+v", i, size, declared, rec.Body.Len(), res.Usage)
+			}
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -153,19 +152,22 @@ const (
 // answer is an *upstreamError with status 0. An answer nested deeper than
 // c.maxDepth is not read: a 2xx one is an *upstreamError, another comes
 // back with an empty body, to be judged by its status alone.
-func exchange(ctx context.Context, c *call, method, url string, header http.Header, body []byte) (int, http.Header, []byte, error) {
+func exchange(ctx context.Context, c *call, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
 	return exchangeLimit(ctx, c, maxJSONBody, method, url, header, body)
 }
 
 // exchangeLimit is exchange with an answer of up to limit bytes.
-func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string, header http.Header, body []byte) (int, http.Header, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return 0, nil, nil, &upstreamError{name: errUpstream, msg: "bad upstream request", permanent: true, cause: err}
+	}
+	if body != nil {
+		// The transport closes the body, releasing its pin, when it is
+		// done with it (which may be after Do returned); a retry on a
+		// fresh connection reads it again through GetBody.
+		req.Body, req.ContentLength = body.reader(), body.n
+		req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	}
 	for k, v := range header {
 		req.Header[k] = v

@@ -22,11 +22,21 @@ import (
 // on even if ctx is cancelled (the client hung up). mediaBase is the public
 // URL prefix under which Media serves re-hosted files.
 func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBase string) (*Task, *apierror.Error) {
+	return s.CreateFrom(ctx, owner, body, nil, mediaBase)
+}
+
+// CreateFrom is Create on a body held by pin, a pooled buffer say: the
+// upstream requests send spans of body without copying it, each pinning
+// it until its transport closed it, which may be after CreateFrom
+// returned. The caller keeps its own hold until CreateFrom returns; a nil
+// pin means body stays valid as long as it is referenced.
+func (s *Service) CreateFrom(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string) (*Task, *apierror.Error) {
 	r, aerr := parseRequest(body, s.routes, s.maxDepth)
 	traceRoute(ctx, body, r, aerr)
 	if aerr != nil {
 		return nil, aerr
 	}
+	r.pin = pin
 	p := r.route.Provider
 	ad := adapterFor(p.Protocol)
 	if ad == nil {

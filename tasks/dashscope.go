@@ -41,7 +41,7 @@ func (dashScope) submit(ctx context.Context, c *call, r *request) (*outcome, err
 	}
 	h := bearer(c.attempt)
 	h.Set("X-DashScope-Async", "enable")
-	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+path, h, body)
+	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+path, h, wholeBody(body))
 	if err != nil {
 		return nil, err
 	}

@@ -20,34 +20,49 @@ type forwardEdits struct {
 	defaultSize string
 }
 
-// forwardBody returns the client's body for the upstream, built in one
-// pass into one new slice: "model" set to e.model (added if missing), the
-// members of e.drop removed, "seconds" quoted if asked, "size" added if
-// missing and e.defaultSize is set; every other member
-// is copied byte for byte, in order. The body was validated by
-// parseRequest with the service's nesting limit, maxDepth.
-func forwardBody(body []byte, maxDepth int, e forwardEdits) ([]byte, error) {
+// forwardBody returns the client's body for the upstream, found in one
+// pass and made of spans of body, not a copy: "model" set to e.model
+// (added if missing), the members of e.drop removed, "seconds" quoted if
+// asked, "size" added if missing and e.defaultSize is set; every other
+// member passes byte for byte, in order, with what separates it from the
+// member before it when that one passes too. The body was validated by
+// parseRequest with the service's nesting limit, maxDepth. The result
+// refers to body, which must stay unchanged while it is sent.
+func forwardBody(body []byte, maxDepth int, e forwardEdits) (*upBody, error) {
 	model, err := json.Marshal(e.model)
 	if err != nil {
 		return nil, badRequest(err)
 	}
-	out := make([]byte, 0, len(body)+len(model)+16)
-	out = append(out, '{')
+	out := &upBody{segs: make([][]byte, 0, 8)}
+	out.add(openBrace)
 	var s jsonlimit.Scanner
 	s.Reset(body, maxDepth)
 	if t, err := s.Next(); err != nil || t.Kind != jsonlimit.BeginObject {
 		return nil, badRequest(errNotObject)
 	}
-	member := func(key string, raw []byte) {
-		if len(out) > 1 {
-			out = append(out, ',')
+	// spanStart, spanEnd: the span of body passing as it is, not yet added
+	// (spanEnd < 0: none). A member right after it extends it.
+	spanStart, spanEnd := 0, -1
+	members := 0
+	flush := func() {
+		if spanEnd >= 0 {
+			out.add(body[spanStart:spanEnd])
+			spanEnd = -1
 		}
-		out = append(out, '"')
-		out = append(out, key...)
-		out = append(out, `":`...)
-		out = append(out, raw...)
+	}
+	member := func(key string, raw ...[]byte) {
+		flush()
+		if members > 0 {
+			out.add(comma)
+		}
+		members++
+		out.add(memberKey(key))
+		for _, r := range raw {
+			out.add(r)
+		}
 	}
 	seen := map[string]bool{}
+	prevKept := false // the member before passed as it is
 	for {
 		k, err := s.Next()
 		if err != nil {
@@ -68,6 +83,7 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) ([]byte, error) {
 			return nil, badRequest(err)
 		}
 		name := memberName(body[k.Start:k.End])
+		kept := false
 		switch {
 		case name == "model":
 			if !seen[name] {
@@ -76,14 +92,22 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) ([]byte, error) {
 		case dropped(name, e.drop):
 		case name == "seconds" && e.secondsAsString && v.Kind == jsonlimit.Number:
 			if !seen[name] {
-				member("seconds", append(append([]byte{'"'}, body[v.Start:v.End]...), '"'))
+				member("seconds", quote, body[v.Start:v.End], quote)
 			}
 		default:
-			if len(out) > 1 {
-				out = append(out, ',')
+			kept = true
+			if prevKept {
+				spanEnd = end // the separator between them passes too
+				break
 			}
-			out = append(out, body[k.Start:end]...)
+			flush()
+			if members > 0 {
+				out.add(comma)
+			}
+			members++
+			spanStart, spanEnd = k.Start, end
 		}
+		prevKept = kept
 		seen[name] = true
 	}
 	if !seen["model"] {
@@ -96,8 +120,38 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) ([]byte, error) {
 		}
 		member("size", size)
 	}
-	return append(out, '}'), nil
+	flush()
+	out.add(closeBrace)
+	return out, nil
 }
+
+// The bytes forwardBody puts between spans of the client's body.
+var (
+	openBrace  = []byte("{")
+	closeBrace = []byte("}")
+	comma      = []byte(",")
+	quote      = []byte(`"`)
+)
+
+// memberKey returns `"key":` for the members forwardBody sets.
+func memberKey(key string) []byte {
+	switch key {
+	case "model":
+		return modelKey
+	case "seconds":
+		return secondsKey
+	case "size":
+		return sizeKey
+	}
+	return []byte(`"` + key + `":`)
+}
+
+// Keys of the members forwardBody sets.
+var (
+	modelKey   = []byte(`"model":`)
+	secondsKey = []byte(`"seconds":`)
+	sizeKey    = []byte(`"size":`)
+)
 
 // memberName returns the name a key token (quotes included) spells,
 // unescaped when it holds escapes.

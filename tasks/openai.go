@@ -26,6 +26,7 @@ func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error)
 	if err != nil {
 		return nil, err
 	}
+	body.pin = r.pin
 	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+"/videos", bearer(c.attempt), body)
 	if err != nil {
 		return nil, err
@@ -56,6 +57,7 @@ func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	body.pin = r.pin
 	limit := int64(max(r.n, 1))*maxImageJSONB64 + maxJSONBody
 	status, header, data, err := exchangeLimit(ctx, c, limit, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
 	if err != nil {

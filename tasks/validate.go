@@ -30,6 +30,8 @@ var knownFields = map[string]bool{
 type request struct {
 	// body is the client's JSON, untouched.
 	body []byte
+	// pin, if set, holds body's memory while upstream requests send it.
+	pin Pinner
 	// route serves the model.
 	route *providers.Route
 	// model is the client's model id.

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/caddy-air/caddy-air/mockprovider"
+)
+
+// startTargets serves the mock provider on loopback and starts the Caddy
+// processes under test in front of it: bare Caddy, caddy-air and, with
+// -metrics-off, caddy-air with `metrics off`; it creates their keys. It
+// returns the bench over those targets, the upstream's port and a function
+// that stops everything it started, to call whatever the error.
+func startTargets(ctx context.Context, o options, tmp string, logf func(string, ...any)) (b *bench, upPort int, stopAll func(), err error) {
+	var stops []func()
+	stopAll = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, stopAll, err
+	}
+	upstream := &http.Server{
+		Handler:           mockprovider.New(mockprovider.Config{APIKey: upstreamKey, VideoDuration: mockVideoDuration}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go upstream.Serve(ln)
+	stops = append(stops, func() { upstream.Close() })
+	upPort = ln.Addr().(*net.TCPAddr).Port
+
+	bare, air, err := newProcesses(o.caddyBin, tmp, upPort, o.airOptions)
+	if err != nil {
+		return nil, 0, stopAll, err
+	}
+	stops = append(stops, bare.Stop, air.Stop)
+	procs := []*caddyProcess{bare, air}
+	var noMetrics *caddyProcess
+	if o.metricsOff {
+		if noMetrics, err = newAirProcess(o.caddyBin, tmp, noMetricsName, upPort, "", o.airOptions+"\n\t\tmetrics off"); err != nil {
+			return nil, 0, stopAll, err
+		}
+		stops = append(stops, noMetrics.Stop)
+		procs = append(procs, noMetrics)
+	}
+	for _, p := range procs {
+		logf("starting %s Caddy on 127.0.0.1:%d (admin %d)", p.Name, p.Port, p.AdminPort)
+		if err := p.Start(ctx); err != nil {
+			return nil, 0, stopAll, err
+		}
+	}
+	b = &bench{opts: o, logf: logf}
+	for _, p := range procs {
+		key := upstreamKey
+		if p != bare {
+			if key, err = createKey(ctx, p); err != nil {
+				return nil, 0, stopAll, err
+			}
+		}
+		b.targets = append(b.targets, &target{proc: p, key: key, client: newClient(o.inflight)})
+	}
+	b.restart = func(ctx context.Context) error {
+		for _, t := range b.targets {
+			t.client.CloseIdleConnections()
+			t.proc.Stop()
+			if err := t.proc.Start(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return b, upPort, stopAll, nil
+}
+
+// newProcesses prepares the bare and the caddy-air Caddy processes, with
+// their configs and working directories under tmp.
+func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *caddyProcess, err error) {
+	var ports [4]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return nil, nil, err
+		}
+	}
+	mk := func(name string, port, admin int, config func(dir string) (string, error)) (*caddyProcess, error) {
+		dir := filepath.Join(tmp, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		path, err := config(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
+			workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+	}
+	airData := filepath.Join(tmp, "air", "badger")
+	bare, err = mk("bare", ports[0], ports[1], func(dir string) (string, error) {
+		return writeFile(dir, "Caddyfile", bareCaddyfile(ports[1], ports[0], upPort, filepath.Join(airData, mediaDir)))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	air, err = newAirProcessOn(bin, tmp, "air", ports[2], ports[3], upPort, "", airOptions)
+	return bare, air, err
+}
+
+// noMetricsName names the caddy-air process with `metrics off`.
+const noMetricsName = "air-nometrics"
+
+// newAirProcess prepares another caddy-air process, on fresh ports, with
+// storage as in newAirProcessOn.
+func newAirProcess(bin, tmp, name string, upPort int, storage, airOptions string) (*caddyProcess, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return newAirProcessOn(bin, tmp, name, port, admin, upPort, storage, airOptions)
+}
+
+// newAirProcessOn prepares a caddy-air process named name, its config and
+// working directory under tmp. storage is the arguments of its storage
+// line; empty means Badger in its working directory.
+func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, storage, airOptions string) (*caddyProcess, error) {
+	dir := filepath.Join(tmp, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	prices, err := writeFile(dir, "prices.json", pricesJSON)
+	if err != nil {
+		return nil, err
+	}
+	if storage == "" {
+		storage = "badger " + filepath.Join(dir, "badger")
+	}
+	path, err := writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, storage, prices, airOptions))
+	if err != nil {
+		return nil, err
+	}
+	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
+		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+}
