@@ -21,7 +21,7 @@ const (
 	// database that takes longer refuses the request rather than let it
 	// reach an upstream unrecorded.
 	intentWait = 2 * time.Second
-	// resolveInterval is how often resolved intents are deleted when no
+	// resolveInterval is how long resolved intents wait to be deleted when no
 	// commit of new intents takes them along.
 	resolveInterval = 20 * time.Millisecond
 	// commitTimeout bounds one commit of the writer.
@@ -78,8 +78,10 @@ type Intents struct {
 	// goroutine uses it.
 	conn *pgx.Conn
 	kick chan struct{}
-	done chan struct{}
-	stop context.CancelFunc
+	// resolved tells the writer that resolve is no longer empty.
+	resolved chan struct{}
+	done     chan struct{}
+	stop     context.CancelFunc
 }
 
 // intentBatch is the intents of one commit, in the order they were
@@ -95,7 +97,7 @@ type intentBatch struct {
 
 func newIntents(db *DB, gather time.Duration) *Intents {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Intents{db: db, gather: gather, kick: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
+	in := &Intents{db: db, gather: gather, kick: make(chan struct{}, 1), resolved: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
 	go in.run(ctx)
 	return in
 }
@@ -133,8 +135,15 @@ func (in *Intents) Add(rec store.Record) error {
 // next commit.
 func (in *Intents) Resolve(ids []string) {
 	in.mu.Lock()
+	first := len(in.resolve) == 0
 	in.resolve = append(in.resolve, ids...)
 	in.mu.Unlock()
+	if first {
+		select {
+		case in.resolved <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Abandon implements store.Intents.
@@ -194,12 +203,15 @@ func (in *Intents) Interrupted(ctx context.Context) ([]store.Record, error) {
 
 // run commits added intents and deletes resolved ones until Close. A
 // commit of new intents starts at once when the previous one started
-// in.gather or longer ago, else when that much time has passed.
+// in.gather or longer ago, else when that much time has passed. Resolved
+// intents go with the next commit, or resolveInterval after the first of
+// them; an idle writer has no timer running.
 func (in *Intents) run(ctx context.Context) {
 	defer close(in.done)
 	defer in.closeConn()
-	t := time.NewTicker(resolveInterval)
-	defer t.Stop()
+	t := time.NewTimer(resolveInterval)
+	t.Stop()
+	armed := false
 	var last time.Time // start of the last commit of new intents
 	for {
 		select {
@@ -210,7 +222,14 @@ func (in *Intents) run(ctx context.Context) {
 			in.mu.Unlock()
 			in.commit()
 			return
+		case <-in.resolved:
+			if !armed {
+				t.Reset(resolveInterval)
+				armed = true
+			}
+			continue
 		case <-t.C:
+			armed = false
 		case <-in.kick:
 			if wait := in.gather - time.Since(last); wait > 0 {
 				select {
@@ -223,6 +242,14 @@ func (in *Intents) run(ctx context.Context) {
 		start := time.Now()
 		if in.commit() {
 			last = start
+		}
+		in.mu.Lock()
+		pending := len(in.resolve) > 0
+		in.mu.Unlock()
+		if pending && !armed {
+			// Deletions kept after a failure.
+			t.Reset(resolveInterval)
+			armed = true
 		}
 	}
 }
