@@ -218,12 +218,18 @@ func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	return out, nil
 }
 
-// ListByUser implements store.Tasks.
-func (r *Tasks) ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]store.TaskRecord, error) {
+// ListByUser implements store.Tasks: the index orders a user's tasks
+// newest first and, within a nanosecond, by id.
+func (r *Tasks) ListByUser(ctx context.Context, user string, after store.TaskCursor, limit int) ([]store.TaskRecord, error) {
 	prefix := userIndexPrefix(user)
 	var start []byte
-	if !before.IsZero() {
-		start = binary.BigEndian.AppendUint64(append([]byte{}, prefix...), math.MaxUint64-uint64(before.UnixNano()-1))
+	switch {
+	case after.Created.IsZero():
+	case after.ID != "":
+		// Right after the cursor's own index entry.
+		start = append(userKey(user, after.Created, after.ID), 0)
+	default:
+		start = binary.BigEndian.AppendUint64(append([]byte{}, prefix...), math.MaxUint64-uint64(after.Created.UnixNano()-1))
 	}
 	var ids []string
 	scanned := 0

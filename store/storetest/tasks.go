@@ -108,13 +108,44 @@ func RunTasks(t *testing.T, b Backend) {
 		{"bob", time.Time{}, 10, "[t3]"},
 		{"carol", time.Time{}, 10, "[]"},
 	} {
-		list, err := r.ListByUser(ctx, tc.user, tc.before, tc.limit)
+		list, err := r.ListByUser(ctx, tc.user, store.TaskCursor{Created: tc.before}, tc.limit)
 		must(t, err)
 		if got := fmt.Sprint(taskIDs(list)); got != tc.want {
 			t.Errorf("Test %d: ListByUser(%s, %v, %d) = %s, want %s", i, tc.user, tc.before, tc.limit, got, tc.want)
 		}
 	}
 	t.Run("claims are exclusive", func(t *testing.T) { exclusiveClaims(t, r) })
+	t.Run("pages of tasks created at the same instant", func(t *testing.T) { sameInstantPages(t, r) })
+}
+
+// sameInstantPages lists, a page of two at a time, tasks of which several
+// were created at the same instant: every task is listed once, newest
+// first, those of one instant in ID order.
+func sameInstantPages(t *testing.T, r store.Tasks) {
+	ctx := context.Background()
+	now := time.Now()
+	created := []time.Time{now, now, now, now.Add(-time.Second), now.Add(-time.Second), now.Add(-2 * time.Second)}
+	for i, c := range created {
+		must(t, r.Insert(ctx, store.TaskRecord{ID: fmt.Sprintf("same-%d", i), User: "pager", Created: c,
+			Expires: now.Add(time.Hour), Data: []byte("{}")}))
+	}
+	var got []string
+	var after store.TaskCursor
+	for page := 0; page < 10; page++ {
+		list, err := r.ListByUser(ctx, "pager", after, 2)
+		must(t, err)
+		if len(list) == 0 {
+			break
+		}
+		got = append(got, taskIDs(list)...)
+		last := list[len(list)-1].ID
+		var i int
+		fmt.Sscanf(last, "same-%d", &i)
+		after = store.TaskCursor{Created: created[i], ID: last}
+	}
+	if want := "[same-0 same-1 same-2 same-3 same-4 same-5]"; fmt.Sprint(got) != want {
+		t.Errorf("pages of 2 listed %v, want %s", got, want)
+	}
 }
 
 // exclusiveClaims races claims of many due tasks and checks that each is
