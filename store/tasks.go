@@ -8,8 +8,9 @@ import (
 // TaskRecord is a stored task. The store indexes the fields it needs
 // (owner, creation, expiry, whether and when it is due for work); Data is
 // the task itself, opaque to the store (tasks.Task as JSON). User and
-// Created are set by Insert and returned by ListByUser; Get, Update and
-// ClaimDue may leave them zero (the document holds them too).
+// Created are set by Insert and returned by every read (on Badger, tasks
+// stored by versions before 2026-11 read with them zero; the document
+// holds them too).
 type TaskRecord struct {
 	// ID is the task's public id.
 	ID string

@@ -36,7 +36,8 @@ func RunTasks(t *testing.T, b Backend) {
 		t.Errorf("Insert of a taken id = %v, want ErrExists", err)
 	}
 	got, err := r.Get(ctx, "t2")
-	if err != nil || string(got.Data) != `{"id":"t2"}` || !got.Working || !got.Due.Equal(tasks[1].Due) {
+	if err != nil || string(got.Data) != `{"id":"t2"}` || !got.Working || !got.Due.Equal(tasks[1].Due) ||
+		got.User != "alice" || !got.Created.Equal(tasks[1].Created) {
 		t.Errorf("Get(t2) = %+v, %v", got, err)
 	}
 	if _, err := r.Get(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
@@ -51,6 +52,9 @@ func RunTasks(t *testing.T, b Backend) {
 	for _, c := range claimed {
 		if !c.Due.Equal(now.Add(time.Minute)) || string(c.Data) == "" {
 			t.Errorf("claimed %s: Due %v, want the end of the lease %v", c.ID, c.Due, now.Add(time.Minute))
+		}
+		if c.User != "alice" || c.Created.IsZero() {
+			t.Errorf("claimed %s: User %q, Created %v; want alice's and its creation", c.ID, c.User, c.Created)
 		}
 	}
 	if again, _ := r.ClaimDue(ctx, now.Add(30*time.Second), time.Minute, 10); len(again) != 0 {
@@ -72,8 +76,12 @@ func RunTasks(t *testing.T, b Backend) {
 		tk.Working, tk.Data = false, []byte(`{"id":"t1","done":true}`)
 		return true, nil
 	})
-	if err != nil || !changed || up.Working || string(up.Data) != `{"id":"t1","done":true}` {
+	if err != nil || !changed || up.Working || string(up.Data) != `{"id":"t1","done":true}` ||
+		up.User != "alice" || !up.Created.Equal(tasks[0].Created) {
 		t.Errorf("Update = %+v, %v, %v", up, changed, err)
+	}
+	if got, _ := r.Get(ctx, "t1"); got.User != "alice" || !got.Created.Equal(tasks[0].Created) {
+		t.Errorf("after Update, Get(t1) = %+v; want alice's task created at %v", got, tasks[0].Created)
 	}
 	if _, changed, err := r.Update(ctx, "t2", func(tk *store.TaskRecord) (bool, error) {
 		tk.Data = []byte("lost")
