@@ -77,7 +77,9 @@ type Intents struct {
 	// conn is the writer's connection (see write); only the writer
 	// goroutine uses it.
 	conn *pgx.Conn
-	kick chan struct{}
+	// array is the writer's buffer for a commit's records.
+	array []byte
+	kick  chan struct{}
 	// resolved tells the writer that resolve is no longer empty.
 	resolved chan struct{}
 	done     chan struct{}
@@ -289,7 +291,7 @@ func (in *Intents) commit() bool {
 	// the writer (the Adds gave up after intentWait already).
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	err := in.write(ctx, ids, recs, resolve)
+	err := in.write(ctx, recs, resolve)
 	if batch != nil {
 		if err == nil {
 			in.commits.Add(1)
@@ -307,19 +309,21 @@ func (in *Intents) commit() bool {
 	return batch != nil
 }
 
-// insertIntents inserts the intents $2 (records $3) of instance $1, in
-// their order, and deletes the resolved intents $4: one statement, one
-// implicit transaction.
-const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($4))
+// insertIntents inserts the intents $2 (a JSON array of records, whose
+// ids are their "ID") of instance $1, in their order, and deletes the
+// resolved intents $3: one statement, one implicit transaction. One
+// jsonb parameter costs pgx a copy, where arrays of ids and records cost
+// it an encoding per element.
+const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($3))
 	INSERT INTO air_intents (id, instance, record)
-	SELECT id, $1, rec FROM unnest($2::text[], $3::jsonb[]) WITH ORDINALITY AS x(id, rec, n) ORDER BY n
+	SELECT r->>'ID', $1, r FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING`
 
 // write runs insertIntents on the writer's own connection, taken out of
 // the pool for good, whose session has synchronous_commit off, so that a
 // commit is one statement and one round trip, prepared once. A
 // connection that failed is closed and a new one taken by the next write.
-func (in *Intents) write(ctx context.Context, ids []string, recs [][]byte, resolve []string) error {
+func (in *Intents) write(ctx context.Context, recs [][]byte, resolve []string) error {
 	if in.conn == nil {
 		pc, err := in.db.pool.Acquire(ctx)
 		if err != nil {
@@ -332,7 +336,15 @@ func (in *Intents) write(ctx context.Context, ids []string, recs [][]byte, resol
 		}
 		in.conn = conn
 	}
-	_, err := in.conn.Exec(ctx, insertIntents, in.db.instance, ids, recs, resolve)
+	in.array = append(in.array[:0], '[')
+	for i, r := range recs {
+		if i > 0 {
+			in.array = append(in.array, ',')
+		}
+		in.array = append(in.array, r...)
+	}
+	in.array = append(in.array, ']')
+	_, err := in.conn.Exec(ctx, insertIntents, in.db.instance, in.array, resolve)
 	if err != nil && (in.conn.IsClosed() || ctx.Err() != nil || !isPgError(err)) {
 		// Not an error of the statement: the connection may be broken or
 		// left mid-statement.
