@@ -146,6 +146,13 @@ type Storage struct {
 	// at load time, so that the config (which the admin API serves) holds
 	// only the placeholder. caddy-air never logs it.
 	DSN string `json:"dsn,omitempty"`
+	// IntentGather is, on postgres, the least time between the starts of
+	// two commits of ledger intents under load: the intents of requests
+	// that arrive meanwhile share the next commit, and those requests
+	// wait up to this long more before their upstream call (an idle
+	// instance commits at once). Zero commits as soon as the previous
+	// commit ended. Default: 5ms.
+	IntentGather *caddy.Duration `json:"intent_gather,omitempty"`
 
 	// dsn is DSN with its placeholders replaced.
 	dsn string

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -26,7 +27,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 // UnmarshalCaddyfile sets up the app from the global option block. Syntax:
 //
 //	air {
-//		storage badger <dir> | postgres <dsn>
+//		storage badger <dir> | postgres <dsn> {
+//			intent_gather <duration>
+//		}
 //		prices <file.json>
 //		ledger_retention <duration>
 //		ledger_commit_interval <duration>
@@ -112,6 +115,25 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.Storage.DSN = arg
 			default:
 				return d.Errf("storage backend %q is not supported (badger or postgres)", a.Storage.Backend)
+			}
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				switch d.Val() {
+				case "intent_gather":
+					var s string
+					if a.Storage.Backend != backendPostgres {
+						return d.Errf("intent_gather is a setting of storage postgres")
+					}
+					if !d.AllArgs(&s) {
+						return d.ArgErr()
+					}
+					g, perr := caddy.ParseDuration(s)
+					if perr != nil || g < 0 || g > time.Second {
+						return d.Errf("intent_gather: bad duration %q (0 to 1s)", s)
+					}
+					a.Storage.IntentGather = (*caddy.Duration)(&g)
+				default:
+					return d.Errf("unknown storage setting %q", d.Val())
+				}
 			}
 		case "prices":
 			if !d.AllArgs(&a.Prices) {

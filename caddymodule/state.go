@@ -54,7 +54,15 @@ func openRepos(s *Storage, ledgerRetention time.Duration, log *zap.Logger) (stor
 	case backendPostgres:
 		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 		defer cancel()
-		db, err := postgres.Open(ctx, postgres.Options{DSN: s.dsn, Retention: ledgerRetention, Logger: log.Named("postgres")})
+		o := postgres.Options{DSN: s.dsn, Retention: ledgerRetention, Logger: log.Named("postgres")}
+		if s.IntentGather != nil {
+			// In Options zero is the default and negative none.
+			o.IntentGather = time.Duration(*s.IntentGather)
+			if o.IntentGather == 0 {
+				o.IntentGather = -1
+			}
+		}
+		db, err := postgres.Open(ctx, o)
 		if err != nil {
 			return store.Repos{}, err
 		}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -16,6 +18,8 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func durationPtr(d time.Duration) *caddy.Duration { return (*caddy.Duration)(&d) }
 
 func TestStorageCaddyfile(t *testing.T) {
 	for i, tc := range []struct {
@@ -29,6 +33,12 @@ func TestStorageCaddyfile(t *testing.T) {
 		{"air {\n storage postgres\n}", Storage{}, "wrong argument count"},
 		{"air {\n storage postgres a b\n}", Storage{}, "wrong argument count"},
 		{"air {\n storage mysql dsn\n}", Storage{}, `storage backend "mysql" is not supported`},
+		{"air {\n storage postgres dsn {\n intent_gather 2ms\n }\n}", Storage{Backend: "postgres", DSN: "dsn", IntentGather: durationPtr(2 * time.Millisecond)}, ""},
+		{"air {\n storage postgres dsn {\n intent_gather 0\n }\n}", Storage{Backend: "postgres", DSN: "dsn", IntentGather: durationPtr(0)}, ""},
+		{"air {\n storage postgres dsn {\n intent_gather 2s\n }\n}", Storage{}, "intent_gather: bad duration"},
+		{"air {\n storage postgres dsn {\n intent_gather -1ms\n }\n}", Storage{}, "intent_gather: bad duration"},
+		{"air {\n storage badger /d {\n intent_gather 2ms\n }\n}", Storage{}, "a setting of storage postgres"},
+		{"air {\n storage postgres dsn {\n gather 2ms\n }\n}", Storage{}, `unknown storage setting "gather"`},
 	} {
 		a := new(App)
 		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
@@ -42,7 +52,7 @@ func TestStorageCaddyfile(t *testing.T) {
 			t.Errorf("Test %d: %v", i, err)
 			continue
 		}
-		if *a.Storage != tc.want {
+		if !reflect.DeepEqual(*a.Storage, tc.want) {
 			t.Errorf("Test %d: storage %+v, want %+v", i, *a.Storage, tc.want)
 		}
 	}

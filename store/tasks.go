@@ -8,8 +8,9 @@ import (
 // TaskRecord is a stored task. The store indexes the fields it needs
 // (owner, creation, expiry, whether and when it is due for work); Data is
 // the task itself, opaque to the store (tasks.Task as JSON). User and
-// Created are set by Insert and returned by ListByUser; Get, Update and
-// ClaimDue may leave them zero (the document holds them too).
+// Created are set by Insert and returned by every read (on Badger, tasks
+// stored by versions before 2026-11 read with them zero; the document
+// holds them too).
 type TaskRecord struct {
 	// ID is the task's public id.
 	ID string
@@ -53,9 +54,24 @@ type Tasks interface {
 	// now, setting their Due to now+lease, and returns them as claimed.
 	// A task is returned by at most one ClaimDue until its lease ends.
 	ClaimDue(ctx context.Context, now time.Time, lease time.Duration, max int) ([]TaskRecord, error)
-	// ListByUser returns up to limit unexpired tasks of user created before
-	// before (zero: no bound), newest first.
-	ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]TaskRecord, error)
+	// ListByUser returns up to limit unexpired tasks of user that come
+	// after the cursor, newest first; tasks created at the same instant
+	// (as the store keeps it) follow one another in the byte order of
+	// their IDs.
+	ListByUser(ctx context.Context, user string, after TaskCursor, limit int) ([]TaskRecord, error)
+}
+
+// TaskCursor is where a list of a user's tasks resumes (Tasks.ListByUser).
+// The zero cursor starts with the newest task.
+type TaskCursor struct {
+	// Created is the creation time of the last task listed, as given to
+	// Insert (a store that keeps less precision rounds it the way it
+	// rounded the task's).
+	Created time.Time
+	// ID is the last task listed: the list goes on with the tasks after it
+	// in list order, those created at the same instant included. Empty:
+	// with the tasks created before Created.
+	ID string
 }
 
 // PendingResponse is a stored response the gateway still has work on

@@ -364,7 +364,7 @@ func (s *Service) ListPage(ctx context.Context, owner Owner, after string, limit
 		return nil, limitError()
 	}
 	now := s.now()
-	var before time.Time
+	var cursor store.TaskCursor
 	if after != "" {
 		t, aerr := s.Get(ctx, owner, after)
 		if aerr != nil {
@@ -373,12 +373,13 @@ func (s *Service) ListPage(ctx context.Context, owner Owner, after string, limit
 			}
 			return nil, aerr
 		}
-		// PostgreSQL keeps microseconds: the task itself, stored rounded
-		// either way, is not before its truncated time.
-		before = t.CreatedAt.Truncate(time.Microsecond)
+		// The time the task was inserted with (its document keeps it to
+		// the nanosecond), and its id for the tasks created at the same
+		// instant.
+		cursor = store.TaskCursor{Created: t.CreatedAt, ID: t.ID}
 	}
 	// One more than the page tells whether more follow.
-	recs, err := s.store.ListByUser(ctx, owner.User, before, limit+1)
+	recs, err := s.store.ListByUser(ctx, owner.User, cursor, limit+1)
 	if err != nil {
 		s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
 		return nil, apierror.Internal()

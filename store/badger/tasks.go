@@ -22,10 +22,15 @@ import (
 //	tr/<id>                        the task's Due (Unix nanoseconds, 8 bytes)
 //	                               while it is Working; empty in entries of
 //	                               earlier versions, which count as due
+//	tm/<id>                        the task's Created (Unix nanoseconds, 8
+//	                               bytes) and User (TTL: the task's); tasks
+//	                               of earlier versions have none, and read
+//	                               with a zero User and Created
 const (
 	taskPrefix = "t/"
 	userPrefix = "tu/"
 	runPrefix  = "tr/"
+	metaPrefix = "tm/"
 )
 
 // maxListScan bounds the index entries one ListByUser reads.
@@ -41,6 +46,13 @@ func NewTasks(db *DB) *Tasks { return &Tasks{db: db} }
 
 func taskKey(id string) []byte { return []byte(taskPrefix + id) }
 func runKey(id string) []byte  { return []byte(runPrefix + id) }
+func metaKey(id string) []byte { return []byte(metaPrefix + id) }
+
+// setMeta stores t's Created and User.
+func setMeta(txn *badger.Txn, t *store.TaskRecord, ttl time.Duration) error {
+	v := binary.BigEndian.AppendUint64(nil, uint64(t.Created.UnixNano()))
+	return setEntry(txn, metaKey(t.ID), append(v, t.User...), ttl)
+}
 
 // userIndexPrefix is the prefix of a user's index keys; the user name is
 // encoded so that no user's prefix is a prefix of another's.
@@ -87,6 +99,9 @@ func (r *Tasks) Insert(ctx context.Context, t store.TaskRecord) error {
 		if err := setEntry(txn, userKey(t.User, t.Created, t.ID), []byte{}, ttl); err != nil {
 			return err
 		}
+		if err := setMeta(txn, &t, ttl); err != nil {
+			return err
+		}
 		return r.setRun(txn, &t, ttl)
 	})
 }
@@ -109,6 +124,20 @@ func (r *Tasks) get(txn *badger.Txn, id string) (store.TaskRecord, error) {
 	if t.Data, err = item.ValueCopy(nil); err != nil {
 		return t, err
 	}
+	switch meta, err := txn.Get(metaKey(id)); {
+	case err == nil:
+		if err := meta.Value(func(v []byte) error {
+			if len(v) >= 8 {
+				t.Created = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
+				t.User = string(v[8:])
+			}
+			return nil
+		}); err != nil {
+			return t, err
+		}
+	case !errors.Is(err, badger.ErrKeyNotFound):
+		return t, err
+	}
 	run, err := txn.Get(runKey(id))
 	switch {
 	case err == nil:
@@ -125,8 +154,7 @@ func (r *Tasks) get(txn *badger.Txn, id string) (store.TaskRecord, error) {
 	return t, err
 }
 
-// Get implements store.Tasks. The record's User and Created are not
-// stored apart from the document: they are zero.
+// Get implements store.Tasks.
 func (r *Tasks) Get(_ context.Context, id string) (store.TaskRecord, error) {
 	var t store.TaskRecord
 	err := r.db.db.View(func(txn *badger.Txn) error {
@@ -154,15 +182,22 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 			return err
 		}
 		t.ID = id
+		user := t.User
 		if changed, err = fn(&t); err != nil || !changed {
 			out = t
 			return err
 		}
-		t.ID = id
+		t.ID, t.User = id, user
 		out = t
 		ttl := ttlUntil(t.Expires)
 		if err := setEntry(txn, taskKey(id), t.Data, ttl); err != nil {
 			return err
+		}
+		if t.User != "" {
+			// Not for a task of an earlier version, which has no User.
+			if err := setMeta(txn, &t, ttl); err != nil {
+				return err
+			}
 		}
 		return r.setRun(txn, &t, ttl)
 	})
@@ -218,12 +253,18 @@ func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	return out, nil
 }
 
-// ListByUser implements store.Tasks.
-func (r *Tasks) ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]store.TaskRecord, error) {
+// ListByUser implements store.Tasks: the index orders a user's tasks
+// newest first and, within a nanosecond, by id.
+func (r *Tasks) ListByUser(ctx context.Context, user string, after store.TaskCursor, limit int) ([]store.TaskRecord, error) {
 	prefix := userIndexPrefix(user)
 	var start []byte
-	if !before.IsZero() {
-		start = binary.BigEndian.AppendUint64(append([]byte{}, prefix...), math.MaxUint64-uint64(before.UnixNano()-1))
+	switch {
+	case after.Created.IsZero():
+	case after.ID != "":
+		// Right after the cursor's own index entry.
+		start = append(userKey(user, after.Created, after.ID), 0)
+	default:
+		start = binary.BigEndian.AppendUint64(append([]byte{}, prefix...), math.MaxUint64-uint64(after.Created.UnixNano()-1))
 	}
 	var ids []string
 	scanned := 0

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,4 +108,61 @@ func BenchmarkUsage(b *testing.B) {
 	}
 	defer db.Close()
 	storetest.BenchUsage(b, db.Repos(), storetest.BenchRecords())
+}
+
+// BenchmarkIntentsAtRate adds intents as a gateway under load does: one
+// request every millisecond (open loop, 1000 a second), each adding its
+// intent, waiting for its commit and resolving it 20 ms later. It
+// reports the process's CPU time per intent (what the gateway spends on
+// the commits; the database's is not counted), the commits per intent
+// and Add's mean wait, for several gather delays (Options.IntentGather).
+// Run it with a fixed count, e.g. -benchtime=3000x.
+func BenchmarkIntentsAtRate(b *testing.B) {
+	for _, gather := range []time.Duration{-1, time.Millisecond, 2 * time.Millisecond, IntentGather} {
+		b.Run(fmt.Sprintf("gather=%v", max(gather, 0)), func(b *testing.B) {
+			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b), IntentGather: gather})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			in := db.Repos().Intents
+			var wg sync.WaitGroup
+			var waited atomic.Int64
+			cpu0 := processCPU(b)
+			b.ResetTimer()
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for i := range b.N {
+				<-tick.C
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					id := fmt.Sprintf("i%d", i)
+					start := time.Now()
+					if err := in.Add(rec(id, 1)); err != nil {
+						b.Error(err)
+						return
+					}
+					waited.Add(int64(time.Since(start)))
+					time.Sleep(20 * time.Millisecond)
+					in.Resolve([]string{id})
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			cpu := processCPU(b) - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(db.intents.commits.Load())/float64(b.N), "commits/op")
+			b.ReportMetric(float64(waited.Load())/float64(b.N)/1e3, "wait-µs/op")
+		})
+	}
+}
+
+// processCPU returns the CPU time the process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

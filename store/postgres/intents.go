@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -20,25 +21,35 @@ const (
 	// database that takes longer refuses the request rather than let it
 	// reach an upstream unrecorded.
 	intentWait = 2 * time.Second
-	// resolveInterval is how often resolved intents are deleted when no
+	// resolveInterval is how long resolved intents wait to be deleted when no
 	// commit of new intents takes them along.
 	resolveInterval = 20 * time.Millisecond
 	// commitTimeout bounds one commit of the writer.
 	commitTimeout = 5 * time.Second
+	// IntentGather is the default least time between the starts of two commits
+	// of new intents (group commit with a gather delay): under load the
+	// intents added meanwhile share the next commit, so that commits
+	// stay at most 1/IntentGather a second (200) whatever the rate,
+	// instead of one per database round trip. An idle writer (its last
+	// commit started IntentGather or longer ago) commits a new intent at
+	// once, so the delay costs a request nothing on a quiet gateway and
+	// at most IntentGather before its upstream call under load.
+	IntentGather = 5 * time.Millisecond
 )
 
 // Intents is the intents repository. Add returns once its intent is
 // committed, so that a request never reaches an upstream with an intent
 // that its instance's death could lose. The commits are grouped: one
-// writer goroutine commits, in one transaction and one round trip, every
-// intent added while its previous commit was under way, and deletes the
-// intents resolved meanwhile along with them. An idle
-// writer starts at once, so an intent waits for at most the commit in
-// flight and its own; under load the batches grow instead of the
-// commits. Add fails after intentWait.
+// writer goroutine commits, in one statement on a connection of its own,
+// every intent added since its previous commit started, and deletes the
+// intents resolved meanwhile along with them. An idle writer commits at
+// once, so a lone intent waits only for its own commit; under load a
+// commit starts IntentGather after the previous one started (or when it
+// ends, if it took longer), so the batches grow instead of the commits.
+// Add fails after intentWait.
 //
-// The commit is asynchronous (synchronous_commit off for its
-// transaction): it returns once the database has the intent, without
+// The commit is asynchronous (synchronous_commit off for the writer's
+// session): it returns once the database has the intent, without
 // waiting for its WAL flush. So an intent survives any failure of the
 // gateway (its process killed, its machine crashed), which is what it is
 // for, and is lost only if the database server crashes before its WAL
@@ -60,9 +71,19 @@ type Intents struct {
 	resolve []string     // to delete
 	closed  bool
 	commits atomic.Int64 // statements that committed intents
-	kick    chan struct{}
-	done    chan struct{}
-	stop    context.CancelFunc
+	// gather is the least time between the starts of two commits of
+	// new intents (Options.IntentGather).
+	gather time.Duration
+	// conn is the writer's connection (see write); only the writer
+	// goroutine uses it.
+	conn *pgx.Conn
+	// array is the writer's buffer for a commit's records.
+	array []byte
+	kick  chan struct{}
+	// resolved tells the writer that resolve is no longer empty.
+	resolved chan struct{}
+	done     chan struct{}
+	stop     context.CancelFunc
 }
 
 // intentBatch is the intents of one commit, in the order they were
@@ -76,9 +97,9 @@ type intentBatch struct {
 	err       error
 }
 
-func newIntents(db *DB) *Intents {
+func newIntents(db *DB, gather time.Duration) *Intents {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Intents{db: db, kick: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
+	in := &Intents{db: db, gather: gather, kick: make(chan struct{}, 1), resolved: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
 	go in.run(ctx)
 	return in
 }
@@ -86,10 +107,7 @@ func newIntents(db *DB) *Intents {
 // Add implements store.Intents: it returns once the intent is committed,
 // or with an error after intentWait.
 func (in *Intents) Add(rec store.Record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
+	b := appendIntent(make([]byte, 0, 512), &rec)
 	in.mu.Lock()
 	if in.closed {
 		in.mu.Unlock()
@@ -119,8 +137,15 @@ func (in *Intents) Add(rec store.Record) error {
 // next commit.
 func (in *Intents) Resolve(ids []string) {
 	in.mu.Lock()
+	first := len(in.resolve) == 0
 	in.resolve = append(in.resolve, ids...)
 	in.mu.Unlock()
+	if first {
+		select {
+		case in.resolved <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Abandon implements store.Intents.
@@ -178,11 +203,18 @@ func (in *Intents) Interrupted(ctx context.Context) ([]store.Record, error) {
 	return out, err
 }
 
-// run commits added intents and deletes resolved ones until Close.
+// run commits added intents and deletes resolved ones until Close. A
+// commit of new intents starts at once when the previous one started
+// in.gather or longer ago, else when that much time has passed. Resolved
+// intents go with the next commit, or resolveInterval after the first of
+// them; an idle writer has no timer running.
 func (in *Intents) run(ctx context.Context) {
 	defer close(in.done)
-	t := time.NewTicker(resolveInterval)
-	defer t.Stop()
+	defer in.closeConn()
+	t := time.NewTimer(resolveInterval)
+	t.Stop()
+	armed := false
+	var last time.Time // start of the last commit of new intents
 	for {
 		select {
 		case <-ctx.Done():
@@ -192,25 +224,51 @@ func (in *Intents) run(ctx context.Context) {
 			in.mu.Unlock()
 			in.commit()
 			return
+		case <-in.resolved:
+			if !armed {
+				t.Reset(resolveInterval)
+				armed = true
+			}
+			continue
 		case <-t.C:
+			armed = false
 		case <-in.kick:
+			if wait := in.gather - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					continue
+				case <-time.After(wait):
+				}
+			}
 		}
-		in.commit()
+		start := time.Now()
+		if in.commit() {
+			last = start
+		}
+		in.mu.Lock()
+		pending := len(in.resolve) > 0
+		in.mu.Unlock()
+		if pending && !armed {
+			// Deletions kept after a failure.
+			t.Reset(resolveInterval)
+			armed = true
+		}
 	}
 }
 
 // commit writes the batch of added intents and deletes the resolved
-// ones, in one statement, and tells the batch's Adds how it went. On a
-// failure the batch's Adds fail (their requests are refused and resolve
-// their intents, which the statement may have committed after all) and
-// the deletions are kept for the next round.
-func (in *Intents) commit() {
+// ones, in one statement, and tells the batch's Adds how it went; it
+// reports whether there was a batch. On a failure the batch's Adds fail
+// (their requests are refused and resolve their intents, which the
+// statement may have committed after all) and the deletions are kept for
+// the next round.
+func (in *Intents) commit() bool {
 	in.mu.Lock()
 	batch, resolve := in.next, in.resolve
 	in.next, in.resolve = nil, nil
 	in.mu.Unlock()
 	if batch == nil && len(resolve) == 0 {
-		return
+		return false
 	}
 	var ids []string
 	var recs [][]byte
@@ -233,15 +291,7 @@ func (in *Intents) commit() {
 	// the writer (the Adds gave up after intentWait already).
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	// One round trip: pgx sends a batch as one implicit transaction, so
-	// set_config's local setting holds for the statement's commit.
-	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	b.Queue(`WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($4))
-		INSERT INTO air_intents (id, instance, record)
-		SELECT id, $1, rec FROM unnest($2::text[], $3::jsonb[]) WITH ORDINALITY AS x(id, rec, n) ORDER BY n
-		ON CONFLICT (id) DO NOTHING`, in.db.instance, ids, recs, resolve)
-	err := in.db.pool.SendBatch(ctx, b).Close()
+	err := in.write(ctx, recs, resolve)
 	if batch != nil {
 		if err == nil {
 			in.commits.Add(1)
@@ -250,12 +300,74 @@ func (in *Intents) commit() {
 		close(batch.committed)
 	}
 	if err == nil {
-		return
+		return batch != nil
 	}
 	in.db.log.Warn("writing ledger intents failed", zap.Int("intents", len(ids)), zap.Int("resolved", len(resolve)), zap.Error(err))
 	in.mu.Lock()
 	in.resolve = append(in.resolve, resolve...)
 	in.mu.Unlock()
+	return batch != nil
+}
+
+// insertIntents inserts the intents $2 (a JSON array of records, whose
+// ids are their "ID") of instance $1, in their order, and deletes the
+// resolved intents $3: one statement, one implicit transaction. One
+// jsonb parameter costs pgx a copy, where arrays of ids and records cost
+// it an encoding per element.
+const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($3))
+	INSERT INTO air_intents (id, instance, record)
+	SELECT r->>'ID', $1, r FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
+	ON CONFLICT (id) DO NOTHING`
+
+// write runs insertIntents on the writer's own connection, taken out of
+// the pool for good, whose session has synchronous_commit off, so that a
+// commit is one statement and one round trip, prepared once. A
+// connection that failed is closed and a new one taken by the next write.
+func (in *Intents) write(ctx context.Context, recs [][]byte, resolve []string) error {
+	if in.conn == nil {
+		pc, err := in.db.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conn := pc.Hijack()
+		if _, err := conn.Exec(ctx, "SET synchronous_commit = off"); err != nil {
+			_ = conn.Close(ctx)
+			return err
+		}
+		in.conn = conn
+	}
+	in.array = append(in.array[:0], '[')
+	for i, r := range recs {
+		if i > 0 {
+			in.array = append(in.array, ',')
+		}
+		in.array = append(in.array, r...)
+	}
+	in.array = append(in.array, ']')
+	_, err := in.conn.Exec(ctx, insertIntents, in.db.instance, in.array, resolve)
+	if err != nil && (in.conn.IsClosed() || ctx.Err() != nil || !isPgError(err)) {
+		// Not an error of the statement: the connection may be broken or
+		// left mid-statement.
+		in.closeConn()
+	}
+	return err
+}
+
+// closeConn closes the writer's connection, if open.
+func (in *Intents) closeConn() {
+	if in.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = in.conn.Close(ctx)
+	in.conn = nil
+}
+
+// isPgError reports whether err is an error that the server answered.
+func isPgError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
 }
 
 // dropResolved removes from ids (and recs) the ids that resolve names,

@@ -94,9 +94,9 @@ func TestIntentResolvedBeforeItsCommit(t *testing.T) {
 	in.mu.Lock()
 	batch := &intentBatch{ids: []string{"keep", "gone"}, recs: [][]byte{b1, b2}, committed: make(chan struct{})}
 	in.next = batch
-	in.resolve = append(in.resolve, "gone", "older")
 	in.mu.Unlock()
-	<-batch.committed // the writer's next tick
+	in.Resolve([]string{"gone", "older"})
+	<-batch.committed // the writer's round for the resolved intents
 	if batch.err != nil {
 		t.Fatal(batch.err)
 	}
@@ -156,5 +156,32 @@ func TestIntentAddFailsWithoutTheDatabase(t *testing.T) {
 		}
 	case <-time.After(intentWait + commitTimeout):
 		t.Error("Add did not return")
+	}
+}
+
+// TestIntentResolvedOnAnIdleWriter resolves an intent when no other
+// request follows: its row is deleted all the same, soon after (the
+// writer's timer runs only while deletions wait).
+func TestIntentResolvedOnAnIdleWriter(t *testing.T) {
+	ctx := context.Background()
+	db := instances(t, 1)[0]
+	in := db.Repos().Intents
+	if err := in.Add(rec("done", 1)); err != nil {
+		t.Fatal(err)
+	}
+	in.Resolve([]string{"done"})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n int
+		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM air_intents`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d intents left 5 s after their resolution", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -15,7 +16,8 @@ import (
 // (id) DO NOTHING, and the aggregates and spend counters of the records
 // that were new are updated in the same transaction, so they count each
 // record exactly once however often a batch is retried, and across
-// instances. When Append returns, the transaction has committed: a
+// instances. A transaction takes two round trips (see insertOnce). When
+// Append returns, the transaction has committed: a
 // client's last byte, which waits for it, waits for the commit.
 type Ledger struct {
 	db *DB
@@ -96,34 +98,83 @@ func (l *Ledger) Insert(ctx context.Context, rec store.Record) (bool, error) {
 // insert writes recs and counts the new ones in one transaction, retried
 // on deadlocks and serialization failures, and returns how many were new.
 func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
-	var inserted int
-	err := retryTx(ctx, l.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, insertRecords, recordArgs(recs)...)
-		if err != nil {
-			return err
+	for attempt := 1; ; attempt++ {
+		n, err := l.insertOnce(ctx, recs)
+		if err == nil || attempt >= maxTxAttempts || !retryable(err) {
+			return n, err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
 		}
-		inserted = len(ids)
-		fresh := recs
-		if len(ids) < len(recs) {
-			isNew := make(map[string]bool, len(ids))
-			for _, id := range ids {
-				isNew[id] = true
+	}
+}
+
+// insertOnce is one attempt of insert, in two round trips: BEGIN and the
+// insert of the records, which returns the ids that were new; then the
+// counts of the new records and COMMIT. A failed attempt is rolled back.
+func (l *Ledger) insertOnce(ctx context.Context, recs []store.Record) (int, error) {
+	conn, err := l.db.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(insertRecords, recordArgs(recs)...)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	var ids []string
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		rollback(conn)
+		return 0, err
+	}
+	fresh := recs
+	if len(ids) < len(recs) {
+		isNew := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			isNew[id] = true
+		}
+		fresh = make([]store.Record, 0, len(ids))
+		for _, r := range recs {
+			if isNew[r.ID] {
+				fresh = append(fresh, r)
+				delete(isNew, r.ID) // a repeated id within recs counts once
 			}
-			fresh = make([]store.Record, 0, len(ids))
-			for _, r := range recs {
-				if isNew[r.ID] {
-					fresh = append(fresh, r)
-					delete(isNew, r.ID) // a repeated id within recs counts once
-				}
-			}
 		}
-		return countRecords(ctx, tx, fresh)
-	})
-	return inserted, err
+	}
+	b = &pgx.Batch{}
+	queueCounts(b, fresh)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback(conn)
+		return 0, err
+	}
+	return len(ids), nil
+}
+
+// rollback ends the transaction that conn may be in; a connection that
+// cannot is closed (the pool then drops it).
+func rollback(conn *pgxpool.Conn) {
+	pc := conn.Conn().PgConn()
+	if pc.IsClosed() || pc.TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
 }
 
 // Get implements store.Ledger.

@@ -46,6 +46,11 @@ type Options struct {
 	Retention time.Duration
 	// Logger receives the backend's own log lines; nil discards them.
 	Logger *zap.Logger
+	// IntentGather is the least time between the starts of two commits
+	// of ledger intents under load (see Intents); zero means
+	// IntentGather, negative none (each commit starts as soon as the
+	// previous one ended).
+	IntentGather time.Duration
 }
 
 // DB is an open PostgreSQL backend: a connection pool on a migrated
@@ -93,7 +98,14 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	hbCtx, cancel := context.WithCancel(context.Background())
 	db.stop = cancel
 	go db.beat(hbCtx)
-	db.intents = newIntents(db)
+	gather := o.IntentGather
+	switch {
+	case gather == 0:
+		gather = IntentGather
+	case gather < 0:
+		gather = 0
+	}
+	db.intents = newIntents(db, gather)
 	return db, nil
 }
 

@@ -247,7 +247,7 @@ func TestClaimsAcrossInstances(t *testing.T) {
 	if err != nil || len(got) != tasks {
 		t.Errorf("takeover after the lease claimed %d tasks (%v), want %d", len(got), err, tasks)
 	}
-	list, err := dbs[2].Repos().Tasks.ListByUser(ctx, "u", time.Time{}, 5)
+	list, err := dbs[2].Repos().Tasks.ListByUser(ctx, "u", store.TaskCursor{}, 5)
 	if err != nil || len(list) != 5 || list[0].ID != "t29" {
 		t.Errorf("ListByUser: %d tasks, first %v, %v", len(list), list, err)
 	}

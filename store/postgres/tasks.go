@@ -103,15 +103,20 @@ func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 		RETURNING `+taskColumns, now, now.Add(lease), max))
 }
 
-// ListByUser implements store.Tasks.
-func (r *Tasks) ListByUser(ctx context.Context, user string, before time.Time, limit int) ([]store.TaskRecord, error) {
-	var beforeArg *time.Time
-	if !before.IsZero() {
-		beforeArg = &before
+// ListByUser implements store.Tasks. Ties on created, which keeps
+// microseconds, are ordered by id in byte order (COLLATE "C"), as the
+// cursor's comparison is.
+func (r *Tasks) ListByUser(ctx context.Context, user string, after store.TaskCursor, limit int) ([]store.TaskRecord, error) {
+	var createdArg *time.Time
+	if !after.Created.IsZero() {
+		// The column keeps microseconds, truncated from what Insert got.
+		c := after.Created.Truncate(time.Microsecond)
+		createdArg = &c
 	}
 	return collectTasks(r.db.pool.Query(ctx, `SELECT `+taskColumns+` FROM air_tasks
-		WHERE user_name = $1 AND expires > now() AND ($2::timestamptz IS NULL OR created < $2)
-		ORDER BY created DESC, id DESC LIMIT $3`, user, beforeArg, limit))
+		WHERE user_name = $1 AND expires > now()
+			AND ($2::timestamptz IS NULL OR created < $2 OR (created = $2 AND $3 <> '' AND id COLLATE "C" > $3))
+		ORDER BY created DESC, id COLLATE "C" LIMIT $4`, user, createdArg, after.ID, limit))
 }
 
 // Interface guard.

@@ -10,12 +10,13 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// countRecords adds recs to their aggregates, source and outcome counts
-// and spend counters in tx. Rows are upserted in key order, so concurrent
-// transactions lock them in the same order and cannot deadlock on them.
-func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
+// queueCounts queues on batch the statements that add recs to their
+// aggregates, source and outcome counts and spend counters. Rows are
+// upserted in key order, so concurrent transactions lock them in the
+// same order and cannot deadlock on them.
+func queueCounts(batch *pgx.Batch, recs []store.Record) {
 	if len(recs) == 0 {
-		return nil
+		return
 	}
 	aggs := map[store.AggregateKey]*store.Totals{}
 	spend := map[store.Spend]int64{}
@@ -76,7 +77,6 @@ func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
 			}
 		}
 	}
-	batch := &pgx.Batch{}
 	batch.Queue(`INSERT INTO air_usage AS u (day, user_name, key_id, model, currency, requests, unpriced,
 			input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h)
 		SELECT * FROM unnest($1::date[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
@@ -161,7 +161,6 @@ func countRecords(ctx context.Context, tx pgx.Tx, recs []store.Record) error {
 			ON CONFLICT (scope, subject, currency, period) DO UPDATE SET amount = s.amount + EXCLUDED.amount`,
 			scopes, subjects, cur, periods, amounts)
 	}
-	return tx.SendBatch(ctx, batch).Close()
 }
 
 func aggLess(a, b store.AggregateKey) bool {

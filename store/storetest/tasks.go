@@ -36,7 +36,8 @@ func RunTasks(t *testing.T, b Backend) {
 		t.Errorf("Insert of a taken id = %v, want ErrExists", err)
 	}
 	got, err := r.Get(ctx, "t2")
-	if err != nil || string(got.Data) != `{"id":"t2"}` || !got.Working || !got.Due.Equal(tasks[1].Due) {
+	if err != nil || string(got.Data) != `{"id":"t2"}` || !got.Working || !got.Due.Equal(tasks[1].Due) ||
+		got.User != "alice" || !got.Created.Equal(tasks[1].Created) {
 		t.Errorf("Get(t2) = %+v, %v", got, err)
 	}
 	if _, err := r.Get(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
@@ -51,6 +52,9 @@ func RunTasks(t *testing.T, b Backend) {
 	for _, c := range claimed {
 		if !c.Due.Equal(now.Add(time.Minute)) || string(c.Data) == "" {
 			t.Errorf("claimed %s: Due %v, want the end of the lease %v", c.ID, c.Due, now.Add(time.Minute))
+		}
+		if c.User != "alice" || c.Created.IsZero() {
+			t.Errorf("claimed %s: User %q, Created %v; want alice's and its creation", c.ID, c.User, c.Created)
 		}
 	}
 	if again, _ := r.ClaimDue(ctx, now.Add(30*time.Second), time.Minute, 10); len(again) != 0 {
@@ -72,8 +76,12 @@ func RunTasks(t *testing.T, b Backend) {
 		tk.Working, tk.Data = false, []byte(`{"id":"t1","done":true}`)
 		return true, nil
 	})
-	if err != nil || !changed || up.Working || string(up.Data) != `{"id":"t1","done":true}` {
+	if err != nil || !changed || up.Working || string(up.Data) != `{"id":"t1","done":true}` ||
+		up.User != "alice" || !up.Created.Equal(tasks[0].Created) {
 		t.Errorf("Update = %+v, %v, %v", up, changed, err)
+	}
+	if got, _ := r.Get(ctx, "t1"); got.User != "alice" || !got.Created.Equal(tasks[0].Created) {
+		t.Errorf("after Update, Get(t1) = %+v; want alice's task created at %v", got, tasks[0].Created)
 	}
 	if _, changed, err := r.Update(ctx, "t2", func(tk *store.TaskRecord) (bool, error) {
 		tk.Data = []byte("lost")
@@ -108,13 +116,44 @@ func RunTasks(t *testing.T, b Backend) {
 		{"bob", time.Time{}, 10, "[t3]"},
 		{"carol", time.Time{}, 10, "[]"},
 	} {
-		list, err := r.ListByUser(ctx, tc.user, tc.before, tc.limit)
+		list, err := r.ListByUser(ctx, tc.user, store.TaskCursor{Created: tc.before}, tc.limit)
 		must(t, err)
 		if got := fmt.Sprint(taskIDs(list)); got != tc.want {
 			t.Errorf("Test %d: ListByUser(%s, %v, %d) = %s, want %s", i, tc.user, tc.before, tc.limit, got, tc.want)
 		}
 	}
 	t.Run("claims are exclusive", func(t *testing.T) { exclusiveClaims(t, r) })
+	t.Run("pages of tasks created at the same instant", func(t *testing.T) { sameInstantPages(t, r) })
+}
+
+// sameInstantPages lists, a page of two at a time, tasks of which several
+// were created at the same instant: every task is listed once, newest
+// first, those of one instant in ID order.
+func sameInstantPages(t *testing.T, r store.Tasks) {
+	ctx := context.Background()
+	now := time.Now()
+	created := []time.Time{now, now, now, now.Add(-time.Second), now.Add(-time.Second), now.Add(-2 * time.Second)}
+	for i, c := range created {
+		must(t, r.Insert(ctx, store.TaskRecord{ID: fmt.Sprintf("same-%d", i), User: "pager", Created: c,
+			Expires: now.Add(time.Hour), Data: []byte("{}")}))
+	}
+	var got []string
+	var after store.TaskCursor
+	for page := 0; page < 10; page++ {
+		list, err := r.ListByUser(ctx, "pager", after, 2)
+		must(t, err)
+		if len(list) == 0 {
+			break
+		}
+		got = append(got, taskIDs(list)...)
+		last := list[len(list)-1].ID
+		var i int
+		fmt.Sscanf(last, "same-%d", &i)
+		after = store.TaskCursor{Created: created[i], ID: last}
+	}
+	if want := "[same-0 same-1 same-2 same-3 same-4 same-5]"; fmt.Sprint(got) != want {
+		t.Errorf("pages of 2 listed %v, want %s", got, want)
+	}
 }
 
 // exclusiveClaims races claims of many due tasks and checks that each is
