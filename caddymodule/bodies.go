@@ -33,20 +33,12 @@ var errBodiesBusy = func() *apierror.Error {
 	return e
 }()
 
-// presizeShare is the share of the budget (one part in presizeShare) that
-// bodies still being read may hold on the word of their Content-Length
-// alone (see bodyBudget.presize).
-const presizeShare = 8
-
 // bodyBudget bounds the memory of request bodies being buffered. Buffers
 // are charged by capacity as they grow and released when their exchange
 // ends, so the bound holds whatever lengths clients declare.
 type bodyBudget struct {
 	limit atomic.Int64
 	used  atomic.Int64
-	// presized is what reads in progress hold beyond the bytes they have
-	// received, because their buffer was sized from a declared length.
-	presized atomic.Int64
 }
 
 func newBodyBudget(limit int64) *bodyBudget {
@@ -70,25 +62,3 @@ func (b *bodyBudget) take(n int64) bool {
 
 // give releases n bytes taken before.
 func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
-
-// presize charges n bytes for a buffer sized from a declared length, the
-// bytes of which have not arrived yet. It refuses, charging nothing, when
-// the budget cannot cover n, or when reads in progress already hold a
-// presizeShare-th of the budget that way: clients that declare large
-// bodies and send them slowly (or never) hold at most that much memory
-// for nothing; beyond it, buffers grow as bytes arrive. Call endPresize
-// with n once the read is over.
-func (b *bodyBudget) presize(n int64) bool {
-	if b.presized.Add(n) > b.limit.Load()/presizeShare {
-		b.presized.Add(-n)
-		return false
-	}
-	if !b.take(n) {
-		b.presized.Add(-n)
-		return false
-	}
-	return true
-}
-
-// endPresize ends what presize started: the charge stays with the body.
-func (b *bodyBudget) endPresize(n int64) { b.presized.Add(-n) }

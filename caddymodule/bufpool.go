@@ -15,12 +15,12 @@ import (
 // largest class (only when max_request_body is larger) gets unpooled
 // buffers that grow by maxPooledBody at a time.
 const (
-	minBodyBuffer = 1 << 12 // 4 KiB
+	minBodyBuffer = 1 << 9  // 512 bytes
 	fineFrom      = 1 << 18 // 256 KiB: the first class with quarter steps
 	maxPooledBody = 1 << 24 // 16 MiB
-	// numClasses is 7 powers of two from 4 KiB to 256 KiB, then 4
+	// numClasses is 10 powers of two from 512 bytes to 256 KiB, then 4
 	// classes for each of the 6 doublings up to 16 MiB.
-	numClasses = 7 + 6*4
+	numClasses = 10 + 6*4
 )
 
 // classSizes are the sizes of the classes, ascending.

@@ -21,8 +21,11 @@ type requestBody struct {
 	class  int
 	n      int   // length of the body
 	charge int64 // what the budget holds for buf: its capacity
-	refs   atomic.Int32
-	probe  [1]byte // reads past a full buffer
+	// want is the size of the class of the declared length, or 0: growth
+	// stops there rather than doubling past it.
+	want  int
+	refs  atomic.Int32
+	probe [1]byte // reads past a full buffer
 	// released is set once the handler let go of its hold.
 	released bool
 }
@@ -59,9 +62,12 @@ func (b *requestBody) release() {
 
 // readBody reads r's body up to limit bytes: a larger one gives a 413. The
 // buffer comes from the pool of its size class, charged to the process's
-// budget of buffered request bodies (see bodyBudget). It is sized from a
-// declared Content-Length as far as bodyBudget.presize allows, and
-// otherwise starts at minBodyBuffer and doubles as bytes arrive. The
+// budget of buffered request bodies (see bodyBudget). It starts at
+// minBodyBuffer and grows only when full, so that it never holds more
+// than eight times the bytes that arrived, whatever Content-Length says:
+// a client that declares 16 MiB and sends 300 bytes holds 512 bytes. A
+// declared length makes it grow eightfold up to the length's class (few
+// copies for large bodies); without one it doubles. The
 // caller must release the body when its exchange ends, after the response
 // is complete, whatever happened; on error there is nothing to release.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*requestBody, error) {
@@ -94,6 +100,10 @@ func readError(err error, limit int64) error {
 	return apierror.InvalidRequest("", "could not read the request body: "+err.Error())
 }
 
+// declaredGrowth is how many times larger a buffer grows while the body's
+// declared length is still larger than the buffer.
+const declaredGrowth = 8
+
 // errTooLarge is returned by a read past its limit.
 var errTooLarge = errors.New("request body too large")
 
@@ -103,20 +113,17 @@ var errTooLarge = errors.New("request body too large")
 func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, error) {
 	body := &requestBody{budget: b}
 	body.refs.Store(1)
-	size, presized := minBodyBuffer, int64(0)
 	if declared > minBodyBuffer && declared <= limit {
-		if c := classFor(int(declared)); c != unpooled && b.presize(int64(classSize(c))) {
-			size = classSize(c)
-			presized = int64(size)
+		if c := classFor(int(declared)); c != unpooled {
+			body.want = classSize(c)
 		}
 	}
-	if presized == 0 && !b.take(int64(size)) {
+	if !b.take(minBodyBuffer) {
 		return nil, errBudget
 	}
-	body.buf, body.class = getBodyBuffer(size)
-	body.charge = int64(size)
+	body.buf, body.class = getBodyBuffer(minBodyBuffer)
+	body.charge = minBodyBuffer
 	err := body.readFrom(rd, limit)
-	b.endPresize(presized)
 	if err != nil {
 		body.release()
 		return nil, err
@@ -174,11 +181,20 @@ func (b *requestBody) reserve(n int) bool {
 	return true
 }
 
-// grow moves the body to a buffer of the next size, charging the
-// difference first, and returns the old buffer to its pool.
+// grow moves the body to a buffer of the next size (eight times larger,
+// up to the declared length's class, when that is still larger than the
+// buffer; otherwise twice as large),
+// charging the difference first, and returns the old buffer to its pool.
 func (b *requestBody) grow() bool {
 	old, oldClass := b.buf, b.class
 	size := nextSize(len(*old))
+	if b.want > len(*old) {
+		// The declared length is still ahead: grow eightfold toward it.
+		// The buffer never holds more than eight times what arrived, and
+		// a megabyte body is copied about a seventh of its size on the
+		// way, not once over as when doubling.
+		size = min(declaredGrowth*len(*old), b.want)
+	}
 	more := int64(size - len(*old))
 	if !b.budget.take(more) {
 		return false

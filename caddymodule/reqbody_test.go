@@ -59,8 +59,8 @@ func (bc *bufferCount) check(t *testing.T, what string) {
 			t.Errorf("%s: class %d: %d buffers taken, %d returned", what, c, bc.got[c], bc.put[c])
 		}
 	}
-	if used, pre := bodies.used.Load(), bodies.presized.Load(); used != 0 || pre != 0 {
-		t.Errorf("%s: the budget holds %d bytes (%d presized), want 0", what, used, pre)
+	if used := bodies.used.Load(); used != 0 {
+		t.Errorf("%s: the budget holds %d bytes, want 0", what, used)
 	}
 }
 
@@ -75,7 +75,7 @@ func TestReadBodyBudget(t *testing.T) {
 	bc := countBuffers(t, 64<<10)
 
 	// A body that declares 16 MiB and sends 5 bytes holds one small buffer:
-	// its declaration alone may not take more than an eighth of the budget.
+	// its declaration takes nothing ahead of the bytes.
 	short, err := readBody(httptest.NewRecorder(), postRequest(strings.NewReader("short"), 16<<20), 32<<20)
 	if err != nil || string(short.Bytes()) != "short" {
 		t.Fatalf("short body: %v", err)
@@ -134,25 +134,31 @@ func TestReadBodyBudget(t *testing.T) {
 	bc.check(t, "after every body")
 }
 
-func TestReadBodyPresize(t *testing.T) {
+// TestReadBodyGrowth checks that a buffer grows only when full, whatever
+// the client declares (issue #15: 2,000 clients declaring 16 MiB and
+// sending nothing must not take 32 GiB), eightfold toward a declared length
+// and capped at its class, doubling without one.
+func TestReadBodyGrowth(t *testing.T) {
 	for i, tc := range []struct {
 		size, declared int
-		limit          int64 // of the budget
-		wantClass      int   // of the first buffer taken
-		wantGets       int
+		wantGets       int // buffers taken from the pools, the first 512 bytes
+		wantCap        int // of the last buffer
 	}{
-		{size: 100 << 10, declared: 100 << 10, limit: 8 << 20, wantClass: classFor(128 << 10), wantGets: 1},
-		{size: 1 << 20, declared: 1 << 20, limit: 8 << 20, wantClass: classFor(1 << 20), wantGets: 1},
-		// Over an eighth of the budget: the buffer grows from 4 KiB.
-		{size: 1 << 20, declared: 1 << 20, limit: 4 << 20, wantClass: 0, wantGets: 9},
-		// Without a declared length, likewise.
-		{size: 1 << 20, declared: -1, limit: 8 << 20, wantClass: 0, wantGets: 9},
-		// A declaration larger than the body: one buffer, sized by it.
-		{size: 10, declared: 100 << 10, limit: 8 << 20, wantClass: classFor(100 << 10), wantGets: 1},
-		{size: minBodyBuffer, declared: minBodyBuffer, limit: 8 << 20, wantClass: 0, wantGets: 1},
-		{size: minBodyBuffer + 1, declared: -1, limit: 8 << 20, wantClass: 0, wantGets: 2},
+		// 512 bytes, 4, 32, then the declared class of 128 KiB.
+		{size: 100 << 10, declared: 100 << 10, wantGets: 4, wantCap: 128 << 10},
+		// 512 bytes, 4, 32, 256 KiB, then the declared class of 1 MiB.
+		{size: 1 << 20, declared: 1 << 20, wantGets: 5, wantCap: 1 << 20},
+		// Just over 1 MiB: the last step stops at the 1.25 MiB class.
+		{size: 1<<20 + 1, declared: 1<<20 + 1, wantGets: 5, wantCap: 1<<20 + 1<<18},
+		// Without a declared length it doubles: 512 bytes to 2 MiB.
+		{size: 1<<20 + 1, declared: -1, wantGets: 13, wantCap: 2 << 20},
+		// A declaration larger than the body takes nothing ahead of it.
+		{size: 10, declared: 16 << 20, wantGets: 1, wantCap: 512},
+		{size: 5000, declared: 16 << 20, wantGets: 3, wantCap: 32 << 10},
+		{size: 512, declared: 512, wantGets: 1, wantCap: 512},
+		{size: 513, declared: -1, wantGets: 2, wantCap: 1 << 10},
 	} {
-		bc := countBuffers(t, tc.limit)
+		bc := countBuffers(t, 64<<20)
 		data := bytes.Repeat([]byte{'x'}, tc.size)
 		b, err := readBody(httptest.NewRecorder(), postRequest(bytes.NewReader(data), int64(tc.declared)), 16<<20)
 		if err != nil || !bytes.Equal(b.Bytes(), data) {
@@ -162,14 +168,14 @@ func TestReadBodyPresize(t *testing.T) {
 		for _, n := range bc.got {
 			gets += n
 		}
-		if bc.got[tc.wantClass] == 0 || gets != tc.wantGets {
-			t.Errorf("Test %d: buffers taken by class %v, want %d in all, the first of class %d", i, bc.got, tc.wantGets, tc.wantClass)
+		if bc.got[0] != 1 || gets != tc.wantGets {
+			t.Errorf("Test %d: buffers taken by class %v, want %d in all, the first of 512 bytes", i, bc.got, tc.wantGets)
+		}
+		if c := cap(b.Bytes()); c != tc.wantCap {
+			t.Errorf("Test %d: the body ends in a buffer of %d bytes, want %d", i, c, tc.wantCap)
 		}
 		if used := bodies.used.Load(); used != int64(cap(b.Bytes())) {
 			t.Errorf("Test %d: the budget holds %d bytes for a buffer of %d", i, used, cap(b.Bytes()))
-		}
-		if pre := bodies.presized.Load(); pre != 0 {
-			t.Errorf("Test %d: %d bytes stay presized after the read", i, pre)
 		}
 		b.release()
 		bc.check(t, "after release")
@@ -353,7 +359,7 @@ func BenchmarkReadBody(b *testing.B) {
 			name = itoa(size>>20) + "MiB"
 		}
 		// With a declared length the buffer is sized at once; without one
-		// (chunked), it grows from 4 KiB through the pools.
+		// (chunked), it grows from 512 bytes through the pools.
 		for _, declared := range []bool{true, false} {
 			sub := name
 			if !declared {
@@ -391,7 +397,8 @@ func TestBodyClasses(t *testing.T) {
 		t.Fatalf("classes %v", classSizes)
 	}
 	for i, tc := range []struct{ n, want int }{
-		{1, 4 << 10},
+		{1, 512},
+		{513, 1 << 10},
 		{4 << 10, 4 << 10},
 		{100 << 10, 128 << 10},
 		{256<<10 + 1, 320 << 10},
