@@ -140,9 +140,9 @@ func (b *bench) runPG(ctx context.Context, pg *pgCluster, targets []*pgTarget, t
 	return sc, nil
 }
 
-// pgScenarios runs scenario pg: chat JSON and SSE against bare Caddy,
-// caddy-air on Badger, and caddy-air on one PostgreSQL cluster with one
-// and with two instances.
+// pgScenarios runs scenario pg: chat JSON and SSE against bare Caddy (one
+// and two processes), caddy-air on Badger, and caddy-air on one PostgreSQL
+// cluster with one and with two instances.
 func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) ([]*pgScenario, error) {
 	pg, err := startPG(ctx, root)
 	if err != nil {
@@ -167,6 +167,18 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 		}
 		instances = append(instances, p)
 	}
+	// Two instances are compared with two bare Caddy processes sharing the
+	// same load: each of two half-busy processes pays its own runtime
+	// (schedulers, timers, GC) whatever it serves.
+	bare2, err := newBareProcess(b.opts.caddyBin, tmp, "bare-2", upPort)
+	if err != nil {
+		return nil, err
+	}
+	b.logf("starting %s on 127.0.0.1:%d (admin %d)", bare2.Name, bare2.Port, bare2.AdminPort)
+	if err := bare2.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer bare2.Stop()
 	// One key, created through the first instance: the second reads it
 	// from the database.
 	key, err := createKey(ctx, instances[0])
@@ -190,6 +202,7 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 	bare, air := b.targets[0], b.targets[1]
 	targets := []*pgTarget{
 		{label: bareLabel, procs: []*caddyProcess{bare.proc}, key: bare.key, clients: clients(1)},
+		{label: bareTwoLabel, procs: []*caddyProcess{bare.proc, bare2}, key: bare.key, clients: clients(2)},
 		{label: airLabel + " (Badger)", procs: []*caddyProcess{air.proc}, key: air.key, clients: clients(1)},
 		{label: pgOneLabel, procs: instances[:1], key: key, clients: clients(1)},
 		{label: pgTwoLabel, procs: instances, key: key, clients: clients(2)},
@@ -213,8 +226,10 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 	return out, nil
 }
 
-// Labels of scenario pg's caddy-air instances on PostgreSQL.
+// Labels of scenario pg's caddy-air instances on PostgreSQL, and of the
+// two bare Caddy processes the two instances are compared with.
 const (
+	bareTwoLabel = "bare Caddy, 2 instances"
 	pgOneLabel = "caddy-air, PostgreSQL, 1 instance"
 	pgTwoLabel = "caddy-air, PostgreSQL, 2 instances"
 )

@@ -56,3 +56,24 @@ func TestClusterCPUCountsChildren(t *testing.T) {
 		t.Errorf("cluster CPU grew by %v across a busy child, want its CPU counted (≥ 30 ms)", d)
 	}
 }
+
+// TestBaselineOf: two instances on PostgreSQL are compared with two bare
+// Caddy processes when the run had them, everything else with one.
+func TestBaselineOf(t *testing.T) {
+	withTwo := &pgScenario{Runs: map[string][]pgRun{bareLabel: nil, bareTwoLabel: nil}}
+	withoutTwo := &pgScenario{Runs: map[string][]pgRun{bareLabel: nil}}
+	for i, tc := range []struct {
+		sc    *pgScenario
+		label string
+		want  string
+	}{
+		{withTwo, pgTwoLabel, bareTwoLabel},
+		{withTwo, pgOneLabel, bareLabel},
+		{withTwo, bareTwoLabel, bareLabel},
+		{withoutTwo, pgTwoLabel, bareLabel},
+	} {
+		if got := baselineOf(tc.sc, tc.label); got != tc.want {
+			t.Errorf("Test %d: %s is compared with %q, want %q", i, tc.label, got, tc.want)
+		}
+	}
+}

@@ -87,27 +87,43 @@ func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *ca
 			return nil, nil, err
 		}
 	}
-	mk := func(name string, port, admin int, config func(dir string) (string, error)) (*caddyProcess, error) {
-		dir := filepath.Join(tmp, name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		path, err := config(dir)
-		if err != nil {
-			return nil, err
-		}
-		return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
-			workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
-	}
-	airData := filepath.Join(tmp, "air", "badger")
-	bare, err = mk("bare", ports[0], ports[1], func(dir string) (string, error) {
-		return writeFile(dir, "Caddyfile", bareCaddyfile(ports[1], ports[0], upPort, filepath.Join(airData, mediaDir)))
-	})
+	bare, err = newBareProcessOn(bin, tmp, "bare", ports[0], ports[1], upPort)
 	if err != nil {
 		return nil, nil, err
 	}
 	air, err = newAirProcessOn(bin, tmp, "air", ports[2], ports[3], upPort, "", airOptions)
 	return bare, air, err
+}
+
+// newBareProcess prepares another bare Caddy process, on fresh ports, in
+// front of the upstream on upPort.
+func newBareProcess(bin, tmp, name string, upPort int) (*caddyProcess, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return newBareProcessOn(bin, tmp, name, port, admin, upPort)
+}
+
+// newBareProcessOn prepares a bare Caddy process named name (reverse_proxy
+// to the upstream, file_server over caddy-air's media directory), its
+// config and working directory under tmp.
+func newBareProcessOn(bin, tmp, name string, port, admin, upPort int) (*caddyProcess, error) {
+	dir := filepath.Join(tmp, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	media := filepath.Join(tmp, "air", "badger", mediaDir)
+	path, err := writeFile(dir, "Caddyfile", bareCaddyfile(admin, port, upPort, media))
+	if err != nil {
+		return nil, err
+	}
+	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
+		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
 }
 
 // noMetricsName names the caddy-air process with `metrics off`.
