@@ -230,8 +230,8 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 // two bare Caddy processes the two instances are compared with.
 const (
 	bareTwoLabel = "bare Caddy, 2 instances"
-	pgOneLabel = "caddy-air, PostgreSQL, 1 instance"
-	pgTwoLabel = "caddy-air, PostgreSQL, 2 instances"
+	pgOneLabel   = "caddy-air, PostgreSQL, 1 instance"
+	pgTwoLabel   = "caddy-air, PostgreSQL, 2 instances"
 )
 
 // measurePGIdle reads the CPU time of the instances and of the cluster
