@@ -66,6 +66,12 @@ type Options struct {
 	RPM, TPM int
 	// HealthCheck, when set, probes each base URL × key at an interval.
 	HealthCheck *HealthCheck
+	// TryTimeout bounds how long one attempt waits for its response
+	// headers: an attempt without them by then is abandoned, counts as a
+	// timeout, and the request moves on to its next attempt (see
+	// Target.Try). Zero is no bound: an attempt waits for the provider's
+	// own timeout, which ends the request.
+	TryTimeout time.Duration
 }
 
 // withDefaults fills the zero fields of o.
@@ -130,6 +136,10 @@ type Config struct {
 	// done is closed, and reports whether it waited d.
 	Now   func() time.Time
 	Sleep func(done <-chan struct{}, d time.Duration) bool
+	// AfterFunc replaces time.AfterFunc in tests: it calls f in its own
+	// goroutine once d has passed, unless the stop it returns is called
+	// first; stop reports whether it stopped f from being called.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Router holds the routing state of one configuration. Its methods are
@@ -146,6 +156,7 @@ type Router struct {
 	log      *zap.Logger
 	now      func() time.Time
 	sleep    func(<-chan struct{}, time.Duration) bool
+	after    func(time.Duration, func()) func() bool
 	states   func(string) *UpstreamState
 	checksMu sync.Mutex
 }
@@ -172,7 +183,7 @@ type healthKey struct {
 // New builds the routing state of c.Table.
 func New(c Config) *Router {
 	r := &Router{table: c.Table, groups: make(map[*providers.Route]*group), byName: make(map[string]*providers.Route),
-		provs: make(map[string]*provider), deps: make(map[string]*deployment), maxWait: c.MaxWait, obs: c.Observer, log: c.Logger, now: c.Now, sleep: c.Sleep, states: c.States}
+		provs: make(map[string]*provider), deps: make(map[string]*deployment), maxWait: c.MaxWait, obs: c.Observer, log: c.Logger, now: c.Now, sleep: c.Sleep, after: c.AfterFunc, states: c.States}
 	if r.maxWait == 0 {
 		r.maxWait = DefaultMaxWait
 	}
@@ -181,6 +192,9 @@ func New(c Config) *Router {
 	}
 	if r.sleep == nil {
 		r.sleep = sleep
+	}
+	if r.after == nil {
+		r.after = afterFunc
 	}
 	if r.log == nil {
 		r.log = zap.NewNop()
