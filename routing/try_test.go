@@ -125,9 +125,9 @@ func TestTryTimeout(t *testing.T) {
 				t.Errorf("the abandoned upstream counts %d failures, want 1", st.Failures)
 			}
 			second := next(t, p)
-			if second.Upstream.dep == first.Upstream.dep || len(f.slept) != 0 {
-				t.Fatalf("after a try timeout on %s the next attempt went to %s after sleeping %v, want the other deployment at once",
-					first.Deployment(), second.Deployment(), f.slept)
+			if second.Upstream == first.Upstream || len(f.slept) != 0 {
+				t.Fatalf("after a try timeout on %s the next attempt went to %s after sleeping %v, want another upstream at once",
+					first.Upstream.ID(), second.Upstream.ID(), f.slept)
 			}
 			second.Done(Outcome{Status: 200})
 		})
