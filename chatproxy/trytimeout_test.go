@@ -51,10 +51,10 @@ func TestServeTryTimeout(t *testing.T) {
 		results    []string
 		wantInBody string
 	}{
-		{"hang then healthy", 50 * time.Millisecond, []func(http.ResponseWriter, *http.Request){hang, ok},
+		{"hang then healthy", 500 * time.Millisecond, []func(http.ResponseWriter, *http.Request){hang, ok},
 			200, 2, []string{"timeout+retried", "ok"}, `"chat.completion"`},
-		{"both hang", 50 * time.Millisecond, []func(http.ResponseWriter, *http.Request){hang, hang},
-			504, 2, []string{"timeout+retried", "timeout"}, "try_timeout of 50ms"},
+		{"both hang", 500 * time.Millisecond, []func(http.ResponseWriter, *http.Request){hang, hang},
+			504, 2, []string{"timeout+retried", "timeout"}, "try_timeout of 500ms"},
 		{"unset: the provider's timeout ends it", 0, []func(http.ResponseWriter, *http.Request){hang, ok},
 			504, 1, []string{"timeout"}, "did not answer within"},
 	} {
@@ -65,7 +65,7 @@ func TestServeTryTimeout(t *testing.T) {
 				u := newUpstream(t, h)
 				ups, urls = append(ups, u), append(urls, u.URL)
 			}
-			prov := provider("openai", 300*time.Millisecond, urls...)
+			prov := provider("openai", 2*time.Second, urls...)
 			attempts := &attemptLog{}
 			core, logs := observer.New(zap.InfoLevel)
 			p := &Proxy{Attempts: attempts, Logger: zap.New(core), Router: routing.New(routing.Config{Table: providers.SingleTable(prov),

@@ -3,8 +3,10 @@
 // requests, lowest latency) and a provider's keys, keeps upstreams that
 // fail out of rotation (cooldowns on 429, circuit breakers on failure
 // rates, keys the provider rejects, failed active health checks, limits),
-// paces retries with jittered backoff, and falls back to other models when
-// none of a model's deployments answers before the first byte.
+// paces retries with jittered backoff, bounds each attempt's wait for its
+// response headers when a provider sets a try timeout, and falls back to
+// other models when none of a model's deployments answers before the
+// first byte.
 //
 // An upstream is one deployment × base URL × key. A request gets a Plan;
 // each Next returns the Target of one attempt, whose Done reports how it

@@ -236,9 +236,9 @@ func TestCreateIgnoresTryTimeout(t *testing.T) {
 				writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
 			})
 			up := e.table.Provider("up")
-			up.Timeout = 400 * time.Millisecond
+			up.Timeout = time.Second
 			slowP := &providers.Provider{Name: "slow", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{slow.URL + "/v1"},
-				Retries: 1, Timeout: 400 * time.Millisecond}
+				Retries: 1, Timeout: time.Second}
 			var err error
 			e.table, err = providers.NewTable([]*providers.Provider{up, slowP}, []*providers.Route{{Pattern: "img", Kind: providers.KindImage,
 				Policy: providers.PolicyRoundRobin, Deployments: []*providers.Deployment{{Provider: slowP}, {Provider: up}}}})
