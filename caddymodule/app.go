@@ -173,6 +173,20 @@ type ProviderConfig struct {
 	// Timeout bounds a non-streaming request, the wait for response headers
 	// and the silence between two stream events. Default: 10 minutes.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// TryTimeout bounds one attempt's wait for the response headers. An
+	// attempt without them by then is abandoned (its connection closed),
+	// counts as a timeout for the upstream's breaker, and the request
+	// moves on to its next attempt (next deployment or upstream, with the
+	// usual backoff), as after a refused connection; never after a byte
+	// reached the client, and never for a task create (the provider may
+	// have taken the job) nor a request pinned to the deployment holding
+	// a stored response. It must be shorter than Timeout. A non-streaming
+	// answer's headers come only once it is complete, so keep it above
+	// the longest non-streaming answer the provider's models give. The
+	// name follows reverse_proxy's lb_try_duration and lb_try_interval:
+	// it bounds one try, and what follows it is the next try. Default: 0,
+	// no bound (an attempt waits for Timeout, which ends the request).
+	TryTimeout caddy.Duration `json:"try_timeout,omitempty"`
 	// Retries is how many more attempts a request gets on the next base URL
 	// or key after a connection error, 429 or 5xx before the first response
 	// byte. Default: 2.
@@ -361,6 +375,10 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 		}
 		if p.Timeout == 0 {
 			p.Timeout = defaultProviderTimeout
+		}
+		if pc.TryTimeout < 0 || (pc.TryTimeout > 0 && time.Duration(pc.TryTimeout) >= p.Timeout) {
+			return nil, a.configError(fmt.Errorf("provider %s: try_timeout %s must be positive and shorter than timeout %s",
+				pc.Name, time.Duration(pc.TryTimeout), p.Timeout))
 		}
 		if pc.Retries != nil {
 			p.Retries = *pc.Retries
@@ -566,7 +584,7 @@ func (a *App) routingOptions() map[string]routing.Options {
 	for _, pc := range a.Providers {
 		o := routing.Options{FailureRate: pc.FailureRate, MinRequests: int64(pc.MinRequests), FailWindow: time.Duration(pc.FailWindow),
 			FailDuration: time.Duration(pc.FailDuration), Cooldown: time.Duration(pc.Cooldown), KeyCooldown: time.Duration(pc.KeyCooldown),
-			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM}
+			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM, TryTimeout: time.Duration(pc.TryTimeout)}
 		if hc := pc.HealthCheck; hc != nil {
 			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
 		}

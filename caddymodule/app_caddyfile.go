@@ -42,6 +42,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
 //			timeout <duration>
+//			try_timeout <duration>
 //			retries <n>
 //			fail_duration <duration>
 //			failure_rate <0..1>
@@ -213,6 +214,8 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
 		case "timeout":
 			p.Timeout, err = parseDuration(d)
+		case "try_timeout":
+			p.TryTimeout, err = parseDuration(d)
 		case "retries":
 			var s string
 			if !d.AllArgs(&s) {

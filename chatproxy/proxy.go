@@ -194,21 +194,23 @@ func (r *Result) Close() { r.Held.Close() }
 // holding back its end in Result.Held. Each attempt's target comes from
 // the router (package routing): the model's deployments, balanced, then
 // its fallbacks. Attempts that fail before the response headers
-// (connection refused or reset; not a timeout) or answer 429, 5xx, 401,
-// 402 or 403 move on to the next target, as long as nothing has been
-// written to the client. When none remains, the last attempt's answer is
-// passed through unchanged if it was a 429 or 5xx (the provider's own
-// words and Retry-After, as the API contract returns responses); else
-// (a connection failure, an upstream credential refused, or no upstream
-// available at all) the client gets 503 upstream_unavailable with
-// Retry-After. An upstream that does not answer
-// within the provider's timeout gets 504 upstream_timeout. Other upstream
-// statuses are passed through at once.
+// (connection refused or reset, or no headers within the provider's try
+// timeout; not its timeout) or answer 429, 5xx, 401, 402 or 403 move on
+// to the next target, as long as nothing has been written to the client.
+// When none remains, the last attempt's answer is passed through
+// unchanged if it was a 429 or 5xx (the provider's own words and
+// Retry-After, as the API contract returns responses); 504
+// upstream_timeout if it exceeded its try timeout; else (a connection
+// failure, an upstream credential refused, or no upstream available at
+// all) the client gets 503 upstream_unavailable with Retry-After. An
+// upstream that does not answer within the provider's timeout gets 504
+// upstream_timeout. Other upstream statuses are passed through at once.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	res := Result{Provider: c.Provider.Name}
 	plan := p.plan(c)
-	var last *ended     // the failed attempt whose metric waits to know if another followed
-	var failed *failure // the last attempt's answer, when it was a 429 or 5xx
+	var last *ended               // the failed attempt whose metric waits to know if another followed
+	var failed *failure           // the last attempt's answer, when it was a 429 or 5xx
+	var tryTimedOut time.Duration // the try timeout the last attempt exceeded, 0 if it did not
 	for {
 		t, err := plan.Next(r.Context())
 		if last != nil {
@@ -216,7 +218,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			last = nil
 		}
 		if err != nil {
-			return p.giveUp(c, &res, failed, err)
+			return p.giveUp(c, &res, failed, tryTimedOut, err)
 		}
 		failed = nil
 		res.Attempts, res.Provider, res.Target = t.Number, t.Provider.Name, t
@@ -224,16 +226,21 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		if berr != nil {
 			t.Done(routing.Outcome{Canceled: true})
 			res.Err = berr
-			return p.giveUp(c, &res, nil, berr)
+			return p.giveUp(c, &res, nil, 0, berr)
 		}
 		timeout := t.Provider.Timeout
 		if timeout <= 0 {
 			timeout = DefaultTimeout
 		}
 		ctx, span := startAttempt(r.Context(), c, t)
+		ctx, headers := t.Try(ctx)
 		sent := time.Now()
 		at := p.send(ctx, c, body, t.Attempt, timeout)
+		if !headers() && at.err == nil {
+			at.err = routing.ErrTryTimeout // the answer came as the bound passed: dropped all the same
+		}
 		res.Wrote = res.Wrote || at.wrote.Load()
+		tryTimedOut = 0
 		if at.err != nil {
 			at.close()
 			res.Err = at.err
@@ -243,6 +250,14 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 				res.Status, res.Outcome = 499, OutcomeCanceled
 				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
 				return res
+			case routing.TimedOut(at.ctx, at.err):
+				// No headers within the try timeout: abandoned (its
+				// connection closed), and the next attempt goes.
+				tryTimedOut, res.Err = t.TryTimeout(), routing.ErrTryTimeout
+				last = &ended{provider: t.Provider.Name, result: routing.AttemptTimeout, errType: errTypeTimeout, err: routing.ErrTryTimeout,
+					outcome: routing.Outcome{Timeout: true}, deferred: true}
+				p.end(span, c, t, last)
+				continue
 			case context.Cause(at.ctx) == errTimeout:
 				p.end(span, c, t, &ended{result: routing.AttemptTimeout, errType: errTypeTimeout, err: errTimeout, outcome: routing.Outcome{Timeout: true}})
 				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
@@ -287,9 +302,11 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 }
 
 // giveUp answers a request no attempt served: 499 when the client left;
-// the last attempt's 429 or 5xx answer, failed, passed through; else 503
-// upstream_unavailable with the Retry-After the router gives.
-func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, err error) Result {
+// the last attempt's 429 or 5xx answer, failed, passed through; 504
+// upstream_timeout when the last attempt exceeded its try timeout,
+// tryTimedOut; else 503 upstream_unavailable with the Retry-After the
+// router gives.
+func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, tryTimedOut time.Duration, err error) Result {
 	var un *routing.Unavailable
 	if failed != nil && errors.As(err, &un) {
 		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
@@ -302,6 +319,12 @@ func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, err error) Result 
 		if res.Err == nil {
 			res.Err = err
 		}
+		return *res
+	}
+	if tryTimedOut > 0 {
+		res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
+		res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+			fmt.Sprintf("no upstream provider of this model answered within its try_timeout of %s", tryTimedOut)))
 		return *res
 	}
 	res.Status, res.Outcome = http.StatusServiceUnavailable, OutcomeUnavailable

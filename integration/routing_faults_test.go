@@ -70,9 +70,9 @@ func chatBody(model string) string {
 // TestRoutingMockFaults routes models over air_mock instances that fail
 // in each of the mock's fault modes, through real Caddy and real HTTP.
 // One of two deployments failing (500, 429 with Retry-After, a reset
-// connection, a hang) costs clients nothing, or for a hang only the
-// attempts before its breaker opens, and the traffic goes to the healthy
-// deployment; both deployments failing, the fallback model answers; all
+// connection, a hang under a try timeout) costs clients nothing, or for
+// a hang without a try timeout only the attempts before its breaker
+// opens, and the traffic goes to the healthy deployment; both deployments failing, the fallback model answers; all
 // failing, the client gets 503 upstream_unavailable with Retry-After, in
 // OpenAI's shape on chat and Anthropic's on messages.
 func TestRoutingMockFaults(t *testing.T) {
@@ -85,7 +85,8 @@ func TestRoutingMockFaults(t *testing.T) {
 		Providers: faultProvider("p500", "openai", "m500", breaker) +
 			faultProvider("p429", "openai", "m429", "retries 1") +
 			faultProvider("preset", "openai", "mreset", breaker) +
-			faultProvider("phang", "openai", "mhang", breaker+"\n\t\t\ttimeout 1s") +
+			faultProvider("phang", "openai", "mhang", breaker+"\n\t\t\ttimeout 5s\n\t\t\ttry_timeout 300ms") +
+			faultProvider("phang-untried", "openai", "mhang", breaker+"\n\t\t\ttimeout 1s") +
 			faultProvider("pa-reset", "anthropic", "mreset", breaker),
 		Models: `model fm-500 {
 			lb_policy round_robin
@@ -106,6 +107,11 @@ func TestRoutingMockFaults(t *testing.T) {
 			lb_policy round_robin
 			to phang xhang
 			to mock okhang
+		}
+		model fm-hang-untried {
+			lb_policy round_robin
+			to phang-untried xhang
+			to mock okhang-untried
 		}
 		model fm-both {
 			to p500 both-a
@@ -170,14 +176,51 @@ func TestRoutingMockFaults(t *testing.T) {
 		})
 	}
 
-	// A hanging deployment: each attempt on it ends at the provider's
-	// timeout with 504 (an attempt that timed out is not retried: the
-	// provider may have done the work), until its breaker opens; then the
-	// healthy deployment answers everything.
+	// A hanging deployment with a try timeout: each attempt on it is
+	// abandoned after 300ms without headers, counted as a timeout, and
+	// retried on the healthy deployment, until its breaker opens (after
+	// min_requests 2); no client sees an error, and the ledger names the
+	// healthy deployment for every request.
 	t.Run("fm-hang", func(t *testing.T) {
+		before := scrapeMetrics(t)
+		for i := range n {
+			if status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key, chatBody("fm-hang")); status != http.StatusOK {
+				t.Fatalf("request %d with phang/xhang hanging and try_timeout 300ms: %d %s, want 200 from mock/okhang", i, status, body)
+			}
+		}
+		after := scrapeMetrics(t)
+		if got := after.delta(before, "air_upstream_attempts_total", `provider="phang"`); got < 1 || got > 2 {
+			t.Errorf("phang got %v attempts in %d requests, want 1 to 2: then its breaker should be open", got, n)
+		}
+		if got := after.delta(before, "air_upstream_attempts_total", `provider="phang"`, `result="timeout"`); got < 1 {
+			t.Errorf("phang's abandoned attempts counted %v times as result timeout, want each of them", got)
+		}
+		if u := upstreamOf(t, "phang/xhang"); u.Reason != "breaker_open" || u.Failures < 1 {
+			t.Errorf("hanging upstream: %+v, want its breaker open on its timeouts", u)
+		}
+		answered := 0
+		for _, rec := range ledgerOf(t, "mock-faults") {
+			if rec.Model != "fm-hang" {
+				continue
+			}
+			if rec.Deployment != "mock/okhang" || rec.Status != http.StatusOK {
+				t.Errorf("ledger record of fm-hang: deployment %q status %d, want mock/okhang and 200", rec.Deployment, rec.Status)
+			}
+			answered++
+		}
+		if answered != n {
+			t.Errorf("%d ledger records of fm-hang, want %d", answered, n)
+		}
+	})
+
+	// The same hanging deployment without a try timeout: each attempt on
+	// it ends at the provider's timeout with 504 (an attempt that timed
+	// out so is not retried), until its breaker opens; then the healthy
+	// deployment answers everything.
+	t.Run("fm-hang without try_timeout", func(t *testing.T) {
 		errors := 0
 		for i := range n {
-			status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key, chatBody("fm-hang"))
+			status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key, chatBody("fm-hang-untried"))
 			switch {
 			case status == http.StatusGatewayTimeout && decodeError(t, body).code() == "upstream_timeout":
 				errors++
@@ -191,7 +234,7 @@ func TestRoutingMockFaults(t *testing.T) {
 		if errors < 1 || errors > 2 {
 			t.Errorf("%d requests timed out on the hanging deployment, want 1 to 2 (min_requests)", errors)
 		}
-		if u := upstreamOf(t, "phang/xhang"); u.Reason != "breaker_open" {
+		if u := upstreamOf(t, "phang-untried/xhang"); u.Reason != "breaker_open" {
 			t.Errorf("hanging upstream: %+v, want its breaker open", u)
 		}
 	})

@@ -16,7 +16,9 @@ import (
 // model leaves exactly one log line ("upstream attempt", the handler's
 // logger) and one span per attempt, each naming its deployment, number,
 // status and request id, and never the upstream key; a request served by
-// its first attempt logs it at debug level. Embeddings and count_tokens
+// its first attempt logs it at debug level; an attempt abandoned at its
+// provider's try_timeout is one line and one span with result timeout.
+// Embeddings and count_tokens
 // attempts have spans named after their endpoint.
 func TestRoutingAttemptLogsAndSpans(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "attempts.log")
@@ -28,11 +30,16 @@ func TestRoutingAttemptLogsAndSpans(t *testing.T) {
 		level DEBUG
 		include http.handlers.air_chat http.handlers.air_embeddings http.handlers.air_count_tokens
 	}`, logFile),
-		Site:      faultMock("mlog", "fault 1 500"),
-		Providers: faultProvider("plog", "openai", "mlog", "retries 1\n\t\t\tmin_requests 10"),
+		Site: faultMock("mlog", "fault 1 500") + faultMock("mloghang", "fault 1 hang"),
+		Providers: faultProvider("plog", "openai", "mlog", "retries 1\n\t\t\tmin_requests 10") +
+			faultProvider("ploghang", "openai", "mloghang", "retries 0\n\t\t\ttry_timeout 300ms"),
 		Models: `model fm-log {
 			to plog xlog-a
 			to plog xlog-b
+			fallback mock-gpt
+		}
+		model fm-loghang {
+			to ploghang xhang
 			fallback mock-gpt
 		}`,
 	})
@@ -113,6 +120,34 @@ func TestRoutingAttemptLogsAndSpans(t *testing.T) {
 	})
 	if strings.Join(spans, " ") != "1:500 2:500 3:200" {
 		t.Errorf("attempt spans %v, want 1:500 2:500 3:200", spans)
+	}
+
+	// An attempt abandoned at its provider's try_timeout is one line and
+	// one span with result timeout, and the request goes on (here to the
+	// fallback model).
+	if status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key, chatBody("fm-loghang")); status != http.StatusOK {
+		t.Fatalf("fm-loghang: %d %s, want 200 from the fallback after the try timeout", status, body)
+	}
+	for _, r := range waitLedger(t, "attempt-logs", 3) {
+		ids[r.Model] = r.ID
+	}
+	eventually(t, 10*time.Second, "two attempt lines of the hanging request", func() bool { return len(lines(ids["fm-loghang"])) >= 2 })
+	if l := lines(ids["fm-loghang"]); len(l) != 2 || l[0]["result"] != "timeout" || l[0]["status"] != 0.0 || l[0]["level"] != "info" ||
+		l[0]["deployment"] != "ploghang/xhang" || !strings.Contains(fmt.Sprint(l[0]["error"]), "try_timeout") ||
+		l[1]["result"] != "ok" || l[1]["served_model"] != "mock-gpt" {
+		t.Errorf("hanging request's lines: %v, want a timeout on ploghang/xhang naming try_timeout, then the fallback's ok", l)
+	}
+	eventually(t, 20*time.Second, "two attempt spans of the hanging request", func() bool {
+		spans = spans[:0]
+		for _, s := range rc.named("chat fm-loghang") {
+			if attr(s, "air.request_id") == ids["fm-loghang"] {
+				spans = append(spans, attr(s, "air.attempt")+":"+attr(s, "error.type"))
+			}
+		}
+		return len(spans) >= 2
+	})
+	if strings.Join(spans, " ") != "1:timeout 2:" {
+		t.Errorf("hanging request's spans %v, want 1:timeout 2: (no error)", spans)
 	}
 
 	// Embeddings and count_tokens spans are named after their endpoint.

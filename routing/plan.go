@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -23,6 +22,12 @@ type Request struct {
 	// fallbacks (a Responses request bound to the deployment that holds
 	// its response). Its upstream's breaker still learns from it.
 	Pin *Pin
+	// NonIdempotent is set for a request the upstream may act on before
+	// it answers (a task create: the provider may have taken the job):
+	// its attempts have no try timeout (Options.TryTimeout), so none is
+	// abandoned for a retry that could run the job twice. A caller does
+	// not retry such a request after a timeout either.
+	NonIdempotent bool
 }
 
 // Pin is a fixed attempt.
@@ -31,108 +36,6 @@ type Pin struct {
 	Provider *providers.Provider
 	// Attempt is the base URL and key called.
 	Attempt providers.Attempt
-}
-
-// Target is where one attempt goes. Report its end with Done, once.
-type Target struct {
-	// Route is the model served: the request's, or a fallback.
-	Route *providers.Route
-	// Provider is the provider called.
-	Provider *providers.Provider
-	// UpstreamModel is the model name to send upstream, "" to keep the
-	// client's.
-	UpstreamModel string
-	// Attempt is the base URL and key called.
-	Attempt providers.Attempt
-	// Upstream is the upstream called; nil for a pin outside the table.
-	Upstream *Upstream
-	// Number counts the request's attempts, from 1.
-	Number int
-	// Fallback is true when Route is a fallback of the request's model.
-	Fallback bool
-
-	r     *Router
-	start time.Time
-	ended bool
-}
-
-// Deployment names the deployment called, "provider/model".
-func (t *Target) Deployment() string {
-	if t.Upstream != nil {
-		return t.Upstream.dep.name
-	}
-	return t.Provider.Name
-}
-
-// Outcome is how an attempt ended.
-type Outcome struct {
-	// Status is the upstream's answer status, 0 when none came.
-	Status int
-	// Err is why no answer came (a connection error), nil otherwise.
-	Err error
-	// Timeout is set when no answer came within the provider's timeout,
-	// or the answer stalled.
-	Timeout bool
-	// Canceled is set when the client left; the upstream is not blamed.
-	Canceled bool
-	// Broken is set when an answer that had begun was cut or carried an
-	// error event.
-	Broken bool
-	// Quota is set when the answer says the key's quota is spent.
-	Quota bool
-	// RetryAfter is the answer's Retry-After, 0 when absent.
-	RetryAfter time.Duration
-	// TTFB is the time from the attempt's start to the response headers.
-	TTFB time.Duration
-}
-
-// Retryable reports an answer status after which the request moves on to
-// another attempt, when nothing was written to the client: 429, 5xx, and
-// the statuses of a key the provider refuses (401, 402, 403).
-func Retryable(status int) bool {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusForbidden:
-		return true
-	}
-	return status >= 500
-}
-
-// Done records how the attempt ended: a breaker or a cooldown may change,
-// a key may leave rotation, the deployment's latency learns. Calling it
-// again does nothing.
-func (t *Target) Done(o Outcome) {
-	if t.ended {
-		return
-	}
-	t.ended = true
-	u := t.Upstream
-	if u == nil {
-		return
-	}
-	u.release()
-	r, now := t.r, t.r.now()
-	switch {
-	case o.Canceled:
-		u.unprobe()
-	case o.Status == http.StatusUnauthorized || o.Status == http.StatusForbidden || o.Status == http.StatusPaymentRequired || o.Quota:
-		r.rejectKey(u, now, o.Status)
-	case o.Status == http.StatusTooManyRequests:
-		d := o.RetryAfter
-		if d <= 0 {
-			d = u.prov.opts.Cooldown
-		}
-		r.cool(u, now, d)
-	case o.Err != nil || o.Timeout || o.Broken || o.Status >= 500:
-		if o.RetryAfter > 0 {
-			r.cool(u, now, o.RetryAfter)
-		}
-		r.failed(u, now)
-	default:
-		if o.Status < 400 && o.TTFB > 0 {
-			u.dep.observeTTFB(o.TTFB)
-		}
-		r.succeeded(u)
-	}
 }
 
 // Unavailable is Next's error when no upstream of the model or its
@@ -294,6 +197,9 @@ func (p *Plan) target(g *group, u *Upstream, now time.Time) *Target {
 	t := &Target{Route: g.route, Provider: u.dep.d.Provider, UpstreamModel: u.dep.d.UpstreamModel,
 		Attempt: providers.Attempt{BaseURL: u.BaseURL, APIKey: u.apiKey}, Upstream: u, Number: p.n,
 		Fallback: p.gi > 0, r: p.r, start: now}
+	if !p.req.NonIdempotent {
+		t.try = u.prov.opts.TryTimeout
+	}
 	if t.Fallback && t.UpstreamModel == "" {
 		t.UpstreamModel = g.route.Pattern
 	}

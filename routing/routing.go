@@ -3,8 +3,10 @@
 // requests, lowest latency) and a provider's keys, keeps upstreams that
 // fail out of rotation (cooldowns on 429, circuit breakers on failure
 // rates, keys the provider rejects, failed active health checks, limits),
-// paces retries with jittered backoff, and falls back to other models when
-// none of a model's deployments answers before the first byte.
+// paces retries with jittered backoff, bounds each attempt's wait for its
+// response headers when a provider sets a try timeout, and falls back to
+// other models when none of a model's deployments answers before the
+// first byte.
 //
 // An upstream is one deployment × base URL × key. A request gets a Plan;
 // each Next returns the Target of one attempt, whose Done reports how it
@@ -66,6 +68,12 @@ type Options struct {
 	RPM, TPM int
 	// HealthCheck, when set, probes each base URL × key at an interval.
 	HealthCheck *HealthCheck
+	// TryTimeout bounds how long one attempt waits for its response
+	// headers: an attempt without them by then is abandoned, counts as a
+	// timeout, and the request moves on to its next attempt (see
+	// Target.Try). Zero is no bound: an attempt waits for the provider's
+	// own timeout, which ends the request.
+	TryTimeout time.Duration
 }
 
 // withDefaults fills the zero fields of o.
@@ -130,6 +138,10 @@ type Config struct {
 	// done is closed, and reports whether it waited d.
 	Now   func() time.Time
 	Sleep func(done <-chan struct{}, d time.Duration) bool
+	// AfterFunc replaces time.AfterFunc in tests: it calls f in its own
+	// goroutine once d has passed, unless the stop it returns is called
+	// first; stop reports whether it stopped f from being called.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Router holds the routing state of one configuration. Its methods are
@@ -146,6 +158,7 @@ type Router struct {
 	log      *zap.Logger
 	now      func() time.Time
 	sleep    func(<-chan struct{}, time.Duration) bool
+	after    func(time.Duration, func()) func() bool
 	states   func(string) *UpstreamState
 	checksMu sync.Mutex
 }
@@ -172,7 +185,7 @@ type healthKey struct {
 // New builds the routing state of c.Table.
 func New(c Config) *Router {
 	r := &Router{table: c.Table, groups: make(map[*providers.Route]*group), byName: make(map[string]*providers.Route),
-		provs: make(map[string]*provider), deps: make(map[string]*deployment), maxWait: c.MaxWait, obs: c.Observer, log: c.Logger, now: c.Now, sleep: c.Sleep, states: c.States}
+		provs: make(map[string]*provider), deps: make(map[string]*deployment), maxWait: c.MaxWait, obs: c.Observer, log: c.Logger, now: c.Now, sleep: c.Sleep, after: c.AfterFunc, states: c.States}
 	if r.maxWait == 0 {
 		r.maxWait = DefaultMaxWait
 	}
@@ -181,6 +194,9 @@ func New(c Config) *Router {
 	}
 	if r.sleep == nil {
 		r.sleep = sleep
+	}
+	if r.after == nil {
+		r.after = afterFunc
 	}
 	if r.log == nil {
 		r.log = zap.NewNop()

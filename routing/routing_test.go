@@ -19,6 +19,8 @@ type fixture struct {
 	clock *fakeclock.Clock
 	route *providers.Route
 	slept []time.Duration
+	// timers are the try timeouts armed, in order (see fakeTimer).
+	timers []*fakeTimer
 }
 
 func newFixture(t *testing.T, policy string, weights [2]int, opts Options, fallback bool) *fixture {
@@ -44,7 +46,7 @@ func newFixture(t *testing.T, policy string, weights [2]int, opts Options, fallb
 			f.slept = append(f.slept, d)
 			f.clock.Advance(d)
 			return true
-		}})
+		}, AfterFunc: f.afterFunc})
 	return f
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 )
 
@@ -214,7 +215,7 @@ func answerTooLarge(status int, limit int64) *upstreamError {
 
 // transportError describes a request that got no usable answer.
 func transportError(ctx context.Context, err error) *upstreamError {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || routing.TimedOut(ctx, err) {
 		return &upstreamError{name: errTimeout, msg: "the provider did not answer in time", cause: err}
 	}
 	return &upstreamError{name: errUpstream, msg: "the provider could not be reached", cause: err}

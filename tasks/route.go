@@ -39,7 +39,7 @@ type pendingAttempt struct {
 // error, with that attempt's call (out nil), or, when none could be made,
 // an UpstreamError naming the wait and no call.
 func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (*submitted, error) {
-	plan := s.router.Plan(routing.Request{Route: r.route})
+	plan := s.router.Plan(routing.Request{Route: r.route, NonIdempotent: true})
 	var last error
 	var lastCall *submitted
 	var pending *pendingAttempt
@@ -64,8 +64,12 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 			c.servedModel = tg.Route.Pattern
 		}
 		actx, span := startSubmit(ctx, t, tg)
+		// A create is NonIdempotent: its attempts get no try timeout, and
+		// one that timed out all the same would not be resubmitted.
+		actx, headers := tg.Try(actx)
 		start := time.Now()
 		out, err := ad.submit(actx, c, r)
+		headers()
 		result := s.submitDone(span, tg, c, out, err, time.Since(start))
 		tg.LogAttempt(s.log, routing.AttemptLog{RequestID: t.ID, Operation: t.Type, Model: t.Model, Status: c.status,
 			Result: result, Err: err, Delivered: err == nil})

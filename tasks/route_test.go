@@ -2,9 +2,11 @@ package tasks
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,5 +202,68 @@ func TestCreateHonoursRetryAfter(t *testing.T) {
 	}
 	if len(e.biller.charges()) != 1 {
 		t.Errorf("charges %+v, want only the first task's", e.biller.charges())
+	}
+}
+
+// TestCreateIgnoresTryTimeout: a task create is never abandoned for
+// another attempt, whatever its provider's try timeout: the provider may
+// have taken the job. A slow submission past the try timeout is waited
+// for and serves the task; a hanging one ends at the provider's timeout
+// and fails the task, without a retry on the healthy deployment.
+func TestCreateIgnoresTryTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		handler      func(w http.ResponseWriter, r *http.Request)
+		wantStatus   string
+		wantAttempts []string
+	}{
+		{"slow answer", func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(150 * time.Millisecond)
+			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+		}, StatusSucceeded, []string{"slow:ok"}},
+		{"hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, StatusFailed, []string{"slow:timeout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, providers.ProtocolOpenAI)
+			var slowHits atomic.Int32
+			slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				slowHits.Add(1)
+				_, _ = io.Copy(io.Discard, r.Body) // so that a client leaving ends r's context
+				tc.handler(w, r)
+			}))
+			t.Cleanup(slow.Close)
+			e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+			})
+			up := e.table.Provider("up")
+			up.Timeout = time.Second
+			slowP := &providers.Provider{Name: "slow", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{slow.URL + "/v1"},
+				Retries: 1, Timeout: time.Second}
+			var err error
+			e.table, err = providers.NewTable([]*providers.Provider{up, slowP}, []*providers.Route{{Pattern: "img", Kind: providers.KindImage,
+				Policy: providers.PolicyRoundRobin, Deployments: []*providers.Deployment{{Provider: slowP}, {Provider: up}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			router := routing.New(routing.Config{Table: e.table, Options: map[string]routing.Options{
+				"slow": {TryTimeout: 20 * time.Millisecond}, "up": {TryTimeout: 20 * time.Millisecond}}})
+			obs := &countAttempts{}
+			s := e.service(func(c *Config) { c.Router, c.Attempts = router, obs })
+			tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"img","prompt":"x"}`), testMediaBase)
+			if aerr != nil || tk.Status != tc.wantStatus || tk.Deployment != "slow" {
+				t.Fatalf("create: %v, task %q by %q (%s), want %q by slow", aerr, tk.Status, tk.Deployment, tk.Error, tc.wantStatus)
+			}
+			if tc.wantStatus == StatusFailed && !strings.HasPrefix(tk.Error, "UpstreamTimeout") {
+				t.Errorf("task error %q, want UpstreamTimeout", tk.Error)
+			}
+			if n := len(e.requests("POST", "/v1/images/generations")); n != 0 || slowHits.Load() != 1 {
+				t.Errorf("slow deployment got %d submissions, healthy one %d: want 1 and 0 (no retry)", slowHits.Load(), n)
+			}
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			if !slices.Equal(obs.got, tc.wantAttempts) {
+				t.Errorf("attempts %v, want %v", obs.got, tc.wantAttempts)
+			}
+		})
 	}
 }
