@@ -1,0 +1,77 @@
+package billing
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSearchRecordsAcrossUsers pages through every user's records that
+// match a model and an outcome, user by user, and exports them as CSV.
+func TestSearchRecordsAcrossUsers(t *testing.T) {
+	l := newLedger(t, openStore(t), 0)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	n := 0
+	add := func(user, model, outcome string, at time.Time) {
+		n++
+		rec := testRecord(fmt.Sprintf("r%02d", n), 1000)
+		rec.User, rec.Model, rec.Outcome, rec.Time, rec.KeyID = user, model, outcome, at, "key_"+user
+		if _, err := l.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		add("carol", "m1", OutcomeFailed, now.Add(-time.Duration(i)*time.Minute))
+		add("bob", "m1", OutcomeOK, now)
+		add("alice", "m1", OutcomeFailed, now)
+		add("dave", "m2", OutcomeFailed, now)
+	}
+	add("erin", "m1", OutcomeFailed, now.AddDate(0, 0, -40)) // before the default range
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := RecordQuery{Model: "m1", Outcome: OutcomeFailed, Limit: 2}
+	var got []string
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("the search does not end")
+		}
+		p, err := l.SearchRecords(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Records {
+			got = append(got, r.User+"/"+r.ID)
+		}
+		if !p.HasMore {
+			break
+		}
+		q.After = p.Next
+	}
+	if want := "alice/r03 alice/r07 alice/r11 carol/r01 carol/r05 carol/r09"; strings.Join(got, " ") != want {
+		t.Errorf("search pages = %s, want %s", strings.Join(got, " "), want)
+	}
+	// One user's search reads as UserRecords.
+	p, err := l.SearchRecords(ctx, RecordQuery{User: "dave", Outcome: OutcomeFailed})
+	if err != nil || len(p.Records) != 3 || p.HasMore {
+		t.Errorf("dave's search: %+v, %v", p, err)
+	}
+	// An older range finds erin.
+	p, err = l.SearchRecords(ctx, RecordQuery{Since: now.AddDate(0, 0, -50), Model: "m1", Outcome: OutcomeFailed})
+	if err != nil || len(p.Records) != 7 || p.Records[6].User != "erin" {
+		t.Errorf("search over 50 days: %+v, %v", p, err)
+	}
+	if _, err := l.SearchRecords(ctx, RecordQuery{After: "not a cursor!"}); err == nil {
+		t.Error("a bad cursor is accepted")
+	}
+	var csv bytes.Buffer
+	if err := l.ExportCSV(ctx, RecordQuery{Model: "m1", Outcome: OutcomeFailed}, &csv); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 7 || !strings.HasPrefix(lines[1], "r03,") {
+		t.Errorf("CSV of every user's failed m1 requests:\n%s", csv.String())
+	}
+}
