@@ -24,7 +24,7 @@ import (
 //	GET /air/usage?by=&user=&key=&model=&since=&until=  → the usage report, by day and model or by one of day, model, key, user
 //	GET /air/users?month=YYYY-MM                        → users with requests and spend, top spenders first
 //	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
-//	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records, or all as CSV
+//	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records (every user's without user), or all as CSV
 //	GET /air/budgets/                                   → every user and key with limits
 //	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
 func (a Admin) billingRoutes() []caddy.AdminRoute {
