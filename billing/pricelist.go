@@ -87,4 +87,3 @@ func (mp *modelPrice) view() ModelPrices {
 	}
 	return v
 }
-
