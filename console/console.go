@@ -115,6 +115,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /operators", h.admin(h.operatorsPage))
 	m.HandleFunc("POST /operators/budgets", h.admin(h.setBudget))
 	m.HandleFunc("POST /operators/budgets/delete", h.admin(h.deleteBudget))
+	m.HandleFunc("GET /operators/ledger", h.admin(h.ledgerPage))
+	m.HandleFunc("GET /operators/ledger.csv", h.admin(h.ledgerCSV))
 	h.mux = m
 }
 
