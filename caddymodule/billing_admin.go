@@ -203,7 +203,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 func usageCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "usage [--by day|model|key|user] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
-		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user",
+		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user, or by day and key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
@@ -228,7 +228,7 @@ func usageCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().String("by", "", "Group by day, model, key or user (default: day and model)")
+	cmd.Flags().String("by", "", "Group by day, model, key, user or day-key (default: day and model)")
 	cmd.Flags().String("user", "", "Only this user")
 	cmd.Flags().String("key", "", "Only this key id")
 	cmd.Flags().String("model", "", "Only this model")

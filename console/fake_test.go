@@ -97,8 +97,11 @@ func (f *fakeServices) Report(_ context.Context, flt billing.ReportFilter) (*bil
 	f.mu.Unlock()
 	day := flt.Until.Format(dayLayout)
 	row := billing.ReportRow{Day: day, Model: "model-of-" + flt.User, Currency: "USD", Priced: true}
-	if flt.By == billing.ByKey {
+	switch flt.By {
+	case billing.ByKey:
 		row = billing.ReportRow{KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
+	case billing.ByDayKey:
+		row = billing.ReportRow{Day: day, KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
 	}
 	row.Requests, row.Usage.Input, row.Usage.Output, row.Cost = 3, 120, 45, 1234567
 	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}, nil
