@@ -48,10 +48,10 @@ type usageData struct {
 	// KeyCostChart and KeyTokenChart split the days by key.
 	KeyCostChart  *chart
 	KeyTokenChart *chart
-	Ledger     *billing.RecordPage
-	FirstPage  string
-	NextPage   string
-	CSV        string
+	Ledger        *billing.RecordPage
+	FirstPage     string
+	NextPage      string
+	CSV           string
 }
 
 // parseUsageFilter reads the page's parameters; the default range is the
