@@ -16,6 +16,12 @@ import (
 // has no Since: the days before its Until (or today).
 const DefaultSearchDays = 31
 
+// SearchUsersPerPage bounds the users a page of SearchRecords looks at in
+// the day aggregates, so that a page costs about the same whatever the
+// number of users: a search that few users match may return pages with
+// fewer records than their limit, even none, that still have more.
+const SearchUsersPerPage = 100
+
 // SearchRecords returns a page of the records q selects, like
 // UserRecords, but q.User is optional: without it the page holds every
 // user's records, user by user (users in name order, each user's records
@@ -24,7 +30,8 @@ const DefaultSearchDays = 31
 // totals (store.Ledger.MonthTotals), a user is read only if the day
 // aggregates of the range have requests that match the key, model and
 // outcome, and each user's records are read as UserRecords reads them.
-// The cursor is opaque and differs from UserRecords'.
+// A page looks at no more than SearchUsersPerPage users. The cursor is
+// opaque and differs from UserRecords'.
 func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage, error) {
 	if q.Limit == 0 {
 		q.Limit = DefaultPage
@@ -55,6 +62,7 @@ func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage,
 		}
 	}
 	page := &RecordPage{Records: []Record{}}
+	looked := 0
 	for _, u := range users {
 		if u < fromUser {
 			continue
@@ -64,6 +72,11 @@ func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage,
 			after = inner
 		}
 		if after == "" {
+			if looked == SearchUsersPerPage {
+				page.HasMore, page.Next = true, searchCursor(u, "")
+				return page, nil
+			}
+			looked++
 			ok, err := l.hasMatches(ctx, u, q)
 			if err != nil {
 				return nil, err

@@ -75,3 +75,45 @@ func TestSearchRecordsAcrossUsers(t *testing.T) {
 		t.Errorf("CSV of every user's failed m1 requests:\n%s", csv.String())
 	}
 }
+
+// TestSearchRecordsBoundsUsersPerPage pages through a search that only the
+// last of many users matches: each page looks at SearchUsersPerPage users,
+// and the last one finds the record.
+func TestSearchRecordsBoundsUsersPerPage(t *testing.T) {
+	l := newLedger(t, openStore(t), 0)
+	ctx := t.Context()
+	n := SearchUsersPerPage*2 + 10
+	for i := range n {
+		rec := testRecord(fmt.Sprintf("r%03d", i), 1000)
+		rec.User, rec.Time = fmt.Sprintf("user-%03d", i), time.Now().UTC()
+		if i == n-1 {
+			rec.Model = "rare"
+		}
+		if _, err := l.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := RecordQuery{Model: "rare"}
+	var sizes []int
+	var found []string
+	for {
+		p, err := l.SearchRecords(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(p.Records))
+		for _, r := range p.Records {
+			found = append(found, r.ID)
+		}
+		if !p.HasMore || len(sizes) > 5 {
+			break
+		}
+		q.After = p.Next
+	}
+	if fmt.Sprint(sizes) != "[0 0 1]" || fmt.Sprint(found) != fmt.Sprintf("[r%03d]", n-1) {
+		t.Errorf("pages of %v records, found %v; want [0 0 1] and the last user's", sizes, found)
+	}
+}

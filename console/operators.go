@@ -183,6 +183,9 @@ type ledgerData struct {
 	FirstPage string
 	NextPage  string
 	CSV       string
+	// Partial is set when the page holds fewer records than a page's
+	// size but more may follow: it looked at as many users as a page may.
+	Partial bool
 }
 
 // searchFilter reads the ledger search's form: the usage page's filter
@@ -213,6 +216,7 @@ func (h *Handler) ledgerPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Page = page
+	d.Partial = page.HasMore && len(page.Records) < q.Limit
 	params := f.query()
 	if q.User != "" {
 		params.Set("user", q.User)

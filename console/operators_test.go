@@ -138,6 +138,9 @@ func TestOperatorsLedgerSearch(t *testing.T) {
 	if !strings.Contains(next, "after=s1") || !strings.Contains(next, "model=m") {
 		t.Fatalf("next page link %q", next)
 	}
+	if strings.Contains(body, `id="ledger-partial"`) {
+		t.Error("a full page says it is partial")
+	}
 	w = do(h, "alice", "GET", strings.ReplaceAll(next, "&amp;", "&"), nil)
 	if !strings.Contains(w.Body.String(), `data-request-id="req_search_bob_2" data-user="bob"`) || strings.Contains(w.Body.String(), `id="ledger-next"`) {
 		t.Errorf("second page:\n%s", w.Body)
