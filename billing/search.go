@@ -22,6 +22,13 @@ const DefaultSearchDays = 31
 // fewer records than their limit, even none, that still have more.
 const SearchUsersPerPage = 100
 
+// searchAggregatesPerPage bounds the day aggregates a page of
+// SearchRecords reads to tell whether users match (an outcome filter
+// reads every aggregate of a user without that outcome): once a page has
+// read this many, it looks at no further user. A page always looks at
+// one user at least, so a search always goes on.
+const searchAggregatesPerPage = 2500
+
 // SearchRecords returns a page of the records q selects, like
 // UserRecords, but q.User is optional: without it the page holds every
 // user's records, user by user (users in name order, each user's records
@@ -30,7 +37,8 @@ const SearchUsersPerPage = 100
 // totals (store.Ledger.MonthTotals), a user is read only if the day
 // aggregates of the range have requests that match the key, model and
 // outcome, and each user's records are read as UserRecords reads them.
-// A page looks at no more than SearchUsersPerPage users. The cursor is
+// A page looks at no more than SearchUsersPerPage users, and at fewer when
+// their aggregates are many (searchAggregatesPerPage). The cursor is
 // opaque and differs from UserRecords'.
 func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage, error) {
 	if q.Limit == 0 {
@@ -62,7 +70,7 @@ func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage,
 		}
 	}
 	page := &RecordPage{Records: []Record{}}
-	looked := 0
+	looked, read := 0, 0
 	for _, u := range users {
 		if u < fromUser {
 			continue
@@ -72,12 +80,13 @@ func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage,
 			after = inner
 		}
 		if after == "" {
-			if looked == SearchUsersPerPage {
+			if looked == SearchUsersPerPage || read >= searchAggregatesPerPage {
 				page.HasMore, page.Next = true, searchCursor(u, "")
 				return page, nil
 			}
 			looked++
-			ok, err := l.hasMatches(ctx, u, q)
+			ok, n, err := l.hasMatches(ctx, u, q)
+			read += n
 			if err != nil {
 				return nil, err
 			}
@@ -131,10 +140,10 @@ func (l *Ledger) usersBetween(ctx context.Context, since, until time.Time) ([]st
 }
 
 // hasMatches reports whether user's day aggregates in q's range count
-// requests of q's key and model with q's outcome. Aggregates are per day,
-// so it may report a user whose matching records all fall outside q's
-// hours; never the other way round.
-func (l *Ledger) hasMatches(ctx context.Context, user string, q RecordQuery) (bool, error) {
+// requests of q's key and model with q's outcome, and how many aggregates
+// it read. Aggregates are per day, so it may report a user whose matching
+// records all fall outside q's hours; never the other way round.
+func (l *Ledger) hasMatches(ctx context.Context, user string, q RecordQuery) (bool, int, error) {
 	f := store.UsageFilter{User: user, KeyID: q.KeyID, Model: q.Model}
 	if !q.Since.IsZero() {
 		f.Since = q.Since.UTC().Format(dayLayout)
@@ -142,8 +151,9 @@ func (l *Ledger) hasMatches(ctx context.Context, user string, q RecordQuery) (bo
 	if !q.Until.IsZero() {
 		f.Until = q.Until.UTC().Format(dayLayout)
 	}
-	found := false
+	found, n := false, 0
 	err := l.repo.Usage(ctx, f, func(a store.Aggregate) error {
+		n++
 		if a.Requests > 0 && (q.Outcome == "" || a.Outcomes[q.Outcome] > 0) {
 			found = true
 			return store.ErrStop
@@ -153,7 +163,7 @@ func (l *Ledger) hasMatches(ctx context.Context, user string, q RecordQuery) (bo
 	if errors.Is(err, store.ErrStop) {
 		err = nil
 	}
-	return found, err
+	return found, n, err
 }
 
 // searchCursor is the cursor of a search page that goes on at user, from

@@ -117,3 +117,44 @@ func TestSearchRecordsBoundsUsersPerPage(t *testing.T) {
 		t.Errorf("pages of %v records, found %v; want [0 0 1] and the last user's", sizes, found)
 	}
 }
+
+// TestSearchRecordsBoundsAggregatesPerPage searches for an outcome nobody
+// had among users with many aggregates: a page stops looking at users
+// once it read searchAggregatesPerPage of them, and the search still ends.
+func TestSearchRecordsBoundsAggregatesPerPage(t *testing.T) {
+	l := newLedger(t, openStore(t), 0)
+	ctx := t.Context()
+	const users, models = 4, searchAggregatesPerPage/2 + 1
+	now := time.Now().UTC()
+	for u := range users {
+		for m := range models {
+			rec := testRecord(fmt.Sprintf("r%d-%d", u, m), 1000)
+			rec.User, rec.Model, rec.Time = fmt.Sprintf("user-%d", u), fmt.Sprintf("m%d", m), now
+			l.Enqueue(rec, nil)
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := RecordQuery{Outcome: OutcomeFailed}
+	pages := 0
+	for {
+		p, err := l.SearchRecords(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(p.Records) != 0 || pages > users {
+			t.Fatalf("page %d: %+v", pages, p)
+		}
+		if !p.HasMore {
+			break
+		}
+		q.After = p.Next
+	}
+	// Two users' aggregates fill a page's reads: pages of users 0-1 and
+	// 2-3.
+	if pages != 2 {
+		t.Errorf("%d pages, want 2", pages)
+	}
+}
