@@ -202,4 +202,38 @@ func TestConsoleServicesAdmin(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); status != http.StatusOK || len(lines) != 5 || !strings.HasPrefix(lines[0], "id,time,") {
 		t.Errorf("CSV export: %d\n%s", status, csv)
 	}
+
+	// Without a user, GET /air/records searches every user's records: the
+	// chat request of pager is found among them by model, and by key.
+	other, _ := createKey(t, "another")
+	if status, _, body := call(t, http.MethodPost, "/v1/chat/completions", other, `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`); status != http.StatusOK {
+		t.Fatalf("chat of another user: %d %s", status, body)
+	}
+	var search struct {
+		Records []struct {
+			User  string `json:"user"`
+			KeyID string `json:"key_id"`
+		} `json:"records"`
+		HasMore bool `json:"has_more"`
+	}
+	adminJSON(t, http.MethodGet, "/air/records?model=mock-gpt&outcome=ok", "", &search)
+	var got []string
+	for _, r := range search.Records {
+		got = append(got, r.User)
+	}
+	if strings.Join(got, ",") != "another,pager" || search.HasMore {
+		t.Errorf("search across users for mock-gpt: users %v, has_more %v", got, search.HasMore)
+	}
+	adminJSON(t, http.MethodGet, "/air/records?key="+id, "", &search)
+	if len(search.Records) != 4 || search.Records[0].User != "pager" {
+		t.Errorf("search by pager's key: %+v", search)
+	}
+	status, _, csv = callURL(t, http.MethodGet, "http://"+adminAddr+"/air/records?model=mock-gpt&format=csv", "", "")
+	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); status != http.StatusOK || len(lines) != 3 {
+		t.Errorf("CSV of the search across users: %d\n%s", status, csv)
+	}
+	adminJSON(t, http.MethodGet, "/air/usage?by=day-key&user=pager", "", &rep)
+	if len(rep.Rows) != 1 || rep.Rows[0].KeyID != id || rep.Rows[0].Requests != 4 {
+		t.Errorf("usage by day and key: %+v", rep)
+	}
 }
