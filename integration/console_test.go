@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,20 +348,33 @@ func testOperatorTools(t *testing.T, b *browser, admin context.Context, console,
 		chromedp.SetValue(`#ledger-filter select[name=outcome]`, "ok", chromedp.ByQuery),
 		chromedp.Click(`#ledger-filter button[type=submit]`, chromedp.ByQuery),
 	)
+	// The form's answer is a new page, whose address has the filters (the
+	// page the click left lists the request too, unfiltered).
+	if loc := waitText(admin, "", "model=mock-gpt"); !strings.Contains(loc, "outcome=ok") {
+		t.Fatalf("the ledger search's answer is at %q", loc)
+	}
 	found := waitText(admin, fmt.Sprintf(`#ledger-search tr[data-request-id=%q]`, requestID), demoUser)
 	if !strings.Contains(found, demoUser) || !strings.Contains(found, "USD") {
 		t.Errorf("the ledger search shows the demo user's request as %q", found)
 	}
+	var models []string
+	b.run(admin, chromedp.Evaluate(`[...document.querySelectorAll('#ledger-search tbody tr')].map(r => r.cells[4].innerText)`, &models))
+	if len(models) == 0 || slices.ContainsFunc(models, func(m string) bool { return m != "mock-gpt" }) {
+		t.Errorf("the search for mock-gpt lists models %q", models)
+	}
 	b.screenshot(admin, "ledger-search")
 }
 
-// waitText polls the text of the element selector matches in tab until it
-// contains want (a form's answer is a new page: the element of the page
-// the click left may match first), for up to 30 seconds, and returns the
-// last text read. It reads by script, never by a node id, which a
-// navigation may take away between two steps.
+// waitText polls the text of the element selector matches in tab (""
+// polls the page's address) until it contains want (a form's answer is a
+// new page: the element of the page the click left may match first), for
+// up to 30 seconds, and returns the last text read. It reads by script,
+// never by a node id, which a navigation may take away between two steps.
 func waitText(tab context.Context, selector, want string) string {
 	js := fmt.Sprintf(`(() => { const r = document.querySelector(%q); return r ? r.innerText : ''; })()`, selector)
+	if selector == "" {
+		js = `location.href`
+	}
 	var got string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if err := chromedp.Run(tab, chromedp.Evaluate(js, &got)); err == nil && strings.Contains(got, want) {
