@@ -186,8 +186,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	var keyRow string
 	b.run(demo, chromedp.Text(fmt.Sprintf(`tr[data-key-id=%q]`, keyID), &keyRow, chromedp.ByQuery))
-	if !strings.Contains(keyRow, "mock-gpt, mock-im*") || !strings.Contains(keyRow, "active") {
-		t.Errorf("the new key's row: %q, want its models and state", keyRow)
+	if !strings.Contains(keyRow, "mock-gpt, mock-im*") || !strings.Contains(keyRow, "active") || !strings.Contains(keyRow, "5.000000000") {
+		t.Errorf("the new key's row: %q, want its models, spend limit and state", keyRow)
 	}
 	// The key's scope is enforced: a model outside it gets 403.
 	if st, _, body := call(t, http.MethodPost, "/v1/chat/completions", secret, `{"model":"mock-reasoner","messages":[{"role":"user","content":"x"}]}`); st != http.StatusForbidden || decodeError(t, body).code() != "model_not_allowed" {
