@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -370,12 +371,21 @@ func (s consoleServices) Prices() console.PriceView {
 // Providers implements console.OperatorService.
 func (s consoleServices) Providers() []console.ProviderView {
 	routes := s.app.Routes()
+	var status []routing.UpstreamStatus
+	if r := s.app.Router(); r != nil {
+		status = r.Status()
+	}
 	var out []console.ProviderView
 	for _, p := range routes.Providers() {
 		pv := console.ProviderView{Name: p.Name, Protocol: p.Protocol, BaseURLs: p.BaseURLs}
 		if s.app.tracker != nil {
 			st := s.app.tracker.Stats(p.Name)
 			pv.State = fmt.Sprintf("%d attempts, %d failed in %s", st.Attempts, st.Failures, s.app.tracker.Window())
+		}
+		for _, u := range status {
+			if u.Provider == p.Name {
+				pv.Upstreams = append(pv.Upstreams, u)
+			}
 		}
 		for _, r := range routes.Models() {
 			if r.Provider == p {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -253,5 +254,9 @@ func (f *fakeServices) Prices() PriceView {
 }
 
 func (f *fakeServices) Providers() []ProviderView {
-	return []ProviderView{{Name: "mock", Protocol: "openai", BaseURLs: []string{"http://x"}, Models: []ModelView{{Pattern: "mock-gpt", Kind: "chat", Priced: true}}}}
+	return []ProviderView{{Name: "mock", Protocol: "openai", BaseURLs: []string{"http://x"}, Models: []ModelView{{Pattern: "mock-gpt", Kind: "chat", Priced: true}},
+		Upstreams: []routing.UpstreamStatus{
+			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://x", Breaker: "closed", Available: true, Attempts: 4, Failures: 1},
+			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://y", Key: 1, Breaker: "open", Reason: "breaker_open", Attempts: 5, Failures: 5},
+		}}}
 }

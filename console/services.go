@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -187,6 +188,10 @@ type ProviderView struct {
 	State string
 	// Models are the model ids or globs it serves, with their kinds.
 	Models []ModelView
+	// Upstreams are the state of each of its upstreams (deployment × base
+	// URL × key) as GET /air/providers reports it: breaker, availability
+	// and why not, attempts, requests in flight.
+	Upstreams []routing.UpstreamStatus
 }
 
 // ModelView is one configured model route.
