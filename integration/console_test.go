@@ -338,6 +338,11 @@ func testOperatorTools(t *testing.T, b *browser, admin context.Context, console,
 	if !strings.Contains(price, "32000") || !strings.Contains(price, "128000") || !strings.Contains(price, "×1.25 / ×2 / ×0.1") {
 		t.Errorf("the price table shows mock-gpt as %q, want its tiers and cache multipliers", price)
 	}
+	var upstreams string
+	b.run(admin, chromedp.Text(`#provider-list tr[data-provider=mock] td.upstreams`, &upstreams, chromedp.ByQuery))
+	if !strings.Contains(upstreams, "available, breaker closed") {
+		t.Errorf("the mock provider's upstreams show as %q", upstreams)
+	}
 	b.screenshot(admin, "operators-key-limits")
 
 	// A search across users (no user named) finds the demo user's request.
