@@ -359,7 +359,8 @@ func (s consoleServices) ExportRecordsCSV(ctx context.Context, q billing.RecordQ
 	return exportRecords(ctx, st, q, w)
 }
 
-// Prices implements console.OperatorService.
+// Prices implements console.OperatorService: GET /air/prices, and the
+// file as read.
 func (s consoleServices) Prices() console.PriceView {
 	v := console.PriceView{Source: s.app.Prices, Currency: s.app.prices.Currency(), Models: s.app.prices.Models(), Text: s.app.priceText}
 	if v.Source == "" {

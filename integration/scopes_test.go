@@ -232,6 +232,26 @@ func TestConsoleServicesAdmin(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); status != http.StatusOK || len(lines) != 3 {
 		t.Errorf("CSV of the search across users: %d\n%s", status, csv)
 	}
+	var prices struct {
+		Currency string `json:"currency"`
+		Models   []struct {
+			Pattern string `json:"pattern"`
+			Tiers   []struct {
+				UpTo  int64  `json:"up_to"`
+				Input string `json:"input"`
+			} `json:"tiers"`
+		} `json:"models"`
+	}
+	adminJSON(t, http.MethodGet, "/air/prices", "", &prices)
+	var tiers string
+	for _, m := range prices.Models {
+		if m.Pattern == "mock-gpt" {
+			tiers = fmt.Sprint(m.Tiers)
+		}
+	}
+	if prices.Currency != "USD" || tiers != "[{32000 0.8} {128000 1.2} {0 2.4}]" {
+		t.Errorf("GET /air/prices: currency %q, mock-gpt's tiers %s", prices.Currency, tiers)
+	}
 	adminJSON(t, http.MethodGet, "/air/usage?by=day-key&user=pager", "", &rep)
 	if len(rep.Rows) != 1 || rep.Rows[0].KeyID != id || rep.Rows[0].Requests != 4 {
 		t.Errorf("usage by day and key: %+v", rep)
