@@ -79,7 +79,8 @@ var csvHeader = []string{"id", "time", "endpoint", "user", "key_id", "model", "p
 	"images", "video_ms", "cost", "currency"}
 
 // ExportCSV writes every record of q.User that q's filters select (from
-// q.After on) to w as CSV with a header line, page by page. The cost and
+// q.After on) to w as CSV with a header line, page by page; without a
+// q.User, every user's, as SearchRecords pages them. The cost and
 // currency of a record of an unpriced model are both "unpriced", never a
 // zero cost.
 func (l *Ledger) ExportCSV(ctx context.Context, q RecordQuery, w io.Writer) error {
@@ -88,8 +89,12 @@ func (l *Ledger) ExportCSV(ctx context.Context, q RecordQuery, w io.Writer) erro
 		return err
 	}
 	q.Limit = MaxPage
+	next := l.UserRecords
+	if q.User == "" {
+		next = l.SearchRecords
+	}
 	for {
-		p, err := l.UserRecords(ctx, q)
+		p, err := next(ctx, q)
 		if err != nil {
 			return err
 		}

@@ -83,6 +83,10 @@ type modelPrice struct {
 	unitRate rate
 	// serviceTiers maps a reported service tier to its price multiplier.
 	serviceTiers map[string]decimal.Decimal
+	// cache is the model's cache multipliers; embedding is set for an
+	// embedding price. Both are kept for Models.
+	cache     cacheMultipliers
+	embedding bool
 }
 
 // tier is one token tier with its rates in nanos per token.
@@ -318,6 +322,7 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 	if len(mp.tiers) == 0 && mp.unit == unitNone {
 		return nil, errors.New("no prices: set tiers, embedding, image, video_second or video_task")
 	}
+	mp.cache, mp.embedding = cm, embedding.Exists()
 	return mp, nil
 }
 

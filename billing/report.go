@@ -26,7 +26,7 @@ type ReportFilter struct {
 	// Until is the last day (UTC) to include, inclusive; zero: up to today.
 	Until time.Time `json:"until,omitzero"`
 	// By groups the rows by one dimension: day, model, key or user; ""
-	// groups them by day and model.
+	// groups them by day and model, "day-key" by day and key.
 	By GroupBy `json:"by,omitempty"`
 }
 
@@ -40,16 +40,17 @@ const (
 	ByModel    GroupBy = "model"
 	ByKey      GroupBy = "key"
 	ByUser     GroupBy = "user"
+	ByDayKey   GroupBy = "day-key"
 )
 
-// ParseGroupBy parses a report dimension: day, model, key or user ("" is
-// day and model).
+// ParseGroupBy parses a report dimension: day, model, key, user or
+// day-key ("" is day and model).
 func ParseGroupBy(s string) (GroupBy, error) {
 	switch g := GroupBy(s); g {
-	case ByDayModel, ByDay, ByModel, ByKey, ByUser:
+	case ByDayModel, ByDay, ByModel, ByKey, ByUser, ByDayKey:
 		return g, nil
 	}
-	return "", fmt.Errorf("unknown grouping %q: use day, model, key or user", s)
+	return "", fmt.Errorf("unknown grouping %q: use day, model, key, user or day-key", s)
 }
 
 // Report is the usage and cost of a filter's requests, by day and model
@@ -172,6 +173,8 @@ func (g GroupBy) key(a *store.AggregateKey) aggKey {
 		k.key = a.KeyID
 	case ByUser:
 		k.user = a.User
+	case ByDayKey:
+		k.day, k.key = a.Day, a.KeyID
 	}
 	return k
 }

@@ -38,6 +38,8 @@ func TestReportBy(t *testing.T) {
 	}{
 		{ReportFilter{User: "alice", By: ByKey}, []string{"||k1||USD|1", "||k2|||1", "||k2||USD|1"}},
 		{ReportFilter{User: "alice", By: ByModel}, []string{"|claude-x|||USD|2", "|mystery-model||||1"}},
+		{ReportFilter{User: "alice", By: ByDayKey}, []string{day0.Format(dayLayout) + "||k1||USD|1", day0.AddDate(0, 0, 1).Format(dayLayout) + "||k2|||1",
+			day0.AddDate(0, 0, 1).Format(dayLayout) + "||k2||USD|1"}},
 		{ReportFilter{User: "alice", By: ByDay}, []string{"2025-03-10||||USD|1", "2025-03-11|||||1", "2025-03-11||||USD|1"}},
 		{ReportFilter{By: ByUser}, []string{"|||alice||1", "|||alice|USD|2", "|||bob|USD|1"}},
 	} {

@@ -50,6 +50,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/keys/", Handler: caddy.AdminHandlerFunc(a.handleKey)},
 		{Pattern: "/air/health", Handler: caddy.AdminHandlerFunc(a.handleHealth)},
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
+		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 	}, a.billingRoutes()...)
 }
 

@@ -24,7 +24,7 @@ import (
 //	GET /air/usage?by=&user=&key=&model=&since=&until=  → the usage report, by day and model or by one of day, model, key, user
 //	GET /air/users?month=YYYY-MM                        → users with requests and spend, top spenders first
 //	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
-//	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records, or all as CSV
+//	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records (every user's without user), or all as CSV
 //	GET /air/budgets/                                   → every user and key with limits
 //	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
 func (a Admin) billingRoutes() []caddy.AdminRoute {
@@ -203,7 +203,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 func usageCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "usage [--by day|model|key|user] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
-		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user",
+		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user, or by day and key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
@@ -228,7 +228,7 @@ func usageCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().String("by", "", "Group by day, model, key or user (default: day and model)")
+	cmd.Flags().String("by", "", "Group by day, model, key, user or day-key (default: day and model)")
 	cmd.Flags().String("user", "", "Only this user")
 	cmd.Flags().String("key", "", "Only this key id")
 	cmd.Flags().String("model", "", "Only this model")

@@ -33,7 +33,8 @@ const defaultConsolePrefix = "/console"
 
 // Console is the `air_console` handler: the web console (package console)
 // where users manage their API keys and see their usage, tasks and a chat
-// playground, and admins manage budgets. It has no password store: it
+// playground, and admins see users, set the limits of users and keys,
+// search the ledger across users and see prices and providers. It has no password store: it
 // serves the identity that Caddy's authentication in front of it set
 // ({http.auth.user.id} of basic_auth, or a header that forward_auth
 // copies), and answers 401 without one.

@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -45,10 +46,10 @@ func (s consoleServices) state() (*state, error) {
 	return st, nil
 }
 
-// consoleKey converts a key for the console.
-func consoleKey(k *keys.Key) console.Key {
+// consoleKey converts a key for the console, with its limits.
+func consoleKey(st *state, k *keys.Key) console.Key {
 	return console.Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
-		LastUsedAt: k.LastUsedAt, Models: k.Models, State: k.State}
+		LastUsedAt: k.LastUsedAt, Models: k.Models, State: k.State, Limits: st.budgets.Status(billing.ScopeKey, k.ID).Limits}
 }
 
 // List implements console.KeyService.
@@ -67,7 +68,7 @@ func (s consoleServices) List(ctx context.Context, user string) ([]console.Key, 
 	out := make([]console.Key, 0, len(list))
 	for _, k := range list {
 		if k.User == user {
-			out = append(out, consoleKey(k))
+			out = append(out, consoleKey(st, k))
 		}
 	}
 	return out, nil
@@ -87,7 +88,7 @@ func (s consoleServices) Create(ctx context.Context, user string, o console.NewK
 	if err != nil {
 		return "", console.Key{}, console.Invalid(err)
 	}
-	return secret, consoleKey(k), nil
+	return secret, consoleKey(st, k), nil
 }
 
 // Revoke implements console.KeyService with RevokeOwn: another user's
@@ -303,27 +304,65 @@ func (s consoleServices) Budgets(ctx context.Context) ([]billing.BudgetEntry, er
 	return st.budgets.List(ctx)
 }
 
-// SetBudget implements console.OperatorService.
-func (s consoleServices) SetBudget(ctx context.Context, user string, lim billing.Limits) error {
+// SetBudget implements console.OperatorService: PUT
+// /air/budgets/<scope>/<id>, whose refusals are the request's (400), as
+// there.
+func (s consoleServices) SetBudget(ctx context.Context, scope billing.Scope, id string, lim billing.Limits) error {
 	st, err := s.state()
 	if err != nil {
 		return err
 	}
-	return st.budgets.SetLimits(ctx, billing.ScopeUser, user, lim)
+	if err := st.budgets.SetLimits(ctx, scope, id, lim); err != nil {
+		return console.Invalid(err)
+	}
+	return nil
 }
 
-// DeleteBudget implements console.OperatorService.
-func (s consoleServices) DeleteBudget(ctx context.Context, user string) error {
+// DeleteBudget implements console.OperatorService: DELETE
+// /air/budgets/<scope>/<id>.
+func (s consoleServices) DeleteBudget(ctx context.Context, scope billing.Scope, id string) error {
 	st, err := s.state()
 	if err != nil {
 		return err
 	}
-	return st.budgets.DeleteLimits(ctx, billing.ScopeUser, user)
+	return st.budgets.DeleteLimits(ctx, scope, id)
 }
 
-// Prices implements console.OperatorService.
+// SearchRecords implements console.OperatorService: GET /air/records,
+// with or without a user (searchRecords); its errors are the request's,
+// as there.
+func (s consoleServices) SearchRecords(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.ledger.Flush(ctx); err != nil {
+		return nil, err
+	}
+	page, err := searchRecords(ctx, st, q)
+	if err != nil {
+		return nil, console.Invalid(err)
+	}
+	return page, nil
+}
+
+// ExportRecordsCSV implements console.OperatorService: GET
+// /air/records?format=csv.
+func (s consoleServices) ExportRecordsCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	if err := st.ledger.Flush(ctx); err != nil {
+		return err
+	}
+	return exportRecords(ctx, st, q, w)
+}
+
+// Prices implements console.OperatorService: GET /air/prices, and the
+// file as read.
 func (s consoleServices) Prices() console.PriceView {
-	v := console.PriceView{Source: s.app.Prices, Currency: s.app.prices.Currency(), Text: s.app.priceText}
+	v := console.PriceView{Source: s.app.Prices, Currency: s.app.prices.Currency(), Models: s.app.prices.Models(), Text: s.app.priceText}
 	if v.Source == "" {
 		v.Source, v.Text = "(no price file: every model is unpriced)", ""
 	}
@@ -333,12 +372,21 @@ func (s consoleServices) Prices() console.PriceView {
 // Providers implements console.OperatorService.
 func (s consoleServices) Providers() []console.ProviderView {
 	routes := s.app.Routes()
+	var status []routing.UpstreamStatus
+	if r := s.app.Router(); r != nil {
+		status = r.Status()
+	}
 	var out []console.ProviderView
 	for _, p := range routes.Providers() {
 		pv := console.ProviderView{Name: p.Name, Protocol: p.Protocol, BaseURLs: p.BaseURLs}
 		if s.app.tracker != nil {
 			st := s.app.tracker.Stats(p.Name)
 			pv.State = fmt.Sprintf("%d attempts, %d failed in %s", st.Attempts, st.Failures, s.app.tracker.Window())
+		}
+		for _, u := range status {
+			if u.Provider == p.Name {
+				pv.Upstreams = append(pv.Upstreams, u)
+			}
 		}
 		for _, r := range routes.Models() {
 			if r.Provider == p {

@@ -111,8 +111,33 @@ func TestConsoleServicesLedger(t *testing.T) {
 	if err != nil || len(rep.Rows) != 1 || rep.Rows[0].KeyID != consoleKeyID || rep.Rows[0].Requests != 4 {
 		t.Errorf("carol's usage by key: %+v, %v", rep, err)
 	}
-	if err := s.SetBudget(ctx, "erin", billing.Limits{RPM: 3}); err != nil {
+	if err := s.SetBudget(ctx, billing.ScopeUser, "erin", billing.Limits{RPM: 3}); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.SetBudget(ctx, billing.ScopeKey, "key_d", billing.Limits{Monthly: -1}); !errors.Is(err, console.ErrInvalid) {
+		t.Errorf("a negative monthly limit: %v, want an ErrInvalid", err)
+	}
+	if err := s.SetBudget(ctx, billing.ScopeKey, "key_d", billing.Limits{TPM: 900}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.Budgets(ctx); len(b) != 2 || b[1].Scope != billing.ScopeKey || b[1].Limits.TPM != 900 {
+		t.Errorf("budgets after a key's rate limit: %+v", b)
+	}
+	if err := s.DeleteBudget(ctx, billing.ScopeKey, "key_d"); err != nil {
+		t.Fatal(err)
+	}
+	// The operators' search finds every user's records, or one key's
+	// owner's; a forged cursor is the request's error.
+	all, err := s.SearchRecords(ctx, billing.RecordQuery{Model: "m", Limit: 10})
+	if err != nil || len(all.Records) != 5 || all.Records[4].User != "dave" || all.HasMore {
+		t.Errorf("search across users: %+v, %v", all, err)
+	}
+	if _, err := s.SearchRecords(ctx, billing.RecordQuery{After: "forged!"}); !errors.Is(err, console.ErrInvalid) {
+		t.Errorf("a forged search cursor: %v", err)
+	}
+	csv.Reset()
+	if err := s.ExportRecordsCSV(ctx, billing.RecordQuery{Outcome: billing.OutcomeOK}, &csv); err != nil || strings.Count(csv.String(), "\n") != 6 {
+		t.Errorf("CSV of every user's records: %v\n%s", err, csv.String())
 	}
 	users, err := s.Users(ctx)
 	if err != nil {

@@ -18,9 +18,6 @@ import (
 // model, outcome, since, until, after and limit.
 func recordQuery(q url.Values) (billing.RecordQuery, error) {
 	rq := billing.RecordQuery{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model"), Outcome: q.Get("outcome"), After: q.Get("after")}
-	if rq.User == "" {
-		return rq, fmt.Errorf("the user parameter is required")
-	}
 	var err error
 	if rq.Since, rq.Until, err = parseRange(q); err != nil {
 		return rq, err
@@ -35,7 +32,8 @@ func recordQuery(q url.Values) (billing.RecordQuery, error) {
 
 // handleRecords serves GET /air/records?user=…: a page of one user's
 // ledger records ({"records","has_more","next"}), or with format=csv every
-// matching record as CSV.
+// matching record as CSV. Without a user it searches every user's records
+// (searchRecords).
 func (Admin) handleRecords(w http.ResponseWriter, r *http.Request) error {
 	st, err := readState(r)
 	if err != nil {
@@ -58,9 +56,9 @@ func (Admin) handleRecords(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Disposition", `attachment; filename="ledger.csv"`)
 		// Once rows are written the status is sent: a failure later ends
 		// the body early, and is logged by the admin server.
-		return st.ledger.ExportCSV(r.Context(), rq, w)
+		return exportRecords(r.Context(), st, rq, w)
 	case "", "json":
-		page, err := st.ledger.UserRecords(r.Context(), rq)
+		page, err := searchRecords(r.Context(), st, rq)
 		if err != nil {
 			return apiErr(http.StatusBadRequest, err)
 		}
@@ -70,10 +68,60 @@ func (Admin) handleRecords(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
+// searchRecords reads a page of the records q selects: one user's pages
+// as UserRecords reads them; without a user, every user's, as
+// SearchRecords pages them, and with a key that names an API key only
+// that key's owner's. The admin API and the console's operators search
+// with it.
+func searchRecords(ctx context.Context, st *state, q billing.RecordQuery) (*billing.RecordPage, error) {
+	if q.User != "" {
+		return st.ledger.UserRecords(ctx, q)
+	}
+	if err := ownerOfKey(ctx, st, &q); err != nil {
+		return nil, err
+	}
+	return st.ledger.SearchRecords(ctx, q)
+}
+
+// exportRecords writes every record q selects as CSV, as searchRecords
+// pages them.
+func exportRecords(ctx context.Context, st *state, q billing.RecordQuery, w io.Writer) error {
+	if q.User == "" {
+		if err := ownerOfKey(ctx, st, &q); err != nil {
+			return err
+		}
+		if q.User != "" {
+			// The owner's search, with SearchRecords' cursor.
+			q.After = ""
+		}
+	}
+	return st.ledger.ExportCSV(ctx, q, w)
+}
+
+// ownerOfKey sets the user of a search without one to the owner of its
+// key, when the key is an API key (the playground's "console" is not):
+// a key's records are its owner's, so the search reads one user.
+func ownerOfKey(ctx context.Context, st *state, q *billing.RecordQuery) error {
+	if q.KeyID == "" || q.User != "" {
+		return nil
+	}
+	all, err := st.keys.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, k := range all {
+		if k.ID == q.KeyID {
+			q.User = k.User
+			return nil
+		}
+	}
+	return nil
+}
+
 func ledgerCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "ledger --user <u> [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]",
-		Short: "Shows a page of one user's ledger records, or exports them all as CSV",
+		Use:   "ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]",
+		Short: "Shows a page of ledger records (one user's, or every user's), or exports them all as CSV",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
@@ -97,7 +145,7 @@ func ledgerCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().String("user", "", "The user (required)")
+	cmd.Flags().String("user", "", "Only this user (default: every user, user by user, over the last 31 days unless --since)")
 	cmd.Flags().String("key", "", "Only this key id")
 	cmd.Flags().String("model", "", "Only this model")
 	cmd.Flags().String("outcome", "", "Only this outcome, e.g. ok, partial, upstream_error")
@@ -107,7 +155,6 @@ func ledgerCommand() *cobra.Command {
 	cmd.Flags().String("after", "", "The cursor a previous page printed, to show the next page")
 	cmd.Flags().Bool("csv", false, "Export every matching record as CSV")
 	cmd.Flags().Bool("json", false, "Print JSON")
-	_ = cmd.MarkFlagRequired("user")
 	return cmd
 }
 
@@ -116,9 +163,9 @@ func ledgerCommand() *cobra.Command {
 func printRecords(cmd *cobra.Command, p *billing.RecordPage) {
 	w := cmd.OutOrStdout()
 	tw := newTable(w)
-	fmt.Fprintln(tw, "TIME\tID\tKEY\tMODEL\tOUTCOME\tINPUT\tOUTPUT\tCOST")
+	fmt.Fprintln(tw, "TIME\tID\tUSER\tKEY\tMODEL\tOUTCOME\tINPUT\tOUTPUT\tCOST")
 	for _, r := range p.Records {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.KeyID, r.Model, r.Outcome,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.User, r.KeyID, r.Model, r.Outcome,
 			r.Usage.PromptTotal(), r.Usage.Output, costText(r.Priced, r.Cost, r.Currency, 0))
 	}
 	_ = tw.Flush()

@@ -23,6 +23,8 @@ func reportLabels(g billing.GroupBy) []string {
 		return []string{"KEY"}
 	case billing.ByUser:
 		return []string{"USER"}
+	case billing.ByDayKey:
+		return []string{"DAY", "KEY"}
 	}
 	return []string{"DAY", "MODEL"}
 }
@@ -38,6 +40,8 @@ func rowLabels(g billing.GroupBy, r *billing.ReportRow) []string {
 		return []string{r.KeyID}
 	case billing.ByUser:
 		return []string{r.User}
+	case billing.ByDayKey:
+		return []string{r.Day, r.KeyID}
 	}
 	return []string{r.Day, r.Model}
 }

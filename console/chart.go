@@ -11,7 +11,7 @@ import (
 )
 
 // chart is a stacked bar chart rendered as SVG by the server: one bar per
-// day, one segment per model.
+// day, one segment per series (a model or a key).
 type chart struct {
 	// Title names what the bars measure.
 	Title string
@@ -44,9 +44,9 @@ type label struct {
 	Text string
 }
 
-// legendItem names a model's colour.
+// legendItem names a series' colour.
 type legendItem struct {
-	Model, Fill string
+	Name, Fill string
 }
 
 // palette holds the series colours (readable on white, colour-blind safe).
@@ -58,9 +58,24 @@ const (
 	padL, padB, pad = 70.0, 28.0, 8.0
 )
 
+// bySeries names the series a report row belongs to.
+type bySeries struct {
+	// Name is what the charts' titles say they are split by.
+	Name string
+	// Of is a row's series.
+	Of func(*billing.ReportRow) string
+}
+
+// Series of the usage charts: the rows of a report by day and model, and
+// of one by day and key.
+var (
+	seriesModel = bySeries{"model", func(r *billing.ReportRow) string { return r.Model }}
+	seriesKey   = bySeries{"key", func(r *billing.ReportRow) string { return r.KeyID }}
+)
+
 // usageCharts draws the report's cost (in its first priced currency) and
-// tokens per day from since to until, split by model.
-func usageCharts(rep *billing.Report, since, until time.Time) (cost, tokens *chart) {
+// tokens per day from since to until, split by s.
+func usageCharts(rep *billing.Report, since, until time.Time, s bySeries) (cost, tokens *chart) {
 	currency := ""
 	for _, t := range rep.Totals {
 		if t.Currency != "" {
@@ -69,9 +84,9 @@ func usageCharts(rep *billing.Report, since, until time.Time) (cost, tokens *cha
 		}
 	}
 	var models []string
-	for _, row := range rep.Rows {
-		if !slices.Contains(models, row.Model) {
-			models = append(models, row.Model)
+	for i := range rep.Rows {
+		if m := s.Of(&rep.Rows[i]); !slices.Contains(models, m) {
+			models = append(models, m)
 		}
 	}
 	slices.Sort(models)
@@ -89,15 +104,15 @@ func usageCharts(rep *billing.Report, since, until time.Time) (cost, tokens *cha
 		n := row.Usage.Total()
 		return float64(n), fmt.Sprintf("%d tokens", n)
 	}
-	title := "Cost per day"
+	title := "Cost per day by " + s.Name
 	if currency != "" {
 		title += " (" + currency + ")"
 	}
-	return stacked(title, rep, days, models, costOf), stacked("Tokens per day", rep, days, models, tokensOf)
+	return stacked(title, rep, days, models, s, costOf), stacked("Tokens per day by "+s.Name, rep, days, models, s, tokensOf)
 }
 
-// stacked builds a chart whose segments measure value.
-func stacked(title string, rep *billing.Report, days, models []string, value func(*billing.ReportRow) (float64, string)) *chart {
+// stacked builds a chart whose segments, one per series, measure value.
+func stacked(title string, rep *billing.Report, days, models []string, s bySeries, value func(*billing.ReportRow) (float64, string)) *chart {
 	c := &chart{Title: title, Width: chartW, Height: chartH}
 	dayIdx := map[string]int{}
 	for i, d := range days {
@@ -121,7 +136,8 @@ func stacked(title string, rep *billing.Report, days, models []string, value fun
 		if v <= 0 {
 			continue
 		}
-		segs = append(segs, seg{di, row.Model, v, row.Day + " " + row.Model + ": " + tip})
+		name := s.Of(row)
+		segs = append(segs, seg{di, name, v, row.Day + " " + name + ": " + tip})
 		sums[di] += v
 	}
 	top := slices.Max(append(sums, 0))

@@ -1,7 +1,7 @@
 // Package console is caddy-air's web console: server-rendered pages where
 // users create and revoke their API keys, see their usage, tasks and a
-// chat playground, and operators see users, budgets, prices and
-// providers. It has no password store: the caller passes the identity
+// chat playground, and operators see users, set the limits of users and
+// keys, search the ledger across users and see prices and providers. It has no password store: the caller passes the identity
 // that Caddy's authentication (basic_auth, forward_auth) established.
 // It imports no Caddy package; caddymodule adapts it (air_console).
 package console
@@ -115,6 +115,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /operators", h.admin(h.operatorsPage))
 	m.HandleFunc("POST /operators/budgets", h.admin(h.setBudget))
 	m.HandleFunc("POST /operators/budgets/delete", h.admin(h.deleteBudget))
+	m.HandleFunc("GET /operators/ledger", h.admin(h.ledgerPage))
+	m.HandleFunc("GET /operators/ledger.csv", h.admin(h.ledgerCSV))
 	h.mux = m
 }
 

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -27,6 +29,8 @@ type fakeServices struct {
 	tasks   []*tasks.Task
 	budgets map[string]billing.Limits
 	chats   []string
+	// searches are the operators' ledger searches.
+	searches []billing.RecordQuery
 }
 
 func newFake() *fakeServices {
@@ -94,8 +98,11 @@ func (f *fakeServices) Report(_ context.Context, flt billing.ReportFilter) (*bil
 	f.mu.Unlock()
 	day := flt.Until.Format(dayLayout)
 	row := billing.ReportRow{Day: day, Model: "model-of-" + flt.User, Currency: "USD", Priced: true}
-	if flt.By == billing.ByKey {
+	switch flt.By {
+	case billing.ByKey:
 		row = billing.ReportRow{KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
+	case billing.ByDayKey:
+		row = billing.ReportRow{Day: day, KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
 	}
 	row.Requests, row.Usage.Input, row.Usage.Output, row.Cost = 3, 120, 45, 1234567
 	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}, nil
@@ -173,30 +180,83 @@ func (f *fakeServices) Budgets(context.Context) ([]billing.BudgetEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := []billing.BudgetEntry{{Scope: billing.ScopeKey, ID: "key_limited", BudgetStatus: billing.BudgetStatus{Limits: &billing.Limits{Total: 5000000000}}}}
-	for u, lim := range f.budgets {
-		out = append(out, billing.BudgetEntry{Scope: billing.ScopeUser, ID: u, BudgetStatus: billing.BudgetStatus{Limits: &lim}})
+	for id, lim := range f.budgets {
+		e := billing.BudgetEntry{Scope: billing.ScopeUser, ID: id, BudgetStatus: billing.BudgetStatus{Limits: &lim}}
+		if k, ok := strings.CutPrefix(id, "key:"); ok {
+			e.Scope, e.ID = billing.ScopeKey, k
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
 
-func (f *fakeServices) SetBudget(_ context.Context, user string, lim billing.Limits) error {
+// budgetID is the fake's name of a user's or key's limits: a user's
+// name, or "key:" and a key's id.
+func budgetID(scope billing.Scope, id string) string {
+	if scope == billing.ScopeKey {
+		return "key:" + id
+	}
+	return id
+}
+
+func (f *fakeServices) SetBudget(_ context.Context, scope billing.Scope, id string, lim billing.Limits) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.budgets[user] = lim
+	if lim.Currency == "XXX" {
+		return Invalid(errors.New("currency XXX is not in the price table"))
+	}
+	f.budgets[budgetID(scope, id)] = lim
 	return nil
 }
 
-func (f *fakeServices) DeleteBudget(_ context.Context, user string) error {
+func (f *fakeServices) DeleteBudget(_ context.Context, scope billing.Scope, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.budgets, user)
+	delete(f.budgets, budgetID(scope, id))
 	return nil
+}
+
+// SearchRecords returns one record of q.User (or of "alice" and "bob"
+// without a user) per page; the cursor "s1" is the second and last page.
+func (f *fakeServices) SearchRecords(_ context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
+	f.mu.Lock()
+	f.searches = append(f.searches, q)
+	f.mu.Unlock()
+	users := []string{"alice", "bob"}
+	if q.User != "" {
+		users = []string{q.User, q.User}
+	}
+	rec := billing.Record{ID: "req_search_" + users[0], User: users[0], Model: "m", Outcome: "ok", Priced: true, Cost: 1234567, Currency: "USD"}
+	switch q.After {
+	case "":
+		return &billing.RecordPage{Records: []billing.Record{rec}, HasMore: true, Next: "s1"}, nil
+	case "s1":
+		rec.ID, rec.User = "req_search_"+users[1]+"_2", users[1]
+		return &billing.RecordPage{Records: []billing.Record{rec}}, nil
+	}
+	return nil, Invalid(errors.New("bad cursor"))
+}
+
+func (f *fakeServices) ExportRecordsCSV(_ context.Context, q billing.RecordQuery, w io.Writer) error {
+	f.mu.Lock()
+	f.exports = append(f.exports, q)
+	f.mu.Unlock()
+	_, err := io.WriteString(w, "id,user\nreq_search_alice,alice\nreq_search_bob,bob\n")
+	return err
 }
 
 func (f *fakeServices) Prices() PriceView {
-	return PriceView{Source: "prices.json", Currency: "USD", Text: "{}"}
+	return PriceView{Source: "prices.json", Currency: "USD", Text: "{}", Models: []billing.ModelPrices{
+		{Pattern: "mock-gpt", Currency: "USD", Tiers: []billing.TierPrices{{UpTo: 32000, Input: "2.5", Output: "10"}, {Input: "5", Output: "20"}},
+			Cache: billing.CachePrices{Creation: "1.25", Creation1h: "2", Read: "0.1"}, ServiceTiers: map[string]string{"flex": "0.5"}},
+		{Pattern: "mock-image", Currency: "USD", Task: "image", TaskPrice: "0.04"},
+	}}
 }
 
 func (f *fakeServices) Providers() []ProviderView {
-	return []ProviderView{{Name: "mock", Protocol: "openai", BaseURLs: []string{"http://x"}, Models: []ModelView{{Pattern: "mock-gpt", Kind: "chat", Priced: true}}}}
+	return []ProviderView{{Name: "mock", Protocol: "openai", BaseURLs: []string{"http://x"}, Models: []ModelView{{Pattern: "mock-gpt", Kind: "chat", Priced: true}},
+		Upstreams: []routing.UpstreamStatus{
+			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://x", Breaker: "closed", Available: true, Attempts: 4, Failures: 1},
+			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://y", Key: 1, Breaker: "open", Reason: "breaker_open", Attempts: 5, Failures: 5},
+		}}}
 }

@@ -28,6 +28,9 @@ var funcs = template.FuncMap{
 		return []string{billing.OutcomeOK, billing.OutcomePartial, billing.OutcomeUpstreamError, billing.OutcomeFailed,
 			billing.OutcomeTimeout, billing.OutcomeUnavailable, billing.OutcomeCanceled, billing.OutcomeInterrupted}
 	},
+	"taskUnit": func(task string) string {
+		return map[string]string{"image": "image", "video_second": "second of video", "video_task": "task"}[task]
+	},
 	"intOr": func(n int64) string {
 		if n == 0 {
 			return ""

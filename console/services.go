@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -68,6 +69,9 @@ type Key struct {
 	LastUsedAt *time.Time
 	// Models are the models or globs the key is limited to (empty: all).
 	Models []string
+	// Limits are the key's own limits (its spend limit among them), nil
+	// if it has none.
+	Limits *billing.Limits
 	// State is "active", "expired" or "revoked", as the key service
 	// reported it when it listed the key.
 	State string
@@ -168,7 +172,9 @@ type PriceView struct {
 	Source string
 	// Currency is the table's default currency.
 	Currency string
-	// Text is the table, one line per model and price.
+	// Models are the table's models and their prices, as loaded.
+	Models []billing.ModelPrices
+	// Text is the price file as read.
 	Text string
 }
 
@@ -182,6 +188,10 @@ type ProviderView struct {
 	State string
 	// Models are the model ids or globs it serves, with their kinds.
 	Models []ModelView
+	// Upstreams are the state of each of its upstreams (deployment × base
+	// URL × key) as GET /air/providers reports it: breaker, availability
+	// and why not, attempts, requests in flight.
+	Upstreams []routing.UpstreamStatus
 }
 
 // ModelView is one configured model route.
@@ -199,10 +209,18 @@ type OperatorService interface {
 	Users(ctx context.Context) ([]UserSummary, error)
 	// Budgets lists every user and key that has limits.
 	Budgets(ctx context.Context) ([]billing.BudgetEntry, error)
-	// SetBudget sets user's limits, replacing earlier ones.
-	SetBudget(ctx context.Context, user string, lim billing.Limits) error
-	// DeleteBudget lifts user's limits.
-	DeleteBudget(ctx context.Context, user string) error
+	// SetBudget sets the limits (spend and rate) of a user or key,
+	// replacing earlier ones; an error about lim wraps ErrInvalid.
+	SetBudget(ctx context.Context, scope billing.Scope, id string, lim billing.Limits) error
+	// DeleteBudget lifts the limits of a user or key.
+	DeleteBudget(ctx context.Context, scope billing.Scope, id string) error
+	// SearchRecords returns a page of the ledger records q selects, of
+	// every user when q.User is empty (GET /air/records). A bad cursor
+	// wraps ErrInvalid.
+	SearchRecords(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error)
+	// ExportRecordsCSV writes every record q selects to w as CSV (GET
+	// /air/records?format=csv).
+	ExportRecordsCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error
 	// Prices returns the price table as loaded.
 	Prices() PriceView
 	// Providers lists providers and their models.

@@ -45,10 +45,13 @@ type usageData struct {
 	ByKey      *billing.Report
 	CostChart  *chart
 	TokenChart *chart
-	Ledger     *billing.RecordPage
-	FirstPage  string
-	NextPage   string
-	CSV        string
+	// KeyCostChart and KeyTokenChart split the days by key.
+	KeyCostChart  *chart
+	KeyTokenChart *chart
+	Ledger        *billing.RecordPage
+	FirstPage     string
+	NextPage      string
+	CSV           string
 }
 
 // parseUsageFilter reads the page's parameters; the default range is the
@@ -116,6 +119,11 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, "reading usage by key", err)
 		return
 	}
+	byDayKey, err := h.report(r, f, billing.ByDayKey)
+	if err != nil {
+		h.internal(w, r, "reading usage by day and key", err)
+		return
+	}
 	page, err := h.cfg.Services.Usage.Records(r.Context(), recordQuery(r, f))
 	if errors.Is(err, ErrInvalid) {
 		h.fail(w, r, http.StatusBadRequest, "this page of requests does not exist: start again from the first page")
@@ -126,7 +134,8 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := usageData{Filter: f, Report: rep, ByKey: byKey, Ledger: page}
-	d.CostChart, d.TokenChart = usageCharts(rep, f.since, f.until)
+	d.CostChart, d.TokenChart = usageCharts(rep, f.since, f.until, seriesModel)
+	d.KeyCostChart, d.KeyTokenChart = usageCharts(byDayKey, f.since, f.until, seriesKey)
 	q := f.query()
 	d.CSV = h.cfg.Prefix + "/usage.csv?" + q.Encode()
 	if f.After != "" {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,8 +186,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	var keyRow string
 	b.run(demo, chromedp.Text(fmt.Sprintf(`tr[data-key-id=%q]`, keyID), &keyRow, chromedp.ByQuery))
-	if !strings.Contains(keyRow, "mock-gpt, mock-im*") || !strings.Contains(keyRow, "active") {
-		t.Errorf("the new key's row: %q, want its models and state", keyRow)
+	if !strings.Contains(keyRow, "mock-gpt, mock-im*") || !strings.Contains(keyRow, "active") || !strings.Contains(keyRow, "5.000000000") {
+		t.Errorf("the new key's row: %q, want its models, spend limit and state", keyRow)
 	}
 	// The key's scope is enforced: a model outside it gets 403.
 	if st, _, body := call(t, http.MethodPost, "/v1/chat/completions", secret, `{"model":"mock-reasoner","messages":[{"role":"user","content":"x"}]}`); st != http.StatusForbidden || decodeError(t, body).code() != "model_not_allowed" {
@@ -213,6 +214,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Text(`#usage-report tfoot td.cost`, &totalCost, chromedp.ByQuery),
 		chromedp.Text(fmt.Sprintf(`#usage-by-key tr[data-key-id=%q] td.cost`, keyID), &keyCost, chromedp.ByQuery),
 	)
+	// The day's bar is split by key as well as by model.
+	var keyLegend string
+	b.run(demo, chromedp.Text(`#charts-by-key figure ul.legend`, &keyLegend, chromedp.ByQuery))
+	if !strings.Contains(keyLegend, keyID) {
+		t.Errorf("the chart by key's legend %q lacks the key %s", keyLegend, keyID)
+	}
 	if keyCost != wantCost {
 		t.Errorf("usage by key shows the key's cost as %q, the ledger has %q", keyCost, wantCost)
 	}
@@ -275,7 +282,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(admin,
 		chromedp.Navigate(console+"/operators"),
 		chromedp.WaitVisible(`#set-budget`, chromedp.ByID),
-		chromedp.SendKeys(`#set-budget input[name=user]`, demoUser, chromedp.ByQuery),
+		chromedp.SendKeys(`#set-budget input[name=id]`, demoUser, chromedp.ByQuery),
 		chromedp.SendKeys(`#set-budget input[name=monthly]`, "0.000000001", chromedp.ByQuery),
 		chromedp.Click(`#set-budget button[type=submit]`, chromedp.ByQuery),
 	)
@@ -283,27 +290,103 @@ func TestConsoleInBrowser(t *testing.T) {
 	// limit, not for the row of the page the click left (which matched at
 	// once on a loaded machine). The row is read by script, never by a
 	// node id, which the navigation may take away between two steps.
-	readLimits := `(() => { const r = document.querySelector('#user-list tr[data-user=demo]'); return r ? r.innerText : ''; })()`
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		err := chromedp.Run(admin, chromedp.Evaluate(readLimits, &limits))
-		if err == nil && strings.Contains(limits, "monthly 0.000000001") {
-			break
-		}
-	}
-	if !strings.Contains(limits, "monthly 0.000000001") {
+	if limits = waitText(admin, `#user-list tr[data-user=demo]`, "monthly 0.000000001"); !strings.Contains(limits, "monthly 0.000000001") {
 		t.Errorf("the operators' page shows demo's limits as %q", limits)
 	}
 	b.screenshot(admin, "operators")
-	secret2, _ := createKey(t, demoUser)
+	secret2, key2 := createKey(t, demoUser)
 	st, _, body = call(t, http.MethodPost, "/v1/chat/completions", secret2, `{"model":"mock-gpt","messages":[{"role":"user","content":"over budget"}]}`)
 	if st != http.StatusTooManyRequests || decodeError(t, body).code() != "insufficient_quota" {
 		t.Fatalf("a request over the budget set in the console: %d %s", st, body)
 	}
 
+	testOperatorTools(t, b, admin, console, recs[0].ID, key2)
+
 	// The demo user is no admin.
 	if st, _, _ := call(t, http.MethodGet, "/console/operators", "", "", "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(demoUser+":"+demoPassword))); st != http.StatusForbidden {
 		t.Errorf("the demo user on the operators' page: %d", st)
 	}
+}
+
+// testOperatorTools has the admin set a key's rate limits, see them in the
+// budgets and the admin API, find the demo user's request in a ledger
+// search across users, and read the price table as loaded.
+func testOperatorTools(t *testing.T, b *browser, admin context.Context, console, requestID, keyID string) {
+	t.Helper()
+	b.run(admin,
+		chromedp.Navigate(console+"/operators"),
+		chromedp.WaitVisible(`#set-budget`, chromedp.ByID),
+		chromedp.SetValue(`#set-budget select[name=scope]`, "key", chromedp.ByQuery),
+		chromedp.SendKeys(`#set-budget input[name=id]`, keyID, chromedp.ByQuery),
+		chromedp.SendKeys(`#set-budget input[name=rpm]`, "3", chromedp.ByQuery),
+		chromedp.SendKeys(`#set-budget input[name=tpm]`, "4000", chromedp.ByQuery),
+		chromedp.Click(`#set-budget button[type=submit]`, chromedp.ByQuery),
+	)
+	row := fmt.Sprintf(`#budget-list tr[data-scope=key][data-id=%q]`, keyID)
+	if got := waitText(admin, row, "4000"); !strings.Contains(got, "3") || !strings.Contains(got, "4000") {
+		t.Errorf("the budgets list shows the key's rate limits as %q", got)
+	}
+	var lim struct {
+		Limits struct{ RPM, TPM int64 } `json:"limits"`
+	}
+	adminJSON(t, http.MethodGet, "/air/budgets/key/"+keyID, "", &lim)
+	if lim.Limits.RPM != 3 || lim.Limits.TPM != 4000 {
+		t.Errorf("GET /air/budgets/key/%s after the console set it: %+v", keyID, lim)
+	}
+	var price string
+	b.run(admin, chromedp.Text(`#price-list tr[data-model=mock-gpt]`, &price, chromedp.ByQuery))
+	if !strings.Contains(price, "32000") || !strings.Contains(price, "128000") || !strings.Contains(price, "×1.25 / ×2 / ×0.1") {
+		t.Errorf("the price table shows mock-gpt as %q, want its tiers and cache multipliers", price)
+	}
+	var upstreams string
+	b.run(admin, chromedp.Text(`#provider-list tr[data-provider=mock] td.upstreams`, &upstreams, chromedp.ByQuery))
+	if !strings.Contains(upstreams, "available, breaker closed") {
+		t.Errorf("the mock provider's upstreams show as %q", upstreams)
+	}
+	b.screenshot(admin, "operators-key-limits")
+
+	// A search across users (no user named) finds the demo user's request.
+	b.run(admin,
+		chromedp.Navigate(console+"/operators/ledger"),
+		chromedp.WaitVisible(`#ledger-filter`, chromedp.ByID),
+		chromedp.SendKeys(`#ledger-filter input[name=model]`, "mock-gpt", chromedp.ByQuery),
+		chromedp.SetValue(`#ledger-filter select[name=outcome]`, "ok", chromedp.ByQuery),
+		chromedp.Click(`#ledger-filter button[type=submit]`, chromedp.ByQuery),
+	)
+	// The form's answer is a new page, whose address has the filters (the
+	// page the click left lists the request too, unfiltered).
+	if loc := waitText(admin, "", "model=mock-gpt"); !strings.Contains(loc, "outcome=ok") {
+		t.Fatalf("the ledger search's answer is at %q", loc)
+	}
+	found := waitText(admin, fmt.Sprintf(`#ledger-search tr[data-request-id=%q]`, requestID), demoUser)
+	if !strings.Contains(found, demoUser) || !strings.Contains(found, "USD") {
+		t.Errorf("the ledger search shows the demo user's request as %q", found)
+	}
+	var models []string
+	b.run(admin, chromedp.Evaluate(`[...document.querySelectorAll('#ledger-search tbody tr')].map(r => r.cells[4].innerText)`, &models))
+	if len(models) == 0 || slices.ContainsFunc(models, func(m string) bool { return m != "mock-gpt" }) {
+		t.Errorf("the search for mock-gpt lists models %q", models)
+	}
+	b.screenshot(admin, "ledger-search")
+}
+
+// waitText polls the text of the element selector matches in tab (""
+// polls the page's address) until it contains want (a form's answer is a
+// new page: the element of the page the click left may match first), for
+// up to 30 seconds, and returns the last text read. It reads by script,
+// never by a node id, which a navigation may take away between two steps.
+func waitText(tab context.Context, selector, want string) string {
+	js := fmt.Sprintf(`(() => { const r = document.querySelector(%q); return r ? r.innerText : ''; })()`, selector)
+	if selector == "" {
+		js = `location.href`
+	}
+	var got string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := chromedp.Run(tab, chromedp.Evaluate(js, &got)); err == nil && strings.Contains(got, want) {
+			break
+		}
+	}
+	return got
 }
 
 // testPlayground sends a message in the playground and watches the answer

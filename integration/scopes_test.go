@@ -202,4 +202,58 @@ func TestConsoleServicesAdmin(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); status != http.StatusOK || len(lines) != 5 || !strings.HasPrefix(lines[0], "id,time,") {
 		t.Errorf("CSV export: %d\n%s", status, csv)
 	}
+
+	// Without a user, GET /air/records searches every user's records: the
+	// chat request of pager is found among them by model, and by key.
+	other, _ := createKey(t, "another")
+	if status, _, body := call(t, http.MethodPost, "/v1/chat/completions", other, `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`); status != http.StatusOK {
+		t.Fatalf("chat of another user: %d %s", status, body)
+	}
+	var search struct {
+		Records []struct {
+			User  string `json:"user"`
+			KeyID string `json:"key_id"`
+		} `json:"records"`
+		HasMore bool `json:"has_more"`
+	}
+	adminJSON(t, http.MethodGet, "/air/records?model=mock-gpt&outcome=ok", "", &search)
+	var got []string
+	for _, r := range search.Records {
+		got = append(got, r.User)
+	}
+	if strings.Join(got, ",") != "another,pager" || search.HasMore {
+		t.Errorf("search across users for mock-gpt: users %v, has_more %v", got, search.HasMore)
+	}
+	adminJSON(t, http.MethodGet, "/air/records?key="+id, "", &search)
+	if len(search.Records) != 4 || search.Records[0].User != "pager" {
+		t.Errorf("search by pager's key: %+v", search)
+	}
+	status, _, csv = callURL(t, http.MethodGet, "http://"+adminAddr+"/air/records?model=mock-gpt&format=csv", "", "")
+	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); status != http.StatusOK || len(lines) != 3 {
+		t.Errorf("CSV of the search across users: %d\n%s", status, csv)
+	}
+	var prices struct {
+		Currency string `json:"currency"`
+		Models   []struct {
+			Pattern string `json:"pattern"`
+			Tiers   []struct {
+				UpTo  int64  `json:"up_to"`
+				Input string `json:"input"`
+			} `json:"tiers"`
+		} `json:"models"`
+	}
+	adminJSON(t, http.MethodGet, "/air/prices", "", &prices)
+	var tiers string
+	for _, m := range prices.Models {
+		if m.Pattern == "mock-gpt" {
+			tiers = fmt.Sprint(m.Tiers)
+		}
+	}
+	if prices.Currency != "USD" || tiers != "[{32000 0.8} {128000 1.2} {0 2.4}]" {
+		t.Errorf("GET /air/prices: currency %q, mock-gpt's tiers %s", prices.Currency, tiers)
+	}
+	adminJSON(t, http.MethodGet, "/air/usage?by=day-key&user=pager", "", &rep)
+	if len(rep.Rows) != 1 || rep.Rows[0].KeyID != id || rep.Rows[0].Requests != 4 {
+		t.Errorf("usage by day and key: %+v", rep)
+	}
 }
