@@ -26,10 +26,11 @@ const DefaultRetention = 90 * 24 * time.Hour
 // Durability is group commit: a single writer goroutine hands every record
 // queued since its last batch to the backend in one store.Ledger.Append,
 // which makes them durable together (one journal sync on Badger, one
-// transaction on a database); then it reports each record durable
-// (Enqueue's done). A client's last byte waits for that report
-// (Reservation.SettleDurable). The backend counts the records in its
-// aggregates and spend (store.Ledger says how).
+// transaction on a database); then it reports them durable: all the
+// waiters of the batch at once, by closing its commit group
+// (Reservation.SettleDurable, whose caller holds a client's last byte
+// until then), and Enqueue's done of each record. The backend counts the
+// records in its aggregates and spend (store.Ledger says how).
 //
 // Before a request reaches an upstream its intent is recorded (Intend);
 // the writer resolves it once the request's record is durable, and a
