@@ -54,6 +54,7 @@ type Reservation struct {
 
 	once  sync.Once
 	rec   Record
+	group *commitGroup // the batch of SettleDurable's record
 	fresh bool
 	err   error
 }
@@ -157,24 +158,19 @@ func (r *Reservation) Intend(rec Record) error {
 // On an error the record stays queued and is written when the storage
 // takes it.
 func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.Duration) (Record, error) {
-	durable := make(chan error, 1)
 	r.once.Do(func() {
 		r.rec = r.price(rec)
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, true)
 		}
-		r.e.ledger.Enqueue(r.rec, func(err error) { durable <- err })
+		r.group = r.e.ledger.enqueueDurable(r.rec)
 	})
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case err := <-durable:
-		return r.rec, err
-	case <-ctx.Done():
-		return r.rec, ctx.Err()
-	case <-t.C:
+	if r.group == nil {
+		// Ended before without waiting (Settle, Charge, Release): there
+		// is no batch to wait for.
 		return r.rec, errNotDurable
 	}
+	return r.rec, r.group.wait(ctx, wait)
 }
 
 // errNotDurable reports a record the storage did not take in time.

@@ -26,10 +26,11 @@ const DefaultRetention = 90 * 24 * time.Hour
 // Durability is group commit: a single writer goroutine hands every record
 // queued since its last batch to the backend in one store.Ledger.Append,
 // which makes them durable together (one journal sync on Badger, one
-// transaction on a database); then it reports each record durable
-// (Enqueue's done). A client's last byte waits for that report
-// (Reservation.SettleDurable). The backend counts the records in its
-// aggregates and spend (store.Ledger says how).
+// transaction on a database); then it reports them durable: all the
+// waiters of the batch at once, by closing its commit group
+// (Reservation.SettleDurable, whose caller holds a client's last byte
+// until then), and Enqueue's done of each record. The backend counts the
+// records in its aggregates and spend (store.Ledger says how).
 //
 // Before a request reaches an upstream its intent is recorded (Intend);
 // the writer resolves it once the request's record is durable, and a
@@ -46,11 +47,17 @@ type Ledger struct {
 	// nanoseconds).
 	commitInterval, lastSync atomic.Int64
 
-	mu     sync.Mutex // guards closed and queue
+	mu     sync.Mutex // guards closed, queue, records and group
 	closed bool
 	queue  []job
-	wake   chan struct{} // has a value when queue may not be empty
-	done   chan struct{}
+	// records is the number of records in queue (the rest are flush
+	// markers): a batch of markers alone is not paced.
+	records int
+	// group is the commit group of the records in queue that wait to be
+	// durable (enqueueDurable); nil until one does.
+	group *commitGroup
+	wake  chan struct{} // has a value when queue may not be empty
+	done  chan struct{}
 
 	stats ledgerStats
 }
@@ -119,18 +126,49 @@ func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	l.mu.Lock()
 	if !l.closed {
 		l.queue = append(l.queue, job{rec: &rec, done: done, queued: now})
+		l.records++
 		l.mu.Unlock()
 		l.signal()
 		return
 	}
 	l.mu.Unlock()
-	err := l.appendBatch([]*Record{&rec})
-	if err != nil {
-		l.logFailed(&rec, err)
-	}
+	err := l.writeNow(&rec)
 	if done != nil {
 		done(err)
 	}
+}
+
+// enqueueDurable is Enqueue for a caller that waits for rec to be durable:
+// it returns the commit group of the batch that will hold rec, whose wait
+// reports when it is. Every record of a batch shares its group, so the
+// writer wakes all their waiters with one close. A record whose write
+// failed stays queued as with Enqueue; its group reports the failure.
+func (l *Ledger) enqueueDurable(rec Record) *commitGroup {
+	now := time.Now()
+	rec.fillDefaults(now)
+	l.mu.Lock()
+	if !l.closed {
+		l.queue = append(l.queue, job{rec: &rec, queued: now})
+		l.records++
+		if l.group == nil {
+			l.group = newCommitGroup()
+		}
+		g := l.group
+		l.mu.Unlock()
+		l.signal()
+		return g
+	}
+	l.mu.Unlock()
+	return finished(l.writeNow(&rec))
+}
+
+// writeNow writes rec at once, for a closed ledger, and logs a failure.
+func (l *Ledger) writeNow(rec *Record) error {
+	err := l.appendBatch([]*Record{rec})
+	if err != nil {
+		l.logFailed(rec, err)
+	}
+	return err
 }
 
 // signal wakes the writer.
@@ -145,7 +183,7 @@ func (l *Ledger) signal() {
 func (l *Ledger) Queued() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.queue)
+	return l.records
 }
 
 // Backlogged reports why new billable work should wait: more than

@@ -15,10 +15,11 @@ import (
 // until the ledger is closed and its queue is empty.
 //
 // A batch holds every record queued since the previous one. Syncs are
-// paced (pace): a batch waits until the commit interval has passed since
-// the last sync began, so that at a high rate many records share one sync,
-// while a lone record on an idle ledger is written at once. A client's
-// last byte waits for its record's sync.
+// paced (take): a batch of records waits until the commit interval has
+// passed since the last sync began, so that at a high rate many records
+// share one sync, while a lone record on an idle ledger is written at
+// once. A batch of flush markers alone has nothing to sync and is served
+// at once. A client's last byte waits for its record's sync.
 func (l *Ledger) run() {
 	defer close(l.done)
 	timer := time.NewTimer(time.Hour)
@@ -33,24 +34,25 @@ func (l *Ledger) run() {
 		}
 		var closed bool
 		for {
-			l.pace()
 			var jobs []job
-			l.mu.Lock()
-			jobs, l.queue, spare = l.queue, spare[:0], nil
-			closed = l.closed
-			l.mu.Unlock()
+			var g *commitGroup
+			jobs, g, closed = l.take(spare, len(retry) > 0)
 			if len(jobs) == 0 && len(retry) == 0 {
 				spare = jobs
 				break
 			}
-			retry = l.writeJobs(jobs, retry)
+			var err error
+			retry, err = l.writeJobs(jobs, retry)
+			if g != nil {
+				g.finish(err)
+			}
 			clear(jobs)
 			spare = jobs[:0]
 			if len(jobs) == 0 {
 				break // only retries: wait for new records or the timer
 			}
 		}
-		if closed && l.Queued() == 0 {
+		if closed && l.idle() {
 			if len(retry) > 0 {
 				for _, j := range retry {
 					l.logFailed(j.rec, errLedgerClosedUnwritten)
@@ -63,6 +65,38 @@ func (l *Ledger) run() {
 			armed = true
 		}
 	}
+}
+
+// take waits until the next batch may be committed and takes the queue
+// for it, leaving spare (emptied) in its place, with the commit group of
+// its waiters and whether the ledger is closed. A batch that will commit
+// records (retrying says earlier ones are to be tried again) waits for
+// the commit interval since the last sync began; records queued meanwhile
+// join it. A queue of flush markers alone is taken at once: it has
+// nothing to sync, and pacing it would hold Flush (reports, a config
+// stop) for an interval for nothing.
+func (l *Ledger) take(spare []job, retrying bool) ([]job, *commitGroup, bool) {
+	l.mu.Lock()
+	for l.records > 0 || retrying {
+		wait := time.Until(time.Unix(0, l.lastSync.Load()+l.commitInterval.Load()))
+		if wait <= 0 {
+			break
+		}
+		l.mu.Unlock()
+		time.Sleep(wait)
+		l.mu.Lock()
+	}
+	jobs, g, closed := l.queue, l.group, l.closed
+	l.queue, l.group, l.records = spare[:0], nil, 0
+	l.mu.Unlock()
+	return jobs, g, closed
+}
+
+// idle reports whether nothing waits for the writer.
+func (l *Ledger) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) == 0
 }
 
 // DefaultCommitInterval is the least time between the starts of two
@@ -79,15 +113,6 @@ const DefaultCommitInterval = 25 * time.Millisecond
 // SetCommitInterval sets the least time between the starts of two syncs
 // (zero or negative: each group is synced at once).
 func (l *Ledger) SetCommitInterval(d time.Duration) { l.commitInterval.Store(int64(max(d, 0))) }
-
-// pace waits until the commit interval has passed since the last sync
-// began.
-func (l *Ledger) pace() {
-	next := l.lastSync.Load() + l.commitInterval.Load()
-	if wait := time.Until(time.Unix(0, next)); wait > 0 {
-		time.Sleep(wait)
-	}
-}
 
 // retryInterval is how soon records whose write failed are tried again
 // when no new record comes.
@@ -108,15 +133,19 @@ func (e errorString) Error() string { return string(e) }
 
 // writeJobs commits the records of retry (earlier failures, already
 // reported) and jobs in batches of maxBatch, reports each job's record to
-// its callback, serves the flush markers, and returns the records to try
-// again.
-func (l *Ledger) writeJobs(jobs, retry []job) []job {
+// its callback, serves the flush markers once every record is committed,
+// and returns the records to try again and the first error of a batch
+// that held records of jobs (what the commit group of jobs reports: a
+// waiter is told its record is durable only if every batch was).
+func (l *Ledger) writeJobs(jobs, retry []job) ([]job, error) {
 	all := append(retry, jobs...)
+	fresh := len(retry) // all[fresh:] are jobs
 	var failed []job
-	for len(all) > 0 {
-		n := min(len(all), maxBatch)
-		batch := all[:n]
-		all = all[n:]
+	var first error
+	markers, logged := 0, false
+	for at := 0; at < len(all); {
+		n := min(len(all)-at, maxBatch)
+		batch := all[at : at+n]
 		recs := make([]*Record, 0, n)
 		for i := range batch {
 			if batch[i].rec != nil {
@@ -131,23 +160,37 @@ func (l *Ledger) writeJobs(jobs, retry []job) []job {
 			}
 			l.intents.Resolve(ids)
 		}
+		if err != nil && first == nil && at+n > fresh {
+			first = err
+		}
+		if err != nil && !logged {
+			logged = true
+			l.log.Error("writing ledger records; they stay queued and are tried again", zap.Int("records", len(recs)), zap.Error(err))
+		}
 		for i := range batch {
 			j := &batch[i]
 			if j.flushed != nil {
-				if err := l.repo.Flush(context.Background()); err != nil {
-					l.log.Error("counting ledger records; tried again later, and at the next start", zap.Error(err))
-				}
-				close(j.flushed)
+				markers++
 				continue
 			}
 			if err != nil {
-				if len(failed) == 0 {
-					l.log.Error("writing ledger records; they stay queued and are tried again", zap.Int("records", len(recs)), zap.Error(err))
-				}
 				failed = append(failed, job{rec: j.rec})
 			}
 			if j.done != nil {
 				j.done(err)
+			}
+		}
+		at += n
+	}
+	if markers > 0 {
+		// One count serves every marker: each asks for the records
+		// queued before it, all committed (or failed) by now.
+		if err := l.repo.Flush(context.Background()); err != nil {
+			l.log.Error("counting ledger records; tried again later, and at the next start", zap.Error(err))
+		}
+		for i := range all {
+			if all[i].flushed != nil {
+				close(all[i].flushed)
 			}
 		}
 	}
@@ -157,7 +200,7 @@ func (l *Ledger) writeJobs(jobs, retry []job) []job {
 		}
 		failed = failed[over:]
 	}
-	return failed
+	return failed, first
 }
 
 // appendBatch makes recs durable in one store.Ledger.Append.
@@ -245,7 +288,7 @@ func (l *Ledger) lagLocked() time.Duration {
 // Stats returns the writer's state.
 func (l *Ledger) Stats() LedgerStats {
 	l.mu.Lock()
-	queued, lag := len(l.queue), l.lagLocked()
+	queued, lag := l.records, l.lagLocked()
 	l.mu.Unlock()
 	st := LedgerStats{
 		Queued:       queued,
