@@ -77,9 +77,12 @@ type Intents struct {
 	// conn is the writer's connection (see write); only the writer
 	// goroutine uses it.
 	conn *pgx.Conn
-	// array is the writer's buffer for a commit's records.
-	array []byte
-	kick  chan struct{}
+	// array and ids are the writer's buffers for a commit's records
+	// and resolved ids, params its statement's parameters and instance
+	// the first of them.
+	array, ids, instance []byte
+	params               [3][]byte
+	kick                 chan struct{}
 	// resolved tells the writer that resolve is no longer empty.
 	resolved chan struct{}
 	done     chan struct{}
@@ -99,7 +102,7 @@ type intentBatch struct {
 
 func newIntents(db *DB, gather time.Duration) *Intents {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Intents{db: db, gather: gather, kick: make(chan struct{}, 1), resolved: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
+	in := &Intents{db: db, gather: gather, instance: []byte(db.instance), kick: make(chan struct{}, 1), resolved: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
 	go in.run(ctx)
 	return in
 }
@@ -214,6 +217,8 @@ func (in *Intents) run(ctx context.Context) {
 	t := time.NewTimer(resolveInterval)
 	t.Stop()
 	armed := false
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
 	var last time.Time // start of the last commit of new intents
 	for {
 		select {
@@ -234,10 +239,12 @@ func (in *Intents) run(ctx context.Context) {
 			armed = false
 		case <-in.kick:
 			if wait := in.gather - time.Since(last); wait > 0 {
+				gather.Reset(wait)
 				select {
 				case <-ctx.Done():
+					gather.Stop()
 					continue
-				case <-time.After(wait):
+				case <-gather.C:
 				}
 			}
 		}
@@ -311,13 +318,18 @@ func (in *Intents) commit() bool {
 
 // insertIntents inserts the intents $2 (a JSON array of records, whose
 // ids are their "ID") of instance $1, in their order, and deletes the
-// resolved intents $3: one statement, one implicit transaction. One
-// jsonb parameter costs pgx a copy, where arrays of ids and records cost
-// it an encoding per element.
-const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($3))
+// resolved intents $3 (a JSON array of ids): one statement, one implicit
+// transaction. It is prepared once on the writer's connection (as
+// intentsStatement) and run with its parameters in text form, which are
+// the bytes the writer has already: no encoding at all.
+const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id IN (SELECT jsonb_array_elements_text($3::jsonb)))
 	INSERT INTO air_intents (id, instance, record)
 	SELECT r->>'ID', $1, r FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING`
+
+// intentsStatement is the name of insertIntents on the writer's
+// connection.
+const intentsStatement = "air_insert_intents"
 
 // write runs insertIntents on the writer's own connection, taken out of
 // the pool for good, whose session has synchronous_commit off, so that a
@@ -334,6 +346,10 @@ func (in *Intents) write(ctx context.Context, recs [][]byte, resolve []string) e
 			_ = conn.Close(ctx)
 			return err
 		}
+		if _, err := conn.Prepare(ctx, intentsStatement, insertIntents); err != nil {
+			_ = conn.Close(ctx)
+			return err
+		}
 		in.conn = conn
 	}
 	in.array = append(in.array[:0], '[')
@@ -344,7 +360,16 @@ func (in *Intents) write(ctx context.Context, recs [][]byte, resolve []string) e
 		in.array = append(in.array, r...)
 	}
 	in.array = append(in.array, ']')
-	_, err := in.conn.Exec(ctx, insertIntents, in.db.instance, in.array, resolve)
+	in.ids = append(in.ids[:0], '[')
+	for i, id := range resolve {
+		if i > 0 {
+			in.ids = append(in.ids, ',')
+		}
+		in.ids = appendJSONString(in.ids, id)
+	}
+	in.ids = append(in.ids, ']')
+	in.params[0], in.params[1], in.params[2] = in.instance, in.array, in.ids
+	_, err := in.conn.PgConn().ExecPrepared(ctx, intentsStatement, in.params[:], nil, nil).Close()
 	if err != nil && (in.conn.IsClosed() || ctx.Err() != nil || !isPgError(err)) {
 		// Not an error of the statement: the connection may be broken or
 		// left mid-statement.

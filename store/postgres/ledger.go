@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,8 +68,7 @@ func (l *Ledger) Insert(ctx context.Context, rec store.Record) (bool, error) {
 func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
 	arg := appendLedgerRecords(make([]byte, 0, 64+400*len(recs)), recs)
 	for attempt := 1; ; attempt++ {
-		var n int
-		err := l.db.pool.QueryRow(ctx, insertLedger, arg).Scan(&n)
+		n, err := l.insertOnce(ctx, arg)
 		if err == nil || attempt >= maxTxAttempts || !retryable(err) {
 			return n, err
 		}
@@ -77,6 +78,31 @@ func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
 		case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
 		}
 	}
+}
+
+// ledgerStatement is the name of insertLedger on the pool's connections.
+const ledgerStatement = "air_insert_ledger"
+
+// insertOnce runs insertLedger once, on a connection of the pool where it
+// is prepared (once per connection), with its one parameter in text
+// form: the JSON that appendLedgerRecords wrote, with no encoding by pgx.
+func (l *Ledger) insertOnce(ctx context.Context, arg []byte) (int, error) {
+	conn, err := l.db.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	if _, err := conn.Conn().Prepare(ctx, ledgerStatement, insertLedger); err != nil {
+		return 0, err
+	}
+	res := conn.Conn().PgConn().ExecPrepared(ctx, ledgerStatement, [][]byte{arg}, nil, nil).Read()
+	if res.Err != nil {
+		return 0, res.Err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return 0, fmt.Errorf("postgres: the ledger insert returned %d rows, want 1", len(res.Rows))
+	}
+	return strconv.Atoi(string(res.Rows[0][0]))
 }
 
 // Get implements store.Ledger.
