@@ -13,13 +13,14 @@ import (
 )
 
 // Ledger is the ledger repository. Each Append or Insert is one
-// transaction: the records go in with one multi-row INSERT … ON CONFLICT
-// (id) DO NOTHING, and the aggregates and spend counters of the records
-// that were new are updated in the same transaction, so they count each
-// record exactly once however often a batch is retried, and across
-// instances. A transaction takes two round trips (see insertOnce). When
-// Append returns, the transaction has committed: a
-// client's last byte, which waits for it, waits for the commit.
+// statement, and so one transaction and one round trip (see
+// insertLedger): the records go in with one multi-row INSERT … ON
+// CONFLICT (id) DO NOTHING, and the aggregates and spend counters of the
+// records that were new are updated by the same statement, so they count
+// each record exactly once however often a batch is retried, and across
+// instances. When Append returns, the transaction has committed
+// (synchronously: the session keeps synchronous_commit on): a client's
+// last byte, which waits for it, waits for the commit.
 type Ledger struct {
 	db *DB
 	// retention is how long records are kept after they were written
