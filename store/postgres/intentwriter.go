@@ -121,11 +121,15 @@ func (in *Intents) commit() bool {
 
 // insertIntents inserts the intents $2 (a JSON array of records, whose
 // ids are their "ID") of instance $1, in their order, and deletes the
-// resolved intents $3 (a JSON array of ids): one statement, one implicit
+// resolved intents $3 (an array of ids): one statement, one implicit
 // transaction. It is prepared once on the writer's connection (as
 // intentsStatement) and run with its parameters in text form, which are
-// the bytes the writer has already: no encoding at all.
-const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id IN (SELECT jsonb_array_elements_text($3::jsonb)))
+// the bytes the writer has already or writes with a copy (the array
+// literal of the ids): no encoding by pgx. The ids stay an array
+// compared with = ANY, so that the deletion looks them up in the primary
+// key: a join with the ids of a JSON array is planned as a scan of the
+// whole table, dead rows included.
+const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($3::text[]))
 	INSERT INTO air_intents (id, instance, record)
 	SELECT r->>'ID', $1, r FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING`
@@ -163,14 +167,7 @@ func (in *Intents) write(ctx context.Context, recs [][]byte, resolve []string) e
 		in.array = append(in.array, r...)
 	}
 	in.array = append(in.array, ']')
-	in.ids = append(in.ids[:0], '[')
-	for i, id := range resolve {
-		if i > 0 {
-			in.ids = append(in.ids, ',')
-		}
-		in.ids = appendJSONString(in.ids, id)
-	}
-	in.ids = append(in.ids, ']')
+	in.ids = appendTextArray(in.ids[:0], resolve)
 	in.params[0], in.params[1], in.params[2] = in.instance, in.array, in.ids
 	_, err := in.conn.PgConn().ExecPrepared(ctx, intentsStatement, in.params[:], nil, nil).Close()
 	if err != nil && (in.conn.IsClosed() || ctx.Err() != nil || !isPgError(err)) {
@@ -179,6 +176,26 @@ func (in *Intents) write(ctx context.Context, recs [][]byte, resolve []string) e
 		in.closeConn()
 	}
 	return err
+}
+
+// appendTextArray appends ss to b as a PostgreSQL array literal of text,
+// each element quoted, its quotes and backslashes escaped.
+func appendTextArray(b []byte, ss []string) []byte {
+	b = append(b, '{')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		for j := 0; j < len(s); j++ {
+			if c := s[j]; c == '"' || c == '\\' {
+				b = append(b, '\\')
+			}
+			b = append(b, s[j])
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 // closeConn closes the writer's connection, if open.
