@@ -18,9 +18,10 @@ import (
 // CONFLICT (id) DO NOTHING, and the aggregates and spend counters of the
 // records that were new are updated by the same statement, so they count
 // each record exactly once however often a batch is retried, and across
-// instances. When Append returns, the transaction has committed
-// (synchronously: the session keeps synchronous_commit on): a client's
-// last byte, which waits for it, waits for the commit.
+// instances. When Append returns, the transaction has committed, as
+// durably as the server's synchronous_commit says (only the intent
+// writer turns it off, for its own connection): a client's last byte,
+// which waits for it, waits for the commit.
 type Ledger struct {
 	db *DB
 	// retention is how long records are kept after they were written
