@@ -16,8 +16,10 @@ import (
 )
 
 // BenchmarkLedgerAppend measures one Append (one transaction: the records,
-// their aggregates and spend) per batch size; ns/op is per batch, and the
-// record/s metric what one connection sustains.
+// their aggregates and spend) per batch size; ns/op is per batch, the
+// record/s metric what one connection sustains, and cpu-µs/op the
+// process's CPU time per batch (the gateway's share of a batch; the
+// database's is not counted).
 func BenchmarkLedgerAppend(b *testing.B) {
 	for _, size := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
@@ -28,18 +30,24 @@ func BenchmarkLedgerAppend(b *testing.B) {
 			defer db.Close()
 			l := db.Repos().Ledger
 			now := time.Now()
+			batches := make([][]store.Record, b.N)
+			for i := range batches {
+				batches[i] = make([]store.Record, size)
+				for j := range batches[i] {
+					batches[i][j] = rec(fmt.Sprintf("b%d-%d", i, j), 1000)
+					batches[i][j].Time = now
+				}
+			}
+			cpu0 := processCPU(b)
 			b.ResetTimer()
 			for i := range b.N {
-				recs := make([]store.Record, size)
-				for j := range recs {
-					recs[j] = rec(fmt.Sprintf("b%d-%d", i, j), 1000)
-					recs[j].Time = now
-				}
-				if err := l.Append(context.Background(), recs); err != nil {
+				if err := l.Append(context.Background(), batches[i]); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
 			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
 }
@@ -165,4 +173,92 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkWritersAtRate runs both database writers of a gateway under an
+// open-loop load of rate requests a second: each request adds its intent
+// (and waits for its commit), "calls its upstream" for 20 ms and queues
+// its record; a ledger writer appends the queued records every 25 ms
+// (billing's default commit interval) and then resolves their intents.
+// It reports the process's CPU time per request, which is what the
+// gateway spends on its database writes at that rate (the database's
+// own CPU is not counted). 250 a second is what each of two instances
+// serves in go run ./bench -scenarios pg's SSE load. Run it with a fixed
+// count, e.g. -benchtime=2000x.
+func BenchmarkWritersAtRate(b *testing.B) {
+	for _, rate := range []int{250, 1000} {
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
+			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			repos := db.Repos()
+			var (
+				mu     sync.Mutex
+				queued []store.Record
+				stop   = make(chan struct{})
+				wdone  = make(chan struct{})
+			)
+			go func() {
+				// The ledger writer, paced like billing's.
+				defer close(wdone)
+				t := time.NewTicker(25 * time.Millisecond)
+				defer t.Stop()
+				for {
+					var last bool
+					select {
+					case <-stop:
+						last = true
+					case <-t.C:
+					}
+					mu.Lock()
+					recs := queued
+					queued = nil
+					mu.Unlock()
+					if len(recs) > 0 {
+						if err := repos.Ledger.Append(context.Background(), recs); err != nil {
+							b.Error(err)
+						}
+						ids := make([]string, len(recs))
+						for i := range recs {
+							ids[i] = recs[i].ID
+						}
+						repos.Intents.Resolve(ids)
+					}
+					if last {
+						return
+					}
+				}
+			}()
+			var wg sync.WaitGroup
+			cpu0 := processCPU(b)
+			b.ResetTimer()
+			tick := time.NewTicker(time.Second / time.Duration(rate))
+			defer tick.Stop()
+			for i := range b.N {
+				<-tick.C
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rec(fmt.Sprintf("w%d", i), 1000)
+					if err := repos.Intents.Add(r); err != nil {
+						b.Error(err)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+					mu.Lock()
+					queued = append(queued, r)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			<-wdone
+			b.StopTimer()
+			cpu := processCPU(b) - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(db.intents.commits.Load())/float64(b.N), "commits/op")
+		})
+	}
 }

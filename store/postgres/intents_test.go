@@ -185,3 +185,36 @@ func TestIntentResolvedOnAnIdleWriter(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestIntentIDsOfAnyText resolves intents whose ids hold what an array
+// literal must escape: each is deleted, and only those resolved.
+func TestIntentIDsOfAnyText(t *testing.T) {
+	ctx := context.Background()
+	db := instances(t, 1)[0]
+	in := db.Repos().Intents
+	odd := []string{`a"b`, `c\d`, `e,f`, `{g}`, `h i`, `NULL`, "é", ""}
+	for _, id := range append(odd, "kept") {
+		if err := in.Add(rec(id, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.Resolve(odd)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rows, err := db.pool.Query(ctx, `SELECT id FROM air_intents ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 1 && left[0] == "kept" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("intents left 5 s after resolving %q: %q; want only \"kept\"", odd, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -3,22 +3,25 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/caddy-air/caddy-air/store"
 )
 
 // Ledger is the ledger repository. Each Append or Insert is one
-// transaction: the records go in with one multi-row INSERT … ON CONFLICT
-// (id) DO NOTHING, and the aggregates and spend counters of the records
-// that were new are updated in the same transaction, so they count each
-// record exactly once however often a batch is retried, and across
-// instances. A transaction takes two round trips (see insertOnce). When
-// Append returns, the transaction has committed: a
-// client's last byte, which waits for it, waits for the commit.
+// statement, and so one transaction and one round trip (see
+// insertLedger): the records go in with one multi-row INSERT … ON
+// CONFLICT (id) DO NOTHING, and the aggregates and spend counters of the
+// records that were new are updated by the same statement, so they count
+// each record exactly once however often a batch is retried, and across
+// instances. When Append returns, the transaction has committed, as
+// durably as the server's synchronous_commit says (only the intent
+// writer turns it off, for its own connection): a client's last byte,
+// which waits for it, waits for the commit.
 type Ledger struct {
 	db *DB
 	// retention is how long records are kept after they were written
@@ -26,44 +29,10 @@ type Ledger struct {
 	retention time.Duration
 }
 
-// ledgerColumns are the columns of a record, in the order of recordArgs.
+// ledgerColumns are the columns of a record, in the order of scanRecord.
 const ledgerColumns = `id, ts, endpoint, user_name, key_id, model, provider, input, cache_creation, cache_read,
 	output, reasoning, source, status, outcome, images, video_ms, tier, priced, currency, cost,
 	cache_creation_1h, service_tier, deployment, served_model`
-
-// insertRecords inserts the records given as arrays, skipping ids already
-// present, and returns the ids it inserted.
-const insertRecords = `INSERT INTO air_ledger (` + ledgerColumns + `)
-	SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::int[], $15::text[],
-		$16::int[], $17::bigint[], $18::int[], $19::bool[], $20::text[], $21::bigint[], $22::bigint[], $23::text[], $24::text[], $25::text[])
-	ON CONFLICT (id) DO NOTHING RETURNING id`
-
-// recordArgs turns recs into the column arrays of insertRecords.
-func recordArgs(recs []store.Record) []any {
-	n := len(recs)
-	var (
-		ids, endpoints, users, keyIDs, models, providers, sources, outcomes, currencies = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		ts                                                                              = make([]time.Time, n)
-		input, cacheCreation, cacheRead, output, reasoning, videoMS, cost               = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		status, images, tier                                                            = make([]int32, n), make([]int32, n), make([]int32, n)
-		priced                                                                          = make([]bool, n)
-		cacheCreation1h, serviceTiers                                                   = make([]int64, n), make([]string, n)
-		deployments, servedModels                                                       = make([]string, n), make([]string, n)
-	)
-	for i := range recs {
-		r := &recs[i]
-		ids[i], ts[i], endpoints[i], users[i], keyIDs[i], models[i], providers[i] = r.ID, r.Time.UTC(), r.Endpoint, r.User, r.KeyID, r.Model, r.Provider
-		input[i], cacheCreation[i], cacheRead[i], output[i], reasoning[i] = r.Usage.Input, r.Usage.CacheCreation, r.Usage.CacheRead, r.Usage.Output, r.Usage.Reasoning
-		sources[i], status[i], outcomes[i], images[i], videoMS[i], tier[i] = r.Source, int32(r.Status), r.Outcome, int32(r.Images), r.VideoMillis, int32(r.Tier)
-		priced[i], currencies[i], cost[i] = r.Priced, r.Currency, r.Cost
-		cacheCreation1h[i], serviceTiers[i] = r.Usage.CacheCreation1h, r.ServiceTier
-		deployments[i], servedModels[i] = r.Deployment, r.ServedModel
-	}
-	return []any{ids, ts, endpoints, users, keyIDs, models, providers, input, cacheCreation, cacheRead, output, reasoning,
-		sources, status, outcomes, images, videoMS, tier, priced, currencies, cost, cacheCreation1h, serviceTiers,
-		deployments, servedModels}
-}
 
 func scanRecord(row pgx.Row) (store.Record, error) {
 	var r store.Record
@@ -95,11 +64,13 @@ func (l *Ledger) Insert(ctx context.Context, rec store.Record) (bool, error) {
 	return n == 1, err
 }
 
-// insert writes recs and counts the new ones in one transaction, retried
-// on deadlocks and serialization failures, and returns how many were new.
+// insert writes recs and counts the new ones in one statement (see
+// insertLedger), retried on deadlocks and serialization failures, and
+// returns how many were new.
 func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
+	arg := appendLedgerRecords(make([]byte, 0, 64+400*len(recs)), recs)
 	for attempt := 1; ; attempt++ {
-		n, err := l.insertOnce(ctx, recs)
+		n, err := l.insertOnce(ctx, arg)
 		if err == nil || attempt >= maxTxAttempts || !retryable(err) {
 			return n, err
 		}
@@ -111,70 +82,29 @@ func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
 	}
 }
 
-// insertOnce is one attempt of insert, in two round trips: BEGIN and the
-// insert of the records, which returns the ids that were new; then the
-// counts of the new records and COMMIT. A failed attempt is rolled back.
-func (l *Ledger) insertOnce(ctx context.Context, recs []store.Record) (int, error) {
+// ledgerStatement is the name of insertLedger on the pool's connections.
+const ledgerStatement = "air_insert_ledger"
+
+// insertOnce runs insertLedger once, on a connection of the pool where it
+// is prepared (once per connection), with its one parameter in text
+// form: the JSON that appendLedgerRecords wrote, with no encoding by pgx.
+func (l *Ledger) insertOnce(ctx context.Context, arg []byte) (int, error) {
 	conn, err := l.db.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Release()
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(insertRecords, recordArgs(recs)...)
-	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
-	var ids []string
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		rollback(conn)
+	if _, err := conn.Conn().Prepare(ctx, ledgerStatement, insertLedger); err != nil {
 		return 0, err
 	}
-	fresh := recs
-	if len(ids) < len(recs) {
-		isNew := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			isNew[id] = true
-		}
-		fresh = make([]store.Record, 0, len(ids))
-		for _, r := range recs {
-			if isNew[r.ID] {
-				fresh = append(fresh, r)
-				delete(isNew, r.ID) // a repeated id within recs counts once
-			}
-		}
+	res := conn.Conn().PgConn().ExecPrepared(ctx, ledgerStatement, [][]byte{arg}, nil, nil).Read()
+	if res.Err != nil {
+		return 0, res.Err
 	}
-	b = &pgx.Batch{}
-	queueCounts(b, fresh)
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rollback(conn)
-		return 0, err
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return 0, fmt.Errorf("postgres: the ledger insert returned %d rows, want 1", len(res.Rows))
 	}
-	return len(ids), nil
-}
-
-// rollback ends the transaction that conn may be in; a connection that
-// cannot is closed (the pool then drops it).
-func rollback(conn *pgxpool.Conn) {
-	pc := conn.Conn().PgConn()
-	if pc.IsClosed() || pc.TxStatus() == 'I' {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-		_ = conn.Conn().Close(ctx)
-	}
+	return strconv.Atoi(string(res.Rows[0][0]))
 }
 
 // Get implements store.Ledger.

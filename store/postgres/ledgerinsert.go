@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// insertLedger writes a batch of records and counts the new ones, in one
+// statement and so one implicit transaction and one round trip: it
+// inserts the records $1 (a JSON array of records as appendIntent writes
+// them, whose zero fields are left out) in their order, skipping ids
+// already present (also a repeated id within the batch), and adds the
+// rows it inserted, and only those, to their aggregates (air_usage), their
+// counts by outcome and usage source (air_usage_counts), their user's
+// month (air_usage_monthly) and the spend counters of their user and key
+// (air_spend, priced records with a cost only). It returns how many
+// records were new. The days and months are UTC's, as store.KeyOf and
+// store.MonthOf make them.
+//
+// Each upsert writes its rows in key order (byte order, as Go sorts), so
+// that concurrent batches of several instances lock them in the same
+// order; the sub-statements run in the order they are written. One jsonb
+// parameter costs pgx a copy where arrays of columns cost it an encoding
+// per element, and the counts computed by the database from the inserted
+// rows need no second round trip to learn which records were new.
+const insertLedger = `WITH ins AS (
+	INSERT INTO air_ledger (` + ledgerColumns + `)
+	SELECT r->>'ID', coalesce((r->>'Time')::timestamptz, '0001-01-01T00:00:00Z'), coalesce(r->>'Endpoint', ''),
+		coalesce(r->>'User', ''), coalesce(r->>'KeyID', ''), coalesce(r->>'Model', ''), coalesce(r->>'Provider', ''),
+		coalesce((r->'Usage'->>'Input')::bigint, 0), coalesce((r->'Usage'->>'CacheCreation')::bigint, 0),
+		coalesce((r->'Usage'->>'CacheRead')::bigint, 0), coalesce((r->'Usage'->>'Output')::bigint, 0),
+		coalesce((r->'Usage'->>'Reasoning')::bigint, 0), coalesce(r->>'Source', ''), coalesce((r->>'Status')::int, 0),
+		coalesce(r->>'Outcome', ''), coalesce((r->>'Images')::int, 0), coalesce((r->>'VideoMillis')::bigint, 0),
+		coalesce((r->>'Tier')::int, 0), coalesce((r->>'Priced')::bool, false), coalesce(r->>'Currency', ''),
+		coalesce((r->>'Cost')::bigint, 0), coalesce((r->'Usage'->>'CacheCreation1h')::bigint, 0),
+		coalesce(r->>'ServiceTier', ''), coalesce(r->>'Deployment', ''), coalesce(r->>'ServedModel', '')
+	FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
+	ON CONFLICT (id) DO NOTHING
+	RETURNING ts, user_name, key_id, model, currency, priced, input, cache_creation, cache_creation_1h, cache_read,
+		output, reasoning, images, video_ms, cost, source, outcome),
+k AS (
+	SELECT (ts AT TIME ZONE 'UTC')::date AS day, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM') AS month, * FROM ins),
+u AS (
+	INSERT INTO air_usage AS u (day, user_name, key_id, model, currency, requests, unpriced,
+		input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h)
+	SELECT day, user_name, key_id, model, currency, count(*), count(*) FILTER (WHERE NOT priced),
+		sum(input), sum(cache_creation), sum(cache_read), sum(output), sum(reasoning), sum(images), sum(video_ms),
+		sum(cost), sum(cache_creation_1h)
+	FROM k GROUP BY day, user_name, key_id, model, currency
+	ORDER BY day, user_name COLLATE "C", key_id COLLATE "C", model COLLATE "C", currency COLLATE "C"
+	ON CONFLICT (day, user_name, key_id, model, currency) DO UPDATE SET
+		requests = u.requests + EXCLUDED.requests, unpriced = u.unpriced + EXCLUDED.unpriced,
+		input = u.input + EXCLUDED.input, cache_creation = u.cache_creation + EXCLUDED.cache_creation,
+		cache_read = u.cache_read + EXCLUDED.cache_read, output = u.output + EXCLUDED.output,
+		reasoning = u.reasoning + EXCLUDED.reasoning, images = u.images + EXCLUDED.images,
+		video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost,
+		cache_creation_1h = u.cache_creation_1h + EXCLUDED.cache_creation_1h),
+c AS (
+	INSERT INTO air_usage_counts AS c (day, user_name, key_id, model, currency, kind, name, n)
+	SELECT day, user_name, key_id, model, currency, v.kind, v.name, count(*)
+	FROM k CROSS JOIN LATERAL (VALUES ('o'::"char", outcome), ('s'::"char", source)) AS v(kind, name)
+	WHERE v.name <> ''
+	GROUP BY day, user_name, key_id, model, currency, v.kind, v.name
+	ORDER BY day, user_name COLLATE "C", key_id COLLATE "C", model COLLATE "C", currency COLLATE "C", v.kind,
+		v.name COLLATE "C"
+	ON CONFLICT (day, user_name, key_id, model, currency, kind, name) DO UPDATE SET n = c.n + EXCLUDED.n),
+m AS (
+	INSERT INTO air_usage_monthly AS u (month, user_name, currency, requests, unpriced, input, cache_creation,
+		cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost)
+	SELECT month, user_name, currency, count(*), count(*) FILTER (WHERE NOT priced), sum(input),
+		sum(cache_creation), sum(cache_creation_1h), sum(cache_read), sum(output), sum(reasoning), sum(images),
+		sum(video_ms), sum(cost)
+	FROM k GROUP BY month, user_name, currency
+	ORDER BY month, user_name COLLATE "C", currency COLLATE "C"
+	ON CONFLICT (month, user_name, currency) DO UPDATE SET
+		requests = u.requests + EXCLUDED.requests, unpriced = u.unpriced + EXCLUDED.unpriced,
+		input = u.input + EXCLUDED.input, cache_creation = u.cache_creation + EXCLUDED.cache_creation,
+		cache_creation_1h = u.cache_creation_1h + EXCLUDED.cache_creation_1h, cache_read = u.cache_read + EXCLUDED.cache_read,
+		output = u.output + EXCLUDED.output, reasoning = u.reasoning + EXCLUDED.reasoning, images = u.images + EXCLUDED.images,
+		video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost),
+s AS (
+	INSERT INTO air_spend AS s (scope, subject, currency, period, amount)
+	SELECT v.scope, v.subject, currency, p.period, sum(cost)
+	FROM k CROSS JOIN LATERAL (VALUES ('` + string(store.ScopeUser) + `', user_name), ('` + string(store.ScopeKey) + `', key_id)) AS v(scope, subject)
+		CROSS JOIN LATERAL (VALUES (month), ('` + store.PeriodTotal + `')) AS p(period)
+	WHERE priced AND cost <> 0 AND v.subject <> ''
+	GROUP BY v.scope, v.subject, currency, p.period
+	ORDER BY v.scope COLLATE "C", v.subject COLLATE "C", currency COLLATE "C", p.period COLLATE "C"
+	ON CONFLICT (scope, subject, currency, period) DO UPDATE SET amount = s.amount + EXCLUDED.amount)
+SELECT count(*) FROM ins`
+
+// appendLedgerRecords appends recs to b as the JSON array that
+// insertLedger reads. Their times are cut to the microsecond first, as
+// PostgreSQL keeps them (it would round the text of a finer time, which
+// could move a record to the next day; pgx cut it before).
+func appendLedgerRecords(b []byte, recs []store.Record) []byte {
+	b = append(b, '[')
+	for i := range recs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		r := &recs[i]
+		if r.Time.Nanosecond()%1000 == 0 {
+			b = appendIntent(b, r)
+			continue
+		}
+		c := *r
+		c.Time = c.Time.Truncate(time.Microsecond)
+		b = appendIntent(b, &c)
+	}
+	return append(b, ']')
+}
