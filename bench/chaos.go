@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -245,29 +244,18 @@ func runChaos(ctx context.Context, o options, tmp string, logf func(string, ...a
 
 // chaosProcess prepares the caddy-air process of config c.
 func chaosProcess(bin, tmp string, i int, c chaosConfig, portA, portB int) (*caddyProcess, error) {
-	port, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	admin, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	name := fmt.Sprintf("chaos-%d", i)
-	dir := filepath.Join(tmp, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	prices, err := writeFile(dir, "prices.json", chaosPricesJSON)
-	if err != nil {
-		return nil, err
-	}
-	path, err := writeFile(dir, "Caddyfile", chaosCaddyfile(admin, port, portA, portB, filepath.Join(dir, "badger"), prices, c))
-	if err != nil {
-		return nil, err
-	}
-	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
-		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+	port, admin := ports[0], ports[1]
+	return prepareProcess(bin, tmp, fmt.Sprintf("chaos-%d", i), port, admin, func(dir string) (string, error) {
+		prices, err := writeFile(dir, "prices.json", chaosPricesJSON)
+		if err != nil {
+			return "", err
+		}
+		return writeFile(dir, "Caddyfile", chaosCaddyfile(admin, port, portA, portB, filepath.Join(dir, "badger"), prices, c))
+	})
 }
 
 // chaosCaddyfile is caddy-air with providers mock-a and mock-b on the two

@@ -44,6 +44,34 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// freePorts returns n TCP ports that were free on 127.0.0.1 a moment ago.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		var err error
+		if ports[i], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	return ports, nil
+}
+
+// prepareProcess makes the working directory tmp/name and returns the Caddy
+// process that runs there on port and admin, with the Caddyfile that config
+// writes into that directory.
+func prepareProcess(bin, tmp, name string, port, admin int, config func(dir string) (string, error)) (*caddyProcess, error) {
+	dir := filepath.Join(tmp, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	path, err := config(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
+		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+}
+
 // PID returns the process id, or 0 when not running.
 func (p *caddyProcess) PID() int {
 	if p.cmd == nil || p.cmd.Process == nil {

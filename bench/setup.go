@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -81,11 +80,9 @@ func startTargets(ctx context.Context, o options, tmp string, logf func(string, 
 // newProcesses prepares the bare and the caddy-air Caddy processes, with
 // their configs and working directories under tmp.
 func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *caddyProcess, err error) {
-	var ports [4]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, nil, err
-		}
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, nil, err
 	}
 	bare, err = newBareProcessOn(bin, tmp, "bare", ports[0], ports[1], upPort)
 	if err != nil {
@@ -98,32 +95,21 @@ func newProcesses(bin, tmp string, upPort int, airOptions string) (bare, air *ca
 // newBareProcess prepares another bare Caddy process, on fresh ports, in
 // front of the upstream on upPort.
 func newBareProcess(bin, tmp, name string, upPort int) (*caddyProcess, error) {
-	port, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	admin, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	return newBareProcessOn(bin, tmp, name, port, admin, upPort)
+	return newBareProcessOn(bin, tmp, name, ports[0], ports[1], upPort)
 }
 
 // newBareProcessOn prepares a bare Caddy process named name (reverse_proxy
 // to the upstream, file_server over caddy-air's media directory), its
 // config and working directory under tmp.
 func newBareProcessOn(bin, tmp, name string, port, admin, upPort int) (*caddyProcess, error) {
-	dir := filepath.Join(tmp, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
 	media := filepath.Join(tmp, "air", "badger", mediaDir)
-	path, err := writeFile(dir, "Caddyfile", bareCaddyfile(admin, port, upPort, media))
-	if err != nil {
-		return nil, err
-	}
-	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
-		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+	return prepareProcess(bin, tmp, name, port, admin, func(dir string) (string, error) {
+		return writeFile(dir, "Caddyfile", bareCaddyfile(admin, port, upPort, media))
+	})
 }
 
 // noMetricsName names the caddy-air process with `metrics off`.
@@ -132,36 +118,25 @@ const noMetricsName = "air-nometrics"
 // newAirProcess prepares another caddy-air process, on fresh ports, with
 // storage as in newAirProcessOn.
 func newAirProcess(bin, tmp, name string, upPort int, storage, airOptions string) (*caddyProcess, error) {
-	port, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	admin, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	return newAirProcessOn(bin, tmp, name, port, admin, upPort, storage, airOptions)
+	return newAirProcessOn(bin, tmp, name, ports[0], ports[1], upPort, storage, airOptions)
 }
 
 // newAirProcessOn prepares a caddy-air process named name, its config and
 // working directory under tmp. storage is the arguments of its storage
 // line; empty means Badger in its working directory.
 func newAirProcessOn(bin, tmp, name string, port, admin, upPort int, storage, airOptions string) (*caddyProcess, error) {
-	dir := filepath.Join(tmp, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	prices, err := writeFile(dir, "prices.json", pricesJSON)
-	if err != nil {
-		return nil, err
-	}
-	if storage == "" {
-		storage = "badger " + filepath.Join(dir, "badger")
-	}
-	path, err := writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, storage, prices, airOptions))
-	if err != nil {
-		return nil, err
-	}
-	return &caddyProcess{Name: name, Port: port, AdminPort: admin, bin: bin, config: path,
-		workDir: dir, logPath: filepath.Join(dir, "caddy.log")}, nil
+	return prepareProcess(bin, tmp, name, port, admin, func(dir string) (string, error) {
+		prices, err := writeFile(dir, "prices.json", pricesJSON)
+		if err != nil {
+			return "", err
+		}
+		if storage == "" {
+			storage = "badger " + filepath.Join(dir, "badger")
+		}
+		return writeFile(dir, "Caddyfile", airCaddyfile(admin, port, upPort, storage, prices, airOptions))
+	})
 }
