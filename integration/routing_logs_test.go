@@ -108,14 +108,20 @@ func TestRoutingAttemptLogsAndSpans(t *testing.T) {
 	}
 
 	// One span per attempt of the fallback request, with its request id.
-	var spans []string
-	eventually(t, 20*time.Second, "three attempt spans of the fallback request", func() bool {
-		spans = spans[:0]
-		for _, s := range rc.named("chat fm-log") {
-			if attr(s, "air.request_id") == ids["fm-log"] {
-				spans = append(spans, attr(s, "air.attempt")+":"+attr(s, "http.response.status_code"))
+	// attemptSpans gives "attempt:value" of the spans named name of the
+	// request id, value being the span's attribute key.
+	attemptSpans := func(name, id, key string) []string {
+		var out []string
+		for _, s := range rc.named(name) {
+			if attr(s, "air.request_id") == id {
+				out = append(out, attr(s, "air.attempt")+":"+attr(s, key))
 			}
 		}
+		return out
+	}
+	var spans []string
+	eventually(t, 20*time.Second, "three attempt spans of the fallback request", func() bool {
+		spans = attemptSpans("chat fm-log", ids["fm-log"], "http.response.status_code")
 		return len(spans) >= 3
 	})
 	if strings.Join(spans, " ") != "1:500 2:500 3:200" {
@@ -138,12 +144,7 @@ func TestRoutingAttemptLogsAndSpans(t *testing.T) {
 		t.Errorf("hanging request's lines: %v, want a timeout on ploghang/xhang naming try_timeout, then the fallback's ok", l)
 	}
 	eventually(t, 20*time.Second, "two attempt spans of the hanging request", func() bool {
-		spans = spans[:0]
-		for _, s := range rc.named("chat fm-loghang") {
-			if attr(s, "air.request_id") == ids["fm-loghang"] {
-				spans = append(spans, attr(s, "air.attempt")+":"+attr(s, "error.type"))
-			}
-		}
+		spans = attemptSpans("chat fm-loghang", ids["fm-loghang"], "error.type")
 		return len(spans) >= 2
 	})
 	if strings.Join(spans, " ") != "1:timeout 2:" {

@@ -23,11 +23,7 @@ import (
 func BenchmarkLedgerAppend(b *testing.B) {
 	for _, size := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openBench(b, Options{})
 			l := db.Repos().Ledger
 			now := time.Now()
 			batches := make([][]store.Record, b.N)
@@ -55,11 +51,7 @@ func BenchmarkLedgerAppend(b *testing.B) {
 // BenchmarkReserve measures a budget lease taken under its subject's row
 // lock, with the room computed from spend and live leases.
 func BenchmarkReserve(b *testing.B) {
-	db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := openBench(b, Options{})
 	bud := db.Repos().Budgets
 	sub := store.Subject{Scope: store.ScopeUser, ID: "alice"}
 	if err := bud.SetLimits(context.Background(), sub, store.Limits{Currency: "USD", Monthly: 1 << 60}); err != nil {
@@ -83,11 +75,7 @@ func BenchmarkReserve(b *testing.B) {
 func BenchmarkIntentAdd(b *testing.B) {
 	for _, par := range []int{1, 64} {
 		b.Run(fmt.Sprintf("concurrent=%d", par), func(b *testing.B) {
-			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openBench(b, Options{})
 			in := db.Repos().Intents
 			var next atomic.Int64
 			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
@@ -110,11 +98,7 @@ func BenchmarkIntentAdd(b *testing.B) {
 // BenchmarkUsage measures the reads of a console page on a ledger of
 // 1,000,000 records (100,000 with -short); see storetest.BenchUsage.
 func BenchmarkUsage(b *testing.B) {
-	db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b), Retention: 90 * 24 * time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := openBench(b, Options{Retention: 90 * 24 * time.Hour})
 	storetest.BenchUsage(b, db.Repos(), storetest.BenchRecords())
 }
 
@@ -128,11 +112,7 @@ func BenchmarkUsage(b *testing.B) {
 func BenchmarkIntentsAtRate(b *testing.B) {
 	for _, gather := range []time.Duration{-1, time.Millisecond, 2 * time.Millisecond, IntentGather} {
 		b.Run(fmt.Sprintf("gather=%v", max(gather, 0)), func(b *testing.B) {
-			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b), IntentGather: gather})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openBench(b, Options{IntentGather: gather})
 			in := db.Repos().Intents
 			var wg sync.WaitGroup
 			var waited atomic.Int64
@@ -188,11 +168,7 @@ func processCPU(b *testing.B) time.Duration {
 func BenchmarkWritersAtRate(b *testing.B) {
 	for _, rate := range []int{250, 1000} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			db, err := Open(context.Background(), Options{DSN: pgtest.DSN(b)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openBench(b, Options{})
 			repos := db.Repos()
 			var (
 				mu     sync.Mutex
@@ -261,4 +237,17 @@ func BenchmarkWritersAtRate(b *testing.B) {
 			b.ReportMetric(float64(db.intents.commits.Load())/float64(b.N), "commits/op")
 		})
 	}
+}
+
+// openBench opens the database of pgtest's cluster with o (its DSN set
+// here) for benchmark b, and closes it when b ends.
+func openBench(b *testing.B, o Options) *DB {
+	b.Helper()
+	o.DSN = pgtest.DSN(b)
+	db, err := Open(context.Background(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
 }
