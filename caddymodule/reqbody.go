@@ -21,8 +21,8 @@ type requestBody struct {
 	class  int
 	n      int   // length of the body
 	charge int64 // what the budget holds for buf: its capacity
-	// want is the size of the class of the declared length, or 0: growth
-	// stops there rather than doubling past it.
+	// want is the size of the class of the declared length, or 0: the
+	// buffer grows eightfold toward it and never past it.
 	want  int
 	refs  atomic.Int32
 	probe [1]byte // reads past a full buffer
@@ -181,10 +181,10 @@ func (b *requestBody) reserve(n int) bool {
 	return true
 }
 
-// grow moves the body to a buffer of the next size (eight times larger,
-// up to the declared length's class, when that is still larger than the
-// buffer; otherwise twice as large),
-// charging the difference first, and returns the old buffer to its pool.
+// grow moves the body to a buffer of the next size (eight times larger, up
+// to the declared length's class, while that is still larger than the
+// buffer; otherwise nextSize), charging the difference first, and returns
+// the old buffer to its pool.
 func (b *requestBody) grow() bool {
 	old, oldClass := b.buf, b.class
 	size := nextSize(len(*old))
