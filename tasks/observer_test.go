@@ -59,6 +59,12 @@ func TestObserverSeesStatusesAndPolls(t *testing.T) {
 	waitFor(t, "a failed poll", func() bool { _, _, failing := obs.snapshot(); return failing > 0 })
 	f.set(`{"id":"video_123","object":"video","status":"completed","progress":100,"seconds":"8"}`)
 	waitStatus(t, s, alice, tk.ID, StatusSucceeded)
+	// The store has the task's status before the observer hears of it,
+	// and the poll that saw it done is reported after its outcome.
+	waitFor(t, "the observer to see the task succeed", func() bool {
+		statuses, polls, _ := obs.snapshot()
+		return len(statuses) >= 2 && polls >= 2
+	})
 	statuses, polls, failing := obs.snapshot()
 	if want := []string{"video running", "video succeeded"}; !slices.Equal(statuses, want) {
 		t.Errorf("statuses %v, want %v", statuses, want)
@@ -80,6 +86,7 @@ func TestObserverSeesStatusesAndPolls(t *testing.T) {
 		t.Fatal(aerr)
 	}
 	waitStatus(t, s2, alice, tk2.ID, StatusFailed)
+	waitFor(t, "the observer to see the task fail", func() bool { statuses, _, _ := obs2.snapshot(); return len(statuses) >= 2 })
 	if statuses, _, _ := obs2.snapshot(); !slices.Equal(statuses, []string{"video running", "video failed"}) {
 		t.Errorf("statuses %v, want running then failed", statuses)
 	}
