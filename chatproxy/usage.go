@@ -119,10 +119,13 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 	}
 	usage := payload[c.usageAt:c.usageEnd]
 	isObject := usage[0] == '{'
-	if st := gjson.GetBytes(payload, "service_tier"); st.Type == gjson.String {
-		t.serviceTier = st.Str
-	}
 	if isObject {
+		// Only the chunk with the usage object is looked at again: with
+		// usage asked for, every chunk carries "usage":null, and its
+		// service tier is the one the usage chunk repeats.
+		if st := gjson.GetBytes(payload, "service_tier"); st.Type == gjson.String {
+			t.serviceTier = st.Str
+		}
 		if nu, err := billing.NormalizeOpenAI(usage); err == nil {
 			t.usage, t.reported = nu, true
 		}
