@@ -90,6 +90,7 @@ const (
 // guard, which may name files.
 func (a *App) healthReport(ctx context.Context, st *state, public bool) (healthReport, int) {
 	ls := st.ledger.Stats()
+	st.guard.refresh()
 	in := health.Input{
 		StoreErr:     a.probe.check(ctx, st.repos.Probe),
 		FreeBytes:    st.guard.free.Load(),

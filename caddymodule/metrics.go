@@ -147,6 +147,7 @@ func metricsState() (airmetrics.State, bool) {
 	if st == nil {
 		return airmetrics.State{}, false
 	}
+	st.guard.refresh()
 	return airmetrics.State{
 		LedgerQueued:     st.ledger.Queued(),
 		LedgerLagSeconds: st.ledger.Lag().Seconds(),

@@ -107,7 +107,6 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 // it.
 func (s *state) Destruct() error {
 	s.closed.Store(true)
-	s.guard.close()
 	s.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

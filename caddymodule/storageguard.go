@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,19 +20,28 @@ import (
 // files may still claim, below which new billable work is refused.
 const defaultMinFreeSpace = 64 << 20
 
-// guardInterval is how often the storage guard measures free space.
+// guardInterval is how long a measure of the free space stands: the
+// first billable request (or health check, or metrics scrape) after it
+// measures again.
 const guardInterval = time.Second
 
 // storageGuard refuses new billable work before the storage runs out: it
 // measures the free space of the storage directory's file system (if the
-// backend has one) every
-// guardInterval and compares it with a margin, the configured minimum plus
-// the holes of the store's sparse files. Badger memory-maps its value log
-// and memtable files at their full size and fills them as it writes; a
+// backend has one) and compares it with a margin, the configured minimum
+// plus the holes of the store's sparse files. Badger memory-maps its value
+// log and memtable files at their full size and fills them as it writes; a
 // write into a hole of a full file system kills the process with SIGBUS,
 // so those holes must stay claimable. In-flight requests finish and settle
 // into the margin; reads go on; once space is free again, writes resume
-// within guardInterval, without a restart.
+// without a restart.
+//
+// It measures on demand, not on a timer: the first caller of check (or
+// refresh) after guardInterval measures, in its own goroutine, the others
+// use the last measure. A measure costs a statfs and a listing of the
+// directory, tens of microseconds once a second under load; an idle
+// gateway measures nothing, and its first request after a pause sees a
+// fresh measure. A timer waking an idle process every second costs more on
+// a virtual machine than the measure itself.
 type storageGuard struct {
 	dir     string
 	minFree atomic.Int64 // set by each config that starts
@@ -42,43 +52,34 @@ type storageGuard struct {
 	full   atomic.Pointer[string] // why billable work is refused, nil when it is not
 	free   atomic.Int64           // bytes free at the last measure
 	margin atomic.Int64           // the margin at the last measure
-	stop   chan struct{}
-	done   chan struct{}
+	due    atomic.Int64           // when the last measure expires, in Unix nanoseconds
+	mu     sync.Mutex             // held by the caller that measures
 }
 
-// newStorageGuard measures once and starts measuring every guardInterval.
+// newStorageGuard measures once.
 func newStorageGuard(dir string, minFree int64, backlog func() error, log *zap.Logger) *storageGuard {
-	g := &storageGuard{dir: dir, backlog: backlog, log: log,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	g := &storageGuard{dir: dir, backlog: backlog, log: log}
 	g.minFree.Store(minFree)
 	g.measure()
-	go g.run()
 	return g
 }
 
-// run measures until close.
-func (g *storageGuard) run() {
-	defer close(g.done)
-	t := time.NewTicker(guardInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-t.C:
-			g.measure()
-		}
+// refresh measures again if the last measure is older than guardInterval
+// and no other caller is measuring right now (that one's result serves).
+func (g *storageGuard) refresh() {
+	if time.Now().UnixNano() < g.due.Load() || !g.mu.TryLock() {
+		return
 	}
-}
-
-// close stops measuring.
-func (g *storageGuard) close() {
-	close(g.stop)
-	<-g.done
+	defer g.mu.Unlock()
+	if time.Now().UnixNano() < g.due.Load() {
+		return // measured meanwhile
+	}
+	g.measure()
 }
 
 // measure updates the guard's state, logging each change.
 func (g *storageGuard) measure() {
+	defer g.due.Store(time.Now().Add(guardInterval).UnixNano())
 	var why string
 	var st syscall.Statfs_t
 	if g.dir == "" {
@@ -117,6 +118,7 @@ func (g *storageGuard) measure() {
 
 // check returns the error that refuses new billable work, or nil.
 func (g *storageGuard) check() *apierror.Error {
+	g.refresh()
 	why := g.full.Load()
 	if why == nil {
 		return nil

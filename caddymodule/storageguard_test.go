@@ -38,7 +38,6 @@ func TestSparseHoles(t *testing.T) {
 func TestStorageGuard(t *testing.T) {
 	var backlog error
 	g := newStorageGuard(t.TempDir(), 1, func() error { return backlog }, zap.NewNop())
-	defer g.close()
 	if e := g.check(); e != nil {
 		t.Fatalf("refused with room to spare: %v", e)
 	}
@@ -57,5 +56,26 @@ func TestStorageGuard(t *testing.T) {
 	g.measure()
 	if e := g.check(); e == nil || e.Status != 507 {
 		t.Errorf("a backlogged ledger is accepted: %+v", e)
+	}
+}
+
+// TestStorageGuardMeasuresOnDemand: with no timer, the first check after a
+// measure expired measures again, so a disk that filled while the gateway
+// was idle refuses the next billable request, and one that was freed
+// accepts it.
+func TestStorageGuardMeasuresOnDemand(t *testing.T) {
+	g := newStorageGuard(t.TempDir(), 1, nil, zap.NewNop())
+	g.minFree.Store(1 << 62)
+	if e := g.check(); e != nil {
+		t.Fatalf("a measure that has not expired was renewed: %v", e)
+	}
+	g.due.Store(0) // guardInterval passed
+	if e := g.check(); e == nil || e.Status != 507 {
+		t.Fatalf("the disk filled during a pause, and the next request is accepted: %+v", e)
+	}
+	g.minFree.Store(1)
+	g.due.Store(0)
+	if e := g.check(); e != nil {
+		t.Errorf("space came back, and the next request is refused: %v", e)
 	}
 }
