@@ -19,17 +19,17 @@ func stringEnd(b []byte, i int) int {
 }
 
 // stringEndBlocks is stringEnd 64 bytes at a time, in the manner of
-// simdjson: one bit per byte for the quotes, the backslashes and the
-// control characters of a block (stringMasks), the bytes escaped by a
-// backslash from the runs of backslashes, without a branch; the string
-// ends at the first quote not escaped, or breaks at the first control
-// character. Only escaped bytes are looked at one by one: each must be one
-// of JSON's short escapes or a \u with four hexadecimal digits. Its results
-// are stringEndWords's, to the error offset.
+// simdjson: one bit per byte for the quotes, the backslashes, the control
+// characters and the short escapes' letters of a block (stringMasks), the
+// bytes escaped by a backslash from the runs of backslashes, without a
+// branch; the string ends at the first quote not escaped, or breaks at the
+// first control character. Only escaped bytes that are not short escapes
+// (a \u, or an error) are looked at one by one. Its results are
+// stringEndWords's, to the error offset.
 func stringEndBlocks(b []byte, i int) int {
 	var carry uint64 // 1 when a block's first byte is escaped by the block before
 	for i+64 <= len(b) {
-		quote, backslash, control := stringMasks(&b[i])
+		quote, backslash, control, short := stringMasks(&b[i])
 		backslash &^= carry
 		follows := backslash<<1 | carry
 		oddStarts := backslash &^ evenBits &^ follows
@@ -37,16 +37,13 @@ func stringEndBlocks(b []byte, i int) int {
 		escaped := (evenBits ^ evenSequences<<1) & follows
 		carry = c
 		stop := quote&^escaped | control
-		check := escaped
+		check := escaped &^ short
 		if stop != 0 {
 			check &= 1<<bits.TrailingZeros64(stop) - 1
 		}
 		for ; check != 0; check &= check - 1 {
-			j := i + bits.TrailingZeros64(check)
-			if !shortEscape[b[j]] {
-				if e := unicodeEscapeEnd(b, j); e < 0 {
-					return e
-				}
+			if e := unicodeEscapeEnd(b, i+bits.TrailingZeros64(check)); e < 0 {
+				return e
 			}
 		}
 		if stop != 0 {

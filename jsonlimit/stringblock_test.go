@@ -88,3 +88,43 @@ func compareStringEndAt(t *testing.T, b []byte, i int) {
 		t.Fatalf("string %q from %d: blocks give %d, words %d", b, i, got, want)
 	}
 }
+
+// TestStringMasksEveryByte checks stringMasks's four bits for every byte
+// value at every position of a block.
+func TestStringMasksEveryByte(t *testing.T) {
+	if !haveStringMasks {
+		t.Log("no SIMD string masks on this CPU")
+		return
+	}
+	bit := func(ok bool, pos int) uint64 {
+		if ok {
+			return 1 << pos
+		}
+		return 0
+	}
+	buf := make([]byte, 64)
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 64; pos++ {
+			for k := range buf {
+				buf[k] = 'a'
+			}
+			buf[pos] = byte(c)
+			q, bs, ctl, short := stringMasks(&buf[0])
+			wantShort := bit(shortEscape[c], pos)
+			for k := range buf {
+				if k != pos && shortEscape['a'] {
+					wantShort |= 1 << k
+				}
+			}
+			if q != bit(c == '"', pos) || bs != bit(c == '\\', pos) || ctl != bit(c < 0x20, pos) || short != wantShort {
+				t.Fatalf("byte %#x at %d: masks %#x %#x %#x %#x", c, pos, q, bs, ctl, short)
+			}
+		}
+	}
+	for c := 0; c < 256; c++ { // after a backslash, across the block's end
+		for pre := 60; pre < 68; pre++ {
+			in := strings.Repeat("a", pre) + `\` + string([]byte{byte(c)}) + "0123" + strings.Repeat("z", 70) + `"`
+			compareStringEnd(t, []byte(in))
+		}
+	}
+}

@@ -6,6 +6,6 @@ package jsonlimit
 const haveStringMasks = false
 
 // stringMasks is never called where haveStringMasks is false.
-func stringMasks(p *byte) (quote, backslash, control uint64) {
+func stringMasks(p *byte) (quote, backslash, control, short uint64) {
 	panic("jsonlimit: stringMasks without SIMD")
 }
