@@ -192,14 +192,11 @@ func stringStops(x uint64) uint64 {
 	return ^(notQuote & notBackslash & notControl) & hi
 }
 
-// stringEnd returns the index past the closing quote of the string whose
-// contents start at b[i], or the complement (^) of the offset of the first
-// byte that breaks it. As in encoding/json, any byte from 0x20 up may appear
-// unescaped, including bytes that are not valid UTF-8. Plain bytes are
+// stringEndWords is stringEnd eight bytes at a time. Plain bytes are
 // skipped eight at a time, and every stop among eight bytes is handled
 // from one load: code in chat messages has an escape every twenty bytes or
 // so, often several in a row.
-func stringEnd(b []byte, i int) int {
+func stringEndWords(b []byte, i int) int {
 	for i+8 <= len(b) {
 		m := stringStops(binary.LittleEndian.Uint64(b[i:]))
 		if m == 0 {
