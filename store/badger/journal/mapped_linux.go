@@ -23,7 +23,8 @@ import (
 //   - the mapping covers the segment's allocated bytes only (the zeros of
 //     Options.Preallocate), and grows with them, after preallocate wrote
 //     and synced them: a full disk fails that write with ENOSPC, which
-//     Append returns as before, and nothing is mapped past it;
+//     Append returns as before (the intent log's caller answers 503), and
+//     nothing is mapped past it;
 //   - Open drops the preallocated zeros after the last entry of a mapped
 //     journal's last segment instead of mapping them (it does not know
 //     who wrote them, or whether a hole is among them); the next append
