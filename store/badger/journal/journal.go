@@ -1,5 +1,6 @@
 // Package journal is an append-only log of opaque entries in segment files,
-// written with plain write(2) calls and read with plain reads.
+// written with plain write(2) calls (or copied into a shared mapping of
+// preallocated zeros, Options.Mapped) and read with plain reads.
 //
 // It exists for data that is written once, read rarely and in order, and
 // expires by age, such as the billing ledger's records. Kept in the
@@ -22,7 +23,8 @@
 // the next one starts.
 //
 // Open repairs the last segment: a torn tail (an entry cut short by a
-// crash, or zeros where the machine lost unsynced pages) is cut off; a
+// crash, followed by nothing or by zeros, or zeros where the machine lost
+// unsynced pages) is cut off; a
 // corrupt entry followed by more data is not silently dropped: the whole
 // segment is first copied aside as <name>.corrupt, and Repair reports it.
 // After any repair the next append starts a new segment, so that the
