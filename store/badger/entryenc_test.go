@@ -2,7 +2,13 @@ package badger
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -40,5 +46,44 @@ func TestEntryEncoderMatchesEncodeEntry(t *testing.T) {
 				t.Fatalf("decoded %+v, %v", e, err)
 			}
 		})
+	}
+}
+
+// TestAppendStoredMatchesCBOR fills every field of storedRecord, by
+// reflection so that a field added later is covered too, with values at
+// the edges of CBOR's integer and length encodings, and checks that
+// appendStored writes what cbor.Marshal does.
+func TestAppendStoredMatchesCBOR(t *testing.T) {
+	ints := []int64{0, 1, 23, 24, 255, 256, 65535, 65536, 1<<32 - 1, 1 << 32, math.MaxInt64,
+		-1, -24, -25, -256, -257, -65536, -65537, -1 << 32, -1<<32 - 1, math.MinInt64}
+	strs := []string{"", "a", strings.Repeat("x", 23), strings.Repeat("y", 24), strings.Repeat("é", 128),
+		strings.Repeat("z", 256), strings.Repeat("w", 65536), "claude-sonnet-4-5"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 2000 {
+		var st storedRecord
+		v := reflect.ValueOf(&st).Elem()
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if !f.CanSet() {
+				continue
+			}
+			switch f.Kind() {
+			case reflect.Int, reflect.Int64:
+				f.SetInt(ints[rng.IntN(len(ints))])
+			case reflect.String:
+				f.SetString(strs[rng.IntN(len(strs))])
+			case reflect.Bool:
+				f.SetBool(rng.IntN(2) == 1)
+			default:
+				t.Fatalf("storedRecord.%s of kind %s: teach appendStored and this test", v.Type().Field(i).Name, f.Kind())
+			}
+		}
+		want, err := cbor.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendStored(nil, &st); !bytes.Equal(got, want) {
+			t.Fatalf("round %d: appendStored of %+v\n%x\ncbor.Marshal\n%x", round, st, got, want)
+		}
 	}
 }
