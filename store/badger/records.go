@@ -56,7 +56,12 @@ type storedRecord struct {
 
 // marshalStored returns the CBOR array of rec, without its ID.
 func marshalStored(rec *store.Record) ([]byte, error) {
-	return cbor.Marshal(storedRecord{
+	return cbor.Marshal(storedOf(rec))
+}
+
+// storedOf returns the stored form of rec, without its ID.
+func storedOf(rec *store.Record) storedRecord {
+	return storedRecord{
 		TimeNanos: rec.Time.UnixNano(), Endpoint: rec.Endpoint,
 		User: rec.User, KeyID: rec.KeyID, Model: rec.Model, Provider: rec.Provider,
 		Input: rec.Usage.Input, CacheCreation: rec.Usage.CacheCreation, CacheRead: rec.Usage.CacheRead,
@@ -66,7 +71,7 @@ func marshalStored(rec *store.Record) ([]byte, error) {
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: rec.Cost,
 		CacheCreation1h: rec.Usage.CacheCreation1h, ServiceTier: rec.ServiceTier,
 		Deployment: rec.Deployment, ServedModel: rec.ServedModel,
-	})
+	}
 }
 
 // unmarshalStored decodes the CBOR array of a record with id.

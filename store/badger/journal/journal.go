@@ -1,5 +1,6 @@
 // Package journal is an append-only log of opaque entries in segment files,
-// written with plain write(2) calls and read with plain reads.
+// written with plain write(2) calls (or copied into a shared mapping of
+// preallocated zeros, Options.Mapped) and read with plain reads.
 //
 // It exists for data that is written once, read rarely and in order, and
 // expires by age, such as the billing ledger's records. Kept in the
@@ -22,7 +23,8 @@
 // the next one starts.
 //
 // Open repairs the last segment: a torn tail (an entry cut short by a
-// crash, or zeros where the machine lost unsynced pages) is cut off; a
+// crash, followed by nothing or by zeros, or zeros where the machine lost
+// unsynced pages) is cut off; a
 // corrupt entry followed by more data is not silently dropped: the whole
 // segment is first copied aside as <name>.corrupt, and Repair reports it.
 // After any repair the next append starts a new segment, so that the
@@ -139,6 +141,14 @@ type Options struct {
 	// growing on every append costs (as PostgreSQL pre-fills WAL segments).
 	// Zeros after the last entry read as the end of the data.
 	Preallocate int64
+	// Mapped makes Append copy entries into a shared memory mapping of
+	// the last segment instead of calling write(2), which saves a system
+	// call per append; it needs Preallocate, and maps only preallocated
+	// zeros (see mapped_linux.go), so a full disk fails the preallocation
+	// as before rather than the copy. The copy survives a crash of the
+	// process like a write does; Sync still makes it durable. Ignored
+	// where the system offers no such mapping (not Linux).
+	Mapped bool
 }
 
 // segment is one segment file.
@@ -183,9 +193,10 @@ type Journal struct {
 	file *os.File // the last segment, open for appending; nil until the first append
 	buf  []byte   // the writer's frame buffer, reused
 
-	repair     Repair // what Open repaired
-	rotateNext bool   // the next append starts a new segment
-	allocated  int64  // the last segment file's size, zeros after its entries included
+	repair     Repair  // what Open repaired
+	rotateNext bool    // the next append starts a new segment
+	allocated  int64   // the last segment file's size, zeros after its entries included
+	m          mapping // the last segment's mapping, with Options.Mapped
 }
 
 // Repair describes what Open cut off the last segment.
@@ -222,6 +233,10 @@ func Open(opts Options) (*Journal, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Mapped && opts.Preallocate <= 0 {
+		return nil, errors.New("journal: a mapped journal needs preallocation")
+	}
+	opts.Mapped = opts.Mapped && mappingSupported
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -247,104 +262,6 @@ func Open(opts Options) (*Journal, error) {
 		return nil, err
 	}
 	return j, nil
-}
-
-// repairLast finds the end of the last whole entry of the last segment,
-// cuts off anything after it and opens the segment for appending. Bytes
-// that are not a torn tail are copied aside first (see Repair).
-func (j *Journal) repairLast() error {
-	if len(j.segs) == 0 {
-		return nil
-	}
-	last := &j.segs[len(j.segs)-1]
-	f, err := os.OpenFile(j.path(*last), os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	end := validEnd(f, last.size)
-	j.allocated = last.size
-	if end < last.size && j.opts.Preallocate > 0 && zeros(f, end, last.size) {
-		// The preallocated end of the segment, not a repair.
-		last.size = end
-	}
-	if end < last.size {
-		j.repair = Repair{Segment: last.name(), ValidEnd: end, Cut: last.size - end}
-		if !tornTail(f, end, last.size) {
-			q := j.path(*last) + ".corrupt"
-			if err := copyFile(f, q); err != nil {
-				_ = f.Close()
-				return fmt.Errorf("journal: quarantining corrupt segment %s: %w", last.name(), err)
-			}
-			j.repair.Quarantined = q
-		}
-		if err := f.Truncate(end); err != nil {
-			_ = f.Close()
-			return fmt.Errorf("journal: cutting torn entry off %s: %w", last.name(), err)
-		}
-		last.size, j.allocated = end, end
-		j.rotateNext = true
-	}
-	if _, err := f.Seek(end, io.SeekStart); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("journal: %w", err)
-	}
-	j.file = f
-	return nil
-}
-
-// tornTail reports whether the bytes of f from end to size are what a
-// crash leaves: the last entry, cut short or with pages the machine had
-// not written back (its frame reaches the end of the file), or zeros.
-// Anything else is corruption in the middle of the data.
-func tornTail(f *os.File, end, size int64) bool {
-	var hdr [frameHeader]byte
-	if n, _ := f.ReadAt(hdr[:], end); n < frameHeader {
-		return true
-	}
-	if l := int64(binary.LittleEndian.Uint32(hdr[:4])); l > 0 && end+frameHeader+l >= size {
-		return true
-	}
-	return zeros(f, end, size)
-}
-
-// zeros reports whether the bytes of f from off to size are all zero.
-func zeros(f *os.File, off, size int64) bool {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10)
-	for {
-		b, err := r.ReadByte()
-		if err != nil {
-			return true
-		}
-		if b != 0 {
-			return false
-		}
-	}
-}
-
-// copyFile copies the whole of f to a new file at path and syncs it.
-func copyFile(f *os.File, path string) error {
-	dst, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(dst, io.NewSectionReader(f, 0, 1<<62))
-	return errors.Join(err, dst.Sync(), dst.Close())
-}
-
-// validEnd returns the offset after the last whole, intact entry among the
-// first size bytes of f.
-func validEnd(f *os.File, size int64) int64 {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10)
-	var off int64
-	var payload []byte
-	for {
-		n, err := readFrame(r, &payload)
-		if err != nil {
-			// io.EOF at an entry boundary, or a torn or corrupt tail.
-			return off
-		}
-		off += n
-	}
 }
 
 // readFrame reads one frame from r into *payload (reusing its memory) and
@@ -430,7 +347,7 @@ func (j *Journal) Append(entries [][]byte) (pos []Pos, end Pos, err error) {
 	if err := j.preallocate(off); err != nil {
 		return nil, Pos{}, err
 	}
-	if _, err := j.file.Write(buf); err != nil {
+	if err := j.write(buf, last.size); err != nil {
 		if terr := j.cut(last.size, off); terr != nil {
 			err = errors.Join(err, terr)
 		}
@@ -440,6 +357,17 @@ func (j *Journal) Append(entries [][]byte) (pos []Pos, end Pos, err error) {
 	j.segs[len(j.segs)-1].size = off
 	j.mu.Unlock()
 	return pos, Pos{Segment: last.seq, Offset: off}, nil
+}
+
+// write writes buf, the frames of an append, at offset off of the last
+// segment: into its mapping with Options.Mapped, else with one write(2)
+// at the file's offset, which is off.
+func (j *Journal) write(buf []byte, off int64) error {
+	if j.opts.Mapped {
+		return j.writeMapped(buf, off)
+	}
+	_, err := j.file.Write(buf)
+	return err
 }
 
 // rotateFor starts a new segment if there is none yet, or if the current
@@ -464,9 +392,9 @@ func (j *Journal) rotateFor(size int64) error {
 		// that a crash loses at most the current one's unsynced tail. This
 		// happens before the next segment exists: a crash in between
 		// leaves it the last segment, repaired at Open.
-		var err error
+		err := j.unmap()
 		if j.allocated > last.size {
-			err = j.file.Truncate(last.size)
+			err = errors.Join(err, j.file.Truncate(last.size))
 		}
 		if err = errors.Join(err, j.file.Sync(), j.file.Close()); err != nil {
 			return fmt.Errorf("journal: closing a segment: %w", err)
@@ -573,7 +501,7 @@ func (j *Journal) Close() error {
 	if j.file == nil {
 		return nil
 	}
-	err := errors.Join(j.file.Sync(), j.file.Close())
+	err := errors.Join(j.unmap(), j.file.Sync(), j.file.Close())
 	j.file = nil
 	return err
 }
