@@ -266,6 +266,7 @@ func Names() []string {
 		"air_ledger_commit_duration_seconds",
 		"air_ledger_queue_depth",
 		"air_ledger_lag_seconds",
+		"air_ledger_unreadable_regions",
 		"air_tasks_total",
 		"air_task_polls_total",
 		"air_task_poll_errors_total",

@@ -128,7 +128,7 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 	m.Cooldown("openai", "openai/gpt-4o")
 	m.Fallback("claude-y", "claude-z")
 	m.SetStateSource(func() (State, bool) {
-		return State{LedgerQueued: 3, LedgerLagSeconds: 0.5, StoreBytes: 4096, FreeBytes: 1 << 30, MarginBytes: 64 << 20}, true
+		return State{LedgerQueued: 3, LedgerLagSeconds: 0.5, LedgerUnreadable: 2, StoreBytes: 4096, FreeBytes: 1 << 30, MarginBytes: 64 << 20}, true
 	})
 	f := gather(t, reg)
 	gen := map[string]string{lOperation: "messages", lProvider: "anthropic", lReqModel: "claude-y", lRespModel: "claude-y-2026"}
@@ -168,6 +168,7 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		{"air_ledger_commit_duration_seconds", nil, hsum, 0.002},
 		{"air_ledger_queue_depth", nil, gauge, 3},
 		{"air_ledger_lag_seconds", nil, gauge, 0.5},
+		{"air_ledger_unreadable_regions", nil, gauge, 2},
 		{"air_store_size_bytes", nil, gauge, 4096},
 		{"air_store_free_bytes", nil, gauge, 1 << 30},
 		{"air_store_free_margin_bytes", nil, gauge, 64 << 20},

@@ -13,6 +13,9 @@ type State struct {
 	LedgerQueued int
 	// LedgerLagSeconds is the age of the oldest record waiting for it.
 	LedgerLagSeconds float64
+	// LedgerUnreadable is the number of damaged regions of the ledger's
+	// storage that reads skip.
+	LedgerUnreadable int
 	// StoreBytes is the space the storage directory takes on disk.
 	StoreBytes int64
 	// FreeBytes is the free space of the storage's file system.
@@ -23,14 +26,16 @@ type State struct {
 
 // stateCollector reports State at scrape time.
 type stateCollector struct {
-	source                          atomic.Pointer[func() (State, bool)]
-	queued, lag, size, free, margin *prometheus.Desc
+	source                                      atomic.Pointer[func() (State, bool)]
+	queued, lag, unreadable, size, free, margin *prometheus.Desc
 }
 
 func newStateCollector() *stateCollector {
 	return &stateCollector{
 		queued: prometheus.NewDesc("air_ledger_queue_depth", "Ledger records waiting for the writer.", nil, nil),
 		lag:    prometheus.NewDesc("air_ledger_lag_seconds", "Age of the oldest ledger record waiting for the writer (0 when none waits).", nil, nil),
+		unreadable: prometheus.NewDesc("air_ledger_unreadable_regions", "Damaged regions of the ledger's journal that reads skip; "+
+			"their records are missing from listings, not from usage or spend (see the log for the files).", nil, nil),
 		size:   prometheus.NewDesc("air_store_size_bytes", "Space the storage directory takes on disk (store, ledger journal, media).", nil, nil),
 		free:   prometheus.NewDesc("air_store_free_bytes", "Free space of the storage's file system.", nil, nil),
 		margin: prometheus.NewDesc("air_store_free_margin_bytes", "Free space below which new billable requests are refused.", nil, nil),
@@ -43,7 +48,7 @@ func (m *Metrics) SetStateSource(f func() (State, bool)) { m.state.source.Store(
 
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.queued, c.lag, c.size, c.free, c.margin} {
+	for _, d := range []*prometheus.Desc{c.queued, c.lag, c.unreadable, c.size, c.free, c.margin} {
 		ch <- d
 	}
 }
@@ -60,6 +65,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(s.LedgerQueued))
 	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, s.LedgerLagSeconds)
+	ch <- prometheus.MustNewConstMetric(c.unreadable, prometheus.GaugeValue, float64(s.LedgerUnreadable))
 	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(s.StoreBytes))
 	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreeBytes))
 	ch <- prometheus.MustNewConstMetric(c.margin, prometheus.GaugeValue, float64(s.MarginBytes))

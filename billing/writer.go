@@ -237,6 +237,9 @@ type LedgerStats struct {
 	LastSync time.Duration
 	// Broken is why the ledger refuses records, if it does.
 	Broken string
+	// Damaged are the regions of the ledger's storage that reads found
+	// damaged and skip (see store.DamageReporter).
+	Damaged []store.Damage
 }
 
 // ledgerStats are the counters behind LedgerStats.
@@ -300,5 +303,15 @@ func (l *Ledger) Stats() LedgerStats {
 	if err := l.Backlogged(); err != nil {
 		st.Broken = err.Error()
 	}
+	st.Damaged = l.Damaged()
 	return st
+}
+
+// Damaged returns the damaged regions of the ledger's storage that reads
+// found so far, if the store reports them (store.DamageReporter).
+func (l *Ledger) Damaged() []store.Damage {
+	if r, ok := l.repo.(store.DamageReporter); ok {
+		return r.Damaged()
+	}
+	return nil
 }

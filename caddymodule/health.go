@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // healthReport is the answer of GET /air/health and of air_health: whether
@@ -50,6 +51,13 @@ type ledgerHealth struct {
 	// LastSyncMillis is how long the last journal sync took.
 	LastSyncMillis float64 `json:"last_sync_ms"`
 	Broken         string  `json:"broken,omitempty"`
+	// UnreadableRegions is the number of damaged regions of the ledger's
+	// journal that reads skip (bit rot, a disk error): their records are
+	// missing from listings; usage and spend still count them. It does not
+	// fail a check: the gateway serves and bills as before.
+	UnreadableRegions int `json:"unreadable_regions"`
+	// Damaged are those regions (admin API only: they name files).
+	Damaged []store.Damage `json:"damaged,omitempty"`
 }
 
 // providerHealth is one provider's recent attempts.
@@ -112,6 +120,7 @@ func (a *App) healthReport(ctx context.Context, st *state, public bool) (healthR
 	}
 	if public {
 		rep.Storage.Dir = ""
+		rep.Ledger.Damaged = nil
 		if in.StoreErr != nil {
 			in.StoreErr = errors.New(publicStoreErr)
 		}
@@ -148,5 +157,6 @@ func ledgerFrom(s billing.LedgerStats) ledgerHealth {
 		Queued: s.Queued, OldestQueuedMillis: float64(s.OldestQueued) / float64(time.Millisecond),
 		Batches: s.Batches, Records: s.Records,
 		LastSyncMillis: float64(s.LastSync) / float64(time.Millisecond), Broken: s.Broken,
+		UnreadableRegions: len(s.Damaged), Damaged: s.Damaged,
 	}
 }

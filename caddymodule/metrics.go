@@ -151,6 +151,7 @@ func metricsState() (airmetrics.State, bool) {
 	return airmetrics.State{
 		LedgerQueued:     st.ledger.Queued(),
 		LedgerLagSeconds: st.ledger.Lag().Seconds(),
+		LedgerUnreadable: len(st.ledger.Damaged()),
 		StoreBytes:       dirSize(st.guard.dir),
 		FreeBytes:        st.guard.free.Load(),
 		MarginBytes:      st.guard.margin.Load(),

@@ -111,7 +111,8 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 	if log == nil {
 		log = zap.NewNop()
 	}
-	j, err := journal.Open(journal.Options{Dir: dir, Preallocate: journalPreallocate})
+	j, err := journal.Open(journal.Options{Dir: dir, Preallocate: journalPreallocate,
+		OnDamage: logDamage(log, "ledger journal", dir, recordsDamageCost)})
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +133,9 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 	if l.intents, err = openIntents(l, filepath.Join(dir, intentsDir), log); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	for _, d := range l.intents.j.Damaged() {
+		logDamage(log, "ledger intents", filepath.Join(dir, intentsDir), intentsDamageCost)(d)
 	}
 	l.expire(time.Now())
 	return l, nil
@@ -534,6 +538,7 @@ func (l *Ledger) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.logUncountedDamage(from, end)
 	if from != end {
 		if err := apply(end); err != nil {
 			return err

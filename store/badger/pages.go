@@ -51,6 +51,10 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 			if errors.Is(err, journal.ErrNoEntry) {
 				continue // expired with its segment
 			}
+			if errors.Is(err, journal.ErrCorrupt) {
+				l.skipDamaged(pos, err)
+				continue
+			}
 			if err != nil {
 				return err
 			}

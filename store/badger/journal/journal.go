@@ -30,6 +30,11 @@
 // After any repair the next append starts a new segment, so that the
 // position of an entry that was cut off never names a different entry.
 //
+// Damage found later, anywhere (bit rot, a disk error), does not stop
+// reads: Scan skips a damaged region up to the next entry whose frame and
+// checksum verify, records it (Journal.Damaged) and reports it once
+// (Options.OnDamage); Read of an entry in it returns ErrCorrupt.
+//
 // A Journal allows one writer (Append, Truncate) and any number of
 // concurrent readers (Scan, Read).
 package journal
@@ -72,8 +77,8 @@ const segmentTimeLayout = "20060102T150405.000000000Z"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorrupt is returned when an entry's frame or checksum is wrong before
-// the end of the data a reader was asked for.
+// ErrCorrupt is returned by Read when an entry's frame or checksum is
+// wrong.
 var ErrCorrupt = errors.New("journal: corrupt entry")
 
 // ErrNoEntry is returned by Read for a position where no entry is, for
@@ -125,6 +130,10 @@ func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Segment, p.Offset) 
 type Options struct {
 	// Dir is the directory of the segment files; it is created if missing.
 	Dir string
+	// OnDamage, if set, is called the first time a scan finds a damaged
+	// region (see Scan and Damage), from the scanning goroutine. It must
+	// be quick and must not call the Journal.
+	OnDamage func(Damage)
 	// SegmentSize is the size after which a new segment is started
 	// (zero: DefaultSegmentSize).
 	SegmentSize int64
@@ -186,7 +195,8 @@ func parseSegmentName(name string) (segment, bool) {
 
 // Journal is an open journal directory.
 type Journal struct {
-	opts Options
+	opts   Options
+	damage damageLog // regions scans could not read
 
 	mu   sync.RWMutex // guards segs and the size of the last one
 	segs []segment
@@ -512,6 +522,14 @@ func (j *Journal) Close() error {
 // appended before appendedSince are skipped without being read (zero: none
 // are skipped). entry is valid only during the call. fn may return
 // ErrStop.
+//
+// Scan does not fail on a damaged entry (a wrong frame or checksum, as bit
+// rot or a disk error leave): it skips the entry and what follows it up
+// to the next entry it can find again (see Damage), records the region
+// (Damaged) and reports it once through Options.OnDamage, and goes on, so
+// that one bad sector costs the entries in it and not every scan of a
+// range that covers it. Read of an entry in such a region returns
+// ErrCorrupt.
 func (j *Journal) Scan(from, to Pos, appendedSince time.Time, fn func(pos Pos, entry []byte) error) error {
 	j.mu.RLock()
 	segs := slices.Clone(j.segs)
@@ -566,7 +584,11 @@ func (j *Journal) scanSegment(s segment, start, limit int64, payload *[]byte, fn
 	for off < limit {
 		n, err := readFrame(r, payload)
 		if err != nil {
-			return fmt.Errorf("%w in %s at offset %d: %v", ErrCorrupt, s.name(), off, err)
+			// A damaged region: skipped, recorded and reported once.
+			if off = j.damaged(f, s, off, err); off < limit {
+				r.Reset(io.NewSectionReader(f, off, limit-off))
+			}
+			continue
 		}
 		if err := fn(Pos{Segment: s.seq, Offset: off}, *payload); err != nil {
 			return err
@@ -633,6 +655,9 @@ func (j *Journal) removeFirst(n int) (int, error) {
 	j.segs = slices.Delete(j.segs, 0, n)
 	j.mu.Unlock()
 	var errs []error
+	if n > 0 {
+		j.damage.forget(gone[n-1].seq)
+	}
 	for _, s := range gone {
 		if err := os.Remove(j.path(s)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

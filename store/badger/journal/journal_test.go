@@ -255,27 +255,6 @@ func TestRemoveThrough(t *testing.T) {
 	}
 }
 
-func TestScanReportsCorruption(t *testing.T) {
-	dir := t.TempDir()
-	j := open(t, dir, 0, &clock{t0})
-	if _, _, err := j.Append(entries("first", "second")); err != nil {
-		t.Fatal(err)
-	}
-	name := filepath.Join(dir, segment{seq: 1, created: t0}.name())
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[frameHeader] ^= 0xff // first byte of "first"
-	if err := os.WriteFile(name, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	err = j.Scan(Pos{}, Pos{}, time.Time{}, func(Pos, []byte) error { return nil })
-	if !errors.Is(err, ErrCorrupt) {
-		t.Errorf("scan of a corrupt entry: %v", err)
-	}
-}
-
 // TestSegments checks rotation by size and by age, skipping old segments
 // in Scan and removing them with RemoveBefore.
 func TestSegments(t *testing.T) {
