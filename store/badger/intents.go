@@ -46,7 +46,8 @@ func openIntents(l *Ledger, dir string, log *zap.Logger) (*Intents, error) {
 	// one that grows the file waits tens of them for the file system.
 	// Mapped: an intent is copied into the page cache without a system
 	// call; the preallocation's writes, not the copy, meet a full disk.
-	j, err := journal.Open(journal.Options{Dir: dir, SegmentSize: intentSegmentSize, Preallocate: intentSegmentSize / 4, Mapped: true})
+	j, err := journal.Open(journal.Options{Dir: dir, SegmentSize: intentSegmentSize, Preallocate: intentSegmentSize / 4, Mapped: true,
+		OnDamage: logDamage(log, "ledger intents", dir, intentsDamageCost)})
 	if err != nil {
 		return nil, err
 	}

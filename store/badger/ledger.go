@@ -134,9 +134,6 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	for _, d := range l.intents.j.Damaged() {
-		logDamage(log, "ledger intents", filepath.Join(dir, intentsDir), intentsDamageCost)(d)
-	}
 	l.expire(time.Now())
 	return l, nil
 }
