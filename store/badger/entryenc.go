@@ -17,21 +17,27 @@ type entryEncoder struct {
 // encode returns the journal entry of rec, appended at appended; the
 // bytes are valid until the next call.
 func (e *entryEncoder) encode(rec *store.Record, indexed bool, appended time.Time) ([]byte, error) {
-	var flags byte
-	if indexed {
-		flags |= entryIndexed
-	}
-	b := append(e.buf[:0], journalEntryV1, flags)
-	b = binary.BigEndian.AppendUint64(b, uint64(appended.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(rec.ID)))
-	b = append(b, rec.ID...)
-	st := storedOf(rec)
-	b = appendStored(b, &st)
+	b := appendEntry(e.buf[:0], rec, indexed, appended)
 	if cap(b) <= 1<<20 {
 		// Keep no outsized buffer for the entries to come.
 		e.buf = b
 	}
 	return b, nil
+}
+
+// appendEntry appends the journal entry of rec, appended at appended, to
+// b: the bytes of encodeEntry, without reflection.
+func appendEntry(b []byte, rec *store.Record, indexed bool, appended time.Time) []byte {
+	var flags byte
+	if indexed {
+		flags |= entryIndexed
+	}
+	b = append(b, journalEntryV1, flags)
+	b = binary.BigEndian.AppendUint64(b, uint64(appended.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(len(rec.ID)))
+	b = append(b, rec.ID...)
+	st := storedOf(rec)
+	return appendStored(b, &st)
 }
 
 // storedArrayHead is the head of storedRecord's CBOR array: an array

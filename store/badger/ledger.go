@@ -54,6 +54,7 @@ type Ledger struct {
 	// commitMu serializes commits: appending to the journal and counting
 	// in the DB must happen in the same order.
 	commitMu   sync.Mutex
+	enc        []byte    // appendLocked's buffer of encoded entries, reused under commitMu
 	broken     error     // why commits are refused: the journal could not be synced or cut back
 	closed     bool      // the journal is closed
 	lastExpiry time.Time // when old segments were last deleted
@@ -318,12 +319,17 @@ func (l *Ledger) commit(ctx context.Context, recs []*store.Record) ([]bool, erro
 // trusted to be on disk (PostgreSQL learned this the hard way).
 func (l *Ledger) appendLocked(recs []*store.Record, indexed bool) ([]journal.Pos, journal.Pos, error) {
 	now := time.Now()
+	// The entries are encoded one after the other into one buffer, which
+	// the next batch reuses: Append copies them into its frames.
 	entries := make([][]byte, len(recs))
+	buf := l.enc[:0]
 	for i, rec := range recs {
-		var err error
-		if entries[i], err = encodeEntry(rec, indexed, now); err != nil {
-			return nil, journal.Pos{}, fmt.Errorf("encoding record %s: %w", rec.ID, err)
-		}
+		start := len(buf)
+		buf = appendEntry(buf, rec, indexed, now)
+		entries[i] = buf[start:len(buf):len(buf)]
+	}
+	if cap(buf) <= 4<<20 {
+		l.enc = buf
 	}
 	pos, end, err := l.j.Append(entries)
 	if err != nil {
