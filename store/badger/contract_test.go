@@ -1,6 +1,8 @@
 package badger
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -29,5 +31,36 @@ func TestContract(t *testing.T) {
 			}
 			return open(t, dir.(string))
 		},
+		DropIndexes: func(t *testing.T, r store.Repos) {
+			t.Helper()
+			if err := dropKeyIndex(r.Keys.(*Keys).db); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}
+
+// dropKeyIndex deletes the index of keys by user and its marker, leaving
+// db as a version before the index wrote it.
+func dropKeyIndex(db *DB) error {
+	ctx := context.Background()
+	var keys [][]byte
+	err := db.Scan(ctx, []byte(keyUserPrefix), ScanOptions{KeysOnly: true}, func(k, _ []byte) error {
+		keys = append(keys, append([]byte(nil), k...))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return errors.New("no key index entries to drop")
+	}
+	return db.Update(ctx, func(txn Txn) error {
+		for _, k := range append(keys, []byte(keyUserIndexBuilt)) {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -17,6 +18,8 @@ import (
 //
 //	k/h/<hash>  the key (JSON)
 //	k/i/<id>    the key's hash
+//
+// and the index by user, which is newer (see keyUserPrefix).
 const (
 	keyHashPrefix = "k/h/"
 	keyIDPrefix   = "k/i/"
@@ -43,13 +46,17 @@ func (s *storedKey) key(hash string) store.Key {
 // watchers of this process only: one Badger store serves one instance.
 type Keys struct {
 	db *DB
+	// indexed is set once the index by user has every key.
+	indexed atomic.Bool
 
 	mu       sync.Mutex
 	watchers map[int]func(string)
 	next     int
 }
 
-// NewKeys returns the keys repository of db.
+// NewKeys returns the keys repository of db, without building the index
+// of keys by user: List reads every key of a store that lacks it (use
+// OpenKeys).
 func NewKeys(db *DB) *Keys { return &Keys{db: db, watchers: map[int]func(string){}} }
 
 // Create implements store.Keys.
@@ -69,6 +76,9 @@ func (r *Keys) Create(ctx context.Context, k store.Key) error {
 		if err := tx.Set([]byte(keyHashPrefix+k.Hash), val, 0); err != nil {
 			return err
 		}
+		if err := tx.Set(keyUserKey(k.User, k.CreatedAt, k.ID), []byte(k.Hash), 0); err != nil {
+			return err
+		}
 		return tx.Set([]byte(keyIDPrefix+k.ID), []byte(k.Hash), 0)
 	})
 }
@@ -86,8 +96,12 @@ func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
 	return sk.key(hash), nil
 }
 
-// List implements store.Keys.
+// List implements store.Keys: a user's keys come from the index by user
+// (once it is complete), every key from a scan of them all.
 func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
+	if user != "" && r.indexed.Load() {
+		return r.listUser(ctx, user)
+	}
 	var out []store.Key
 	err := r.db.Scan(ctx, []byte(keyHashPrefix), ScanOptions{}, func(k, val []byte) error {
 		var sk storedKey
@@ -99,7 +113,12 @@ func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
 		}
 		return nil
 	})
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
 	return out, err
 }
 

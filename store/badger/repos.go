@@ -47,13 +47,18 @@ func OpenRepos(c Config) (store.Repos, error) {
 	if err != nil {
 		return store.Repos{}, err
 	}
+	keys, err := OpenKeys(context.Background(), db, log.Named("keys"))
+	if err != nil {
+		_ = db.Close()
+		return store.Repos{}, err
+	}
 	ledger, err := OpenLedger(db, filepath.Join(c.Dir, LedgerDir), c.LedgerRetention, log.Named("ledger"))
 	if err != nil {
 		_ = db.Close()
 		return store.Repos{}, err
 	}
 	return store.Repos{
-		Keys:       NewKeys(db),
+		Keys:       keys,
 		Ledger:     ledger,
 		Intents:    ledger.Intents(),
 		Budgets:    NewBudgets(db),

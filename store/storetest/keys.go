@@ -14,6 +14,7 @@ import (
 // first time, and revocation reports.
 func RunKeys(t *testing.T, b Backend) {
 	t.Run("Scopes", func(t *testing.T) { runKeyScopes(t, b) })
+	t.Run("Users", func(t *testing.T) { runKeyUsers(t, b) })
 	ctx := context.Background()
 	h := b.open(t)
 	k := h.r.Keys

@@ -24,6 +24,11 @@ type Backend struct {
 	// Reopen closes r and opens the same storage again, as a restart of
 	// the instance does.
 	Reopen func(t *testing.T, r store.Repos) store.Repos
+	// DropIndexes, if set, removes from r's storage what the backend
+	// derives from its data at open when it lacks it (the indexes a
+	// version before them did not write), so that the next Reopen is an
+	// upgrade from such a version.
+	DropIndexes func(t *testing.T, r store.Repos)
 }
 
 // Run runs the whole contract suite against b.
