@@ -68,10 +68,17 @@ func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
 	return scanKey(r.db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM air_keys WHERE hash = $1`, hash))
 }
 
-// List implements store.Keys.
+// List implements store.Keys. A user's keys are one range of the index
+// air_keys_user (user_name, created_at): the query has no alternative for
+// an empty user (an OR), which a generic plan could not use the index for.
 func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
-	rows, err := r.db.pool.Query(ctx, `SELECT `+keyColumns+` FROM air_keys
-		WHERE $1 = '' OR user_name = $1 ORDER BY created_at, id`, user)
+	var rows pgx.Rows
+	var err error
+	if user == "" {
+		rows, err = r.db.pool.Query(ctx, `SELECT `+keyColumns+` FROM air_keys ORDER BY created_at, id`)
+	} else {
+		rows, err = r.db.pool.Query(ctx, `SELECT `+keyColumns+` FROM air_keys WHERE user_name = $1 ORDER BY created_at, id`, user)
+	}
 	if err != nil {
 		return nil, err
 	}
