@@ -39,12 +39,13 @@ import "bytes"
 //
 // So a chunk that matches a shape scans, and a chunk too deep or malformed
 // (which does not scan) can never match one: a shape is learnt only from a
-// chunk that scanned, and at the same limit (chunkShape.maxDepth). The
-// facts left in info from the lead (choicesAt, hasError, the text sizes
-// before the text) are the same; those from the tail (the usage, choices,
-// hasError, the sizes after) too, and the usage, at the same place when it
-// is in the lead, at the same distance from the end when it is in the tail.
-// FuzzChunkShape checks all this against scanChunk.
+// chunk that scanned, and at the same limit (chunkShape.maxDepth). What
+// the scan finds is what it found in the shape's chunk (choicesAt, choices,
+// hasError, the sizes of the other texts), but for the text's size and
+// place, which the match knows, and the usage's place: the same when the
+// usage is in the lead (a "choices" member repeated after it), as far from
+// the end when it is in the tail. TestChunkShape and FuzzChunkShape check
+// all this against full scans.
 
 // maxShape bounds the chunk a tap learns a shape from, so the bytes it keeps.
 const maxShape = 4 << 10
