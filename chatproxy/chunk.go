@@ -18,6 +18,12 @@ package chatproxy
 // scan in the same state, and they hold no member the tap reads. Comparing
 // the bytes costs a fraction of scanning them; it skips about two thirds of
 // a chunk like the mock provider's.
+//
+// Past the choices, too, the chunks of a stream differ only in their text:
+// with usage asked for, each ends with the same logprobs, finish_reason and
+// "usage":null. The tap also keeps a chunk's shape, its bytes around its
+// text string, and takes a next chunk whose bytes around one string are the
+// same without scanning it at all (chunkshape.go).
 
 // chunkInfo is what the tap needs from one chat completion chunk.
 type chunkInfo struct {
@@ -36,6 +42,10 @@ type chunkInfo struct {
 	// when no member the tap reads comes before it, else zero: a later
 	// chunk that begins with the same bytes may be scanned from there.
 	choicesAt int
+	// textAt and textEnd delimit, quotes included, the last text value
+	// counted in outBytes that is a string; both are zero when there is
+	// none. A chunk's shape is the bytes around it (see chunkshape.go).
+	textAt, textEnd int
 }
 
 // choicesKey is the key scanChunk resumes at.
@@ -69,7 +79,7 @@ func scanChunk(payload []byte, known, maxDepth int) (info chunkInfo, ok bool) {
 			n := 0
 			e := eachElement(b, at, room, func(at, room int) int {
 				n++
-				return choiceEnd(b, at, room, &info.outBytes)
+				return choiceEnd(b, at, room, &info)
 			})
 			info.choices = n > 0
 			return e
@@ -96,19 +106,19 @@ func scanChunk(payload []byte, known, maxDepth int) (info chunkInfo, ok bool) {
 }
 
 // choiceEnd scans the element of choices at b[at], adding the size of its
-// delta's text to *n, and returns the index past it (-1 if malformed or too
-// deep).
-func choiceEnd(b []byte, at, room int, n *int) int {
+// delta's text to info (see textEnd), and returns the index past it (-1 if
+// malformed or too deep).
+func choiceEnd(b []byte, at, room int, info *chunkInfo) int {
 	return objectMemberEnd(b, at, room, "delta", func(at, room int) int {
 		return eachMember(b, at, room, func(key []byte, at, room int) int {
 			switch string(key) {
 			case "content", "reasoning_content", "reasoning":
-				return textEnd(b, at, room, n)
+				return textEnd(b, at, room, info)
 			case "tool_calls":
 				if b[at] != '[' {
 					return valueEnd(b, at, room)
 				}
-				return eachElement(b, at, room, func(at, room int) int { return toolCallEnd(b, at, room, n) })
+				return eachElement(b, at, room, func(at, room int) int { return toolCallEnd(b, at, room, info) })
 			}
 			return valueEnd(b, at, room)
 		})
@@ -116,12 +126,12 @@ func choiceEnd(b []byte, at, room int, n *int) int {
 }
 
 // toolCallEnd scans the tool call at b[at], adding the size of its
-// function's name and arguments to *n.
-func toolCallEnd(b []byte, at, room int, n *int) int {
+// function's name and arguments to info (see textEnd).
+func toolCallEnd(b []byte, at, room int, info *chunkInfo) int {
 	return objectMemberEnd(b, at, room, "function", func(at, room int) int {
 		return eachMember(b, at, room, func(key []byte, at, room int) int {
 			if string(key) == "name" || string(key) == "arguments" {
-				return textEnd(b, at, room, n)
+				return textEnd(b, at, room, info)
 			}
 			return valueEnd(b, at, room)
 		})
@@ -143,17 +153,19 @@ func objectMemberEnd(b []byte, at, room int, name string, fn func(at, room int) 
 	})
 }
 
-// textEnd scans the value at b[at], adding its text size to *n as textLen
-// does: a string's raw length without quotes, nothing for null, and the
-// raw length of any other value.
-func textEnd(b []byte, at, room int, n *int) int {
+// textEnd scans the value at b[at], adding its text size to
+// info.outBytes as textLen does: a string's raw length without quotes,
+// nothing for null, and the raw length of any other value. A string is
+// also recorded as info's last text (textAt, textEnd).
+func textEnd(b []byte, at, room int, info *chunkInfo) int {
 	e := valueEnd(b, at, room)
 	switch {
 	case e < 0:
 	case b[at] == '"':
-		*n += e - at - 2
+		info.outBytes += e - at - 2
+		info.textAt, info.textEnd = at, e
 	case !isNull(b[at:e]):
-		*n += e - at
+		info.outBytes += e - at
 	}
 	return e
 }

@@ -43,6 +43,9 @@ type tap struct {
 	// prefix is the beginning of an OpenAI chunk up to its choices, which
 	// the next chunks of the stream likely repeat (see chunk.go).
 	prefix []byte
+	// shape is the shape of an OpenAI chunk around its text, which the
+	// next chunks of the stream likely have too (see chunkshape.go).
+	shape chunkShape
 	// meta, when set, collects the answer's model and finish reasons for
 	// the attempt's span (see observe.go).
 	meta *respMeta
@@ -97,17 +100,21 @@ func (t *tap) event(ev []byte) []byte {
 // does. A payload that does not scan as a JSON object, or nests deeper than
 // the tap's limit, is forwarded as it is and counted whole as output.
 func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte {
-	known := 0
-	if len(t.prefix) > 0 && bytes.HasPrefix(payload, t.prefix) {
-		known = len(t.prefix)
-	}
-	c, ok := scanChunk(payload, known, jsonlimit.OrDefault(t.maxDepth))
+	depth := jsonlimit.OrDefault(t.maxDepth)
+	c, ok := t.shape.match(payload, depth)
 	if !ok {
-		t.outBytes += int64(len(payload))
-		return ev
-	}
-	if known == 0 && c.choicesAt > 0 && c.choicesAt <= maxPrefix {
-		t.prefix = append(t.prefix[:0], payload[:c.choicesAt]...)
+		known := 0
+		if len(t.prefix) > 0 && bytes.HasPrefix(payload, t.prefix) {
+			known = len(t.prefix)
+		}
+		if c, ok = scanChunk(payload, known, depth); !ok {
+			t.outBytes += int64(len(payload))
+			return ev
+		}
+		if known == 0 && c.choicesAt > 0 && c.choicesAt <= maxPrefix {
+			t.prefix = append(t.prefix[:0], payload[:c.choicesAt]...)
+		}
+		t.shape.learn(payload, c, depth)
 	}
 	t.outBytes += int64(c.outBytes)
 	t.upstreamError = t.upstreamError || c.hasError
