@@ -24,10 +24,13 @@ const (
 
 // chatBody returns a chat completion request body for benchModel; stream
 // asks for SSE, and extra (raw JSON members, may be empty) is appended.
-func chatBody(stream bool, extra string) []byte {
+func chatBody(stream bool, extra string) []byte { return chatBodyTokens(stream, 512, extra) }
+
+// chatBodyTokens is chatBody with max_tokens maxTokens.
+func chatBodyTokens(stream bool, maxTokens int, extra string) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"model":%q,"messages":[{"role":"system","content":%q},{"role":"user","content":%q}],"temperature":0.7,"max_tokens":512`,
-		benchModel, systemPrompt, userPrompt)
+	fmt.Fprintf(&b, `{"model":%q,"messages":[{"role":"system","content":%q},{"role":"user","content":%q}],"temperature":0.7,"max_tokens":%d`,
+		benchModel, systemPrompt, userPrompt, maxTokens)
 	if stream {
 		b.WriteString(`,"stream":true`)
 	}
@@ -57,6 +60,8 @@ type longScenario struct {
 	body   []byte
 	stream bool
 	rate   int
+	// minEvents is the fewest events each answer's stream must carry.
+	minEvents int
 }
 
 // longScenarios returns scenarios 4 to 6: a coding agent's conversation of
@@ -64,9 +69,11 @@ type longScenario struct {
 // array), and a stream of many chunks.
 func longScenarios(o options) []longScenario {
 	return []longScenario{
-		{4, fmt.Sprintf("4. chat, JSON, 200 KiB conversation, %d req/s", o.longRate), longchat.Body(benchModel, 200<<10, ""), false, o.longRate},
-		{5, fmt.Sprintf("5. chat, JSON, 1 MiB conversation, %d req/s", o.longRate), longchat.Body(benchModel, 1<<20, ""), false, o.longRate},
+		{4, fmt.Sprintf("4. chat, JSON, 200 KiB conversation, %d req/s", o.longRate), longchat.Body(benchModel, 200<<10, ""), false, o.longRate, 0},
+		{5, fmt.Sprintf("5. chat, JSON, 1 MiB conversation, %d req/s", o.longRate), longchat.Body(benchModel, 1<<20, ""), false, o.longRate, 0},
+		// The mock answers max_tokens tokens of about four bytes: 512 would
+		// cut a stream of 2,000 words of a few bytes each to some 320.
 		{6, fmt.Sprintf("6. chat, SSE %d chunks, %d req/s", o.longChunks, o.longStreamRate),
-			chatBody(true, fmt.Sprintf(`"mock_chunks":%d`, o.longChunks)), true, o.longStreamRate},
+			chatBodyTokens(true, 4*o.longChunks+1024, fmt.Sprintf(`"mock_chunks":%d`, o.longChunks)), true, o.longStreamRate, o.longChunks},
 	}
 }

@@ -131,7 +131,7 @@ func doTTFB(ctx context.Context, client *http.Client, r request) (ttfb, total ti
 	if err != nil {
 		return 0, 0, errorKind(err)
 	}
-	body, err := readBody(resp.Body, true)
+	body, _, err := readBody(resp.Body, true)
 	total = time.Since(start)
 	if err != nil {
 		return 0, 0, "stream broken: " + errorKind(err)

@@ -22,6 +22,10 @@ type request struct {
 	// Stream says the answer is an SSE stream that must end with
 	// "data: [DONE]".
 	Stream bool
+	// MinEvents, for a stream, is the fewest events it must carry: a
+	// stream cut short by the upstream's max_tokens is an error, not a
+	// cheaper stream.
+	MinEvents int
 }
 
 // result is the outcome of a batch of requests.
@@ -97,7 +101,7 @@ func do(ctx context.Context, client *http.Client, r request, opened func()) (tim
 	if opened != nil {
 		opened()
 	}
-	body, err := readBody(resp.Body, r.Stream)
+	body, events, err := readBody(resp.Body, r.Stream)
 	resp.Body.Close()
 	d := time.Since(start)
 	if err != nil {
@@ -109,6 +113,9 @@ func do(ctx context.Context, client *http.Client, r request, opened func()) (tim
 	if r.Stream && !bytes.HasSuffix(bytes.TrimSpace(body), []byte("data: [DONE]")) {
 		return 0, fmt.Errorf("stream not ended by [DONE]: ...%.200s", tail(body, 200))
 	}
+	if r.Stream && events < r.MinEvents {
+		return 0, fmt.Errorf("stream of %d events, want at least %d", events, r.MinEvents)
+	}
 	if !r.Stream && !bytes.Contains(body, []byte(`"choices"`)) {
 		return 0, fmt.Errorf("answer without choices: %.200s", body)
 	}
@@ -116,25 +123,33 @@ func do(ctx context.Context, client *http.Client, r request, opened func()) (tim
 }
 
 // readBody reads body to its end. For a stream it keeps only the last
-// bytes, enough to check the end marker, so that long streams cost the
-// harness no memory.
-func readBody(body io.Reader, stream bool) ([]byte, error) {
+// 256 bytes, enough to check the end marker, so that long streams cost the
+// harness no memory, and counts its events (each ends with a blank line).
+func readBody(body io.Reader, stream bool) ([]byte, int, error) {
 	if !stream {
-		return io.ReadAll(body)
+		b, err := io.ReadAll(body)
+		return b, 0, err
 	}
 	var last []byte
+	events := 0
+	prev := byte(0) // the last byte of the previous read
 	buf := make([]byte, 4096)
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
+			if prev == '\n' && buf[0] == '\n' {
+				events++
+			}
+			events += bytes.Count(buf[:n], []byte("\n\n"))
+			prev = buf[n-1]
 			last = append(last, buf[:n]...)
 			last = append(last[:0], tail(last, 256)...)
 		}
 		if err == io.EOF {
-			return last, nil
+			return last, events, nil
 		}
 		if err != nil {
-			return last, err
+			return last, events, err
 		}
 	}
 }

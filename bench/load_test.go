@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -62,9 +63,12 @@ func TestConstantRate(t *testing.T) {
 
 func TestReadBodyKeepsTail(t *testing.T) {
 	long := strings.Repeat("data: {\"x\":1}\n\n", 10000) + "data: [DONE]\n\n"
-	got, err := readBody(strings.NewReader(long), true)
+	got, events, err := readBody(iotest.OneByteReader(strings.NewReader(long)), true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if events != 10001 {
+		t.Errorf("counted %d events, want 10001 (read a byte at a time: the blank lines span reads)", events)
 	}
 	if len(got) > 256 || !strings.HasSuffix(string(got), "data: [DONE]\n\n") {
 		t.Errorf("kept %d bytes ending %q, want at most 256 ending with [DONE]", len(got), got[max(len(got)-20, 0):])

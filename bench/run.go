@@ -128,10 +128,10 @@ func (b *bench) order(i int) []*target {
 }
 
 // rateScenario runs a constant-rate scenario for every round and target.
-func (b *bench) rateScenario(ctx context.Context, id int, title string, body []byte, stream bool, rate int) (*scenario, error) {
+func (b *bench) rateScenario(ctx context.Context, id int, title string, body []byte, stream bool, rate, minEvents int) (*scenario, error) {
 	sc := &scenario{ID: id, Title: title, Runs: map[string][]run{}}
 	for _, t := range b.targets {
-		req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream}
+		req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream, MinEvents: minEvents}
 		if res := constantRate(ctx, t.client, req, rate, b.opts.warmup, b.opts.inflight, 30*time.Second); res.Errors > 0 {
 			return nil, fmt.Errorf("scenario %d: warm-up against %s: %d errors, first: %s", id, t.Label(), res.Errors, res.FirstError)
 		}
@@ -141,7 +141,7 @@ func (b *bench) rateScenario(ctx context.Context, id int, title string, body []b
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream}
+			req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream, MinEvents: minEvents}
 			r, _, err := measure(t, func() result {
 				return constantRate(ctx, t.client, req, rate, b.opts.duration, b.opts.inflight, 30*time.Second)
 			})

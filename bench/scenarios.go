@@ -34,7 +34,7 @@ func (b *bench) runScenarios(ctx context.Context, want map[int]bool, mediaDir st
 	var scenarios []*scenario
 	if want[1] {
 		title := fmt.Sprintf("1. chat, JSON, %d req/s", o.rate)
-		sc, err := b.rateScenario(ctx, 1, title, chatBody(false, ""), false, o.rate)
+		sc, err := b.rateScenario(ctx, 1, title, chatBody(false, ""), false, o.rate, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +43,7 @@ func (b *bench) runScenarios(ctx context.Context, want map[int]bool, mediaDir st
 	streamBody := chatBody(true, `"mock_chunks":20`)
 	if want[2] {
 		title := fmt.Sprintf("2. chat, SSE 20 chunks, %d req/s", o.streamRate)
-		sc, err := b.rateScenario(ctx, 2, title, streamBody, true, o.streamRate)
+		sc, err := b.rateScenario(ctx, 2, title, streamBody, true, o.streamRate, 20)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +78,7 @@ func (b *bench) runScenarios(ctx context.Context, want map[int]bool, mediaDir st
 		if err := b.restart(ctx); err != nil {
 			return nil, err
 		}
-		sc, err := b.rateScenario(ctx, rs.id, rs.title, rs.body, rs.stream, rs.rate)
+		sc, err := b.rateScenario(ctx, rs.id, rs.title, rs.body, rs.stream, rs.rate, rs.minEvents)
 		if err != nil {
 			return nil, err
 		}
