@@ -3,15 +3,13 @@
 package badger
 
 import (
-	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/internal/crashtest"
 )
 
 // intentsChildEnv holds the directory of TestIntentsKillChild, which runs
@@ -26,26 +24,8 @@ func TestIntentsKill(t *testing.T) {
 	dir := t.TempDir()
 	total := 0
 	for round, killAfter := range []int{20, 3000, 7000} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIntentsKillChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), intentsChildEnv+"="+dir)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		acked, buf := 0, make([]byte, 8)
-		for acked < killAfter {
-			if _, err := io.ReadFull(out, buf); err != nil {
-				t.Fatalf("round %d: reading the child's acknowledgements: %v", round, err)
-			}
-			acked = int(binary.LittleEndian.Uint64(buf)) + 1 - total
-		}
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_, _ = io.Copy(io.Discard, out)
-		_ = cmd.Wait()
+		cmd := crashtest.Child(t, "TestIntentsKillChild", intentsChildEnv, dir)
+		acked := crashtest.KillAfter(t, cmd, total, killAfter)
 
 		il, err := openIntents(nil, dir, zap.NewNop())
 		if err != nil {
@@ -91,7 +71,7 @@ func TestIntentsKillChild(t *testing.T) {
 		if err := il.Add(rec); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stdout.Write(binary.LittleEndian.AppendUint64(nil, uint64(n))); err != nil {
+		if err := crashtest.Ack(os.Stdout, n); err != nil {
 			t.Fatal(err)
 		}
 	}

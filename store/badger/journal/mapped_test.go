@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddy-air/caddy-air/internal/crashtest"
 )
 
 func openMapped(t *testing.T, dir string, size, prealloc int64, c *clock) *Journal {
@@ -188,10 +189,7 @@ const childEnv = "JOURNAL_TEST_CHILD"
 // runChild runs the test binary again, as the child test name in dir.
 func runChild(t *testing.T, name, dir string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return crashtest.Child(t, name, childEnv, dir)
 }
 
 // TestMappedKill appends through the mapping in a child process, kills it
@@ -203,24 +201,7 @@ func TestMappedKill(t *testing.T) {
 	dir := t.TempDir()
 	total := 0
 	for round, killAfter := range []int{50, 1500, 4000, 1} {
-		cmd := runChild(t, "TestMappedKillChild", dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		acked, buf := 0, make([]byte, 8)
-		for acked < killAfter {
-			if _, err := io.ReadFull(out, buf); err != nil {
-				t.Fatalf("round %d: reading the child's acknowledgements: %v", round, err)
-			}
-			acked = int(binary.LittleEndian.Uint64(buf)) + 1 - total
-		}
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_, _ = io.Copy(io.Discard, out) // acknowledgements sent before the kill
-		_ = cmd.Wait()
+		acked := crashtest.KillAfter(t, runChild(t, "TestMappedKillChild", dir), total, killAfter)
 		j := openMapped(t, dir, 16<<10, 4<<10, &clock{t0})
 		if r := j.Repair(); r.Quarantined != "" {
 			t.Fatalf("round %d: reopening after a kill quarantined %+v", round, r)
@@ -256,7 +237,7 @@ func TestMappedKillChild(t *testing.T) {
 		if _, _, err := j.Append(entries(entry(n))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stdout.Write(binary.LittleEndian.AppendUint64(nil, uint64(n))); err != nil {
+		if err := crashtest.Ack(os.Stdout, n); err != nil {
 			t.Fatal(err)
 		}
 	}
