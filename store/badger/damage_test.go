@@ -39,10 +39,7 @@ func TestLedgerSkipsDamagedSegment(t *testing.T) {
 		for i := range 3 {
 			rec := testRecord(fmt.Sprintf("s%d-r%d", s+1, i+1), 10)
 			all = append(all, rec.ID)
-			b, err := encodeEntry(&rec, false, now)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := appendEntry(nil, &rec, false, now)
 			entries = append(entries, b)
 		}
 		pos, _, err := j.Append(entries)

@@ -7,26 +7,26 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// entryEncoder encodes journal entries as encodeEntry does, without
-// reflection (appendStored), into memory it reuses: once its buffer has
-// grown, an entry allocates nothing. It is not safe for concurrent use.
+// entryEncoder encodes journal entries (appendEntry) into memory it
+// reuses: once its buffer has grown, an entry allocates nothing. It is not
+// safe for concurrent use.
 type entryEncoder struct {
 	buf []byte
 }
 
 // encode returns the journal entry of rec, appended at appended; the
 // bytes are valid until the next call.
-func (e *entryEncoder) encode(rec *store.Record, indexed bool, appended time.Time) ([]byte, error) {
+func (e *entryEncoder) encode(rec *store.Record, indexed bool, appended time.Time) []byte {
 	b := appendEntry(e.buf[:0], rec, indexed, appended)
 	if cap(b) <= 1<<20 {
 		// Keep no outsized buffer for the entries to come.
 		e.buf = b
 	}
-	return b, nil
+	return b
 }
 
 // appendEntry appends the journal entry of rec, appended at appended, to
-// b: the bytes of encodeEntry, without reflection.
+// b (see journalEntryV1), its record encoded by appendStored.
 func appendEntry(b []byte, rec *store.Record, indexed bool, appended time.Time) []byte {
 	var flags byte
 	if indexed {

@@ -102,11 +102,7 @@ func (il *Intents) Add(rec store.Record) error {
 	if il.j == nil {
 		return errors.New("ledger closed")
 	}
-	b, err := il.enc.encode(&rec, false, now)
-	if err != nil {
-		return err
-	}
-	il.one[0] = b
+	il.one[0] = il.enc.encode(&rec, false, now)
 	pos, _, err := il.j.Append(il.one[:])
 	il.one[0] = nil
 	if err != nil {
@@ -144,16 +140,13 @@ const abandonedMark = "abandoned"
 // that never reached an upstream, and appends a mark so that a restart
 // does not report it.
 func (il *Intents) Abandon(id string) {
-	mark, err := encodeEntry(&store.Record{ID: id, Outcome: abandonedMark}, false, time.Now())
+	mark := appendEntry(nil, &store.Record{ID: id, Outcome: abandonedMark}, false, time.Now())
 	il.mu.Lock()
 	defer il.mu.Unlock()
 	if _, ok := il.open[id]; !ok || il.j == nil {
 		return
 	}
-	if err == nil {
-		_, _, err = il.j.Append([][]byte{mark})
-	}
-	if err != nil {
+	if _, _, err := il.j.Append([][]byte{mark}); err != nil {
 		il.log.Error("marking a ledger intent abandoned; a restart records it as interrupted", zap.String("id", id), zap.Error(err))
 	}
 	if il.forget(id) {

@@ -143,10 +143,7 @@ func TestLedgerCountsUncountedRecords(t *testing.T) {
 		indexed bool
 	}{{"task-1", true}, {"req-1", false}} {
 		rec := testRecord(e.id, 10)
-		b, err := encodeEntry(&rec, e.indexed, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := appendEntry(nil, &rec, e.indexed, time.Now())
 		entries = append(entries, b)
 	}
 	if _, _, err := j.Append(entries); err != nil {
@@ -219,10 +216,7 @@ func TestStoredRecordRoundTrip(t *testing.T) {
 		{"negative cost", store.Record{ID: "refund", Time: day0, Priced: true, Currency: "USD", Cost: -5}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := encodeEntry(&tc.rec, tc.indexed, appended)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := appendEntry(nil, &tc.rec, tc.indexed, appended)
 			e, err := decodeEntry(b)
 			if err != nil {
 				t.Fatal(err)
@@ -236,7 +230,7 @@ func TestStoredRecordRoundTrip(t *testing.T) {
 	// The point of the format: a typical record is far smaller than its
 	// JSON.
 	rec := testRecord("req_3b241101-e2bb-4255-8caf-4136c566a962", 1234567)
-	v, _ := encodeEntry(&rec, false, appended)
+	v := appendEntry(nil, &rec, false, appended)
 	j, _ := json.Marshal(rec)
 	t.Logf("entry %d bytes, JSON %d", len(v), len(j))
 	if 2*len(v) > len(j) {
@@ -245,7 +239,7 @@ func TestStoredRecordRoundTrip(t *testing.T) {
 }
 
 func TestDecodeEntryRejects(t *testing.T) {
-	good, _ := encodeEntry(&store.Record{ID: "x", Time: day0}, false, day0)
+	good := appendEntry(nil, &store.Record{ID: "x", Time: day0}, false, day0)
 	for _, b := range [][]byte{nil, good[:10], good[:12], append([]byte{0x01}, good[1:]...),
 		append(good[:10:10], 0xff, 0xff, 0xff, 0x0f)} {
 		if _, err := decodeEntry(b); err == nil {

@@ -54,11 +54,6 @@ type storedRecord struct {
 	ServedModel string
 }
 
-// marshalStored returns the CBOR array of rec, without its ID.
-func marshalStored(rec *store.Record) ([]byte, error) {
-	return cbor.Marshal(storedOf(rec))
-}
-
 // storedOf returns the stored form of rec, without its ID.
 func storedOf(rec *store.Record) storedRecord {
 	return storedRecord{
@@ -135,24 +130,6 @@ type entry struct {
 	rec      store.Record
 	appended time.Time
 	indexed  bool
-}
-
-// encodeEntry returns the journal entry of rec, appended at appended.
-func encodeEntry(rec *store.Record, indexed bool, appended time.Time) ([]byte, error) {
-	arr, err := marshalStored(rec)
-	if err != nil {
-		return nil, err
-	}
-	var flags byte
-	if indexed {
-		flags |= entryIndexed
-	}
-	b := make([]byte, 0, 2+8+binary.MaxVarintLen64+len(rec.ID)+len(arr))
-	b = append(b, journalEntryV1, flags)
-	b = binary.BigEndian.AppendUint64(b, uint64(appended.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(rec.ID)))
-	b = append(b, rec.ID...)
-	return append(b, arr...), nil
 }
 
 // decodeEntry decodes a journal entry.

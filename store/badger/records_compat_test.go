@@ -25,11 +25,8 @@ func TestUnmarshalStoredBeforeAppend(t *testing.T) {
 	}
 	rec.Usage.CacheCreation1h, rec.ServiceTier = 1, "flex"
 	rec.Deployment, rec.ServedModel = "azure/gpt-4o-prod", "claude-sonnet"
-	nb, err := marshalStored(&rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := unmarshalStored("r1", nb)
+	st := storedOf(&rec)
+	back, err := unmarshalStored("r1", appendStored(nil, &st))
 	if err != nil || back.Usage.CacheCreation1h != 1 || back.ServiceTier != "flex" || back.Deployment != "azure/gpt-4o-prod" || back.ServedModel != "claude-sonnet" {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
