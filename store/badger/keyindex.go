@@ -60,23 +60,7 @@ func (r *Keys) buildIndex(ctx context.Context, log *zap.Logger) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	type entry struct{ key, hash []byte }
-	var batch []entry
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := r.db.Update(ctx, func(txn Txn) error {
-			for _, e := range batch {
-				if err := txn.Set(e.key, e.hash, 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		batch = batch[:0]
-		return err
-	}
+	batch := batchSetter{ctx: ctx, db: r.db}
 	n := 0
 	err := r.db.Scan(ctx, []byte(keyHashPrefix), ScanOptions{}, func(k, v []byte) error {
 		hash := k[len(keyHashPrefix):]
@@ -85,15 +69,11 @@ func (r *Keys) buildIndex(ctx context.Context, log *zap.Logger) error {
 			log.Warn("key left out of the index by user: undecodable", zap.ByteString("hash", hash), zap.Error(err))
 			return nil
 		}
-		batch = append(batch, entry{keyUserKey(sk.User, sk.CreatedAt, sk.ID), append([]byte(nil), hash...)})
 		n++
-		if len(batch) == indexBatch {
-			return flush()
-		}
-		return nil
+		return batch.set(keyUserKey(sk.User, sk.CreatedAt, sk.ID), append([]byte(nil), hash...))
 	})
 	if err == nil {
-		err = flush()
+		err = batch.flush()
 	}
 	if err != nil {
 		return err

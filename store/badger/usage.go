@@ -110,10 +110,6 @@ func (l *Ledger) userUsage(ctx context.Context, f store.UsageFilter, fn func(sto
 	return nil
 }
 
-// indexBatch bounds the index entries written in one transaction while
-// the user index is built.
-const indexBatch = 500
-
 // MonthTotals implements store.Ledger: one scan of the month's am/ keys.
 func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.UserTotals) error) error {
 	prefix := []byte(prefixMonthUsers + month + "/")
@@ -141,22 +137,7 @@ func buildUserIndex(ctx context.Context, db KV, log *zap.Logger) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	var batch [][]byte
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := db.Update(ctx, func(txn Txn) error {
-			for _, k := range batch {
-				if err := txn.Set(k, nil, 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		batch = batch[:0]
-		return err
-	}
+	batch := batchSetter{ctx: ctx, db: db}
 	n := 0
 	months := map[[3]string]*store.Totals{}
 	err := db.Scan(ctx, []byte(prefixAggregates), ScanOptions{}, func(k, v []byte) error {
@@ -173,15 +154,11 @@ func buildUserIndex(ctx context.Context, db KV, log *zap.Logger) error {
 			months[mk] = &store.Totals{}
 		}
 		months[mk].Merge(&t)
-		batch = append(batch, userAggregateKey(ak))
 		n++
-		if len(batch) == indexBatch {
-			return flush()
-		}
-		return nil
+		return batch.set(userAggregateKey(ak), nil)
 	})
 	if err == nil {
-		err = flush()
+		err = batch.flush()
 	}
 	for mk, t := range months {
 		if err != nil {
