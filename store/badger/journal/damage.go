@@ -2,9 +2,7 @@ package journal
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -144,12 +142,11 @@ func frameAt(b []byte, p int) (int, bool) {
 	if p+frameHeader > len(b) {
 		return 0, false
 	}
-	n := int(binary.LittleEndian.Uint32(b[p:]))
-	if n == 0 || n > MaxEntrySize || n > len(b)-p-frameHeader {
+	n, ok := frameLen(b[p:])
+	if !ok || n > len(b)-p-frameHeader {
 		return 0, false
 	}
-	payload := b[p+frameHeader : p+frameHeader+n]
-	return frameHeader + n, crc32.Checksum(payload, crcTable) == binary.LittleEndian.Uint32(b[p+4:])
+	return frameHeader + n, frameSumOK(b[p:], b[p+frameHeader:p+frameHeader+n])
 }
 
 // String describes d for logs.

@@ -282,13 +282,11 @@ func readFrame(r *bufio.Reader, payload *[]byte) (int64, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, err
 	}
-	n := binary.LittleEndian.Uint32(hdr[:4])
-	if n == 0 || n > MaxEntrySize {
-		// Appended entries are never empty: a zero length is a torn or
-		// zeroed tail, or corruption.
+	n, ok := frameLen(hdr[:])
+	if !ok {
 		return 0, ErrCorrupt
 	}
-	if cap(*payload) < int(n) {
+	if cap(*payload) < n {
 		*payload = make([]byte, n)
 	}
 	*payload = (*payload)[:n]
@@ -298,10 +296,24 @@ func readFrame(r *bufio.Reader, payload *[]byte) (int64, error) {
 		}
 		return 0, err
 	}
-	if crc32.Checksum(*payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+	if !frameSumOK(hdr[:], *payload) {
 		return 0, ErrCorrupt
 	}
 	return frameHeader + int64(n), nil
+}
+
+// frameLen returns the payload length that the frame header hdr states,
+// and whether it can be an entry's: appended entries are never empty (a
+// zero length is a torn or zeroed tail, or corruption) nor larger than
+// MaxEntrySize.
+func frameLen(hdr []byte) (int, bool) {
+	n := binary.LittleEndian.Uint32(hdr[:4])
+	return int(n), n != 0 && n <= MaxEntrySize
+}
+
+// frameSumOK reports whether payload has the checksum of frame header hdr.
+func frameSumOK(hdr, payload []byte) bool {
+	return crc32.Checksum(payload, crcTable) == binary.LittleEndian.Uint32(hdr[4:])
 }
 
 // path is the file path of s.
