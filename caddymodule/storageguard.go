@@ -36,8 +36,8 @@ const guardInterval = time.Second
 // without a restart.
 //
 // It measures on demand, not on a timer: the first caller of check (or
-// refresh) after guardInterval measures, in its own goroutine, the others
-// use the last measure. A measure costs a statfs and a listing of the
+// refresh) after guardInterval measures, on its own goroutine, while the
+// others use the last measure. A measure costs a statfs and a listing of the
 // directory, tens of microseconds once a second under load; an idle
 // gateway measures nothing, and its first request after a pause sees a
 // fresh measure. A timer waking an idle process every second costs more on
