@@ -230,8 +230,17 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 			s.cur = &lease{l: got}
 		}
 		if s.cur == nil || !s.fits(s.cur, n.est) {
+			// A lease too small for the request goes back at once, with
+			// nothing admitted against it: kept, the last room of a budget
+			// would lie in several instances' slices, none big enough.
+			s.cur = nil
 			s.refusedUntil = now.Add(refusedFor)
 			sh.mu.Unlock()
+			if got.ID != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+				_ = b.s.Release(ctx, got.ID)
+				cancel()
+			}
 			return nil, overQuota(n.key.sk, spentPeriod(n.limit), limitOf(n.limit), n.key.currency)
 		}
 		l := s.cur
