@@ -193,6 +193,40 @@ func TestSharedBudgetRace(t *testing.T) {
 	}
 }
 
+// TestSharedBudgetFragmentReturned checks that an instance refused near
+// the end of a budget keeps none of it: the lease too small for its
+// request goes back at once, so that the room left gathers in the
+// backend for the next request that fits instead of lying in pieces in
+// several instances' slices (which stranded the end of a budget for
+// seconds).
+func TestSharedBudgetFragmentReturned(t *testing.T) {
+	ctx := context.Background()
+	key := store.Subject{Scope: store.ScopeKey, ID: "key_1"}
+	limit := 2*claudeCost + claudeCost/2 // slices of one request each
+	ins := newInstances(t, 3, 30*time.Second, map[store.Subject]store.Limits{key: {Currency: "USD", Total: int64(limit)}})
+	var held []*Reservation
+	for _, in := range ins[:2] {
+		res, aerr := in.Admit(ctx, Subject{KeyID: "key_1"}, "claude-x", claudeUsage)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		held = append(held, res)
+	}
+	if _, aerr := ins[2].Admit(ctx, Subject{KeyID: "key_1"}, "claude-x", claudeUsage); code(aerr) != "insufficient_quota" {
+		t.Fatalf("third request = %v, want insufficient_quota (half a request's room is left)", aerr)
+	}
+	reserved, err := ins[0].db.Repos().Budgets.Reserved(ctx, key, "USD", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2 * claudeCost); reserved != want {
+		t.Errorf("Reserved after the refusal = %d, want %d: the refused instance kept the half slice it could not use", reserved, want)
+	}
+	for _, res := range held {
+		res.Settle(Record{Endpoint: "chat", Usage: claudeUsage, Source: SourceReported, Status: 200, Outcome: OutcomeOK})
+	}
+}
+
 // TestSharedBudgetDeadInstance kills an instance that holds a slice: its
 // room stays reserved until the slice's lease expires, then the others
 // can spend it.
