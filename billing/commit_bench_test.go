@@ -68,7 +68,8 @@ func benchCommit(b *testing.B, backend string, interval time.Duration, group boo
 			rec := testRecord("req_"+strconv.FormatInt(seq.Add(1), 10)+"-4f1c2d9e-8b7a-4e6f-9c3d-2a1b0e9f8d7c", 12345)
 			var err error
 			if group {
-				err = l.enqueueDurable(rec).wait(context.Background(), time.Minute)
+				g, pos := l.enqueueDurable(rec)
+				err = g.wait(context.Background(), time.Minute, pos)
 			} else {
 				err = waitCallback(l, rec, time.Minute)
 			}

@@ -16,6 +16,11 @@ type commitGroup struct {
 	// err is why the batch is not durable, nil if it is. It is written
 	// before done is closed, and read only after.
 	err error
+	// durable is how many of the group's first jobs, in queue order, are
+	// durable although err is set: a queue too long for one batch is
+	// written in several, and a failed one does not take back the
+	// records of those before it. Written and read as err is.
+	durable int
 }
 
 // newCommitGroup returns a group whose batch is not committed yet.
@@ -25,8 +30,12 @@ func newCommitGroup() *commitGroup {
 
 // finish reports the group's batch durable (err nil) or failed, to every
 // waiter. It is called once.
-func (g *commitGroup) finish(err error) {
-	g.err = err
+func (g *commitGroup) finish(err error) { g.finishPart(err, 0) }
+
+// finishPart is finish for a group whose first durable jobs are durable
+// even though err failed the rest.
+func (g *commitGroup) finishPart(err error, durable int) {
+	g.err, g.durable = err, durable
 	close(g.done)
 }
 
@@ -38,22 +47,30 @@ func finished(err error) *commitGroup {
 }
 
 // wait waits until the group's batch is durable or failed, ctx ends, or
-// d passes, whichever comes first, and reports nil only if the batch is
-// durable.
-func (g *commitGroup) wait(ctx context.Context, d time.Duration) error {
+// d passes, whichever comes first, and reports nil only if the job at
+// position pos of the group's queue is durable.
+func (g *commitGroup) wait(ctx context.Context, d time.Duration, pos int) error {
 	select {
 	case <-g.done:
-		return g.err
+		return g.result(pos)
 	default:
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-g.done:
-		return g.err
+		return g.result(pos)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
 		return errNotDurable
 	}
+}
+
+// result is what the finished group reports to the job at position pos.
+func (g *commitGroup) result(pos int) error {
+	if pos < g.durable {
+		return nil
+	}
+	return g.err
 }

@@ -18,7 +18,10 @@ type gatedLedger struct {
 	store.Ledger
 	gate    chan struct{} // Append waits for a value when not nil
 	entered chan struct{} // told when an Append starts waiting
+	opened  sync.Once     // closes gate: every later Append goes through
 	fail    error         // what Append returns, if not nil
+	// failIf, if set, is what Append returns for recs, if not nil.
+	failIf func(recs []store.Record) error
 
 	mu      sync.Mutex
 	durable map[string]bool
@@ -32,6 +35,9 @@ func (g *gatedLedger) Append(ctx context.Context, recs []store.Record) error {
 	}
 	g.mu.Lock()
 	fail := g.fail
+	if fail == nil && g.failIf != nil {
+		fail = g.failIf(recs)
+	}
 	g.mu.Unlock()
 	if fail != nil {
 		return fail
@@ -46,6 +52,13 @@ func (g *gatedLedger) Append(ctx context.Context, recs []store.Record) error {
 		g.durable[rec.ID] = true
 	}
 	return nil
+}
+
+// open lets every later Append through, if gated.
+func (g *gatedLedger) open() {
+	if g.gate != nil {
+		g.opened.Do(func() { close(g.gate) })
+	}
 }
 
 // isDurable reports whether id's Append returned.
@@ -67,9 +80,7 @@ func newGatedLedger(t *testing.T, gated bool) (*Ledger, *gatedLedger) {
 	}
 	l := NewLedger(g, inner.intents, nil)
 	t.Cleanup(func() {
-		if g.gate != nil {
-			close(g.gate)
-		}
+		g.open()
 		_ = l.Close()
 	})
 	return l, g
@@ -111,12 +122,13 @@ func TestLedgerFlushMarkersNotPaced(t *testing.T) {
 // record's Append returned.
 func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 	l, g := newGatedLedger(t, true)
-	first := l.enqueueDurable(testRecord("r0", 1))
+	first, _ := l.enqueueDurable(testRecord("r0", 1))
 	<-g.entered // the writer is committing r0 and holds the gate
 	const n = 50
 	groups := make([]*commitGroup, n)
+	pos := make([]int, n)
 	for i := range groups {
-		groups[i] = l.enqueueDurable(testRecord(fmt.Sprintf("r%02d", i+1), 1))
+		groups[i], pos[i] = l.enqueueDurable(testRecord(fmt.Sprintf("r%02d", i+1), 1))
 	}
 	for i, grp := range groups {
 		if grp != groups[0] {
@@ -127,7 +139,7 @@ func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 		}
 	}
 	g.gate <- struct{}{} // r0 commits
-	if err := first.wait(context.Background(), time.Minute); err != nil {
+	if err := first.wait(context.Background(), time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !g.isDurable("r0") {
@@ -144,7 +156,7 @@ func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			id := fmt.Sprintf("r%02d", i+1)
-			if err := groups[i].wait(context.Background(), time.Minute); err != nil {
+			if err := groups[i].wait(context.Background(), time.Minute, pos[i]); err != nil {
 				t.Errorf("%s: %v", id, err)
 			}
 			if !g.isDurable(id) {
@@ -173,8 +185,8 @@ func TestLedgerCommitGroupFailure(t *testing.T) {
 	g.mu.Lock()
 	g.fail = broken
 	g.mu.Unlock()
-	grp := l.enqueueDurable(testRecord("r1", 1))
-	if err := grp.wait(context.Background(), time.Minute); !errors.Is(err, broken) {
+	grp, pos := l.enqueueDurable(testRecord("r1", 1))
+	if err := grp.wait(context.Background(), time.Minute, pos); !errors.Is(err, broken) {
 		t.Fatalf("waiter of a failed batch got %v, want %v", err, broken)
 	}
 	if g.isDurable("r1") {
@@ -208,5 +220,65 @@ func TestSettleDurableWaitsForGroup(t *testing.T) {
 	te.flush(t)
 	if ids := fmt.Sprint(recordIDs(t, te.Ledger(), time.Time{}, time.Time{})); ids != "[req-1]" {
 		t.Errorf("records %s, want [req-1]", ids)
+	}
+}
+
+// TestLedgerCommitGroupSplitBatch checks a commit group too large for one
+// batch whose second batch fails: the waiters of the first batch are told
+// that their records are durable (they are: a client must get the answer
+// its record bills, not an error), those of the second get the failure,
+// and their records are written once the storage takes them again.
+func TestLedgerCommitGroupSplitBatch(t *testing.T) {
+	l, g := newGatedLedger(t, true)
+	broken := errors.New("disk gone")
+	const n = maxBatch + 10
+	last := fmt.Sprintf("q%04d", n-1)
+	g.mu.Lock()
+	g.failIf = func(recs []store.Record) error {
+		if recs[len(recs)-1].ID == last {
+			return broken
+		}
+		return nil
+	}
+	g.mu.Unlock()
+	first, _ := l.enqueueDurable(testRecord("r0", 1))
+	<-g.entered // the writer holds r0's batch: the next records queue up
+	groups := make([]*commitGroup, n)
+	pos := make([]int, n)
+	for i := range n {
+		groups[i], pos[i] = l.enqueueDurable(testRecord(fmt.Sprintf("q%04d", i), 1))
+		if groups[i] != groups[0] {
+			t.Fatalf("record %d got a commit group of its own", i)
+		}
+	}
+	g.gate <- struct{}{} // r0
+	if err := first.wait(context.Background(), time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	g.gate <- struct{}{} // the first maxBatch records
+	<-g.entered
+	g.gate <- struct{}{} // the last 10, which fail
+	for i := range n {
+		err := groups[i].wait(context.Background(), time.Minute, pos[i])
+		id := fmt.Sprintf("q%04d", i)
+		switch {
+		case i < maxBatch && err != nil:
+			t.Fatalf("%s, durable in the first batch, was told %v", id, err)
+		case i < maxBatch && !g.isDurable(id):
+			t.Fatalf("%s was told durable but its batch did not commit", id)
+		case i >= maxBatch && !errors.Is(err, broken):
+			t.Fatalf("%s, in the failed batch, was told %v, want %v", id, err, broken)
+		}
+	}
+	g.mu.Lock()
+	g.failIf = nil
+	g.mu.Unlock()
+	g.open()
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !g.isDurable(last) {
+		t.Error("the failed batch's records were not written once the storage took records again")
 	}
 }

@@ -55,6 +55,7 @@ type Reservation struct {
 	once  sync.Once
 	rec   Record
 	group *commitGroup // the batch of SettleDurable's record
+	pos   int          // the record's position in group
 	fresh bool
 	err   error
 }
@@ -163,14 +164,14 @@ func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.D
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, true)
 		}
-		r.group = r.e.ledger.enqueueDurable(r.rec)
+		r.group, r.pos = r.e.ledger.enqueueDurable(r.rec)
 	})
 	if r.group == nil {
 		// Ended before without waiting (Settle, Charge, Release): there
 		// is no batch to wait for.
 		return r.rec, errNotDurable
 	}
-	return r.rec, r.group.wait(ctx, wait)
+	return r.rec, r.group.wait(ctx, wait, r.pos)
 }
 
 // errNotDurable reports a record the storage did not take in time.

@@ -139,15 +139,17 @@ func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 }
 
 // enqueueDurable is Enqueue for a caller that waits for rec to be durable:
-// it returns the commit group of the batch that will hold rec, whose wait
-// reports when it is. Every record of a batch shares its group, so the
-// writer wakes all their waiters with one close. A record whose write
-// failed stays queued as with Enqueue; its group reports the failure.
-func (l *Ledger) enqueueDurable(rec Record) *commitGroup {
+// it returns the commit group of the batch that will hold rec and rec's
+// position in it, with which the group's wait reports when rec is
+// durable. Every record of a batch shares its group, so the writer wakes
+// all their waiters with one close. A record whose write failed stays
+// queued as with Enqueue; its group reports the failure.
+func (l *Ledger) enqueueDurable(rec Record) (*commitGroup, int) {
 	now := time.Now()
 	rec.fillDefaults(now)
 	l.mu.Lock()
 	if !l.closed {
+		pos := len(l.queue)
 		l.queue = append(l.queue, job{rec: &rec, queued: now})
 		l.records++
 		if l.group == nil {
@@ -156,10 +158,10 @@ func (l *Ledger) enqueueDurable(rec Record) *commitGroup {
 		g := l.group
 		l.mu.Unlock()
 		l.signal()
-		return g
+		return g, pos
 	}
 	l.mu.Unlock()
-	return finished(l.writeNow(&rec))
+	return finished(l.writeNow(&rec)), 0
 }
 
 // writeNow writes rec at once, for a closed ledger, and logs a failure.

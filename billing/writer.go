@@ -42,9 +42,10 @@ func (l *Ledger) run() {
 				break
 			}
 			var err error
-			retry, err = l.writeJobs(jobs, retry)
+			var durable int
+			retry, durable, err = l.writeJobs(jobs, retry)
 			if g != nil {
-				g.finish(err)
+				g.finishPart(err, durable)
 			}
 			clear(jobs)
 			spare = jobs[:0]
@@ -134,14 +135,16 @@ func (e errorString) Error() string { return string(e) }
 // writeJobs commits the records of retry (earlier failures, already
 // reported) and jobs in batches of maxBatch, reports each job's record to
 // its callback, serves the flush markers once every record is committed,
-// and returns the records to try again and the first error of a batch
-// that held records of jobs (what the commit group of jobs reports: a
-// waiter is told its record is durable only if every batch was).
-func (l *Ledger) writeJobs(jobs, retry []job) ([]job, error) {
+// and returns the records to try again, how many of the first jobs are
+// durable before the first failed batch that held records of jobs, and
+// that batch's error (what the commit group of jobs reports: a waiter is
+// told its record is durable if it is, though a later batch failed).
+func (l *Ledger) writeJobs(jobs, retry []job) ([]job, int, error) {
 	all := append(retry, jobs...)
 	fresh := len(retry) // all[fresh:] are jobs
 	var failed []job
 	var first error
+	durable := 0
 	markers, logged := 0, false
 	for at := 0; at < len(all); {
 		n := min(len(all)-at, maxBatch)
@@ -162,6 +165,9 @@ func (l *Ledger) writeJobs(jobs, retry []job) ([]job, error) {
 		}
 		if err != nil && first == nil && at+n > fresh {
 			first = err
+		}
+		if first == nil {
+			durable = max(at+n-fresh, 0)
 		}
 		if err != nil && !logged {
 			logged = true
@@ -200,7 +206,7 @@ func (l *Ledger) writeJobs(jobs, retry []job) ([]job, error) {
 		}
 		failed = failed[over:]
 	}
-	return failed, first
+	return failed, durable, first
 }
 
 // appendBatch makes recs durable in one store.Ledger.Append.
