@@ -2,11 +2,14 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -334,6 +337,50 @@ func TestMetricsScrape(t *testing.T) {
 	if got := final.sumOf("air_user_requests_total", `user="`+user+`"`, `outcome="ok"`); got != 1 {
 		t.Errorf("per-user requests after the reload = %v, want 1", got)
 	}
+	checkMetricsDocumented(t, final)
+}
+
+// checkMetricsDocumented fails for every caddy-air metric in s (air_… and
+// gen_ai_… families) that the README's reference does not name, so that an
+// operator finds each series the gateway exports explained there.
+func checkMetricsDocumented(t *testing.T, s scrape) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := map[string]bool{}
+	for series := range s {
+		name, _, _ := strings.Cut(series, "{")
+		if !strings.HasPrefix(name, "air_") && !strings.HasPrefix(name, "gen_ai_") {
+			continue
+		}
+		for _, suffix := range []string{"_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok && (s.has(base+"_sum") && s.has(base+"_count")) {
+				name = base
+			}
+		}
+		families[name] = true
+	}
+	t.Logf("%d caddy-air metric families exported", len(families))
+	if len(families) < 20 {
+		t.Fatalf("only %d caddy-air metric families in the scrape: %v", len(families), families)
+	}
+	for name := range families {
+		if !bytes.Contains(readme, []byte("`"+name+"`")) {
+			t.Errorf("metric %s is exported but not named (in backquotes) in README.md", name)
+		}
+	}
+}
+
+// has reports whether s holds a series of the family name.
+func (s scrape) has(name string) bool {
+	for k := range s {
+		if strings.HasPrefix(k, name+"{") {
+			return true
+		}
+	}
+	return false
 }
 
 // ledgerSum sums get over the records of model ("" for all).
