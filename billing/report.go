@@ -122,6 +122,17 @@ func unpricedJSON(v any, priced bool) ([]byte, error) {
 // Since and Until select whole days. Records enqueued but not yet written
 // are not included; Flush first to include them.
 func (l *Ledger) Report(ctx context.Context, f ReportFilter) (*Report, error) {
+	reps, err := l.Reports(ctx, f, f.By)
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// Reports is Report for each grouping of by (f.By is not used), from one
+// read of the aggregates: a page that shows usage several ways reads them
+// once.
+func (l *Ledger) Reports(ctx context.Context, f ReportFilter, by ...GroupBy) ([]*Report, error) {
 	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
 		return nil, fmt.Errorf("report: until (%s) is before since (%s)", f.Until.Format(dayLayout), f.Since.Format(dayLayout))
 	}
@@ -132,25 +143,34 @@ func (l *Ledger) Report(ctx context.Context, f ReportFilter) (*Report, error) {
 	if !f.Until.IsZero() {
 		uf.Until = f.Until.UTC().Format(dayLayout)
 	}
-	if _, err := ParseGroupBy(string(f.By)); err != nil {
-		return nil, err
-	}
-	rows := map[aggKey]*ReportRow{}
-	err := l.repo.Usage(ctx, uf, func(a store.Aggregate) error {
-		rk := f.By.key(&a.AggregateKey)
-		row := rows[rk]
-		if row == nil {
-			row = &ReportRow{Day: rk.day, Model: rk.model, KeyID: rk.key, User: rk.user, Currency: a.Currency, Priced: a.Currency != ""}
-			rows[rk] = row
+	groups := make([]map[aggKey]*ReportRow, len(by))
+	for i, g := range by {
+		if _, err := ParseGroupBy(string(g)); err != nil {
+			return nil, err
 		}
+		groups[i] = map[aggKey]*ReportRow{}
+	}
+	err := l.repo.Usage(ctx, uf, func(a store.Aggregate) error {
 		t := totalsFromStore(&a.Totals)
-		row.merge(&t)
+		for i, g := range by {
+			rk := g.key(&a.AggregateKey)
+			row := groups[i][rk]
+			if row == nil {
+				row = &ReportRow{Day: rk.day, Model: rk.model, KeyID: rk.key, User: rk.user, Currency: a.Currency, Priced: a.Currency != ""}
+				groups[i][rk] = row
+			}
+			row.merge(&t)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return buildReport(rows), nil
+	reps := make([]*Report, len(by))
+	for i := range groups {
+		reps[i] = buildReport(groups[i])
+	}
+	return reps, nil
 }
 
 // aggKey identifies a row of a report: the dimensions it groups by, and

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // chargeAll charges recs through te and waits until they are counted.
@@ -53,6 +56,61 @@ func TestReportBy(t *testing.T) {
 		}
 	}
 	if _, err := te.Ledger().Report(context.Background(), ReportFilter{By: "week"}); err == nil {
+		t.Error("an unknown grouping was accepted")
+	}
+}
+
+// countingUsage is a store.Ledger that counts its reads of the
+// aggregates.
+type countingUsage struct {
+	store.Ledger
+	reads atomic.Int32
+}
+
+func (c *countingUsage) Usage(ctx context.Context, f store.UsageFilter, fn func(store.Aggregate) error) error {
+	c.reads.Add(1)
+	return c.Ledger.Usage(ctx, f, fn)
+}
+
+// TestReportsOneRead checks that Reports gives, for each grouping, the
+// report that Report gives for it alone, from a single read of the
+// aggregates (the console's usage page shows three).
+func TestReportsOneRead(t *testing.T) {
+	te := newTestEngine(t)
+	chargeAll(t, te, []Record{
+		{ID: "a1", Time: day0, User: "alice", KeyID: "k1", Model: "claude-x", Usage: claudeUsage},
+		{ID: "a2", Time: day0.AddDate(0, 0, 1), User: "alice", KeyID: "k2", Model: "claude-x", Usage: claudeUsage},
+		{ID: "a3", Time: day0.AddDate(0, 0, 1), User: "alice", KeyID: "k2", Model: "mystery-model", Usage: claudeUsage},
+		{ID: "b1", Time: day0, User: "bob", KeyID: "k3", Model: "claude-x", Usage: claudeUsage},
+	})
+	bl, _ := backends.Load(te.Ledger())
+	counted := &countingUsage{Ledger: bl.(store.Ledger)}
+	l := NewLedger(counted, te.Ledger().intents, nil)
+	t.Cleanup(func() { _ = l.Close() })
+	by := []GroupBy{ByDayModel, ByKey, ByDayKey, ByUser}
+	f := ReportFilter{Since: day0, Until: day0.AddDate(0, 0, 1)}
+	reps, err := l.Reports(context.Background(), f, by...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.reads.Load(); n != 1 {
+		t.Errorf("Reports read the aggregates %d times, want once", n)
+	}
+	for i, g := range by {
+		f.By = g
+		want, err := json.Marshal(report(t, l, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(reps[i])
+		if string(got) != string(want) {
+			t.Errorf("by %q: Reports gave %s, Report %s", g, got, want)
+		}
+		if len(reps[i].Rows) == 0 {
+			t.Errorf("by %q: no rows", g)
+		}
+	}
+	if _, err := l.Reports(context.Background(), f, ByKey, "week"); err == nil {
 		t.Error("an unknown grouping was accepted")
 	}
 }

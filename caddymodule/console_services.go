@@ -108,9 +108,10 @@ func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 	return err
 }
 
-// Report implements console.UsageService: the report of GET /air/usage,
-// after the records already settled are written.
-func (s consoleServices) Report(ctx context.Context, f billing.ReportFilter) (*billing.Report, error) {
+// Reports implements console.UsageService: the reports of GET /air/usage,
+// after the records already settled are written (one flush and one read
+// for all of them).
+func (s consoleServices) Reports(ctx context.Context, f billing.ReportFilter, by ...billing.GroupBy) ([]*billing.Report, error) {
 	st, err := s.state()
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func (s consoleServices) Report(ctx context.Context, f billing.ReportFilter) (*b
 	if err := st.ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
-	return st.ledger.Report(ctx, f)
+	return st.ledger.Reports(ctx, f, by...)
 }
 
 // Records implements console.UsageService: one page of the user's

@@ -107,9 +107,15 @@ func TestConsoleServicesLedger(t *testing.T) {
 	if lines := strings.Count(csv.String(), "\n"); lines != 5 || strings.Contains(csv.String(), "dave") {
 		t.Errorf("carol's CSV has %d lines:\n%s", lines, csv.String())
 	}
-	rep, err := s.Report(ctx, billing.ReportFilter{User: "carol", By: billing.ByKey})
-	if err != nil || len(rep.Rows) != 1 || rep.Rows[0].KeyID != consoleKeyID || rep.Rows[0].Requests != 4 {
-		t.Errorf("carol's usage by key: %+v, %v", rep, err)
+	reps, err := s.Reports(ctx, billing.ReportFilter{User: "carol"}, billing.ByKey, billing.ByUser)
+	if err != nil || len(reps) != 2 {
+		t.Fatalf("carol's reports: %+v, %v", reps, err)
+	}
+	if rep := reps[0]; len(rep.Rows) != 1 || rep.Rows[0].KeyID != consoleKeyID || rep.Rows[0].Requests != 4 {
+		t.Errorf("carol's usage by key: %+v", rep)
+	}
+	if rep := reps[1]; len(rep.Rows) != 1 || rep.Rows[0].User != "carol" || rep.Rows[0].Requests != 4 {
+		t.Errorf("carol's usage by user: %+v", rep)
 	}
 	if err := s.SetBudget(ctx, billing.ScopeUser, "erin", billing.Limits{RPM: 3}); err != nil {
 		t.Fatal(err)

@@ -294,6 +294,9 @@ func TestUsagePageShowsReportFigures(t *testing.T) {
 	if flt.Since.Format(dayLayout) != "2026-01-01" || flt.Until.Format(dayLayout) != "2026-01-31" {
 		t.Errorf("report range %v..%v", flt.Since, flt.Until)
 	}
+	if f.reportCalls != 1 || len(f.filters) != 3 {
+		t.Errorf("the usage page asked %d times for %d reports, want one read for its three", f.reportCalls, len(f.filters))
+	}
 	if w := do(h, "bob", "GET", "/console/usage?since=2026-02-01&until=2026-01-01", nil); w.Code != http.StatusBadRequest {
 		t.Errorf("a reversed range: status %d", w.Code)
 	}

@@ -23,12 +23,14 @@ type fakeServices struct {
 	keys    []Key
 	n       int
 	filters []billing.ReportFilter
-	queries []billing.RecordQuery
-	exports []billing.RecordQuery
-	created []NewKey
-	tasks   []*tasks.Task
-	budgets map[string]billing.Limits
-	chats   []string
+	// reportCalls counts the calls of Reports.
+	reportCalls int
+	queries     []billing.RecordQuery
+	exports     []billing.RecordQuery
+	created     []NewKey
+	tasks       []*tasks.Task
+	budgets     map[string]billing.Limits
+	chats       []string
 	// searches are the operators' ledger searches.
 	searches []billing.RecordQuery
 }
@@ -92,7 +94,22 @@ func (f *fakeServices) revoked(id string) bool {
 	return false
 }
 
-func (f *fakeServices) Report(_ context.Context, flt billing.ReportFilter) (*billing.Report, error) {
+// Reports records each grouping's filter in filters, and the call in
+// reportCalls.
+func (f *fakeServices) Reports(_ context.Context, flt billing.ReportFilter, by ...billing.GroupBy) ([]*billing.Report, error) {
+	f.mu.Lock()
+	f.reportCalls++
+	f.mu.Unlock()
+	reps := make([]*billing.Report, len(by))
+	for i, g := range by {
+		flt.By = g
+		reps[i] = f.report(flt)
+	}
+	return reps, nil
+}
+
+// report is the fake report for flt.
+func (f *fakeServices) report(flt billing.ReportFilter) *billing.Report {
 	f.mu.Lock()
 	f.filters = append(f.filters, flt)
 	f.mu.Unlock()
@@ -105,7 +122,7 @@ func (f *fakeServices) Report(_ context.Context, flt billing.ReportFilter) (*bil
 		row = billing.ReportRow{Day: day, KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
 	}
 	row.Requests, row.Usage.Input, row.Usage.Output, row.Cost = 3, 120, 45, 1234567
-	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}, nil
+	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}
 }
 
 // Records returns one record of q.User per page; the cursor "c1" is the

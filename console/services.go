@@ -103,12 +103,13 @@ type KeyService interface {
 	Revoke(ctx context.Context, user, id string) error
 }
 
-// UsageService reports usage from the ledger: Report is the one behind
-// `caddy air usage` and GET /air/usage, Records and ExportCSV the ones
-// behind GET /air/records.
+// UsageService reports usage from the ledger: Reports are the reports
+// behind `caddy air usage` and GET /air/usage, Records and ExportCSV the
+// ones behind GET /air/records.
 type UsageService interface {
-	// Report sums usage; records already settled are included.
-	Report(ctx context.Context, f billing.ReportFilter) (*billing.Report, error)
+	// Reports sums the usage f selects, once for each grouping of by (f.By
+	// is not used), from one read; records already settled are included.
+	Reports(ctx context.Context, f billing.ReportFilter, by ...billing.GroupBy) ([]*billing.Report, error)
 	// Records returns a page of q.User's ledger records, oldest first,
 	// from the cursor q.After on. A bad cursor wraps ErrInvalid.
 	Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error)

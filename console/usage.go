@@ -82,12 +82,13 @@ func (h *Handler) parseUsageFilter(r *http.Request) (usageFilter, string) {
 	return f, ""
 }
 
-// report reads the user's report for f grouped by: the one `caddy air
-// usage --user --by` prints for the same range.
-func (h *Handler) report(r *http.Request, f usageFilter, by billing.GroupBy) (*billing.Report, error) {
-	return h.cfg.Services.Usage.Report(r.Context(), billing.ReportFilter{
-		User: userOf(r), Model: f.Model, KeyID: f.Key, Since: f.since, Until: f.until, By: by,
-	})
+// reports reads the user's reports for f, one for each grouping of by,
+// in one read: each is the one `caddy air usage --user --by` prints for
+// the same range.
+func (h *Handler) reports(r *http.Request, f usageFilter, by ...billing.GroupBy) ([]*billing.Report, error) {
+	return h.cfg.Services.Usage.Reports(r.Context(), billing.ReportFilter{
+		User: userOf(r), Model: f.Model, KeyID: f.Key, Since: f.since, Until: f.until,
+	}, by...)
 }
 
 // recordQuery selects the signed-in user's ledger records that f
@@ -109,21 +110,12 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
 		h.renderMsg(w, r, http.StatusBadRequest, "usage", "Usage", usageData{Filter: f, Report: &billing.Report{}}, msg)
 		return
 	}
-	rep, err := h.report(r, f, billing.ByDayModel)
+	reps, err := h.reports(r, f, billing.ByDayModel, billing.ByKey, billing.ByDayKey)
 	if err != nil {
 		h.internal(w, r, "reading usage", err)
 		return
 	}
-	byKey, err := h.report(r, f, billing.ByKey)
-	if err != nil {
-		h.internal(w, r, "reading usage by key", err)
-		return
-	}
-	byDayKey, err := h.report(r, f, billing.ByDayKey)
-	if err != nil {
-		h.internal(w, r, "reading usage by day and key", err)
-		return
-	}
+	rep, byKey, byDayKey := reps[0], reps[1], reps[2]
 	page, err := h.cfg.Services.Usage.Records(r.Context(), recordQuery(r, f))
 	if errors.Is(err, ErrInvalid) {
 		h.fail(w, r, http.StatusBadRequest, "this page of requests does not exist: start again from the first page")
