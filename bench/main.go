@@ -52,6 +52,7 @@ type options struct {
 	profileLoad    int
 	writeReadme    bool
 	airOptions     string
+	pgOptions      string
 	metricsOff     bool
 	quiet          bool
 	idle           time.Duration
@@ -91,6 +92,7 @@ func parseFlags() options {
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
 	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
+	flag.StringVar(&o.pgOptions, "pg-options", "", "Caddyfile `text` for the block of scenario pg's `storage postgres` line, e.g. \"intent_gather 20ms\"")
 	flag.BoolVar(&o.metricsOff, "metrics-off", false, "also run caddy-air with `metrics off` as a third target, to measure what its metrics cost")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure both processes' CPU with no load, after they start (0: not at all)")

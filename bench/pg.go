@@ -156,8 +156,12 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 			p.Stop()
 		}
 	}()
+	storage := "postgres " + pg.DSN
+	if b.opts.pgOptions != "" {
+		storage += " {\n\t\t\t" + b.opts.pgOptions + "\n\t\t}"
+	}
 	for i := range 2 {
-		p, err := newAirProcess(b.opts.caddyBin, tmp, fmt.Sprintf("air-pg-%d", i+1), upPort, "postgres "+pg.DSN, b.opts.airOptions)
+		p, err := newAirProcess(b.opts.caddyBin, tmp, fmt.Sprintf("air-pg-%d", i+1), upPort, storage, b.opts.airOptions)
 		if err != nil {
 			return nil, err
 		}
