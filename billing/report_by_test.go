@@ -24,14 +24,20 @@ func chargeAll(t *testing.T, te *testEngine, recs []Record) {
 	te.flush(t)
 }
 
-func TestReportBy(t *testing.T) {
-	te := newTestEngine(t)
-	chargeAll(t, te, []Record{
+// reportRecords are two users' requests over two days, keys and models,
+// one of them unpriced.
+func reportRecords() []Record {
+	return []Record{
 		{ID: "a1", Time: day0, User: "alice", KeyID: "k1", Model: "claude-x", Usage: claudeUsage},
 		{ID: "a2", Time: day0.AddDate(0, 0, 1), User: "alice", KeyID: "k2", Model: "claude-x", Usage: claudeUsage},
 		{ID: "a3", Time: day0.AddDate(0, 0, 1), User: "alice", KeyID: "k2", Model: "mystery-model", Usage: claudeUsage},
 		{ID: "b1", Time: day0, User: "bob", KeyID: "k3", Model: "claude-x", Usage: claudeUsage},
-	})
+	}
+}
+
+func TestReportBy(t *testing.T) {
+	te := newTestEngine(t)
+	chargeAll(t, te, reportRecords())
 	row := func(r ReportRow) string {
 		return fmt.Sprintf("%s|%s|%s|%s|%s|%d", r.Day, r.Model, r.KeyID, r.User, r.Currency, r.Requests)
 	}
@@ -77,12 +83,7 @@ func (c *countingUsage) Usage(ctx context.Context, f store.UsageFilter, fn func(
 // aggregates (the console's usage page shows three).
 func TestReportsOneRead(t *testing.T) {
 	te := newTestEngine(t)
-	chargeAll(t, te, []Record{
-		{ID: "a1", Time: day0, User: "alice", KeyID: "k1", Model: "claude-x", Usage: claudeUsage},
-		{ID: "a2", Time: day0.AddDate(0, 0, 1), User: "alice", KeyID: "k2", Model: "claude-x", Usage: claudeUsage},
-		{ID: "a3", Time: day0.AddDate(0, 0, 1), User: "alice", KeyID: "k2", Model: "mystery-model", Usage: claudeUsage},
-		{ID: "b1", Time: day0, User: "bob", KeyID: "k3", Model: "claude-x", Usage: claudeUsage},
-	})
+	chargeAll(t, te, reportRecords())
 	bl, _ := backends.Load(te.Ledger())
 	counted := &countingUsage{Ledger: bl.(store.Ledger)}
 	l := NewLedger(counted, te.Ledger().intents, nil)
