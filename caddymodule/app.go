@@ -151,7 +151,7 @@ type Storage struct {
 	// that arrive meanwhile share the next commit, and those requests
 	// wait up to this long more before their upstream call (an idle
 	// instance commits at once). Zero commits as soon as the previous
-	// commit ended. Default: 5ms.
+	// commit ended. Default: 20ms.
 	IntentGather *caddy.Duration `json:"intent_gather,omitempty"`
 
 	// dsn is DSN with its placeholders replaced.

@@ -28,12 +28,14 @@ const (
 	// IntentGather is the default least time between the starts of two commits
 	// of new intents (group commit with a gather delay): under load the
 	// intents added meanwhile share the next commit, so that commits
-	// stay at most 1/IntentGather a second (200) whatever the rate,
+	// stay at most 1/IntentGather a second (50) whatever the rate,
 	// instead of one per database round trip. An idle writer (its last
 	// commit started IntentGather or longer ago) commits a new intent at
 	// once, so the delay costs a request nothing on a quiet gateway and
-	// at most IntentGather before its upstream call under load.
-	IntentGather = 5 * time.Millisecond
+	// at most IntentGather before its upstream call under load. 20 ms
+	// keeps two instances at half the rate each within 1.3× bare Caddy's
+	// CPU per request (5 ms: 1.4–1.5×; bench/README.md, session 7).
+	IntentGather = 20 * time.Millisecond
 )
 
 // Intents is the intents repository. Add returns once its intent is
