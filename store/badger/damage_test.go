@@ -79,6 +79,17 @@ func TestLedgerSkipsDamagedSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	// A user's page before any full scan: the unreadable record is
+	// logged once, however often the page is viewed.
+	for range 3 {
+		page, _, err := l.UserRecords(ctx, store.RecordQuery{User: "alice", Limit: 100})
+		if err != nil || len(page) != 8 {
+			t.Fatalf("a page of records over the damage: %d records, %v", len(page), err)
+		}
+	}
+	if n := logs.FilterMessageSnippet("cannot be read").Len(); n != 1 {
+		t.Errorf("%d log lines for the unreadable record over three views of the page, want 1: %v", n, logs.All())
+	}
 	want := fmt.Sprint(append(all[:4:4], all[5:]...))
 	for range 2 {
 		if got := ids(t, l); got != want {
