@@ -2,7 +2,6 @@ package badger
 
 import (
 	"path/filepath"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -63,45 +62,3 @@ func (l *Ledger) logUncountedDamage(from, end journal.Pos) {
 
 // Interface guard.
 var _ store.DamageReporter = (*Ledger)(nil)
-
-// maxUnreadableLogged bounds the positions of unreadable records that
-// skipDamaged remembers having logged; beyond it, it forgets them all and
-// may log each once more.
-const maxUnreadableLogged = 1024
-
-// unreadableLog is the set of unreadable records' positions already
-// logged by skipDamaged.
-type unreadableLog struct {
-	mu     sync.Mutex
-	logged map[journal.Pos]bool
-}
-
-// first reports whether pos is logged for the first time, and remembers it.
-func (u *unreadableLog) first(pos journal.Pos) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.logged[pos] {
-		return false
-	}
-	if u.logged == nil || len(u.logged) >= maxUnreadableLogged {
-		u.logged = map[journal.Pos]bool{}
-	}
-	u.logged[pos] = true
-	return true
-}
-
-// skipDamaged logs a record at pos that a page skips because it cannot be
-// read, once, unless a scan already reported the damaged region it is in:
-// a user's records page viewed again does not log it again.
-func (l *Ledger) skipDamaged(pos journal.Pos, err error) {
-	for _, d := range l.j.Damaged() {
-		if d.Contains(pos) {
-			return
-		}
-	}
-	if !l.unreadable.first(pos) {
-		return
-	}
-	l.log.Error("ledger journal: a record cannot be read and is left out of the user's records; "+recordsDamageCost+
-		"; restore the segment from a backup to read it again", zap.Stringer("position", pos), zap.Error(err))
-}

@@ -79,16 +79,19 @@ func TestLedgerSkipsDamagedSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	// A user's page before any full scan: the unreadable record is
-	// logged once, however often the page is viewed.
+	// A user's page before any full scan: the damaged region is logged
+	// once, however often the page is viewed, and reported at once.
 	for range 3 {
 		page, _, err := l.UserRecords(ctx, store.RecordQuery{User: "alice", Limit: 100})
 		if err != nil || len(page) != 8 {
 			t.Fatalf("a page of records over the damage: %d records, %v", len(page), err)
 		}
 	}
-	if n := logs.FilterMessageSnippet("cannot be read").Len(); n != 1 {
-		t.Errorf("%d log lines for the unreadable record over three views of the page, want 1: %v", n, logs.All())
+	if n := logs.FilterMessageSnippet("damaged region").Len(); n != 1 {
+		t.Errorf("%d log lines for the damaged region over three views of the page, want 1: %v", n, logs.All())
+	}
+	if n := len(l.Damaged()); n != 1 {
+		t.Errorf("Damaged() after the page views: %d regions, want 1", n)
 	}
 	want := fmt.Sprint(append(all[:4:4], all[5:]...))
 	for range 2 {

@@ -50,8 +50,6 @@ type Ledger struct {
 	retention time.Duration
 	log       *zap.Logger
 	intents   *Intents
-	// unreadable remembers the unreadable records pages have logged.
-	unreadable unreadableLog
 
 	// commitMu serializes commits: appending to the journal and counting
 	// in the DB must happen in the same order.

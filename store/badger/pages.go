@@ -52,8 +52,7 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 				continue // expired with its segment
 			}
 			if errors.Is(err, journal.ErrCorrupt) {
-				l.skipDamaged(pos, err)
-				continue
+				continue // the journal logged its region, once
 			}
 			if err != nil {
 				return err

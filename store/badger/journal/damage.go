@@ -55,7 +55,8 @@ func (l *damageLog) find(seq uint64, off int64) (Damage, bool) {
 }
 
 // add records d and reports whether it was new (another scan may have
-// found it meanwhile).
+// found it meanwhile). A region that d contains goes: a read of an entry
+// inside a region finds only its end, a scan later finds its start.
 func (l *damageLog) add(d Damage) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -64,6 +65,9 @@ func (l *damageLog) add(d Damage) bool {
 			return false
 		}
 	}
+	l.regions = slices.DeleteFunc(l.regions, func(o Damage) bool {
+		return o.Seq == d.Seq && d.Offset < o.Offset && o.Resumed <= d.Resumed
+	})
 	l.regions = append(l.regions, d)
 	slices.SortFunc(l.regions, func(a, b Damage) int {
 		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Offset, b.Offset))
@@ -78,8 +82,8 @@ func (l *damageLog) forget(seq uint64) {
 	l.regions = slices.DeleteFunc(l.regions, func(d Damage) bool { return d.Seq <= seq })
 }
 
-// Damaged returns the damaged regions that scans found so far in the
-// segments that still exist, in position order. Reads of their entries
+// Damaged returns the damaged regions that scans and reads found so far
+// in the segments that still exist, in position order. Reads of their entries
 // fail with ErrCorrupt; the rest of the journal reads as before.
 func (j *Journal) Damaged() []Damage {
 	j.damage.mu.Lock()
@@ -87,9 +91,9 @@ func (j *Journal) Damaged() []Damage {
 	return slices.Clone(j.damage.regions)
 }
 
-// damaged handles an unreadable entry at off in s, found by a scan: it
-// finds where reading can go on (once per region and process), records
-// and reports the region, and returns that offset.
+// damaged handles an unreadable entry at off in s, found by a scan or a
+// read: it finds where reading can go on (once per region and process),
+// records and reports the region, and returns that offset.
 func (j *Journal) damaged(f *os.File, s segment, off int64, cause error) int64 {
 	if d, ok := j.damage.find(s.seq, off); ok {
 		return d.Resumed

@@ -139,3 +139,36 @@ func TestRemovedDamageIsForgotten(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReadRecordsDamage checks that a Read that meets damage before any
+// scan records and reports its region once, and that a scan finding the
+// region's start later replaces the part the Read saw: one region, told
+// twice at most, never counted twice.
+func TestReadRecordsDamage(t *testing.T) {
+	var reported []Damage
+	j, pos := threeSegments(t, t.TempDir(), func(d Damage) { reported = append(reported, d) })
+	damage(t, j, 2, func(b []byte) {
+		for i := frameHeader + 2; i < len(b); i++ { // all but the first entry's header
+			b[i] = 0xa5
+		}
+	})
+	for range 2 {
+		if _, err := j.Read(pos[1][2]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Read of a damaged entry: %v", err)
+		}
+	}
+	if len(reported) != 1 || reported[0].Offset != pos[1][2].Offset {
+		t.Fatalf("after two reads: reported %v, want the region from the read entry", reported)
+	}
+	if got := j.Damaged(); len(got) != 1 || got[0].Offset != pos[1][2].Offset || got[0].Resumed != j.segs[1].size {
+		t.Fatalf("Damaged() after the reads = %v", got)
+	}
+	scanAll(t, j, Pos{}, time.Time{})
+	got := j.Damaged()
+	if len(got) != 1 || got[0].Offset != 0 || got[0].Resumed != j.segs[1].size {
+		t.Errorf("Damaged() after a scan = %v, want the whole segment once", got)
+	}
+	if len(reported) > 2 {
+		t.Errorf("reported %d times: %v", len(reported), reported)
+	}
+}

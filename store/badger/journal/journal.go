@@ -33,7 +33,8 @@
 // Damage found later, anywhere (bit rot, a disk error), does not stop
 // reads: Scan skips a damaged region up to the next entry whose frame and
 // checksum verify, records it (Journal.Damaged) and reports it once
-// (Options.OnDamage); Read of an entry in it returns ErrCorrupt.
+// (Options.OnDamage); Read of an entry in it returns ErrCorrupt, and a
+// Read that meets damage first records and reports it as Scan does.
 //
 // A Journal allows one writer (Append, Truncate) and any number of
 // concurrent readers (Scan, Read).
@@ -632,6 +633,9 @@ func (j *Journal) Read(pos Pos) ([]byte, error) {
 	defer f.Close()
 	var payload []byte
 	if _, err := readFrame(bufio.NewReader(io.NewSectionReader(f, pos.Offset, s.size-pos.Offset)), &payload); err != nil {
+		// Found by a read as by a scan: the region is recorded and
+		// reported once.
+		j.damaged(f, s, pos.Offset, err)
 		return nil, fmt.Errorf("%w at %s: %v", ErrCorrupt, pos, err)
 	}
 	return payload, nil
