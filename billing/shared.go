@@ -192,9 +192,7 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 			sh.slices[n.key] = s
 		}
 		if l := s.cur; l != nil && s.fits(l, n.est) && sh.fresh(l, now) {
-			l.used += n.est
-			l.inflight++
-			s.lastUse = now
+			s.admit(l, n.est, now)
 			sh.mu.Unlock()
 			return l, nil
 		}
@@ -226,14 +224,11 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 			s.cur = nil
 			sh.closeLease(s, old, now)
 		}
-		if got.Amount > 0 {
-			s.cur = &lease{l: got}
-		}
-		if s.cur == nil || !s.fits(s.cur, n.est) {
+		l := &lease{l: got}
+		if got.Amount <= 0 || !s.fits(l, n.est) {
 			// A lease too small for the request goes back at once, with
 			// nothing admitted against it: kept, the last room of a budget
 			// would lie in several instances' slices, none big enough.
-			s.cur = nil
 			s.refusedUntil = now.Add(refusedFor)
 			sh.mu.Unlock()
 			if got.ID != "" {
@@ -243,17 +238,23 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 			}
 			return nil, overQuota(n.key.sk, spentPeriod(n.limit), limitOf(n.limit), n.key.currency)
 		}
-		l := s.cur
-		l.used += n.est
-		l.inflight++
-		s.lastUse = now
+		s.cur = l
+		s.admit(l, n.est, now)
 		sh.mu.Unlock()
 		return l, nil
 	}
 }
 
+// admit counts a request of estimate est, admitted at now, against l, the
+// open lease of s. sh.mu must be held.
+func (s *slice) admit(l *lease, est Amount, now time.Time) {
+	l.used += est
+	l.inflight++
+	s.lastUse = now
+}
+
 // fits reports whether an estimate fits in what is left of lease l, the
-// open lease of s: its amount minus what was admitted against it, minus
+// open lease of s (or the one about to be): its amount minus what was admitted against it, minus
 // the overage of s's closed leases (what their requests cost beyond
 // their leases), which the backend counts only once they are released.
 // Thus the requests admitted against s's unreleased leases never cost
