@@ -29,12 +29,9 @@ func newCommitGroup() *commitGroup {
 }
 
 // finish reports the group's batch durable (err nil) or failed, to every
-// waiter. It is called once.
-func (g *commitGroup) finish(err error) { g.finishPart(err, 0) }
-
-// finishPart is finish for a group whose first durable jobs are durable
-// even though err failed the rest.
-func (g *commitGroup) finishPart(err error, durable int) {
+// waiter, but for its first durable jobs, which are durable even though
+// err failed the rest. It is called once.
+func (g *commitGroup) finish(err error, durable int) {
 	g.err, g.durable = err, durable
 	close(g.done)
 }
@@ -42,7 +39,7 @@ func (g *commitGroup) finishPart(err error, durable int) {
 // finished returns a group whose batch ended with err.
 func finished(err error) *commitGroup {
 	g := newCommitGroup()
-	g.finish(err)
+	g.finish(err, 0)
 	return g
 }
 

@@ -45,7 +45,7 @@ func (l *Ledger) run() {
 			var durable int
 			retry, durable, err = l.writeJobs(jobs, retry)
 			if g != nil {
-				g.finishPart(err, durable)
+				g.finish(err, durable)
 			}
 			clear(jobs)
 			spare = jobs[:0]
