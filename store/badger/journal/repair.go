@@ -9,6 +9,24 @@ import (
 	"os"
 )
 
+// Repair describes what Open cut off the last segment.
+type Repair struct {
+	// Segment is the file name of the repaired segment; empty when
+	// nothing was cut.
+	Segment string
+	// ValidEnd is the offset of the end of its last intact entry.
+	ValidEnd int64
+	// Cut is how many bytes after ValidEnd were cut off.
+	Cut int64
+	// Quarantined is the path of the copy of the whole segment kept
+	// aside when the cut bytes were corrupt rather than a torn tail; empty
+	// for a torn tail.
+	Quarantined string
+}
+
+// Repair reports what Open cut off the last segment.
+func (j *Journal) Repair() Repair { return j.repair }
+
 // repairLast finds the end of the last whole entry of the last segment,
 // cuts off anything after it and opens the segment for appending. Bytes
 // that are not a torn tail are copied aside first (see Repair).
