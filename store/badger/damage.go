@@ -29,6 +29,19 @@ func logDamage(log *zap.Logger, what, dir, cost string) func(journal.Damage) {
 	}
 }
 
+// logRepair logs what opening a journal repaired.
+func logRepair(log *zap.Logger, what string, r journal.Repair) {
+	switch {
+	case r.Quarantined != "":
+		log.Error(what+": corrupt entries after the last intact one; the segment was copied aside and cut back",
+			zap.String("segment", r.Segment), zap.Int64("valid_end", r.ValidEnd), zap.Int64("bytes_cut", r.Cut),
+			zap.String("quarantined_copy", r.Quarantined))
+	case r.Cut > 0:
+		log.Warn(what+": cut off a torn tail left by a crash",
+			zap.String("segment", r.Segment), zap.Int64("valid_end", r.ValidEnd), zap.Int64("bytes_cut", r.Cut))
+	}
+}
+
 // Damaged implements store.DamageReporter: the damaged regions that reads
 // of the ledger's journal and of its intent log found so far. Files of
 // the intent log are named intents/<segment>.
