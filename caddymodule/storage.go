@@ -10,6 +10,32 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
+// Storage selects the state backend.
+type Storage struct {
+	// Backend is the store implementation: "badger" (embedded, one
+	// instance; the default) or "postgres" (shared by several instances).
+	Backend string `json:"backend,omitempty"`
+	// Dir is the Badger database directory. Placeholders such as
+	// {env.AIR_DATA_DIR} are expanded at load time.
+	Dir string `json:"dir,omitempty"`
+	// DSN is the PostgreSQL connection string of the postgres backend, as a
+	// URL (postgres://user:password@host:5432/db) or in keyword form. It is
+	// a secret: give it as a placeholder such as {env.AIR_PG_DSN}, expanded
+	// at load time, so that the config (which the admin API serves) holds
+	// only the placeholder. caddy-air never logs it.
+	DSN string `json:"dsn,omitempty"`
+	// IntentGather is, on postgres, the least time between the starts of
+	// two commits of ledger intents under load: the intents of requests
+	// that arrive meanwhile share the next commit, and those requests
+	// wait up to this long more before their upstream call (an idle
+	// instance commits at once). Zero commits as soon as the previous
+	// commit ended. Default: 20ms.
+	IntentGather *caddy.Duration `json:"intent_gather,omitempty"`
+
+	// dsn is DSN with its placeholders replaced.
+	dsn string
+}
+
 // Storage backends.
 const (
 	backendBadger   = "badger"

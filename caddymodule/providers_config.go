@@ -1,0 +1,239 @@
+package caddymodule
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
+)
+
+// ProviderConfig declares one upstream provider.
+type ProviderConfig struct {
+	// Name identifies the provider in model lines and the ledger.
+	Name string `json:"name"`
+	// Protocol is "openai", "anthropic" or "dashscope".
+	Protocol string `json:"protocol"`
+	// BaseURLs are the provider's API base URLs, e.g.
+	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
+	BaseURLs []string `json:"base_urls"`
+	// APIKeys are the provider's credentials, used in turn with BaseURLs.
+	// Placeholders like {env.X} are expanded.
+	APIKeys []string `json:"api_keys,omitempty"`
+	// Timeout bounds a non-streaming request, the wait for response headers
+	// and the silence between two stream events. Default: 10 minutes.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// TryTimeout bounds one attempt's wait for the response headers. An
+	// attempt without them by then is abandoned (its connection closed),
+	// counts as a timeout for the upstream's breaker, and the request
+	// moves on to its next attempt (next deployment or upstream, with the
+	// usual backoff), as after a refused connection; never after a byte
+	// reached the client, and never for a task create (the provider may
+	// have taken the job) nor a request pinned to the deployment holding
+	// a stored response. It must be shorter than Timeout. A non-streaming
+	// answer's headers come only once it is complete, so keep it above
+	// the longest non-streaming answer the provider's models give. The
+	// name follows reverse_proxy's lb_try_duration and lb_try_interval:
+	// it bounds one try, and what follows it is the next try. Default: 0,
+	// no bound (an attempt waits for Timeout, which ends the request).
+	TryTimeout caddy.Duration `json:"try_timeout,omitempty"`
+	// Retries is how many more attempts a request gets on the next base URL
+	// or key after a connection error, 429 or 5xx before the first response
+	// byte. Default: 2.
+	Retries *int `json:"retries,omitempty"`
+	// FailDuration is how long an upstream's open breaker keeps it out of
+	// rotation before a probe. Default: 30s.
+	FailDuration caddy.Duration `json:"fail_duration,omitempty"`
+	// FailureRate is the share of failed attempts within FailWindow that
+	// opens an upstream's breaker. Default: 0.5.
+	FailureRate float64 `json:"failure_rate,omitempty"`
+	// MinRequests is how many attempts within FailWindow an upstream must
+	// have made before its failure rate is judged. Default: 5.
+	MinRequests int `json:"min_requests,omitempty"`
+	// FailWindow is the span of the failure rate. Default: 1m.
+	FailWindow caddy.Duration `json:"fail_window,omitempty"`
+	// Cooldown is how long an upstream that answered 429 without
+	// Retry-After is out of rotation. Default: 5s.
+	Cooldown caddy.Duration `json:"cooldown,omitempty"`
+	// KeyCooldown is how long a key the provider rejected (401, 402, 403,
+	// quota spent) is out of rotation. Default: 10m.
+	KeyCooldown caddy.Duration `json:"key_cooldown,omitempty"`
+	// MaxConcurrent bounds the requests in flight per base URL × key.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// RPM and TPM bound the requests and estimated tokens per minute per
+	// base URL × key.
+	RPM int `json:"rpm,omitempty"`
+	TPM int `json:"tpm,omitempty"`
+	// HealthCheck, when set, probes each base URL × key at an interval.
+	HealthCheck *HealthCheckConfig `json:"health_check,omitempty"`
+}
+
+// HealthCheckConfig is a provider's active health check.
+type HealthCheckConfig struct {
+	// Path is requested with GET below each base URL. Default: /models.
+	Path string `json:"path,omitempty"`
+	// Interval is the time between two checks. Default: 30s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Timeout bounds one check. Default: 5s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// DeploymentConfig is one deployment of a model (a `to` line).
+type DeploymentConfig struct {
+	// Provider names the provider.
+	Provider string `json:"provider"`
+	// UpstreamModel is the model name sent to it; empty keeps the
+	// client's.
+	UpstreamModel string `json:"upstream_model,omitempty"`
+	// Weight is its share under weighted_random. Default: 1.
+	Weight int `json:"weight,omitempty"`
+	// Keys are the indexes (from 0) of the provider's api_key values it
+	// may use. Default: all.
+	Keys []int `json:"keys,omitempty"`
+	// MaxConcurrent, RPM and TPM bound the deployment's requests in
+	// flight, and requests and estimated tokens per minute.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	RPM           int `json:"rpm,omitempty"`
+	TPM           int `json:"tpm,omitempty"`
+}
+
+// ModelConfig maps a model id or glob to its deployments.
+type ModelConfig struct {
+	// Pattern is a model id or a glob such as "qwen3-*".
+	Pattern string `json:"pattern"`
+	// Provider is the name of the provider serving the model, when it has
+	// one deployment (the `model <id> <provider>` shorthand).
+	Provider string `json:"provider,omitempty"`
+	// Deployments serve the model (its `to` lines), in place of Provider
+	// and UpstreamModel.
+	Deployments []*DeploymentConfig `json:"deployments,omitempty"`
+	// Fallbacks are model ids tried in order when no deployment answers
+	// before the first byte.
+	Fallbacks []string `json:"fallbacks,omitempty"`
+	// LBPolicy picks a deployment: weighted_random (default), round_robin,
+	// least_requests or lowest_latency.
+	LBPolicy string `json:"lb_policy,omitempty"`
+	// UpstreamModel, if set, is the model name sent upstream.
+	UpstreamModel string `json:"upstream_model,omitempty"`
+	// Kind is "chat", "messages", "image" or "video". Default: "chat" for
+	// openai providers, "messages" for anthropic, "image" for dashscope.
+	Kind string `json:"kind,omitempty"`
+	// Sizes lists the allowed "<width>x<height>" sizes of a task model.
+	Sizes []string `json:"sizes,omitempty"`
+	// TypicalDuration is how long the model's videos usually take; it
+	// drives the progress of tasks whose upstream reports none.
+	TypicalDuration caddy.Duration `json:"typical_duration,omitempty"`
+}
+
+// buildRoutes turns the provider and model config into a routing table.
+func (a *App) buildRoutes() (*providers.Table, error) {
+	repl := caddy.NewReplacer()
+	byName := make(map[string]*providers.Provider)
+	provs := make([]*providers.Provider, 0, len(a.Providers))
+	for _, pc := range a.Providers {
+		p := &providers.Provider{
+			Name:     pc.Name,
+			Protocol: pc.Protocol,
+			Timeout:  time.Duration(pc.Timeout),
+			Retries:  defaultRetries,
+		}
+		if p.Timeout == 0 {
+			p.Timeout = defaultProviderTimeout
+		}
+		if pc.TryTimeout < 0 || (pc.TryTimeout > 0 && time.Duration(pc.TryTimeout) >= p.Timeout) {
+			return nil, a.configError(fmt.Errorf("provider %s: try_timeout %s must be positive and shorter than timeout %s",
+				pc.Name, time.Duration(pc.TryTimeout), p.Timeout))
+		}
+		if pc.Retries != nil {
+			p.Retries = *pc.Retries
+		}
+		for _, u := range pc.BaseURLs {
+			v, err := expand(repl, u)
+			if err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: base_url: %w", pc.Name, err))
+			}
+			p.BaseURLs = append(p.BaseURLs, v)
+		}
+		for _, k := range pc.APIKeys {
+			v, err := expand(repl, k)
+			if err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: api_key: %w", pc.Name, err))
+			}
+			p.APIKeys = append(p.APIKeys, v)
+		}
+		byName[p.Name] = p
+		provs = append(provs, p)
+	}
+	routes := make([]*providers.Route, 0, len(a.Models))
+	for _, mc := range a.Models {
+		rt := &providers.Route{
+			Pattern:         mc.Pattern,
+			UpstreamModel:   mc.UpstreamModel,
+			Kind:            mc.Kind,
+			Sizes:           mc.Sizes,
+			TypicalDuration: time.Duration(mc.TypicalDuration),
+			Fallbacks:       mc.Fallbacks,
+			Policy:          mc.LBPolicy,
+		}
+		if mc.Provider != "" {
+			p, ok := byName[mc.Provider]
+			if !ok {
+				return nil, fmt.Errorf("model %q: unknown provider %q", mc.Pattern, mc.Provider)
+			}
+			rt.Provider = p
+		}
+		for _, dc := range mc.Deployments {
+			p, ok := byName[dc.Provider]
+			if !ok {
+				return nil, fmt.Errorf("model %q: unknown provider %q", mc.Pattern, dc.Provider)
+			}
+			rt.Deployments = append(rt.Deployments, &providers.Deployment{Provider: p, UpstreamModel: dc.UpstreamModel,
+				Keys: dc.Keys, Weight: dc.Weight, MaxConcurrent: dc.MaxConcurrent, RPM: dc.RPM, TPM: dc.TPM})
+		}
+		routes = append(routes, rt)
+	}
+	return providers.NewTable(provs, routes)
+}
+
+// expand replaces the placeholders of a provider setting. A setting that
+// names an environment variable that is unset or empty, or that ends up
+// empty, is an error: a provider without its key or URL would otherwise be
+// called without credentials, or not at all, and only its callers would see.
+func expand(repl *caddy.Replacer, s string) (string, error) {
+	out, err := repl.ReplaceFunc(s, func(variable string, val any) (any, error) {
+		name, ok := strings.CutPrefix(variable, "env.")
+		if !ok {
+			return val, nil
+		}
+		if v, set := os.LookupEnv(name); !set || v == "" {
+			return nil, fmt.Errorf("environment variable %s is unset or empty", name)
+		}
+		return val, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		return "", fmt.Errorf("%q is empty once its placeholders are replaced", s)
+	}
+	return out, nil
+}
+
+// routingOptions are the routing options of each provider.
+func (a *App) routingOptions() map[string]routing.Options {
+	out := make(map[string]routing.Options, len(a.Providers))
+	for _, pc := range a.Providers {
+		o := routing.Options{FailureRate: pc.FailureRate, MinRequests: int64(pc.MinRequests), FailWindow: time.Duration(pc.FailWindow),
+			FailDuration: time.Duration(pc.FailDuration), Cooldown: time.Duration(pc.Cooldown), KeyCooldown: time.Duration(pc.KeyCooldown),
+			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM, TryTimeout: time.Duration(pc.TryTimeout)}
+		if hc := pc.HealthCheck; hc != nil {
+			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
+		}
+		out[pc.Name] = o
+	}
+	return out
+}

@@ -1,0 +1,26 @@
+package caddymodule
+
+import "github.com/caddyserver/caddy/v2"
+
+// TasksConfig tunes the task service.
+type TasksConfig struct {
+	// TTL is how long tasks can be queried. Default: 24h.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// MediaTTL is how long re-hosted images and videos are served.
+	// Default: 24h.
+	MediaTTL caddy.Duration `json:"media_ttl,omitempty"`
+	// PollInterval is the base interval between two upstream polls of a
+	// running video task. Default: 5s.
+	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
+	// MaxConcurrentCreates bounds the task creates that wait on a provider
+	// at once, per config: an image create until its images are stored, a
+	// video create until the provider accepted the job. Beyond it, creates
+	// get 503 with code server_overloaded and Retry-After, before any
+	// provider is contacted. Default: 64.
+	MaxConcurrentCreates int `json:"max_concurrent_creates,omitempty"`
+	// Lease is how long an instance owns a task it claimed to poll: the
+	// time within which no other instance (or the next run of this one)
+	// polls it, and after which a task whose instance died is taken over.
+	// It must exceed a poll's upstream timeout. Default: 2m.
+	Lease caddy.Duration `json:"lease,omitempty"`
+}
