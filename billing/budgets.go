@@ -218,9 +218,7 @@ func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 	defer b.mu.Unlock()
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
-		if h.currency != "" {
-			acc.reserved[h.currency] -= h.cost
-		}
+		acc.unreserve(h)
 		if !counted {
 			continue
 		}
@@ -242,9 +240,7 @@ func (b *Budgets) release(h *hold, rates bool) {
 	defer b.mu.Unlock()
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
-		if h.currency != "" {
-			acc.reserved[h.currency] -= h.cost
-		}
+		acc.unreserve(h)
 		if !rates {
 			continue
 		}
@@ -254,6 +250,14 @@ func (b *Budgets) release(h *hold, rates bool) {
 		if lim := acc.limits.TPM; lim > 0 && acc.tpm.started {
 			acc.tpm.give(h.tokens, lim)
 		}
+	}
+}
+
+// unreserve gives back the cost that hold h reserved in the account: what
+// admit added to its reservations, which settle and release both drop.
+func (acc *account) unreserve(h *hold) {
+	if h.currency != "" {
+		acc.reserved[h.currency] -= h.cost
 	}
 }
 
