@@ -22,6 +22,20 @@ const nanosPerUnit = 1_000_000_000
 // decNanosPerUnit is nanosPerUnit as a decimal.
 var decNanosPerUnit = decimal.NewFromInt(nanosPerUnit)
 
+// addSat returns a+b, saturating at the bounds of int64 instead of
+// wrapping: a sum of money must never turn an overspent account into one
+// with room left.
+func (a Amount) addSat(b Amount) Amount {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
 // String formats a as a decimal in currency units with nine decimal places,
 // e.g. "0.000123450" or "-1.500000000".
 func (a Amount) String() string {

@@ -173,10 +173,10 @@ func (acc *account) checkSpend(sk subjectKey, month, defaultCurrency string) *ap
 		cur = defaultCurrency
 	}
 	reserved := acc.reserved[cur]
-	if lim := acc.limits.Monthly; lim > 0 && acc.spent[spendSlot{cur, month}]+reserved >= lim {
+	if lim := acc.limits.Monthly; lim > 0 && acc.spent[spendSlot{cur, month}].addSat(reserved) >= lim {
 		return overQuota(sk, "monthly", lim, cur)
 	}
-	if lim := acc.limits.Total; lim > 0 && acc.spent[spendSlot{cur, periodTotal}]+reserved >= lim {
+	if lim := acc.limits.Total; lim > 0 && acc.spent[spendSlot{cur, periodTotal}].addSat(reserved) >= lim {
 		return overQuota(sk, "total", lim, cur)
 	}
 	return nil
@@ -288,8 +288,9 @@ func (acc *account) addSpend(rec *Record, now time.Time) {
 		return
 	}
 	month := monthOf(rec.Time)
-	acc.spent[spendSlot{rec.Currency, month}] += rec.Cost
-	acc.spent[spendSlot{rec.Currency, periodTotal}] += rec.Cost
+	for _, slot := range [2]spendSlot{{rec.Currency, month}, {rec.Currency, periodTotal}} {
+		acc.spent[slot] = acc.spent[slot].addSat(rec.Cost)
+	}
 	if len(acc.spent) <= 8 {
 		return
 	}

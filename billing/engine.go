@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -66,6 +67,7 @@ type Reservation struct {
 // error; one over a rate limit gets a 429 rate_limit_exceeded error with
 // RetryAfter set.
 func (e *Engine) Admit(ctx context.Context, s Subject, model string, estimate Usage) (*Reservation, *apierror.Error) {
+	estimate = estimate.Bounded()
 	return e.admit(s, model, e.prices.Quote(model, estimate), estimate.Total())
 }
 
@@ -75,12 +77,21 @@ func (e *Engine) AdmitTask(ctx context.Context, s Subject, model string, images 
 	return e.admit(s, model, e.prices.QuoteTask(model, images, videoMillis), 0)
 }
 
+// maxHoldCost bounds what one request reserves: about 8,796 currency
+// units, more than any real request's estimate, and small enough that a
+// million requests in flight at once cannot overflow an account's
+// reserved sum. An estimate beyond it (a max_tokens of 2^63-1) reserves
+// this much: enough to stop the next requests of an account with a
+// smaller limit, without wrapping the sum into room that is not there.
+const maxHoldCost = Amount(math.MaxInt64 >> 20)
+
 // admit reserves quote q and tokens for s.
 func (e *Engine) admit(s Subject, model string, q Quote, tokens int64) (*Reservation, *apierror.Error) {
 	r := &Reservation{e: e, s: s, model: model}
 	if e.budgets == nil {
 		return r, nil
 	}
+	q.Cost = min(max(q.Cost, 0), maxHoldCost)
 	h, err := e.budgets.admit(subjectsOf(s), e.prices.Currency(), q.Currency, q.Cost, tokens)
 	if err != nil {
 		return nil, err

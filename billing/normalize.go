@@ -144,12 +144,12 @@ func parseObject(b []byte) (gjson.Result, error) {
 }
 
 // count reads a token count: a number (or a numeric string), zero when
-// missing, null or negative.
+// missing, null or negative, and at most MaxTokenCount.
 func count(r gjson.Result) int64 {
 	if r.Type != gjson.Number && r.Type != gjson.String {
 		return 0
 	}
-	return max(r.Int(), 0)
+	return min(max(r.Int(), 0), MaxTokenCount)
 }
 
 // firstCount returns the count of the first of paths present in obj.

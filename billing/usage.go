@@ -23,6 +23,21 @@ type Usage struct {
 	Reasoning int64 `json:"reasoning_tokens,omitempty"`
 }
 
+// MaxTokenCount bounds every token count the gateway takes from outside:
+// a count an upstream reports and the output a client's max_tokens asks
+// for are read as at most this (about 1.1 trillion, beyond any real
+// context), so that sums of a request's counts, and their costs, cannot
+// overflow into small or negative numbers that would slip past limits.
+const MaxTokenCount = 1 << 40
+
+// Bounded returns u with every count within 0 and MaxTokenCount.
+func (u Usage) Bounded() Usage {
+	for _, n := range []*int64{&u.Input, &u.CacheCreation, &u.CacheCreation1h, &u.CacheRead, &u.Output, &u.Reasoning} {
+		*n = min(max(*n, 0), MaxTokenCount)
+	}
+	return u
+}
+
 // PromptTotal is the request's total prompt tokens: Input + CacheCreation +
 // CacheRead. It selects the price tier.
 func (u Usage) PromptTotal() int64 { return u.Input + u.CacheCreation + u.CacheRead }

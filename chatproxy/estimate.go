@@ -113,12 +113,12 @@ const defaultOutputEstimate = 1024
 
 // EstimateRequest is what in is expected to use, for budget admission
 // before the upstream answers: its prompt estimate, and max_tokens (or a
-// default) of output.
+// default) of output, at most billing.MaxTokenCount.
 func EstimateRequest(in Inspected) billing.Usage {
 	u := estimate(int64(in.PromptBytes), 0)
 	u.Output = in.MaxTokens
 	if u.Output <= 0 {
 		u.Output = defaultOutputEstimate
 	}
-	return u
+	return u.Bounded()
 }
