@@ -232,7 +232,16 @@ func (a *App) Validate() error {
 // work.
 func (a *App) Start() error {
 	val, _, err := statePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		return openState(a.Storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
+		if st := resumeDraining(a.poolKey); st != nil {
+			// The last config's requests still run on it: share it.
+			return st, nil
+		}
+		st, err := openState(a.Storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
+		if err != nil {
+			return nil, err
+		}
+		st.poolKey = a.poolKey
+		return st, nil
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
@@ -51,6 +52,83 @@ func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
 		if a.current() != nil || a.runtimeState() != nil {
 			t.Errorf("the %s config serves after the store closed", name)
 		}
+	}
+}
+
+// TestStoppedStateDrainsInFlight stops the last config while an exchange
+// is in flight through its state: the state must stay open, and its
+// ledger take the exchange's record, until the exchange ends (Caddy may
+// stop the air app before the HTTP servers have finished their requests
+// within grace_period); a config that starts meanwhile on the same
+// storage shares the draining state instead of opening the storage again.
+func TestStoppedStateDrainsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	start := func() *App {
+		a := &App{Storage: &Storage{Dir: dir}}
+		if err := a.Provision(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	write := func(st *state, id string) {
+		t.Helper()
+		if _, err := st.ledger.Write(context.Background(), billing.Record{ID: id, User: "u", Model: "m", Outcome: billing.OutcomeOK}); err != nil {
+			t.Fatalf("recording %s: %v", id, err)
+		}
+	}
+
+	a := start()
+	st := a.current()
+	if !st.drain.enter() {
+		t.Fatal("a running state refused an exchange")
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if a.current() != st {
+		t.Fatal("the state closed while an exchange was in flight")
+	}
+	write(st, "during-stop")
+	st.drain.leave()
+	if a.current() != nil || !st.closed.Load() {
+		t.Fatal("the state stayed open after the last exchange ended")
+	}
+	if st.drain.enter() {
+		t.Error("a closed state let an exchange in")
+	}
+
+	// A config that starts while the last one's exchanges drain takes the
+	// same state back; the old exchange's end does not close it.
+	b := start()
+	st = b.current()
+	if got, err := st.ledger.Get(context.Background(), "during-stop"); err != nil || got.ID != "during-stop" {
+		t.Fatalf("the record written while draining: %+v, %v", got, err)
+	}
+	if !st.drain.enter() {
+		t.Fatal("a running state refused an exchange")
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c := start()
+	if c.current() != st {
+		t.Fatal("a config started while the state drained opened another one")
+	}
+	st.drain.leave()
+	if c.current() != st {
+		t.Fatal("the end of the old config's exchange closed the next config's state")
+	}
+	write(st, "after-resume")
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c.current() != nil {
+		t.Fatal("the state stayed open after its last config stopped with nothing in flight")
 	}
 }
 

@@ -36,9 +36,15 @@ type state struct {
 	stop context.CancelFunc
 	// interrupted settles, once, the requests the last stop interrupted.
 	interrupted sync.Once
-	// closed is set once the last config let go of the state: requests
-	// that still arrive (on connections of a stopped server) are refused.
+	// closed is set once the state closed, after the last config let go
+	// and the last exchange in flight ended: requests that still arrive
+	// (on connections of a stopped server) are refused.
 	closed atomic.Bool
+	// drain counts the exchanges in flight, which keep the state open.
+	drain drain
+	// poolKey is the state's key in statePool.
+	poolKey string
+	log     *zap.Logger
 }
 
 // openTimeout bounds how long opening a shared backend (connecting and
@@ -100,12 +106,18 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		budgets: budgets,
 		guard:   newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
 		stop:    stop,
+		log:     log,
 	}, nil
 }
 
-// Destruct drains the ledger and closes the backend once no config uses
-// it.
-func (s *state) Destruct() error {
+// Destruct is called once no config uses the state: it closes the state
+// when no exchange is in flight through it, else when the last one ends
+// (see drain).
+func (s *state) Destruct() error { return s.shutDown() }
+
+// close drains the ledger and closes the backend.
+func (s *state) close() error {
+	draining.CompareAndDelete(s.poolKey, s)
 	s.closed.Store(true)
 	s.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

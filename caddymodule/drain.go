@@ -1,0 +1,119 @@
+package caddymodule
+
+import (
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// drain counts the exchanges in flight through a state, so that the state
+// closes only once the last of them has ended. Caddy stops a config's apps
+// in no set order: when the process stops, the air app may stop while the
+// HTTP servers still finish their open requests within grace_period, and
+// those requests must still settle their records in the ledger (closing
+// it under them answered every one with ledger_unavailable and left its
+// upstream's work unbilled). A state whose last config let go therefore
+// closes at once when nothing is in flight, else when the last exchange
+// ends; meanwhile it keeps serving, and a config that starts on the same
+// storage takes it back (resume) instead of opening the storage a second
+// time.
+type drain struct {
+	mu       sync.Mutex
+	inflight int
+	// closing is set once the last config let go; close then runs when
+	// inflight falls to zero.
+	closing bool
+	// done is set once close has begun: no exchange enters afterwards.
+	done  bool
+	close func()
+}
+
+// enter counts an exchange in, or reports false once the state is closed
+// (or closing down for good).
+func (d *drain) enter() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return false
+	}
+	d.inflight++
+	return true
+}
+
+// leave counts an exchange out; the last one out of a closing state runs
+// its close, before it returns.
+func (d *drain) leave() {
+	d.mu.Lock()
+	d.inflight--
+	run := d.closing && d.inflight == 0 && !d.done
+	if run {
+		d.done = true
+	}
+	fn := d.close
+	d.mu.Unlock()
+	if run {
+		fn()
+	}
+}
+
+// shut marks the state closing. It reports true when nothing is in flight:
+// the caller closes the state now, and nothing enters it afterwards.
+// Otherwise close runs when the last exchange leaves, and shut returns the
+// number still in flight.
+func (d *drain) shut(close func()) (now bool, inflight int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.inflight == 0 {
+		d.done = true
+		return true, 0
+	}
+	d.closing, d.close = true, close
+	return false, d.inflight
+}
+
+// resume takes a closing state back into use, or reports false when its
+// close has already begun.
+func (d *drain) resume() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return false
+	}
+	d.closing, d.close = false, nil
+	return true
+}
+
+// draining holds, by pool key, the states whose last config let go while
+// exchanges were still in flight through them.
+var draining sync.Map // pool key → *state
+
+// resumeDraining returns the state of key that is still draining, taken
+// back into use, or nil.
+func resumeDraining(key string) *state {
+	v, ok := draining.Load(key)
+	if !ok {
+		return nil
+	}
+	st := v.(*state)
+	if !st.drain.resume() {
+		return nil
+	}
+	draining.CompareAndDelete(key, st)
+	return st
+}
+
+// shutDown closes s now when nothing is in flight through it, else when
+// the last exchange ends (drain).
+func (s *state) shutDown() error {
+	draining.Store(s.poolKey, s)
+	now, inflight := s.drain.shut(func() {
+		if err := s.close(); err != nil {
+			s.log.Error("closing the storage after the last request in flight", zap.Error(err))
+		}
+	})
+	if !now {
+		s.log.Info("the storage stays open until the requests in flight end", zap.Int("requests", inflight))
+		return nil
+	}
+	return s.close()
+}
