@@ -372,3 +372,20 @@ func TestUsageRangeIsBounded(t *testing.T) {
 		})
 	}
 }
+
+func TestKeyNameBoundIsInCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{strings.Repeat("é", maxKeyName), http.StatusCreated},
+		{strings.Repeat("n", maxKeyName+1), http.StatusBadRequest},
+	} {
+		f := newFake()
+		h := newTestConsole(t, f)
+		w := do(h, "bob", "POST", "/console/keys", withToken(h, "bob", url.Values{"name": {tc.name}}), sameOrigin...)
+		if w.Code != tc.want {
+			t.Errorf("a name of %d characters (%d bytes): status %d, want %d", len([]rune(tc.name)), len(tc.name), w.Code, tc.want)
+		}
+	}
+}
