@@ -114,21 +114,45 @@ func (l *Ledger) SearchRecords(ctx context.Context, q RecordQuery) (*RecordPage,
 	return page, nil
 }
 
+// maxMonthScans bounds the months usersBetween reads one by one (a read
+// of the month's totals each). A longer range is read in one scan of the
+// day aggregates, whose cost grows with what is stored in the range, not
+// with the range: since=0001-01-01 would otherwise read 24,000 months.
+const maxMonthScans = 36
+
 // usersBetween lists, in name order, the users with totals in the months
-// from since to until (zero: now).
+// from since to until (zero: now). No record lies after now: a later
+// until is read as now, a day ahead for the clocks of other instances.
 func (l *Ledger) usersBetween(ctx context.Context, since, until time.Time) ([]string, error) {
-	if until.IsZero() {
-		until = time.Now()
+	if latest := time.Now().Add(24 * time.Hour); until.IsZero() || until.After(latest) {
+		until = latest
 	}
+	since, until = since.UTC(), until.UTC()
 	seen := map[string]bool{}
 	var users []string
+	add := func(user string) {
+		if !seen[user] {
+			seen[user] = true
+			users = append(users, user)
+		}
+	}
+	first := time.Date(since.Year(), since.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if months := (until.Year()-first.Year())*12 + int(until.Month()-first.Month()) + 1; months > maxMonthScans {
+		f := store.UsageFilter{Since: since.Format(dayLayout), Until: until.Format(dayLayout)}
+		err := l.repo.Usage(ctx, f, func(a store.Aggregate) error {
+			add(a.User)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(users)
+		return users, nil
+	}
 	last := store.MonthOf(until)
-	for m := time.Date(since.UTC().Year(), since.UTC().Month(), 1, 0, 0, 0, 0, time.UTC); store.MonthOf(m) <= last; m = m.AddDate(0, 1, 0) {
+	for m := first; store.MonthOf(m) <= last; m = m.AddDate(0, 1, 0) {
 		err := l.repo.MonthTotals(ctx, store.MonthOf(m), func(ut store.UserTotals) error {
-			if !seen[ut.User] {
-				seen[ut.User] = true
-				users = append(users, ut.User)
-			}
+			add(ut.User)
 			return nil
 		})
 		if err != nil {

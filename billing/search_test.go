@@ -158,3 +158,51 @@ func TestSearchRecordsBoundsAggregatesPerPage(t *testing.T) {
 		t.Errorf("%d pages, want 2", pages)
 	}
 }
+
+// TestSearchRecordsLongRange: a search over every representable day finds
+// the records of every user, and its work does not grow with the range.
+func TestSearchRecordsLongRange(t *testing.T) {
+	l := newLedger(t, openStore(t), 0)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	for i, at := range []time.Time{now, now.AddDate(0, 0, -40)} {
+		rec := testRecord(fmt.Sprintf("r%d", i), 1000)
+		rec.User, rec.Model, rec.Time, rec.KeyID = []string{"bob", "erin"}[i], "m1", at, "key_x"
+		if _, err := l.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name         string
+		since, until time.Time
+		want         string
+	}{
+		{"the last year", now.AddDate(-1, 0, 0), now.Add(time.Hour), "bob/r0 erin/r1"},
+		// 0001-01-01 is the zero time, an open bound (the last 30 days).
+		{"every representable day", time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), "bob/r0 erin/r1"},
+		{"ten years ago", now.AddDate(-20, 0, 0), now.AddDate(-10, 0, 0), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := RecordQuery{Since: tc.since, Until: tc.until, Limit: 10}
+			p, err := l.SearchRecords(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range p.Records {
+				got = append(got, r.User+"/"+r.ID)
+			}
+			if strings.Join(got, " ") != tc.want || p.HasMore {
+				t.Errorf("found %v (more: %v), want %s", got, p.HasMore, tc.want)
+			}
+			// Reading the totals of each of the range's months cost
+			// millions of allocations for the widest range.
+			if n := testing.AllocsPerRun(2, func() { _, _ = l.SearchRecords(ctx, q) }); n > 20000 {
+				t.Errorf("the search allocated %.0f times", n)
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
@@ -104,23 +103,7 @@ func keyCommand() *cobra.Command {
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return printJSON(cmd.OutOrStdout(), out)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES\tSTATE\tMODELS")
-			for _, k := range out {
-				lastUsed, expires, models := "never", "-", "all"
-				if k.LastUsedAt != nil {
-					lastUsed = k.LastUsedAt.Format("2006-01-02 15:04")
-				}
-				if k.ExpiresAt != nil {
-					expires = k.ExpiresAt.Format("2006-01-02 15:04")
-				}
-				if len(k.Models) > 0 {
-					models = strings.Join(k.Models, ",")
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.User, k.Name, k.CreatedAt.Format("2006-01-02 15:04"),
-					lastUsed, expires, k.State, models)
-			}
-			return tw.Flush()
+			return printKeys(cmd.OutOrStdout(), out)
 		},
 	}
 	list.Flags().String("user", "", "Only this user's keys")

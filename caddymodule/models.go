@@ -123,7 +123,7 @@ func (m *Models) anthropicModel(id string) anthropicModel {
 	return anthropicModel{Type: "model", ID: id, DisplayName: id, CreatedAt: m.created.Format(time.RFC3339)}
 }
 
-// ServeHTTP answers GET with the list or one model.
+// ServeHTTP answers GET and HEAD with the list or one model.
 func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	p := r.URL.Path
 	i := strings.Index(p, "/models")
@@ -135,8 +135,9 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return next.ServeHTTP(w, r) // /v1/modelsX
 	}
 	anthropic := r.Header.Get("Anthropic-Version") != ""
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
+	// HEAD answers GET's headers: Go's server drops the body of a HEAD.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", allowGet)
 		return m.fail(w, anthropic, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on "+p))
 	}
 	id := strings.TrimPrefix(rest, "/")

@@ -162,3 +162,7 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) error {
 	_, err := w.Write(body)
 	return err
 }
+
+// allowGet is the Allow header of an endpoint that answers GET, and HEAD
+// with GET's headers and no body.
+const allowGet = "GET, HEAD"

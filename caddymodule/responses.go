@@ -167,7 +167,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		return respondError(w, r, apierror.NotFound("unknown_url", "Invalid URL ("+r.Method+" "+r.URL.Path+")"))
 	}
 	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
-		w.Header().Set("Allow", method)
+		allow := method
+		if method == http.MethodGet {
+			allow = allowGet
+		}
+		w.Header().Set("Allow", allow)
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
 	}
 	key, st, rt, aerr := h.app.caller(r)
@@ -203,7 +207,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	}
 	requestID := newRequestID()
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: r.Method,
+		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: method,
 		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
 		Attempts: []providers.Attempt{a},
 	})

@@ -14,14 +14,25 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 )
 
+// accountHeaders are upstream response headers that name the operator's
+// account with the provider (OpenAI's organization and project ids,
+// Anthropic's organization id): clients of the gateway are not the
+// account's holders, so copyHeader drops them.
+var accountHeaders = map[string]bool{
+	"Openai-Organization":       true,
+	"Openai-Project":            true,
+	"Anthropic-Organization-Id": true,
+}
+
 // copyHeader copies to dst the upstream response headers a client may use:
 // content type and encoding, request ids, rate limits, retry-after and the
-// provider's own openai-* / anthropic-* headers. Hop-by-hop headers are
-// never copied. Content-Length is copied only when withLength is true, i.e.
-// when the body passes through unchanged.
+// provider's own openai-* / anthropic-* headers, except accountHeaders.
+// Hop-by-hop headers are never copied. Content-Length is copied only when
+// withLength is true, i.e. when the body passes through unchanged.
 func copyHeader(dst, src http.Header, withLength bool) {
 	for k, v := range src {
 		switch {
+		case accountHeaders[k]:
 		case k == "Content-Type", k == "Content-Encoding", k == "Cache-Control",
 			k == "X-Request-Id", k == "Request-Id", k == "Retry-After",
 			strings.HasPrefix(k, "Openai-"), strings.HasPrefix(k, "Anthropic-"), strings.HasPrefix(k, "X-Ratelimit-"):

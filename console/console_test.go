@@ -337,3 +337,55 @@ func TestTrimFloat(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageRangeIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, since, until string
+		want               int
+	}{
+		{"a leap year", "2024-01-01", "2024-12-31", http.StatusOK},
+		{"a day more than a leap year", "2024-01-01", "2025-01-01", http.StatusBadRequest},
+		{"every representable day", "0001-01-01", "9999-12-31", http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			h := newTestConsole(t, f)
+			path := "/console/usage?since=" + tc.since + "&until=" + tc.until
+			w := do(h, "bob", "GET", path, nil)
+			if w.Code != tc.want {
+				t.Fatalf("status %d, want %d", w.Code, tc.want)
+			}
+			if tc.want == http.StatusOK {
+				return
+			}
+			if !strings.Contains(w.Body.String(), "longer than 366 days") {
+				t.Errorf("the page does not say why:\n%s", w.Body.String())
+			}
+			if f.reportCalls != 0 {
+				t.Errorf("a refused range read %d reports", f.reportCalls)
+			}
+			// Charting every day of the range allocated millions of
+			// times; refusing it costs a page's rendering.
+			if n := testing.AllocsPerRun(2, func() { do(h, "bob", "GET", path, nil) }); n > 5000 {
+				t.Errorf("a refused range allocated %.0f times per request", n)
+			}
+		})
+	}
+}
+
+func TestKeyNameBoundIsInCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{strings.Repeat("é", maxKeyName), http.StatusCreated},
+		{strings.Repeat("n", maxKeyName+1), http.StatusBadRequest},
+	} {
+		f := newFake()
+		h := newTestConsole(t, f)
+		w := do(h, "bob", "POST", "/console/keys", withToken(h, "bob", url.Values{"name": {tc.name}}), sameOrigin...)
+		if w.Code != tc.want {
+			t.Errorf("a name of %d characters (%d bytes): status %d, want %d", len([]rune(tc.name)), len(tc.name), w.Code, tc.want)
+		}
+	}
+}

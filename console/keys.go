@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // keysData is the keys page's data.
@@ -19,7 +20,8 @@ type keysData struct {
 	Name, Expires, Models, Limit string
 }
 
-// maxKeyName bounds a key's name.
+// maxKeyName bounds a key's name, in characters: the key service's
+// bound (keys.MaxNameLen), checked here to keep the form's input.
 const maxKeyName = 100
 
 func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +57,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	models := strings.TrimSpace(r.PostFormValue("models"))
 	limit := strings.TrimSpace(r.PostFormValue("limit"))
 	back := keysData{Name: name, Expires: exp, Models: models, Limit: limit}
-	if len(name) > maxKeyName {
+	if utf8.RuneCountInString(name) > maxKeyName {
 		h.showKeys(w, r, http.StatusBadRequest, back, "the name is longer than 100 characters")
 		return
 	}

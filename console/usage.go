@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -14,8 +15,15 @@ import (
 // Usage page defaults and bounds.
 const (
 	defaultUsageDays = 30
-	ledgerPageSize   = 50
-	dayLayout        = "2006-01-02"
+	// maxUsageDays is the longest range the usage page charts: a leap
+	// year. Its charts draw one bar per day, so their size grows with the
+	// range; a year is the longest range whose daily bars stay readable
+	// (about two pixels each). Longer ranges are refused: the usage
+	// report (GET /air/usage, caddy air usage) and the CSV export serve
+	// them.
+	maxUsageDays   = 366
+	ledgerPageSize = 50
+	dayLayout      = "2006-01-02"
 )
 
 // usageFilter is the usage page's form.
@@ -106,6 +114,9 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, msg := h.parseUsageFilter(r)
+	if msg == "" && f.until.After(f.since.AddDate(0, 0, maxUsageDays-1)) {
+		msg = fmt.Sprintf("the range is longer than %d days: choose a shorter one (GET /air/usage and the CSV export serve longer ranges)", maxUsageDays)
+	}
 	if msg != "" {
 		h.renderMsg(w, r, http.StatusBadRequest, "usage", "Usage", usageData{Filter: f, Report: &billing.Report{}}, msg)
 		return

@@ -140,9 +140,11 @@ func fromStore(k store.Key) *Key {
 
 // CreateOptions describes a new key.
 type CreateOptions struct {
-	// User owns the key. Required.
+	// User owns the key. Required: at most MaxUserLen characters, none
+	// of them a control character.
 	User string `json:"user"`
-	// Name is an optional label.
+	// Name is an optional label: at most MaxNameLen characters, none of
+	// them a control character.
 	Name string `json:"name,omitempty"`
 	// ExpiresAt is an optional expiry time.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -160,6 +162,12 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (string, *Key, er
 	o.User = strings.TrimSpace(o.User)
 	if o.User == "" {
 		return "", nil, errors.New("a key needs a user")
+	}
+	if err := checkText("user", o.User, MaxUserLen); err != nil {
+		return "", nil, err
+	}
+	if err := checkText("name", o.Name, MaxNameLen); err != nil {
+		return "", nil, err
 	}
 	if o.ExpiresAt != nil && !o.ExpiresAt.After(s.now()) {
 		return "", nil, errors.New("expiry must be in the future")

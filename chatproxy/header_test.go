@@ -1,0 +1,67 @@
+package chatproxy
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestAccountHeadersDropped checks that the upstream headers naming the
+// operator's provider account never reach clients, on every path an
+// answer takes (held JSON, a stream, a kept failure), while the headers
+// clients use still do.
+func TestAccountHeadersDropped(t *testing.T) {
+	upstreamHeaders := []string{
+		"Openai-Organization", "org-operator", "Openai-Project", "proj_operator", "Anthropic-Organization-Id", "0c5a-operator",
+		"X-Request-Id", "up-1", "Request-Id", "req_up", "Openai-Processing-Ms", "12", "Openai-Version", "2020-10-01",
+		"X-Ratelimit-Remaining-Requests", "99", "Anthropic-Ratelimit-Requests-Remaining", "49", "Retry-After", "7",
+	}
+	withHeaders := func(h func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			for i := 0; i+1 < len(upstreamHeaders); i += 2 {
+				w.Header().Set(upstreamHeaders[i], upstreamHeaders[i+1])
+			}
+			h(w, r)
+		}
+	}
+	openAIStream := chunk(`[{"index":0,"delta":{"content":"a"}}]`, "") + "data: [DONE]\n\n"
+	for _, tc := range []struct {
+		name     string
+		proto    Protocol
+		protocol string
+		body     string
+		upstream func(http.ResponseWriter, *http.Request)
+		urls     int
+		status   int
+	}{
+		{"chat JSON", OpenAI, "openai", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, answer(200, "application/json", chatJSON), 1, 200},
+		{"chat stream", OpenAI, "openai", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, sseAnswer([]string{openAIStream}), 1, 200},
+		{"messages JSON", Anthropic, "anthropic", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, answer(200, "application/json", anthropicJSON), 1, 200},
+		{"a failure kept over a retry", OpenAI, "openai", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, answer(429, "application/json", `{"error":{"message":"slow down"}}`), 2, 429},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, withHeaders(tc.upstream))
+			urls := make([]string, tc.urls)
+			for i := range urls {
+				urls[i] = up.URL + "/v1"
+			}
+			c := chatCall(t, tc.proto, provider(tc.protocol, 0, urls...), tc.body, "")
+			rec := httptest.NewRecorder()
+			serveAll(&Proxy{}, rec, clientRequest(context.Background(), tc.body), c)
+			if rec.Code != tc.status || up.count() != tc.urls {
+				t.Fatalf("status %d after %d attempts, want %d after %d", rec.Code, up.count(), tc.status, tc.urls)
+			}
+			for _, k := range []string{"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id"} {
+				if v := rec.Header().Get(k); v != "" {
+					t.Errorf("the client got %s: %s", k, v)
+				}
+			}
+			for i := 6; i+1 < len(upstreamHeaders); i += 2 {
+				if got := rec.Header().Get(upstreamHeaders[i]); got != upstreamHeaders[i+1] {
+					t.Errorf("the client got %s %q, want %q", upstreamHeaders[i], got, upstreamHeaders[i+1])
+				}
+			}
+		})
+	}
+}
