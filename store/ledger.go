@@ -143,6 +143,18 @@ func AddSat(a, b int64) int64 {
 	return s
 }
 
+// SubSat returns a-b, saturating like AddSat: what is left of a budget
+// whose spend stands at the largest int64 is very negative, never room.
+func SubSat(a, b int64) int64 {
+	if b == math.MinInt64 {
+		if a >= 0 {
+			return math.MaxInt64
+		}
+		return a - b
+	}
+	return AddSat(a, -b)
+}
+
 func addUsage(a, b Usage) Usage {
 	return Usage{Input: AddSat(a.Input, b.Input), CacheCreation: AddSat(a.CacheCreation, b.CacheCreation),
 		CacheCreation1h: AddSat(a.CacheCreation1h, b.CacheCreation1h), CacheRead: AddSat(a.CacheRead, b.CacheRead),

@@ -101,6 +101,35 @@ func runLedgerSaturates(t *testing.T, b Backend) {
 	check("after reopening")
 }
 
+// runBudgetsSaturated checks that a budget whose spend stands at the
+// largest int64 has no room left, whatever its limit and its leases:
+// limit minus spend minus leases must not wrap around to room. The lease
+// is taken under a larger limit, which is lowered afterwards.
+func runBudgetsSaturated(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := b.open(t)
+	now := time.Now().UTC()
+	for user, l := range map[string]store.Limits{"alice": {Currency: "USD", Monthly: 1000}, "bob": {Currency: "USD", Total: 1000}} {
+		sub := store.Subject{Scope: store.ScopeUser, ID: user}
+		must(t, h.r.Budgets.SetLimits(ctx, sub, l))
+		held, err := h.r.Budgets.Reserve(ctx, sub, "USD", 900, now, time.Hour)
+		if err != nil || held.Amount != 900 {
+			t.Fatalf("Reserve for %s under %+v = %+v, %v; want 900", user, l, held, err)
+		}
+		rec := store.Record{ID: user, Time: now, Endpoint: "chat", User: user, KeyID: "k-" + user, Model: "m",
+			Status: 200, Tier: -1, Priced: true, Currency: "USD", Cost: math.MaxInt64}
+		must(t, h.r.Ledger.Append(ctx, []store.Record{rec}))
+		must(t, h.r.Ledger.Flush(ctx))
+		l.Monthly, l.Total = l.Monthly/10, l.Total/10
+		must(t, h.r.Budgets.SetLimits(ctx, sub, l))
+		got, err := h.r.Budgets.Reserve(ctx, sub, "USD", 10, now, time.Hour)
+		if err != nil || got.Amount != 0 {
+			t.Errorf("Reserve for %s under %+v with the spend at the largest int64 = %+v, %v; want nothing",
+				user, l, got, err)
+		}
+	}
+}
+
 // checkSaturated checks that got counts 4 records and that every sum of
 // got stands at the largest int64.
 func checkSaturated(t *testing.T, what string, got store.Totals) {
