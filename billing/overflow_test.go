@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 func TestAmountAddSat(t *testing.T) {
@@ -98,4 +100,28 @@ func TestHugeEstimateKeepsLimits(t *testing.T) {
 			t.Errorf("the request after it: %v, want rate_limit_exceeded", aerr)
 		}
 	})
+}
+
+// A request that settles at a cost at the top of int64 against a shared
+// budget's lease, beside another in flight, wrapped the lease's used sum
+// around to a large negative one; its room then wrapped back to room left,
+// and the lease admitted more requests.
+func TestLeaseSumsSaturate(t *testing.T) {
+	const top = math.MaxInt64
+	var s slice
+	l := &lease{l: store.Lease{Amount: 1000}}
+	s.admit(l, 100, day0)
+	s.admit(l, 600, day0)
+	l.settle(top, 100)
+	if l.used != top {
+		t.Errorf("used = %d after a cost of %d; want it there", l.used, int64(top))
+	}
+	if s.fits(l, 600) || s.fits(l, 0) {
+		t.Error("a lease whose request cost the largest int64 still admits requests")
+	}
+	// Its overage counts against the next lease too, once it is closed.
+	s.closed, s.cur = []*lease{l}, &lease{l: store.Lease{Amount: 1000}}
+	if s.fits(s.cur, 10) {
+		t.Error("a fresh lease admits beside a closed one whose request cost the largest int64")
+	}
 }

@@ -248,7 +248,7 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 // admit counts a request of estimate est, admitted at now, against l, the
 // open lease of s. sh.mu must be held.
 func (s *slice) admit(l *lease, est Amount, now time.Time) {
-	l.used += est
+	l.used = l.used.addSat(est)
 	l.inflight++
 	s.lastUse = now
 }
@@ -259,14 +259,20 @@ func (s *slice) admit(l *lease, est Amount, now time.Time) {
 // their leases), which the backend counts only once they are released.
 // Thus the requests admitted against s's unreleased leases never cost
 // more than those leases' amounts, but for the excess of the requests in
-// flight at the last admission. sh.mu must be held.
+// flight at the last admission. The sums saturate (Amount.addSat).
+// sh.mu must be held.
 func (s *slice) fits(l *lease, est Amount) bool {
-	room := Amount(l.l.Amount) - l.used - est
+	room := Amount(l.l.Amount).addSat(-l.used).addSat(-est)
 	for _, c := range s.closed {
-		room -= max(c.used-Amount(c.l.Amount), 0)
+		room = room.addSat(-max(c.used.addSat(-Amount(c.l.Amount)), 0))
 	}
 	return room >= 0
 }
+
+// settle replaces the estimate est of a request admitted against l by
+// its cost. Like every sum of l's, used saturates at the bounds of int64:
+// a cost at the largest int64 leaves no room, never wraps around to some.
+func (l *lease) settle(cost, est Amount) { l.used = l.used.addSat(cost - est) }
 
 // fresh reports whether lease l has at least a third of the lease period
 // left at now, so that requests admitted against it settle before it
@@ -310,7 +316,7 @@ func (b *Budgets) settleShared(h *hold, rec *Record, counted bool) {
 		if counted && rec.Priced && rec.Currency == hl.key.currency {
 			cost = rec.Cost
 		}
-		hl.l.used += cost - hl.est
+		hl.l.settle(cost, hl.est)
 		b.sh.endRequest(hl, now)
 	}
 	b.sh.mu.Unlock()
@@ -335,7 +341,7 @@ func (sh *shared) charge(sk subjectKey, rec *Record) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if s := sh.slices[sliceKey{sk, rec.Currency}]; s != nil && s.cur != nil {
-		s.cur.used += rec.Cost
+		s.cur.used = s.cur.used.addSat(rec.Cost)
 	}
 }
 
@@ -356,7 +362,7 @@ func (b *Budgets) releaseShared(h *hold, rates bool) {
 	now := b.Now()
 	b.sh.mu.Lock()
 	for _, hl := range h.leases {
-		hl.l.used -= hl.est
+		hl.l.used = hl.l.used.addSat(-hl.est)
 		b.sh.endRequest(hl, now)
 	}
 	h.leases = nil

@@ -23,49 +23,50 @@ type Totals struct {
 	Outcomes map[string]int64 `json:"outcomes,omitempty"`
 }
 
-// add counts rec in t.
+// add counts rec in t. Every sum saturates at the bounds of int64
+// instead of wrapping (Amount.addSat, store.AddSat), as the stores' do.
 func (t *Totals) add(rec *Record) {
-	t.Requests++
+	t.Requests = store.AddSat(t.Requests, 1)
 	if !rec.Priced {
-		t.Unpriced++
+		t.Unpriced = store.AddSat(t.Unpriced, 1)
 	}
 	t.Usage = t.Usage.Add(rec.Usage)
-	t.Images += int64(rec.Images)
-	t.VideoMillis += rec.VideoMillis
-	t.Cost += rec.Cost
+	t.Images = store.AddSat(t.Images, int64(rec.Images))
+	t.VideoMillis = store.AddSat(t.VideoMillis, rec.VideoMillis)
+	t.Cost = t.Cost.addSat(rec.Cost)
 	if rec.Source != "" {
 		if t.Sources == nil {
 			t.Sources = map[Source]int64{}
 		}
-		t.Sources[rec.Source]++
+		t.Sources[rec.Source] = store.AddSat(t.Sources[rec.Source], 1)
 	}
 	if rec.Outcome != "" {
 		if t.Outcomes == nil {
 			t.Outcomes = map[string]int64{}
 		}
-		t.Outcomes[rec.Outcome]++
+		t.Outcomes[rec.Outcome] = store.AddSat(t.Outcomes[rec.Outcome], 1)
 	}
 }
 
-// merge adds o to t.
+// merge adds o to t, saturating like add.
 func (t *Totals) merge(o *Totals) {
-	t.Requests += o.Requests
-	t.Unpriced += o.Unpriced
+	t.Requests = store.AddSat(t.Requests, o.Requests)
+	t.Unpriced = store.AddSat(t.Unpriced, o.Unpriced)
 	t.Usage = t.Usage.Add(o.Usage)
-	t.Images += o.Images
-	t.VideoMillis += o.VideoMillis
-	t.Cost += o.Cost
+	t.Images = store.AddSat(t.Images, o.Images)
+	t.VideoMillis = store.AddSat(t.VideoMillis, o.VideoMillis)
+	t.Cost = t.Cost.addSat(o.Cost)
 	for k, v := range o.Sources {
 		if t.Sources == nil {
 			t.Sources = map[Source]int64{}
 		}
-		t.Sources[k] += v
+		t.Sources[k] = store.AddSat(t.Sources[k], v)
 	}
 	for k, v := range o.Outcomes {
 		if t.Outcomes == nil {
 			t.Outcomes = map[string]int64{}
 		}
-		t.Outcomes[k] += v
+		t.Outcomes[k] = store.AddSat(t.Outcomes[k], v)
 	}
 }
 

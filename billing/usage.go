@@ -1,5 +1,7 @@
 package billing
 
+import "github.com/caddy-air/caddy-air/store"
+
 // Usage is a request's token usage normalized into disjoint buckets, whatever
 // protocol reported it. The prompt side is split into Input (not served from
 // or written to a cache), CacheCreation and CacheRead; their sum is the
@@ -45,15 +47,17 @@ func (u Usage) PromptTotal() int64 { return u.Input + u.CacheCreation + u.CacheR
 // Total is every token of the request, prompt and output.
 func (u Usage) Total() int64 { return u.PromptTotal() + u.Output }
 
-// Add returns the bucket-wise sum of u and o.
+// Add returns the bucket-wise sum of u and o, each saturating at the
+// bounds of int64 instead of wrapping (store.AddSat): sums of many
+// records' usage in reports stay at the largest int64.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{
-		Input:           u.Input + o.Input,
-		CacheCreation:   u.CacheCreation + o.CacheCreation,
-		CacheCreation1h: u.CacheCreation1h + o.CacheCreation1h,
-		CacheRead:       u.CacheRead + o.CacheRead,
-		Output:          u.Output + o.Output,
-		Reasoning:       u.Reasoning + o.Reasoning,
+		Input:           store.AddSat(u.Input, o.Input),
+		CacheCreation:   store.AddSat(u.CacheCreation, o.CacheCreation),
+		CacheCreation1h: store.AddSat(u.CacheCreation1h, o.CacheCreation1h),
+		CacheRead:       store.AddSat(u.CacheRead, o.CacheRead),
+		Output:          store.AddSat(u.Output, o.Output),
+		Reasoning:       store.AddSat(u.Reasoning, o.Reasoning),
 	}
 }
 

@@ -49,8 +49,8 @@ func (l *Ledger) Users(ctx context.Context, month string) ([]UserUsage, error) {
 			byUser[ut.User] = u
 			out = append(out, u)
 		}
-		u.Requests += ut.Requests
-		u.Unpriced += ut.Unpriced
+		u.Requests = store.AddSat(u.Requests, ut.Requests)
+		u.Unpriced = store.AddSat(u.Unpriced, ut.Unpriced)
 		u.Usage = u.Usage.Add(Usage(ut.Usage))
 		if ut.Currency != "" {
 			u.Spend = append(u.Spend, CurrencyAmount{Currency: ut.Currency, Amount: Amount(ut.Cost)})

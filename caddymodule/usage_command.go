@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // reportLabels are the label columns of a report grouped by g.
@@ -91,8 +92,8 @@ func printReport(tw *tabwriter.Writer, g billing.GroupBy, rep *billing.Report) {
 	}
 	if len(priced) == 1 && unpriced != nil {
 		t := priced[0].Totals
-		t.Requests += unpriced.Requests
-		t.Unpriced += unpriced.Unpriced
+		t.Requests = store.AddSat(t.Requests, unpriced.Requests)
+		t.Unpriced = store.AddSat(t.Unpriced, unpriced.Unpriced)
 		t.Usage = t.Usage.Add(unpriced.Usage)
 		line(totalLabel, &t, costText(true, t.Cost, priced[0].Currency, t.Unpriced))
 		return

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"bytes"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,5 +80,30 @@ func TestPrintReportUnpriced(t *testing.T) {
 	}
 	if !strings.Contains(lines[3], "total") || !strings.Contains(lines[3], " 5 ") || !strings.Contains(lines[3], "1.500000000 USD + 3 unpriced") {
 		t.Errorf("total line %q: want 5 requests and 1.500000000 USD + 3 unpriced", lines[3])
+	}
+}
+
+// TestPrintReportTotalSaturates checks that the total line, which adds
+// the unpriced requests to the priced ones, stays at the largest int64
+// instead of wrapping to a negative count.
+func TestPrintReportTotalSaturates(t *testing.T) {
+	const top = math.MaxInt64
+	rep := &billing.Report{
+		Rows: []billing.ReportRow{
+			{Model: "gpt-4o", Currency: "USD", Priced: true, Totals: billing.Totals{Requests: top, Cost: top}},
+			{Model: "mystery", Totals: billing.Totals{Requests: 3, Unpriced: 3, Usage: billing.Usage{Input: top}}},
+		},
+		Totals: []billing.ReportTotal{
+			{Totals: billing.Totals{Requests: 3, Unpriced: 3, Usage: billing.Usage{Input: top}}},
+			{Currency: "USD", Priced: true, Totals: billing.Totals{Requests: top, Cost: top, Usage: billing.Usage{Input: 1}}},
+		},
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	printReport(tw, billing.ByModel, rep)
+	_ = tw.Flush()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if total := lines[len(lines)-1]; strings.Count(total, " 9223372036854775807 ") != 2 || strings.Contains(total, "-") {
+		t.Errorf("total line %q: want 9223372036854775807 requests and input tokens", total)
 	}
 }

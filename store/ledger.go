@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -91,16 +92,17 @@ type Totals struct {
 	Outcomes map[string]int64
 }
 
-// Add counts rec in t.
+// Add counts rec in t. Every sum saturates at the bounds of int64
+// instead of wrapping (see AddSat).
 func (t *Totals) Add(rec *Record) {
-	t.Requests++
+	t.Requests = AddSat(t.Requests, 1)
 	if !rec.Priced {
-		t.Unpriced++
+		t.Unpriced = AddSat(t.Unpriced, 1)
 	}
 	t.Usage = addUsage(t.Usage, rec.Usage)
-	t.Images += int64(rec.Images)
-	t.VideoMillis += rec.VideoMillis
-	t.Cost += rec.Cost
+	t.Images = AddSat(t.Images, int64(rec.Images))
+	t.VideoMillis = AddSat(t.VideoMillis, rec.VideoMillis)
+	t.Cost = AddSat(t.Cost, rec.Cost)
 	if rec.Source != "" {
 		t.Sources = inc(t.Sources, rec.Source, 1)
 	}
@@ -109,14 +111,14 @@ func (t *Totals) Add(rec *Record) {
 	}
 }
 
-// Merge adds o to t.
+// Merge adds o to t, saturating like Add.
 func (t *Totals) Merge(o *Totals) {
-	t.Requests += o.Requests
-	t.Unpriced += o.Unpriced
+	t.Requests = AddSat(t.Requests, o.Requests)
+	t.Unpriced = AddSat(t.Unpriced, o.Unpriced)
 	t.Usage = addUsage(t.Usage, o.Usage)
-	t.Images += o.Images
-	t.VideoMillis += o.VideoMillis
-	t.Cost += o.Cost
+	t.Images = AddSat(t.Images, o.Images)
+	t.VideoMillis = AddSat(t.VideoMillis, o.VideoMillis)
+	t.Cost = AddSat(t.Cost, o.Cost)
 	for k, v := range o.Sources {
 		t.Sources = inc(t.Sources, k, v)
 	}
@@ -125,16 +127,45 @@ func (t *Totals) Merge(o *Totals) {
 	}
 }
 
+// AddSat returns a+b, saturating at the bounds of int64 instead of
+// wrapping: a sum of money or tokens that reached the largest int64 stays
+// there and never turns small or negative. Every sum of records (the
+// aggregates, the month totals, the spend counters) adds with it, in Go
+// as in SQL.
+func AddSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
+// SubSat returns a-b, saturating like AddSat: what is left of a budget
+// whose spend stands at the largest int64 is very negative, never room.
+func SubSat(a, b int64) int64 {
+	if b == math.MinInt64 {
+		if a >= 0 {
+			return math.MaxInt64
+		}
+		return a - b
+	}
+	return AddSat(a, -b)
+}
+
 func addUsage(a, b Usage) Usage {
-	return Usage{Input: a.Input + b.Input, CacheCreation: a.CacheCreation + b.CacheCreation,
-		CacheCreation1h: a.CacheCreation1h + b.CacheCreation1h, CacheRead: a.CacheRead + b.CacheRead, Output: a.Output + b.Output, Reasoning: a.Reasoning + b.Reasoning}
+	return Usage{Input: AddSat(a.Input, b.Input), CacheCreation: AddSat(a.CacheCreation, b.CacheCreation),
+		CacheCreation1h: AddSat(a.CacheCreation1h, b.CacheCreation1h), CacheRead: AddSat(a.CacheRead, b.CacheRead),
+		Output: AddSat(a.Output, b.Output), Reasoning: AddSat(a.Reasoning, b.Reasoning)}
 }
 
 func inc(m map[string]int64, k string, n int64) map[string]int64 {
 	if m == nil {
 		m = map[string]int64{}
 	}
-	m[k] += n
+	m[k] = AddSat(m[k], n)
 	return m
 }
 

@@ -148,8 +148,8 @@ func putLease(txn *badger.Txn, id string, amount int64, expires time.Time) error
 }
 
 // room returns how much of s's budget in currency is left at now (spend
-// limits minus spend minus unexpired leases) and whether any spend limit
-// applies.
+// limits minus spend minus unexpired leases, saturating: a spend at the
+// largest int64 leaves no room) and whether any spend limit applies.
 func (r *Budgets) room(txn *badger.Txn, s store.Subject, currency string, now time.Time) (int64, bool, error) {
 	item, err := txn.Get(limitsKey(s))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -185,7 +185,7 @@ func (r *Budgets) room(txn *badger.Txn, s store.Subject, currency string, now ti
 		if err != nil {
 			return 0, false, err
 		}
-		room = min(room, p.limit-spent-reserved)
+		room = min(room, store.SubSat(p.limit, store.AddSat(spent, reserved)))
 	}
 	return room, true, nil
 }
@@ -208,7 +208,8 @@ func readCounter(txn *badger.Txn, key []byte) (int64, error) {
 	return n, err
 }
 
-// sumLeases sums the leases under prefix that are unexpired at now.
+// sumLeases sums the leases under prefix that are unexpired at now,
+// saturating at the largest int64.
 func sumLeases(txn *badger.Txn, prefix string, now time.Time) (int64, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = []byte(prefixLeases + prefix)
@@ -221,7 +222,7 @@ func sumLeases(txn *badger.Txn, prefix string, now time.Time) (int64, error) {
 			return 0, err
 		}
 		if time.Unix(0, l.Expires).After(now) {
-			sum += l.Amount
+			sum = store.AddSat(sum, l.Amount)
 		}
 	}
 	return sum, nil

@@ -12,7 +12,8 @@ import (
 // spendMonthTTL keeps a monthly spend counter past the end of its month.
 const spendMonthTTL = 93 * 24 * time.Hour
 
-// addSpend adds rec's cost to the spend counters it counts in, by key.
+// addSpend adds rec's cost to the spend counters it counts in, by key,
+// saturating at the largest int64 (store.AddSat).
 func addSpend(spend map[string]int64, rec *store.Record) {
 	if !rec.Priced || rec.Cost == 0 {
 		return
@@ -22,8 +23,9 @@ func addSpend(spend map[string]int64, rec *store.Record) {
 		if sub.ID == "" {
 			continue
 		}
-		spend[string(spendKey(sub, rec.Currency, month))] += rec.Cost
-		spend[string(spendKey(sub, rec.Currency, store.PeriodTotal))] += rec.Cost
+		for _, k := range [...]string{string(spendKey(sub, rec.Currency, month)), string(spendKey(sub, rec.Currency, store.PeriodTotal))} {
+			spend[k] = store.AddSat(spend[k], rec.Cost)
+		}
 	}
 }
 
@@ -50,7 +52,8 @@ func mergeAggregate(txn Txn, key []byte, t *store.Totals) (bool, error) {
 	return created, txn.Set(key, val, 0)
 }
 
-// addSpendCounter adds amt to the spend counter stored under key.
+// addSpendCounter adds amt to the spend counter stored under key,
+// saturating at the bounds of int64 (store.AddSat).
 func addSpendCounter(txn Txn, key []byte, amt int64) error {
 	old, err := txn.Get(key)
 	switch {
@@ -59,7 +62,7 @@ func addSpendCounter(txn Txn, key []byte, amt int64) error {
 		if err != nil {
 			return fmt.Errorf("decoding spend counter %s: %w", key, err)
 		}
-		amt += n
+		amt = store.AddSat(n, amt)
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}

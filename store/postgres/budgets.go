@@ -110,18 +110,19 @@ func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string,
 		if monthly > 0 || total > 0 {
 			var reserved, spentMonth, spentTotal int64
 			err := tx.QueryRow(ctx, `SELECT
-				(SELECT coalesce(sum(amount), 0)::bigint FROM air_leases WHERE scope = $1 AND subject = $2 AND currency = $3 AND expires > $4),
-				(SELECT coalesce(sum(amount), 0)::bigint FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = $5),
-				(SELECT coalesce(sum(amount), 0)::bigint FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = 'total')`,
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_leases WHERE scope = $1 AND subject = $2 AND currency = $3 AND expires > $4),
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = $5),
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = 'total')`,
 				string(s.Scope), s.ID, currency, now, store.MonthOf(now)).Scan(&reserved, &spentMonth, &spentTotal)
 			if err != nil {
 				return err
 			}
+			// Saturating: a spend at the largest bigint leaves no room.
 			if monthly > 0 {
-				grant = min(grant, monthly-spentMonth-reserved)
+				grant = min(grant, store.SubSat(monthly, store.AddSat(spentMonth, reserved)))
 			}
 			if total > 0 {
-				grant = min(grant, total-spentTotal-reserved)
+				grant = min(grant, store.SubSat(total, store.AddSat(spentTotal, reserved)))
 			}
 		}
 		if grant <= 0 {
@@ -160,7 +161,7 @@ func (b *Budgets) Release(ctx context.Context, id string) error {
 // Reserved implements store.Budgets.
 func (b *Budgets) Reserved(ctx context.Context, s store.Subject, currency string, now time.Time) (int64, error) {
 	var n int64
-	err := b.db.pool.QueryRow(ctx, `SELECT coalesce(sum(amount), 0)::bigint FROM air_leases
+	err := b.db.pool.QueryRow(ctx, `SELECT air_sat(coalesce(sum(amount), 0)) FROM air_leases
 		WHERE scope = $1 AND subject = $2 AND currency = $3 AND expires > $4`, string(s.Scope), s.ID, currency, now).Scan(&n)
 	return n, err
 }

@@ -16,7 +16,10 @@ import (
 // month (air_usage_monthly) and the spend counters of their user and key
 // (air_spend, priced records with a cost only). It returns how many
 // records were new. The days and months are UTC's, as store.KeyOf and
-// store.MonthOf make them.
+// store.MonthOf make them. Every sum saturates at the bounds of bigint
+// (air_sat, of migration 00006, inlined by PostgreSQL) as store.AddSat
+// does: a sum past them would fail the batch, and the batch, retried
+// with every later one, would wedge the ledger.
 //
 // Each upsert writes its rows in key order (byte order, as Go sorts), so
 // that concurrent batches of several instances lock them in the same
@@ -45,17 +48,23 @@ u AS (
 	INSERT INTO air_usage AS u (day, user_name, key_id, model, currency, requests, unpriced,
 		input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h)
 	SELECT day, user_name, key_id, model, currency, count(*), count(*) FILTER (WHERE NOT priced),
-		sum(input), sum(cache_creation), sum(cache_read), sum(output), sum(reasoning), sum(images), sum(video_ms),
-		sum(cost), sum(cache_creation_1h)
+		air_sat(sum(input)), air_sat(sum(cache_creation)), air_sat(sum(cache_read)), air_sat(sum(output)),
+		air_sat(sum(reasoning)), air_sat(sum(images)), air_sat(sum(video_ms)), air_sat(sum(cost)),
+		air_sat(sum(cache_creation_1h))
 	FROM k GROUP BY day, user_name, key_id, model, currency
 	ORDER BY day, user_name COLLATE "C", key_id COLLATE "C", model COLLATE "C", currency COLLATE "C"
 	ON CONFLICT (day, user_name, key_id, model, currency) DO UPDATE SET
-		requests = u.requests + EXCLUDED.requests, unpriced = u.unpriced + EXCLUDED.unpriced,
-		input = u.input + EXCLUDED.input, cache_creation = u.cache_creation + EXCLUDED.cache_creation,
-		cache_read = u.cache_read + EXCLUDED.cache_read, output = u.output + EXCLUDED.output,
-		reasoning = u.reasoning + EXCLUDED.reasoning, images = u.images + EXCLUDED.images,
-		video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost,
-		cache_creation_1h = u.cache_creation_1h + EXCLUDED.cache_creation_1h),
+		requests = air_sat(u.requests::numeric + EXCLUDED.requests),
+		unpriced = air_sat(u.unpriced::numeric + EXCLUDED.unpriced),
+		input = air_sat(u.input::numeric + EXCLUDED.input),
+		cache_creation = air_sat(u.cache_creation::numeric + EXCLUDED.cache_creation),
+		cache_read = air_sat(u.cache_read::numeric + EXCLUDED.cache_read),
+		output = air_sat(u.output::numeric + EXCLUDED.output),
+		reasoning = air_sat(u.reasoning::numeric + EXCLUDED.reasoning),
+		images = air_sat(u.images::numeric + EXCLUDED.images),
+		video_ms = air_sat(u.video_ms::numeric + EXCLUDED.video_ms),
+		cost = air_sat(u.cost::numeric + EXCLUDED.cost),
+		cache_creation_1h = air_sat(u.cache_creation_1h::numeric + EXCLUDED.cache_creation_1h)),
 c AS (
 	INSERT INTO air_usage_counts AS c (day, user_name, key_id, model, currency, kind, name, n)
 	SELECT day, user_name, key_id, model, currency, v.kind, v.name, count(*)
@@ -64,30 +73,38 @@ c AS (
 	GROUP BY day, user_name, key_id, model, currency, v.kind, v.name
 	ORDER BY day, user_name COLLATE "C", key_id COLLATE "C", model COLLATE "C", currency COLLATE "C", v.kind,
 		v.name COLLATE "C"
-	ON CONFLICT (day, user_name, key_id, model, currency, kind, name) DO UPDATE SET n = c.n + EXCLUDED.n),
+	ON CONFLICT (day, user_name, key_id, model, currency, kind, name) DO UPDATE SET
+		n = air_sat(c.n::numeric + EXCLUDED.n)),
 m AS (
 	INSERT INTO air_usage_monthly AS u (month, user_name, currency, requests, unpriced, input, cache_creation,
 		cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost)
-	SELECT month, user_name, currency, count(*), count(*) FILTER (WHERE NOT priced), sum(input),
-		sum(cache_creation), sum(cache_creation_1h), sum(cache_read), sum(output), sum(reasoning), sum(images),
-		sum(video_ms), sum(cost)
+	SELECT month, user_name, currency, count(*), count(*) FILTER (WHERE NOT priced), air_sat(sum(input)),
+		air_sat(sum(cache_creation)), air_sat(sum(cache_creation_1h)), air_sat(sum(cache_read)),
+		air_sat(sum(output)), air_sat(sum(reasoning)), air_sat(sum(images)), air_sat(sum(video_ms)),
+		air_sat(sum(cost))
 	FROM k GROUP BY month, user_name, currency
 	ORDER BY month, user_name COLLATE "C", currency COLLATE "C"
 	ON CONFLICT (month, user_name, currency) DO UPDATE SET
-		requests = u.requests + EXCLUDED.requests, unpriced = u.unpriced + EXCLUDED.unpriced,
-		input = u.input + EXCLUDED.input, cache_creation = u.cache_creation + EXCLUDED.cache_creation,
-		cache_creation_1h = u.cache_creation_1h + EXCLUDED.cache_creation_1h, cache_read = u.cache_read + EXCLUDED.cache_read,
-		output = u.output + EXCLUDED.output, reasoning = u.reasoning + EXCLUDED.reasoning, images = u.images + EXCLUDED.images,
-		video_ms = u.video_ms + EXCLUDED.video_ms, cost = u.cost + EXCLUDED.cost),
+		requests = air_sat(u.requests::numeric + EXCLUDED.requests),
+		unpriced = air_sat(u.unpriced::numeric + EXCLUDED.unpriced),
+		input = air_sat(u.input::numeric + EXCLUDED.input),
+		cache_creation = air_sat(u.cache_creation::numeric + EXCLUDED.cache_creation),
+		cache_creation_1h = air_sat(u.cache_creation_1h::numeric + EXCLUDED.cache_creation_1h),
+		cache_read = air_sat(u.cache_read::numeric + EXCLUDED.cache_read),
+		output = air_sat(u.output::numeric + EXCLUDED.output),
+		reasoning = air_sat(u.reasoning::numeric + EXCLUDED.reasoning),
+		images = air_sat(u.images::numeric + EXCLUDED.images),
+		video_ms = air_sat(u.video_ms::numeric + EXCLUDED.video_ms),
+		cost = air_sat(u.cost::numeric + EXCLUDED.cost)),
 s AS (
 	INSERT INTO air_spend AS s (scope, subject, currency, period, amount)
-	SELECT v.scope, v.subject, currency, p.period, sum(cost)
+	SELECT v.scope, v.subject, currency, p.period, air_sat(sum(cost))
 	FROM k CROSS JOIN LATERAL (VALUES ('` + string(store.ScopeUser) + `', user_name), ('` + string(store.ScopeKey) + `', key_id)) AS v(scope, subject)
 		CROSS JOIN LATERAL (VALUES (month), ('` + store.PeriodTotal + `')) AS p(period)
 	WHERE priced AND cost <> 0 AND v.subject <> ''
 	GROUP BY v.scope, v.subject, currency, p.period
 	ORDER BY v.scope COLLATE "C", v.subject COLLATE "C", currency COLLATE "C", p.period COLLATE "C"
-	ON CONFLICT (scope, subject, currency, period) DO UPDATE SET amount = s.amount + EXCLUDED.amount)
+	ON CONFLICT (scope, subject, currency, period) DO UPDATE SET amount = air_sat(s.amount::numeric + EXCLUDED.amount))
 SELECT count(*) FROM ins`
 
 // appendLedgerRecords appends recs to b as the JSON array that

@@ -35,8 +35,10 @@ type Backend struct {
 func Run(t *testing.T, b Backend) {
 	t.Run("Keys", func(t *testing.T) { RunKeys(t, b) })
 	t.Run("Ledger", func(t *testing.T) { RunLedger(t, b) })
+	t.Run("LedgerSaturates", func(t *testing.T) { runLedgerSaturates(t, b) })
 	t.Run("Intents", func(t *testing.T) { RunIntents(t, b) })
 	t.Run("Budgets", func(t *testing.T) { RunBudgets(t, b) })
+	t.Run("BudgetsSaturated", func(t *testing.T) { runBudgetsSaturated(t, b) })
 	t.Run("RateLimits", func(t *testing.T) { RunRateLimits(t, b) })
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })
