@@ -80,6 +80,11 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
 		return respondError(w, r, apierror.InvalidBody(err))
 	}
+	// A member the gateway reads (n, response_format…) appears once,
+	// before the budget is reserved by n.
+	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
+		return respondError(w, r, aerr)
+	}
 	format, n, aerr := h.check(body)
 	if aerr != nil {
 		return respondError(w, r, aerr)

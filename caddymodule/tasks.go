@@ -112,6 +112,11 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
 		return refuse(apierror.InvalidBody(err))
 	}
+	// A member the gateway reads appears once, before the model is
+	// checked and the budget reserved by it.
+	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.TaskMembers); aerr != nil {
+		return refuse(aerr)
+	}
 	model := gjson.GetBytes(body, "model").String()
 	mr = h.app.metricsRoute(model)
 	if aerr := allowModel(key, model); aerr != nil {

@@ -64,13 +64,18 @@ func (r *request) extras(fn func(key string, raw string)) {
 
 // parseRequest validates a create body, nested at most maxDepth levels,
 // against the routing table. Every failure is a 400 naming the offending
-// field, except an unknown model (404).
+// field, except an unknown model (404). A member of TaskMembers appears at
+// most once, so the gjson reads below, which take the first, see the only
+// one.
 func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request, *apierror.Error) {
 	var de *jsonlimit.DepthError
 	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); errors.As(err, &de) {
 		return nil, apierror.InvalidBody(err)
 	} else if err != nil || !gjson.ParseBytes(body).IsObject() {
 		return nil, apierror.InvalidRequest("", "the request body must be a JSON object")
+	}
+	if aerr := CheckUnique(body, maxDepth, TaskMembers); aerr != nil {
+		return nil, aerr
 	}
 	r := &request{body: body}
 	m := gjson.GetBytes(body, "model")
