@@ -80,9 +80,9 @@ func dashScopeBody(c *call, r *request) ([]byte, error) {
 		}
 	}
 	set("model", jsonString(c.model))
-	set("input.prompt", gjson.GetBytes(r.body, "prompt").Raw)
+	set("input.prompt", r.fields[memberPrompt].Raw)
 	if r.negativePrompt != "" {
-		set("input.negative_prompt", gjson.GetBytes(r.body, "negative_prompt").Raw)
+		set("input.negative_prompt", r.fields[memberNegativePrompt].Raw)
 	}
 	if r.size != "" {
 		set("parameters.size", jsonString(strings.Replace(r.size, "x", "*", 1)))

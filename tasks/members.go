@@ -3,6 +3,8 @@ package tasks
 import (
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
@@ -77,33 +79,57 @@ var (
 // It holds no more than a MemberSet whatever the number of members. A body
 // that is not a JSON object passes: the caller reports it.
 func CheckUnique(body []byte, maxDepth int, set MemberSet) *apierror.Error {
+	var f fields
+	_, aerr := f.scan(body, maxDepth, set)
+	return aerr
+}
+
+// fields holds the value of each member of memberNames at the top of a
+// body, a Result that does not exist for one that is absent: a fixed size
+// whatever the number of members.
+type fields [numMembers]gjson.Result
+
+// scan reads the top-level members of body, a JSON object nested at most
+// maxDepth levels, once, keeping the value of each member of memberNames;
+// it refuses a repeat of one of set. It reports false for a body that is
+// not a JSON object. The values are copies: body may be reused.
+func (f *fields) scan(body []byte, maxDepth int, set MemberSet) (bool, *apierror.Error) {
 	var s jsonlimit.Scanner
 	s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	if t, err := s.Next(); err != nil || t.Kind != jsonlimit.BeginObject {
-		return nil
+		return false, nil
 	}
 	var seen MemberSet
 	for {
 		k, err := s.Next()
-		if err != nil || k.Kind == jsonlimit.EndObject {
-			return nil
+		if err != nil {
+			return false, nil
+		}
+		if k.Kind == jsonlimit.EndObject {
+			t, err := s.Next()
+			return err == nil && t.Kind == jsonlimit.Done, nil
 		}
 		v, err := s.Next()
 		if err != nil {
-			return nil
+			return false, nil
 		}
-		if _, err := s.Skip(v); err != nil {
-			return nil
+		end, err := s.Skip(v)
+		if err != nil {
+			return false, nil
 		}
 		m, ok := lookupMember(body[k.Start:k.End])
-		if !ok || !set.has(m) {
+		if !ok {
 			continue
 		}
 		if seen.has(m) {
+			if !set.has(m) {
+				continue // the first counts, as for gjson
+			}
 			name := memberNames[m]
-			return apierror.InvalidRequest(name, fmt.Sprintf("%q appears more than once in the request body", name))
+			return false, apierror.InvalidRequest(name, fmt.Sprintf("%q appears more than once in the request body", name))
 		}
 		seen = seen.with(m)
+		f[m] = gjson.Parse(string(body[v.Start:end]))
 	}
 }
 
