@@ -20,12 +20,6 @@ const defaultImageSize = "1024x1024"
 // maxImages is the contract's limit on n.
 const maxImages = 4
 
-// knownFields are the request fields the gateway interprets itself; every
-// other field is forwarded to the provider as a model parameter.
-var knownFields = map[string]bool{
-	"model": true, "prompt": true, "negative_prompt": true, "size": true, "n": true, "seed": true,
-}
-
 // request is a validated POST /v1/tasks body.
 type request struct {
 	// body is the client's JSON, untouched.
@@ -51,17 +45,6 @@ type request struct {
 	seconds int64
 	// fields holds the members the gateway reads, each at most once.
 	fields fields
-}
-
-// extras calls fn with the name and raw JSON of every field the gateway does
-// not interpret, in body order.
-func (r *request) extras(fn func(key string, raw string)) {
-	gjson.ParseBytes(r.body).ForEach(func(k, v gjson.Result) bool {
-		if !knownFields[k.String()] {
-			fn(k.String(), v.Raw)
-		}
-		return true
-	})
 }
 
 // parseRequest validates a create body, nested at most maxDepth levels,
