@@ -79,8 +79,7 @@ var (
 // It holds no more than a MemberSet whatever the number of members. A body
 // that is not a JSON object passes: the caller reports it.
 func CheckUnique(body []byte, maxDepth int, set MemberSet) *apierror.Error {
-	var f fields
-	_, aerr := f.scan(body, maxDepth, set)
+	_, aerr := scanMembers(body, maxDepth, set, nil)
 	return aerr
 }
 
@@ -89,11 +88,12 @@ func CheckUnique(body []byte, maxDepth int, set MemberSet) *apierror.Error {
 // whatever the number of members.
 type fields [numMembers]gjson.Result
 
-// scan reads the top-level members of body, a JSON object nested at most
-// maxDepth levels, once, keeping the value of each member of memberNames;
-// it refuses a repeat of one of set. It reports false for a body that is
-// not a JSON object. The values are copies: body may be reused.
-func (f *fields) scan(body []byte, maxDepth int, set MemberSet) (bool, *apierror.Error) {
+// scanMembers reads the top-level members of body, a JSON object nested at
+// most maxDepth levels, once, and refuses a repeat of one of set. Unless f
+// is nil, it keeps in f the value of each member of memberNames, copied:
+// body may be reused. It reports false for a body that is not a JSON
+// object.
+func scanMembers(body []byte, maxDepth int, set MemberSet, f *fields) (bool, *apierror.Error) {
 	var s jsonlimit.Scanner
 	s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	if t, err := s.Next(); err != nil || t.Kind != jsonlimit.BeginObject {
@@ -129,7 +129,9 @@ func (f *fields) scan(body []byte, maxDepth int, set MemberSet) (bool, *apierror
 			return false, apierror.InvalidRequest(name, fmt.Sprintf("%q appears more than once in the request body", name))
 		}
 		seen = seen.with(m)
-		f[m] = gjson.Parse(string(body[v.Start:end]))
+		if f != nil {
+			f[m] = gjson.Parse(string(body[v.Start:end]))
+		}
 	}
 }
 

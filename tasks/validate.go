@@ -60,7 +60,7 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 		return nil, notObject()
 	}
 	r := &request{body: body}
-	if isObject, aerr := r.fields.scan(body, maxDepth, TaskMembers); aerr != nil {
+	if isObject, aerr := scanMembers(body, maxDepth, TaskMembers, &r.fields); aerr != nil {
 		return nil, aerr
 	} else if !isObject {
 		return nil, notObject()
