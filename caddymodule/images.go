@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -80,6 +81,11 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
 		return respondError(w, r, apierror.InvalidBody(err))
 	}
+	// A member the gateway reads (n, response_format…) appears once,
+	// before the budget is reserved by n.
+	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
+		return respondError(w, r, aerr)
+	}
 	format, n, aerr := h.check(body)
 	if aerr != nil {
 		return respondError(w, r, aerr)
@@ -125,17 +131,18 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 // model, and response_format. It returns the format and the number of
 // images asked for (1 unless n says).
 func (h *Images) check(body []byte) (format string, n int, aerr *apierror.Error) {
-	root := gjson.ParseBytes(body)
-	if !root.IsObject() {
+	// body is valid JSON (jsonlimit.Check); GetBytes reads it in place
+	// where ParseBytes would copy it.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return "", 0, apierror.InvalidRequest("", "the request body must be a JSON object")
 	}
-	if m := root.Get("model"); m.Type == gjson.String && m.Str != "" {
+	if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Str != "" {
 		route, err := h.app.Routes().Lookup(m.Str)
 		if err == nil && route.Kind != providers.KindImage {
 			return "", 0, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", m.Str, route.Kind, endpointFor(route.Kind)))
 		}
 	} // a missing or unknown model is reported by the task service
-	switch rf := root.Get("response_format"); {
+	switch rf := gjson.GetBytes(body, "response_format"); {
 	case !rf.Exists() || rf.Type == gjson.Null || rf.Str == "url":
 		format = "url"
 	case rf.Str == "b64_json":
@@ -144,7 +151,7 @@ func (h *Images) check(body []byte) (format string, n int, aerr *apierror.Error)
 		return "", 0, apierror.InvalidRequest("response_format", "response_format must be url or b64_json")
 	}
 	n = 1
-	if v := root.Get("n"); v.Type == gjson.Number && v.Int() > 1 {
+	if v := gjson.GetBytes(body, "n"); v.Type == gjson.Number && v.Int() > 1 {
 		n = int(v.Int())
 	}
 	return format, n, nil

@@ -112,6 +112,11 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
 		return refuse(apierror.InvalidBody(err))
 	}
+	// A member the gateway reads appears once, before the model is
+	// checked and the budget reserved by it.
+	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.TaskMembers); aerr != nil {
+		return refuse(aerr)
+	}
 	model := gjson.GetBytes(body, "model").String()
 	mr = h.app.metricsRoute(model)
 	if aerr := allowModel(key, model); aerr != nil {
@@ -161,7 +166,9 @@ func (h *Tasks) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Media is the `air_media` handler: it serves the images and videos that
 // tasks re-hosted, by their unguessable id, without an API key, until their
-// TTL ends. Like file_server, it answers HEAD, byte ranges (206) and
+// TTL ends. Every answer has Content-Security-Policy "default-src 'none';
+// sandbox" and nosniff; a file whose type is not a safe image or video
+// type is served as application/octet-stream, as an attachment. Like file_server, it answers HEAD, byte ranges (206) and
 // conditional requests (ETag, Last-Modified), streaming from the media
 // store in constant memory whatever the file's size.
 type Media struct {
@@ -197,15 +204,31 @@ func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return respondError(w, r, err)
 	}
 	defer m.Content.Close()
-	hdr := w.Header()
-	hdr.Set("Content-Type", m.ContentType)
-	hdr.Set("ETag", m.ETag())
-	hdr.Set("Cache-Control", "private, max-age=3600")
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	setMediaHeaders(w.Header(), m.ContentType, m.ETag())
 	// Ranges, validators, HEAD and Content-Length, as file_server does.
 	http.ServeContent(w, r, "", m.Created, m.Content)
 	return nil
 }
+
+// setMediaHeaders sets the headers of a media answer, for a file stored
+// with contentType. The media share the console's origin, so nothing in
+// them may run: a type outside the safe ones (media stored before they
+// were enforced) is served as a download.
+func setMediaHeaders(hdr http.Header, contentType, etag string) {
+	ctype, safe := tasks.SafeMediaType(contentType)
+	hdr.Set("Content-Type", ctype)
+	if !safe {
+		hdr.Set("Content-Disposition", "attachment")
+	}
+	hdr.Set("Content-Security-Policy", mediaCSP)
+	hdr.Set("ETag", etag)
+	hdr.Set("Cache-Control", "private, max-age=3600")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+}
+
+// mediaCSP is the Content-Security-Policy of every media answer: no
+// script, style, frame or fetch, in a sandbox, even if opened as a page.
+const mediaCSP = "default-src 'none'; sandbox"
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //

@@ -265,6 +265,11 @@ func TestTaskValidation(t *testing.T) {
 		{`{"model":"mock-image","prompt":"x","seed":1.5}`, 400, "seed"},
 		{`{"model":"mock-gpt","prompt":"x"}`, 400, "model"},
 		{`{"model":"no-such-model","prompt":"x"}`, 404, "model"},
+		// A member the gateway reads, repeated: the provider would take
+		// the last, past the n cap, the sizes and the budget.
+		{`{"model":"mock-image","prompt":"x","size":"256x256","n":1,"n":5}`, 400, "n"},
+		{`{"model":"mock-image","prompt":"x","size":"256x256","size":"2048x2048"}`, 400, "size"},
+		{`{"model":"mock-image","model":"mock-gpt","prompt":"x"}`, 400, "model"},
 	} {
 		status, _, raw := createTask(t, key, tc.body)
 		if status != tc.status {
@@ -280,8 +285,25 @@ func TestTaskValidation(t *testing.T) {
 	if !strings.Contains(string(raw), "/v1/chat/completions") {
 		t.Errorf("a chat model on /v1/tasks must point to the chat endpoint: %s", raw)
 	}
+	for i, tc := range []struct{ body, param string }{
+		{`{"model":"mock-image","prompt":"x","size":"256x256","n":1,"n":4}`, "n"},
+		{`{"model":"mock-image","prompt":"x","size":"256x256","\u006e":1,"n":4}`, "n"},
+		{`{"model":"mock-image","prompt":"x","response_format":"url","response_format":"gif"}`, "response_format"},
+	} {
+		status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, tc.body)
+		e := decodeError(t, raw)
+		if status != http.StatusBadRequest || e.Error.Type != "invalid_request_error" || e.Error.Param == nil || *e.Error.Param != tc.param ||
+			!strings.Contains(e.Error.Message, "more than once") {
+			t.Errorf("images %d: %s: %d %s, want 400 about a repeated %s", i, tc.body, status, raw, tc.param)
+		}
+	}
 	if n := len(ledgerOf(t, "validator")); n != 0 {
 		t.Fatalf("invalid tasks left %d ledger records", n)
+	}
+	// A repeated member the gateway does not read passes to the provider.
+	status, task, raw := createTask(t, key, `{"model":"mock-image","prompt":"x","size":"256x256","user":"a","user":"b"}`)
+	if status != http.StatusAccepted || task.Status != "succeeded" {
+		t.Fatalf("a repeated user: %d %s", status, raw)
 	}
 }
 

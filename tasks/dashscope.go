@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -18,17 +14,6 @@ import (
 // dashScope speaks DashScope's native asynchronous generation API. Its
 // result URLs stay valid for 24 hours, so they are returned as they are.
 type dashScope struct{}
-
-// dashScopeInputFields are client fields that belong in DashScope's "input"
-// object (reference media of image-to-video models); every other unknown
-// field goes into "parameters".
-var dashScopeInputFields = map[string]bool{
-	"img_url": true, "audio_url": true, "first_frame_url": true, "last_frame_url": true,
-}
-
-// plainKey matches the field names that can be copied by sjson path as they
-// are.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func (dashScope) submit(ctx context.Context, c *call, r *request) (*outcome, error) {
 	body, err := dashScopeBody(c, r)
@@ -67,43 +52,6 @@ func (dashScope) poll(ctx context.Context, c *call, id string) (*outcome, error)
 		out.upstreamID = id
 	}
 	return out, err
-}
-
-// dashScopeBody builds {"model","input":{…},"parameters":{…}} from the
-// client's fields, copying their raw JSON.
-func dashScopeBody(c *call, r *request) ([]byte, error) {
-	body := []byte(`{}`)
-	var err error
-	set := func(path, raw string) {
-		if err == nil {
-			body, err = sjson.SetRawBytes(body, path, []byte(raw))
-		}
-	}
-	set("model", jsonString(c.model))
-	set("input.prompt", gjson.GetBytes(r.body, "prompt").Raw)
-	if r.negativePrompt != "" {
-		set("input.negative_prompt", gjson.GetBytes(r.body, "negative_prompt").Raw)
-	}
-	if r.size != "" {
-		set("parameters.size", jsonString(strings.Replace(r.size, "x", "*", 1)))
-	}
-	if r.n > 0 {
-		set("parameters.n", strconv.Itoa(r.n))
-	}
-	if r.seed != "" {
-		set("parameters.seed", r.seed)
-	}
-	r.extras(func(key, raw string) {
-		if !plainKey.MatchString(key) {
-			return
-		}
-		if dashScopeInputFields[key] {
-			set("input."+key, raw)
-			return
-		}
-		set("parameters."+key, raw)
-	})
-	return body, err
 }
 
 // dashScopeTask reads a DashScope task answer (creation or query).

@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -11,8 +10,8 @@ import (
 type forwardEdits struct {
 	// model is the upstream model id, set in place of the client's.
 	model string
-	// drop names the members OpenAI would reject.
-	drop []string
+	// drop holds the members OpenAI would reject.
+	drop MemberSet
 	// secondsAsString writes a numeric "seconds" as a string: the Videos
 	// API takes "4", "8", "12".
 	secondsAsString bool
@@ -61,7 +60,9 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) (*upBody, error) {
 			out.add(r)
 		}
 	}
-	seen := map[string]bool{}
+	// seen holds the members of memberNames met so far: a fixed size
+	// whatever the number of members, none of which is copied.
+	var seen MemberSet
 	prevKept := false // the member before passed as it is
 	for {
 		k, err := s.Next()
@@ -82,24 +83,27 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) (*upBody, error) {
 		if err != nil {
 			return nil, badRequest(err)
 		}
-		name := memberName(body[k.Start:k.End])
+		name, known := lookupMember(body[k.Start:k.End])
 		kept := false
 		switch {
-		case name == "model":
-			if !seen[name] {
+		case !known:
+			kept = true
+		case name == memberModel:
+			if !seen.has(name) {
 				member("model", model)
 			}
-		case dropped(name, e.drop):
-		case name == "seconds" && e.secondsAsString && v.Kind == jsonlimit.Number:
-			if !seen[name] {
+		case e.drop.has(name):
+		case name == memberSeconds && e.secondsAsString && v.Kind == jsonlimit.Number:
+			if !seen.has(name) {
 				member("seconds", quote, body[v.Start:v.End], quote)
 			}
 		default:
 			kept = true
-			if prevKept {
-				spanEnd = end // the separator between them passes too
-				break
-			}
+		}
+		switch {
+		case kept && prevKept:
+			spanEnd = end // the separator between them passes too
+		case kept:
 			flush()
 			if members > 0 {
 				out.add(comma)
@@ -108,12 +112,14 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) (*upBody, error) {
 			spanStart, spanEnd = k.Start, end
 		}
 		prevKept = kept
-		seen[name] = true
+		if known {
+			seen = seen.with(name)
+		}
 	}
-	if !seen["model"] {
+	if !seen.has(memberModel) {
 		member("model", model)
 	}
-	if !seen["size"] && e.defaultSize != "" {
+	if !seen.has(memberSize) && e.defaultSize != "" {
 		size, err := json.Marshal(e.defaultSize)
 		if err != nil {
 			return nil, badRequest(err)
@@ -152,29 +158,6 @@ var (
 	secondsKey = []byte(`"seconds":`)
 	sizeKey    = []byte(`"size":`)
 )
-
-// memberName returns the name a key token (quotes included) spells,
-// unescaped when it holds escapes.
-func memberName(key []byte) string {
-	if bytes.IndexByte(key, '\\') < 0 {
-		return string(key[1 : len(key)-1])
-	}
-	var s string
-	if json.Unmarshal(key, &s) != nil {
-		return string(key)
-	}
-	return s
-}
-
-// dropped reports whether name is one of drop.
-func dropped(name string, drop []string) bool {
-	for _, d := range drop {
-		if name == d {
-			return true
-		}
-	}
-	return false
-}
 
 // errNotObject reports a body that is not a JSON object.
 var errNotObject = errorString("the request body is not a JSON object")

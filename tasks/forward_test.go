@@ -16,8 +16,8 @@ import (
 // TestForwardBody: the upstream gets the client's members untouched, in
 // order, with the documented edits only.
 func TestForwardBody(t *testing.T) {
-	video := forwardEdits{model: "sora-2", drop: []string{"negative_prompt", "seed", "n"}, secondsAsString: true}
-	image := forwardEdits{model: "gpt-image-1", drop: []string{"negative_prompt", "seed"}, defaultSize: "1024x1024"}
+	video := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}
+	image := forwardEdits{model: "gpt-image-1", drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: "1024x1024"}
 	for i, tc := range []struct {
 		body string
 		e    forwardEdits
@@ -70,7 +70,7 @@ func TestForwardBody(t *testing.T) {
 // TestForwardBodyNoCopy: a large body is forwarded without a copy: what
 // forwardBody allocates does not grow with the body.
 func TestForwardBodyNoCopy(t *testing.T) {
-	e := forwardEdits{model: "sora-2", drop: []string{"negative_prompt", "seed", "n"}, secondsAsString: true}
+	e := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}
 	body := []byte(`{"model":"m","prompt":"` + strings.Repeat("a wave, ", 128<<10) + `","seconds":8,"size":"1280x720","seed":1}`)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -106,7 +106,7 @@ func TestExchangePinsBody(t *testing.T) {
 	defer srv.Close()
 	pin := &countPin{}
 	body, err := forwardBody([]byte(`{"model":"m","prompt":"a wave","seconds":8,"seed":3}`), 128,
-		forwardEdits{model: "sora-2", drop: []string{"seed"}, secondsAsString: true})
+		forwardEdits{model: "sora-2", drop: membersOf(memberSeed), secondsAsString: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestExchangePinsBody(t *testing.T) {
 // BenchmarkForwardBody forwards a video request with a 200 KiB prompt:
 // what it allocates does not grow with the body.
 func BenchmarkForwardBody(b *testing.B) {
-	e := forwardEdits{model: "sora-2", drop: []string{"negative_prompt", "seed", "n"}, secondsAsString: true}
+	e := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}
 	body := []byte(`{"model":"m","prompt":"` + strings.Repeat("a wave, ", 25<<10) + `","seconds":8,"size":"1280x720","seed":1}`)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -20,9 +19,6 @@ const mediaIDLen = 32
 
 // sniffLen is how much of a file http.DetectContentType looks at.
 const sniffLen = 512
-
-// maxContentType bounds a stored content type.
-const maxContentType = 255
 
 // Media opens a re-hosted file by the id at the end of its URL, or returns
 // store.ErrNotFound once it expired (or never existed). The caller closes
@@ -48,9 +44,10 @@ func validMediaID(id string) bool {
 }
 
 // putMedia streams r into the media store under a fresh id and returns the
-// id. contentType is the upstream's; unless it names an image or a video,
-// the type is sniffed from the first bytes. A file longer than the media
-// limit is refused while it streams.
+// id. contentType is the upstream's; unless it is one of safeMediaTypes,
+// the type is sniffed from the first bytes, and a file that is not of one
+// of them either is stored as application/octet-stream. A file longer than
+// the media limit is refused while it streams.
 func (s *Service) putMedia(ctx context.Context, contentType string, r io.Reader) (string, error) {
 	id, err := randomID(20)
 	if err != nil {
@@ -62,11 +59,9 @@ func (s *Service) putMedia(ctx context.Context, contentType string, r io.Reader)
 		return "", err
 	}
 	head = head[:n]
-	if !mediaType(contentType) {
-		contentType = http.DetectContentType(head)
-	}
-	if len(contentType) > maxContentType {
-		contentType = "application/octet-stream"
+	contentType, ok := SafeMediaType(contentType)
+	if !ok {
+		contentType, _ = SafeMediaType(http.DetectContentType(head))
 	}
 	_, err = s.media.Put(ctx, id, io.MultiReader(bytes.NewReader(head), r), store.MediaPut{
 		ContentType: contentType,
@@ -165,12 +160,6 @@ func (r *readErr) Read(p []byte) (int, error) {
 		r.err = err
 	}
 	return n, err
-}
-
-// mediaType reports whether a Content-Type header names an image or video.
-func mediaType(ct string) bool {
-	t, _, err := mime.ParseMediaType(ct)
-	return err == nil && (strings.HasPrefix(t, "image/") || strings.HasPrefix(t, "video/"))
 }
 
 func tooLarge() *upstreamError {

@@ -22,7 +22,7 @@ func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error)
 		return openAIImage(ctx, c, r)
 	}
 	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model,
-		drop: []string{"negative_prompt", "seed", "n"}, secondsAsString: true})
+		drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
 
 // openAIImage generates images with POST /images/generations.
 func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
-	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model, drop: []string{"negative_prompt", "seed"}, defaultSize: r.size})
+	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model, drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: r.size})
 	if err != nil {
 		return nil, err
 	}

@@ -20,12 +20,6 @@ const defaultImageSize = "1024x1024"
 // maxImages is the contract's limit on n.
 const maxImages = 4
 
-// knownFields are the request fields the gateway interprets itself; every
-// other field is forwarded to the provider as a model parameter.
-var knownFields = map[string]bool{
-	"model": true, "prompt": true, "negative_prompt": true, "size": true, "n": true, "seed": true,
-}
-
 // request is a validated POST /v1/tasks body.
 type request struct {
 	// body is the client's JSON, untouched.
@@ -49,31 +43,29 @@ type request struct {
 	// seconds is the video duration asked for (OpenAI "seconds" or
 	// DashScope "duration"), or 0.
 	seconds int64
-}
-
-// extras calls fn with the name and raw JSON of every field the gateway does
-// not interpret, in body order.
-func (r *request) extras(fn func(key string, raw string)) {
-	gjson.ParseBytes(r.body).ForEach(func(k, v gjson.Result) bool {
-		if !knownFields[k.String()] {
-			fn(k.String(), v.Raw)
-		}
-		return true
-	})
+	// fields holds the members the gateway reads, each at most once.
+	fields fields
 }
 
 // parseRequest validates a create body, nested at most maxDepth levels,
 // against the routing table. Every failure is a 400 naming the offending
-// field, except an unknown model (404).
+// field, except an unknown model (404). The body is scanned once, and a
+// member of TaskMembers may appear only once in it, so what is checked is
+// what the provider reads; no memory is held per member.
 func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request, *apierror.Error) {
 	var de *jsonlimit.DepthError
 	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); errors.As(err, &de) {
 		return nil, apierror.InvalidBody(err)
-	} else if err != nil || !gjson.ParseBytes(body).IsObject() {
-		return nil, apierror.InvalidRequest("", "the request body must be a JSON object")
+	} else if err != nil {
+		return nil, notObject()
 	}
 	r := &request{body: body}
-	m := gjson.GetBytes(body, "model")
+	if isObject, aerr := scanMembers(body, maxDepth, TaskMembers, &r.fields); aerr != nil {
+		return nil, aerr
+	} else if !isObject {
+		return nil, notObject()
+	}
+	m := r.fields[memberModel]
 	if m.Type != gjson.String || m.Str == "" {
 		return nil, apierror.InvalidRequest("model", "model is required and must be a string")
 	}
@@ -93,12 +85,12 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 	}
 	r.route = route
 
-	p := gjson.GetBytes(body, "prompt")
+	p := r.fields[memberPrompt]
 	if p.Type != gjson.String || strings.TrimSpace(p.Str) == "" {
 		return nil, apierror.InvalidRequest("prompt", "prompt is required and must be a non-empty string")
 	}
 	r.prompt = p.Str
-	if np := gjson.GetBytes(body, "negative_prompt"); np.Exists() && np.Type != gjson.Null {
+	if np := r.fields[memberNegativePrompt]; np.Exists() && np.Type != gjson.Null {
 		if np.Type != gjson.String {
 			return nil, apierror.InvalidRequest("negative_prompt", "negative_prompt must be a string")
 		}
@@ -107,7 +99,7 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 	if e := r.parseSize(); e != nil {
 		return nil, e
 	}
-	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Type != gjson.Null {
+	if n := r.fields[memberN]; n.Exists() && n.Type != gjson.Null {
 		v, ok := jsonInt(n)
 		if !ok || v < 1 || v > maxImages {
 			return nil, apierror.InvalidRequest("n", "n must be an integer from 1 to 4")
@@ -117,7 +109,7 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 		}
 		r.n = int(v)
 	}
-	if s := gjson.GetBytes(body, "seed"); s.Exists() && s.Type != gjson.Null {
+	if s := r.fields[memberSeed]; s.Exists() && s.Type != gjson.Null {
 		v, ok := jsonInt(s)
 		if !ok {
 			return nil, apierror.InvalidRequest("seed", "seed must be an integer")
@@ -125,7 +117,7 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 		r.seed = strconv.FormatInt(v, 10)
 	}
 	if route.Kind == providers.KindVideo {
-		for _, f := range []string{"seconds", "duration"} {
+		for _, f := range []member{memberSeconds, memberDuration} {
 			if e := r.parseSeconds(f); e != nil {
 				return nil, e
 			}
@@ -136,8 +128,8 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 
 // parseSeconds reads a video duration field (OpenAI "seconds", DashScope
 // "duration"): a positive whole number, or a string holding one.
-func (r *request) parseSeconds(field string) *apierror.Error {
-	d := gjson.GetBytes(r.body, field)
+func (r *request) parseSeconds(m member) *apierror.Error {
+	d, field := r.fields[m], memberNames[m]
 	if !d.Exists() || d.Type == gjson.Null {
 		return nil
 	}
@@ -155,7 +147,7 @@ func (r *request) parseSeconds(field string) *apierror.Error {
 
 // parseSize checks "size" and applies the image default.
 func (r *request) parseSize() *apierror.Error {
-	s := gjson.GetBytes(r.body, "size")
+	s := r.fields[memberSize]
 	if !s.Exists() || s.Type == gjson.Null {
 		if r.route.Kind == providers.KindImage {
 			r.size = defaultImageSize
@@ -209,6 +201,11 @@ func jsonInt(v gjson.Result) (int64, bool) {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// notObject is the error of a body that is not a JSON object.
+func notObject() *apierror.Error {
+	return apierror.InvalidRequest("", "the request body must be a JSON object")
 }
 
 // ParseLimit parses the "limit" query parameter of GET /v1/tasks: empty

@@ -52,6 +52,17 @@ func TestValidation(t *testing.T) {
 		{`{"model":"vid","prompt":"x","n":2}`, 400, "n", "one video"},
 		{`{"model":"vid","prompt":"x","seconds":"abc"}`, 400, "seconds", "seconds"},
 		{`{"model":"vid","prompt":"x","duration":-3}`, 400, "duration", "seconds"},
+		// A repeated member the gateway reads: the provider would take the
+		// last one, past the checks made on the first.
+		{`{"model":"img","prompt":"x","n":1,"n":5}`, 400, "n", `"n" appears more than once`},
+		{`{"model":"img","prompt":"x","size":"512x512","size":"1792x1024"}`, 400, "size", "more than once"},
+		{`{"model":"img","model":"nope","prompt":"x"}`, 400, "model", "more than once"},
+		{`{"model":"img","prompt":"x","prompt":"y"}`, 400, "prompt", "more than once"},
+		{`{"model":"img","prompt":"x","seed":1,"seed":2}`, 400, "seed", "more than once"},
+		{`{"model":"img","prompt":"x","negative_prompt":"a","negative_prompt":"b"}`, 400, "negative_prompt", "more than once"},
+		{`{"model":"vid","prompt":"x","seconds":4,"seconds":12}`, 400, "seconds", "more than once"},
+		{`{"model":"vid","prompt":"x","duration":4,"duration":12}`, 400, "duration", "more than once"},
+		{`{"model":"img","prompt":"x","n":1,"\u006e":5}`, 400, "n", "more than once"},
 	} {
 		tk, aerr := s.Create(context.Background(), alice, []byte(c.body), testMediaBase)
 		if aerr == nil {
@@ -89,6 +100,8 @@ func TestValidationAccepts(t *testing.T) {
 		{`{"model":"img","prompt":"x"}`, "1024x1024", 0, ""},
 		{`{"model":"img","prompt":"x","size":"1792x1024","n":4,"seed":-7}`, "1792x1024", 4, "-7"},
 		{`{"model":"img","prompt":"x","n":2.0,"seed":1e3,"size":null}`, "1024x1024", 2, "1000"},
+		// Members the gateway does not read may repeat, as may nested ones.
+		{`{"model":"img","prompt":"x","user":"a","user":"b","extra":{"n":1,"n":2},"n":3}`, "1024x1024", 3, ""},
 	} {
 		r, aerr := parseRequest([]byte(c.body), table, 0)
 		if aerr != nil {
