@@ -65,16 +65,18 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	if i := strings.Index(r.URL.Path, "/tasks/"); i >= 0 {
 		id = r.URL.Path[i+len("/tasks/"):]
 	}
+	// HEAD reads as GET; the server leaves out the body.
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch {
 	case r.Method == http.MethodPost && id == "":
 		return h.create(w, r, key, st, rt)
-	case r.Method == http.MethodGet && id != "":
+	case read && id != "":
 		task, aerr := rt.tasks.Get(r.Context(), owner, id)
 		if aerr != nil {
 			return respondError(w, r, aerr)
 		}
 		return writeJSON(w, http.StatusOK, task.QueryView())
-	case r.Method == http.MethodGet:
+	case read:
 		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
 		if aerr != nil {
 			return respondError(w, r, aerr)
@@ -85,6 +87,11 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		}
 		return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
 	default:
+		allow := "GET, HEAD, POST"
+		if id != "" {
+			allow = "GET, HEAD"
+		}
+		w.Header().Set("Allow", allow)
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
 	}

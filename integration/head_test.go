@@ -18,6 +18,11 @@ func TestHeadOnGetEndpoints(t *testing.T) {
 	if status != http.StatusOK || id == "" {
 		t.Fatalf("creating a response: %d %s", status, body)
 	}
+	status, _, body = call(t, http.MethodPost, "/v1/tasks", key, `{"model":"mock-image","prompt":"a lighthouse","size":"256x256"}`)
+	task := gjson.GetBytes(body, "id").Str
+	if status/100 != 2 || task == "" {
+		t.Fatalf("creating a task: %d %s", status, body)
+	}
 	for _, tc := range []struct {
 		path   string
 		header []string
@@ -28,6 +33,9 @@ func TestHeadOnGetEndpoints(t *testing.T) {
 		{"/v1/models/gpt-nonexistent", nil},
 		{"/v1/responses/" + id, nil},
 		{"/v1/responses/" + id + "/input_items", nil},
+		{"/v1/tasks", nil},
+		{"/v1/tasks/" + task, nil},
+		{"/v1/tasks/task_nonexistent", nil},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			getStatus, getHeader, getBody := call(t, http.MethodGet, tc.path, key, "", tc.header...)
@@ -42,10 +50,16 @@ func TestHeadOnGetEndpoints(t *testing.T) {
 			}
 		})
 	}
-	for _, path := range []string{"/v1/models", "/v1/models/mock-gpt", "/v1/responses/" + id + "/input_items"} {
-		status, header, body := call(t, http.MethodPut, path, key, "")
-		if status != http.StatusMethodNotAllowed || header.Get("Allow") != "GET, HEAD" {
-			t.Errorf("PUT %s: %d, Allow %q: %s", path, status, header.Get("Allow"), body)
+	for _, tc := range []struct{ path, allow string }{
+		{"/v1/models", "GET, HEAD"},
+		{"/v1/models/mock-gpt", "GET, HEAD"},
+		{"/v1/responses/" + id + "/input_items", "GET, HEAD"},
+		{"/v1/tasks", "GET, HEAD, POST"},
+		{"/v1/tasks/" + task, "GET, HEAD"},
+	} {
+		status, header, body := call(t, http.MethodPut, tc.path, key, "")
+		if status != http.StatusMethodNotAllowed || header.Get("Allow") != tc.allow {
+			t.Errorf("PUT %s: %d, Allow %q (want %q): %s", tc.path, status, header.Get("Allow"), tc.allow, body)
 		}
 	}
 }
