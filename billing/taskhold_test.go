@@ -3,6 +3,9 @@ package billing
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // TestTaskHoldLimitsVideos holds a video task's estimate until the task
@@ -98,4 +101,64 @@ func usdOf(st BudgetStatus) CurrencySpend {
 		}
 	}
 	return CurrencySpend{Currency: "USD"}
+}
+
+// TestSharedTaskHoldOutlivesLeases holds a video task's estimate on a
+// shared budget for longer than a slice's lease, as a long chat stream
+// does: the slice is extended while the task runs, so another instance
+// is refused the room meanwhile; the hold then becomes the charge in the
+// database, or its room comes back to the other instance.
+func TestSharedTaskHoldOutlivesLeases(t *testing.T) {
+	const video = 800_000_000 // sora-2, 8 s at 0.10 USD a second
+	const ttl = 2 * time.Second
+	tests := []struct {
+		name      string
+		charged   bool
+		wantSpent Amount
+	}{
+		{"succeeded", true, video},
+		{"failed", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			key := store.Subject{Scope: store.ScopeKey, ID: "key_1"}
+			ins := newInstances(t, 2, ttl, map[store.Subject]store.Limits{key: {Currency: "USD", Total: video + video/4}})
+			s := Subject{KeyID: "key_1"}
+			held, aerr := ins[0].AdmitTask(ctx, s, "sora-2", 0, 8000)
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			time.Sleep(3 * ttl) // the task runs for three lease periods
+			if _, aerr := ins[1].AdmitTask(ctx, s, "sora-2", 0, 8000); code(aerr) != "insufficient_quota" {
+				t.Fatalf("a video on the other instance while the first runs: %+v, want insufficient_quota", aerr)
+			}
+			if tt.charged {
+				if _, _, err := held.Charge(ctx, Record{ID: "task_1", Endpoint: EndpointTasks, Source: SourceUnits,
+					Outcome: OutcomeOK, VideoMillis: 8000}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				held.ReleaseCost()
+			}
+			if got := spent(t, ins[0].db, key); got != tt.wantSpent {
+				t.Errorf("spent %s in the database, want %s", got, tt.wantSpent)
+			}
+			if tt.charged {
+				return
+			}
+			deadline := time.Now().Add(5 * ttl)
+			for {
+				res, aerr := ins[1].AdmitTask(ctx, s, "sora-2", 0, 8000)
+				if aerr == nil {
+					res.Release()
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the failed task's room never came back: %v", aerr)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
 }
