@@ -192,8 +192,26 @@ var errNotDurable = errorString("the ledger could not make the record durable in
 // whether the record was new. On a write error the reservation is dropped
 // and nothing is counted.
 func (r *Reservation) Charge(ctx context.Context, rec Record) (Record, bool, error) {
+	return r.ChargeWith(ctx, r.e, rec)
+}
+
+// ChargeWith is Charge priced by e: the engine of the config current when
+// a task admitted under an earlier one ends, so that it is priced like a
+// task charged without a reservation. e must share r's ledger and
+// budgets (the engines of one state do); another engine, or nil, means
+// r's own.
+func (r *Reservation) ChargeWith(ctx context.Context, e *Engine, rec Record) (Record, bool, error) {
+	if e == nil || e.ledger != r.e.ledger || e.budgets != r.e.budgets {
+		e = r.e
+	}
 	r.once.Do(func() {
-		r.rec = r.price(rec)
+		if rec.User == "" && rec.KeyID == "" {
+			rec.User, rec.KeyID = r.s.User, r.s.KeyID
+		}
+		if rec.Model == "" {
+			rec.Model = r.model
+		}
+		r.rec = e.price(rec)
 		r.fresh, r.err = r.e.ledger.Write(ctx, r.rec)
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, r.fresh && r.err == nil)

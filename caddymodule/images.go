@@ -86,7 +86,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	format, n, aerr := h.check(body)
+	format, aerr := h.check(body)
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
@@ -100,16 +100,14 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if aerr := st.guard.check(); aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	reservation, aerr := rt.billing.AdmitTask(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, model, n, 0)
+	// The task service reserves the n images asked for once the body is
+	// valid, and charges the images generated in their place before it
+	// returns (the hold of a task, as for /v1/tasks).
+	admit := h.app.admitTask(r.Context(), rt.billing, billing.Subject{User: key.User, KeyID: key.ID})
+	task, aerr := rt.tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	task, aerr := rt.tasks.Create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, mediaBase(r, h.MediaPath))
-	if aerr != nil {
-		reservation.Release()
-		return respondError(w, r, aerr)
-	}
-	reservation.ReleaseCost() // the task service charges the images
 	if task.Status != tasks.StatusSucceeded || task.Output == nil {
 		return respondError(w, r, taskError(task))
 	}
@@ -128,18 +126,18 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 }
 
 // check validates what the gateway reads of an images request: an image
-// model, and response_format. It returns the format and the number of
-// images asked for (1 unless n says).
-func (h *Images) check(body []byte) (format string, n int, aerr *apierror.Error) {
+// model, and response_format. It returns the format; the task service
+// validates the rest, n included.
+func (h *Images) check(body []byte) (format string, aerr *apierror.Error) {
 	// body is valid JSON (jsonlimit.Check); GetBytes reads it in place
 	// where ParseBytes would copy it.
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return "", 0, apierror.InvalidRequest("", "the request body must be a JSON object")
+		return "", apierror.InvalidRequest("", "the request body must be a JSON object")
 	}
 	if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Str != "" {
 		route, err := h.app.Routes().Lookup(m.Str)
 		if err == nil && route.Kind != providers.KindImage {
-			return "", 0, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", m.Str, route.Kind, endpointFor(route.Kind)))
+			return "", apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", m.Str, route.Kind, endpointFor(route.Kind)))
 		}
 	} // a missing or unknown model is reported by the task service
 	switch rf := gjson.GetBytes(body, "response_format"); {
@@ -148,13 +146,9 @@ func (h *Images) check(body []byte) (format string, n int, aerr *apierror.Error)
 	case rf.Str == "b64_json":
 		format = "b64_json"
 	default:
-		return "", 0, apierror.InvalidRequest("response_format", "response_format must be url or b64_json")
+		return "", apierror.InvalidRequest("response_format", "response_format must be url or b64_json")
 	}
-	n = 1
-	if v := gjson.GetBytes(body, "n"); v.Type == gjson.Number && v.Int() > 1 {
-		n = int(v.Int())
-	}
-	return format, n, nil
+	return format, nil
 }
 
 // taskError is the answer to an image task that failed: its error name

@@ -65,6 +65,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Observer:             a.taskObserver(),
 		Router:               a.router,
 		Attempts:             a.taskAttempts(),
+		Holds:                st.taskHolds,
 	})
 	if err != nil {
 		return nil, err
@@ -149,7 +150,16 @@ type taskBiller struct {
 
 // ChargeTask implements tasks.Biller.
 func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
-	rec, fresh, err := b.engine.Charge(ctx, billing.Record{
+	rec, fresh, err := b.engine.Charge(ctx, taskRecord(c))
+	if err == nil && fresh {
+		b.app.metricsRoute(c.Model).Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
+	}
+	return err
+}
+
+// taskRecord is the ledger record of a succeeded task's charge.
+func taskRecord(c tasks.Charge) billing.Record {
+	return billing.Record{
 		ID:          c.TaskID,
 		Endpoint:    billing.EndpointTasks,
 		User:        c.User,
@@ -163,11 +173,7 @@ func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
 		Outcome:     billing.OutcomeOK,
 		Images:      c.Images,
 		VideoMillis: c.VideoSeconds * 1000,
-	})
-	if err == nil && fresh {
-		b.app.metricsRoute(c.Model).Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
 	}
-	return err
 }
 
 // taskObserver is what the task service reports to, nil when metrics are

@@ -16,6 +16,7 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/postgres"
+	"github.com/caddy-air/caddy-air/tasks"
 )
 
 // statePool holds the state of each storage backend across config
@@ -31,7 +32,10 @@ type state struct {
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
-	guard   *storageGuard
+	// taskHolds keeps the budget holds of the running tasks created
+	// through this state, across config reloads.
+	taskHolds *tasks.Holds
+	guard     *storageGuard
 	// stop ends the services' watches of the repositories.
 	stop context.CancelFunc
 	// interrupted settles, once, the requests the last stop interrupted.
@@ -100,13 +104,14 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 	ks := keys.NewService(ctx, repos.Keys)
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
-		repos:   repos,
-		keys:    ks,
-		ledger:  ledger,
-		budgets: budgets,
-		guard:   newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
-		stop:    stop,
-		log:     log,
+		repos:     repos,
+		keys:      ks,
+		ledger:    ledger,
+		budgets:   budgets,
+		taskHolds: tasks.NewHolds(),
+		guard:     newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
+		stop:      stop,
+		log:       log,
 	}, nil
 }
 

@@ -132,21 +132,17 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	if aerr := st.guard.check(); aerr != nil {
 		return refuse(aerr)
 	}
-	// Spend and rate limits apply before any upstream call; the task is
-	// charged when it succeeds, by the task service. A created task
-	// counts as a request against the rate limits; a refused one does
-	// not.
-	subject := billing.Subject{User: key.User, KeyID: key.ID}
-	reservation, aerr := rt.billing.AdmitTask(r.Context(), subject, model, 1, 0)
+	// Spend and rate limits apply before any upstream call: the task
+	// service reserves the images or video seconds the create asks for
+	// once the body is valid, holds them while the task runs and turns
+	// them into the charge when it succeeds (or gives them back when it
+	// fails). A created task counts as a request against the rate
+	// limits; a refused one does not.
+	admit := h.app.admitTask(r.Context(), rt.billing, billing.Subject{User: key.User, KeyID: key.ID})
+	task, aerr := rt.tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r), admit)
 	if aerr != nil {
 		return refuse(aerr)
 	}
-	task, aerr := rt.tasks.CreateFrom(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r))
-	if aerr != nil {
-		reservation.Release()
-		return refuse(aerr)
-	}
-	reservation.ReleaseCost()
 	err = writeJSON(w, http.StatusAccepted, task.CreateView())
 	if mr != nil {
 		q := airmetrics.Request{Outcome: airmetrics.OutcomeOK, Status: http.StatusAccepted, Duration: sinceStart(arrived),

@@ -31,6 +31,17 @@ func (s *Service) Create(ctx context.Context, owner Owner, body []byte, mediaBas
 // returned. The caller keeps its own hold until CreateFrom returns; a nil
 // pin means body stays valid as long as it is referenced.
 func (s *Service) CreateFrom(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string) (*Task, *apierror.Error) {
+	return s.CreateHeld(ctx, owner, body, pin, mediaBase, nil)
+}
+
+// CreateHeld is CreateFrom that, once the body is valid, asks admit to
+// reserve what the task is estimated to cost (the images or the video
+// seconds it asks for) before anything is stored or sent upstream. A
+// refusal is returned as is. The hold admit returns is kept while the task
+// runs and ended exactly once: it becomes the task's charge when it
+// succeeds, and is released when it fails or expires, or cancelled when
+// the create is refused after all. A nil admit reserves nothing.
+func (s *Service) CreateHeld(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string, admit Admit) (*Task, *apierror.Error) {
 	r, aerr := parseRequest(body, s.routes, s.maxDepth)
 	traceRoute(ctx, body, r, aerr)
 	if aerr != nil {
@@ -44,13 +55,25 @@ func (s *Service) CreateFrom(ctx context.Context, owner Owner, body []byte, pin 
 			zap.String("model", r.model), zap.String("provider", p.Name), zap.String("protocol", p.Protocol))
 		return nil, apierror.Internal()
 	}
+	var hold Hold
+	if admit != nil {
+		if hold, aerr = admit(r.estimate()); aerr != nil {
+			return nil, aerr
+		}
+	}
+	refuse := func(aerr *apierror.Error) (*Task, *apierror.Error) {
+		if hold != nil {
+			hold.Cancel()
+		}
+		return nil, aerr
+	}
 	if !s.acquireCreate() {
-		return nil, overloaded()
+		return refuse(overloaded())
 	}
 	defer s.releaseCreate()
 	id, err := newTaskID()
 	if err != nil {
-		return nil, apierror.Internal()
+		return refuse(apierror.Internal())
 	}
 	now := s.now().UTC()
 	t := &Task{
@@ -63,8 +86,11 @@ func (s *Service) CreateFrom(ctx context.Context, owner Owner, body []byte, pin 
 	}
 	if err := s.insert(ctx, t); err != nil {
 		s.log.Error("storing task", zap.String("task", id), zap.Error(err))
-		return nil, apierror.Internal()
+		return refuse(apierror.Internal())
 	}
+	// From here the task ends by failing or succeeding, which ends the
+	// hold; the poller ends it if the task ends elsewhere.
+	s.holds.keep(id, hold)
 	s.obs.TaskStatus(t.Type, StatusRunning)
 	ctx = context.WithoutCancel(ctx)
 	if t.Type == providers.KindImage {

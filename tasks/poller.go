@@ -22,13 +22,16 @@ const mediaSweepInterval = time.Minute
 // Service on the same store resumes what a stopped one left. Several
 // Services may run on one store: a task is claimed for a lease
 // (store.Tasks.ClaimDue) before anyone works on it. Run also deletes expired
-// media, at once and then every minute.
+// media, at once and then every minute, and ends the holds of tasks that
+// ended elsewhere or are gone (holdSweepInterval).
 func (s *Service) Run(ctx context.Context) {
 	every := max(s.pollInterval/4, time.Millisecond)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	mediaTick := time.NewTicker(mediaSweepInterval)
 	defer mediaTick.Stop()
+	holdTick := time.NewTicker(holdSweepInterval)
+	defer holdTick.Stop()
 	s.expireMedia(ctx)
 	for {
 		s.sweep(ctx)
@@ -37,6 +40,8 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case <-mediaTick.C:
 			s.expireMedia(ctx)
+		case <-holdTick.C:
+			s.sweepHolds(ctx)
 		case <-tick.C:
 		}
 	}

@@ -138,6 +138,10 @@ type Config struct {
 	Router *routing.Router
 	// Attempts, if set, is told of every submission attempt.
 	Attempts routing.AttemptObserver
+	// Holds keeps the budget holds of running tasks (CreateHeld); give
+	// the Services of successive configs the same one. Nil means a new
+	// one.
+	Holds *Holds
 }
 
 // Observer is told of what the service does, for metrics.
@@ -180,6 +184,7 @@ type Service struct {
 	obs          Observer
 	router       *routing.Router
 	attempts     routing.AttemptObserver
+	holds        *Holds
 }
 
 // New returns a Service for c.
@@ -200,13 +205,16 @@ func New(c Config) (*Service, error) {
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
 		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
 		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), log: c.Logger,
-		health: c.Health, router: c.Router, attempts: c.Attempts,
+		health: c.Health, router: c.Router, attempts: c.Attempts, holds: c.Holds,
 	}
 	if s.router == nil {
 		s.router = routing.New(routing.Config{Table: c.Routes})
 	}
 	if s.client == nil {
 		s.client = &http.Client{}
+	}
+	if s.holds == nil {
+		s.holds = NewHolds()
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -72,7 +72,14 @@ func videoSeconds(t *Task, out *outcome) int64 {
 		return out.seconds
 	case t.Seconds > 0:
 		return t.Seconds
-	case t.Protocol == providers.ProtocolDashScope:
+	}
+	return defaultVideoSeconds(t.Protocol)
+}
+
+// defaultVideoSeconds is the billed duration of a video when neither the
+// provider nor the client said, by the provider's protocol.
+func defaultVideoSeconds(protocol string) int64 {
+	if protocol == providers.ProtocolDashScope {
 		return defaultDashScopeSeconds
 	}
 	return defaultOpenAISeconds
@@ -105,6 +112,7 @@ func (s *Service) failBy(ctx context.Context, t *Task, c *call, name, msg string
 		return t
 	}
 	if changed {
+		s.releaseHold(t.ID)
 		s.obs.TaskStatus(stored.Type, StatusFailed)
 		s.log.Info("task failed", zap.String("task", t.ID), zap.String("model", t.Model), zap.String("error", stored.Error))
 	}
@@ -120,11 +128,19 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	if t.Status != StatusSucceeded || t.Billing != BillingPending {
 		return t
 	}
-	if s.biller != nil {
-		err := s.biller.ChargeTask(ctx, Charge{
-			TaskID: t.ID, User: t.User, KeyID: t.KeyID, Model: t.Model, Provider: t.Provider,
-			Deployment: t.Deployment, ServedModel: t.ServedModel, Kind: t.Type, Images: t.Images, VideoSeconds: t.VideoSeconds,
-		})
+	c := Charge{
+		TaskID: t.ID, User: t.User, KeyID: t.KeyID, Model: t.Model, Provider: t.Provider,
+		Deployment: t.Deployment, ServedModel: t.ServedModel, Kind: t.Type, Images: t.Images, VideoSeconds: t.VideoSeconds,
+	}
+	// The task's hold, if this service took one, becomes the charge;
+	// a retry, or a task without a hold, is charged by the Biller.
+	if h := s.holds.take(t.ID); h != nil || s.biller != nil {
+		var err error
+		if h != nil {
+			err = h.Charge(ctx, c)
+		} else {
+			err = s.biller.ChargeTask(ctx, c)
+		}
 		if err != nil {
 			s.log.Error("charging task", zap.String("task", t.ID), zap.Error(err))
 			stored, _, uerr := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
