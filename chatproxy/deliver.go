@@ -80,8 +80,9 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 		// not matter.
 		readErr, timedOut = nil, false
 	}
-	// A stream that ends without its protocol's final event was cut.
-	cut := gone || timedOut || readErr != nil || stream && !t.terminal
+	// A stream that ends without its protocol's final event was cut; one
+	// that ended with the upstream's error event was not.
+	cut := gone || timedOut || readErr != nil || stream && !t.ended()
 	res.ResponseID, res.ResponseStatus = t.respID, t.respStatus
 	if ok {
 		res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
@@ -127,6 +128,11 @@ func breakOff(res *Result, c *Call, e *apierror.Error) {
 	case h.stream:
 		h.Close()
 		h.body, h.err = e.StreamEvent(c.Protocol == Anthropic), nil
+		if h.mid {
+			// The upstream broke off inside an event: end it first, so
+			// that the error is an event of its own.
+			h.body = append([]byte("\n\n"), h.body...)
+		}
 	default:
 		// A large body on its way: the held end is dropped and the caller
 		// aborts the connection (Held.Fail).
@@ -179,14 +185,16 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 		ev, whole, err := er.next()
 		if len(ev) > 0 {
 			out := ev
-			if whole && !t.terminal {
+			if whole {
 				out = t.event(ev)
-			} else if !whole {
+			} else {
 				t.outBytes += int64(len(ev))
 			}
-			if t.terminal {
-				// The stream's final event, and anything after it, wait
-				// for the record.
+			held.mid = !endsEvent(ev)
+			if t.ended() {
+				// The stream's final event (or the upstream's error
+				// event) waits for the record; the events before it in
+				// the batch leave now.
 				held.body = append(held.body, out...)
 				out = nil
 			}
@@ -195,7 +203,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			} else {
 				run = append(run, out...)
 			}
-			if len(run) > 0 && !er.buffered() {
+			if len(run) > 0 && (t.ended() || !er.buffered()) {
 				if res.BytesOut == 0 {
 					headers.cancel()
 					res.FirstByte = time.Now()
@@ -212,6 +220,11 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 				}
 			}
 		}
+		if t.ended() {
+			headers.cancel()
+			p.drainAfterFinal(at, er)
+			return nil, false
+		}
 		if err != nil {
 			headers.cancel()
 			if err == io.EOF {
@@ -220,6 +233,43 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			return err, false
 		}
 	}
+}
+
+// Bounds on what an upstream may send after a stream's final event.
+const (
+	// finalGrace is how long the upstream has to end its response after
+	// the final event, so that its connection is kept for the next
+	// request; an upstream that holds the stream open longer is cut.
+	finalGrace = time.Second
+	// maxAfterFinal is how many bytes after the final event are read,
+	// and dropped, before the upstream is cut.
+	maxAfterFinal = 64 << 10
+)
+
+// errStreamEnded cancels an attempt whose stream ended with its final
+// event while the upstream went on (finalGrace, maxAfterFinal).
+var errStreamEnded = errors.New("the stream went on after its final event")
+
+// drainAfterFinal reads what the upstream sends after the stream's final
+// event, and drops it, until the upstream ends its response (which keeps
+// its connection for the next request), or cuts it after finalGrace or
+// maxAfterFinal bytes: neither the client's end nor the process's memory
+// waits on an upstream that holds the stream open or floods it.
+func (p *Proxy) drainAfterFinal(at *attempt, er *eventReader) {
+	if !er.buffered() && er.eof() {
+		return
+	}
+	stop := time.AfterFunc(finalGrace, func() { at.cancel(errStreamEnded) })
+	defer stop.Stop()
+	var n int
+	for n <= maxAfterFinal {
+		ev, _, err := er.next()
+		n += len(ev)
+		if err != nil {
+			return
+		}
+	}
+	at.cancel(errStreamEnded)
 }
 
 // headerFlusher flushes a stream's response headers after

@@ -37,6 +37,9 @@ type Held struct {
 	// broken is set for a large body that broke off on its way: nothing
 	// can end it well, and the connection must be aborted.
 	broken bool
+	// mid is set for a stream whose last bytes written end inside an
+	// event (an upstream that broke off mid-event).
+	mid bool
 }
 
 // Broken reports a response that broke off after its beginning was

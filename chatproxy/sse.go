@@ -34,6 +34,16 @@ func newEventReader(r io.Reader, onRead func()) *eventReader {
 	return &eventReader{r: r, bp: bp, buf: *bp, onRead: onRead, limit: maxEvent}
 }
 
+// eof reports whether the stream has ended (or failed) and nothing of it
+// is left to return.
+func (er *eventReader) eof() bool { return er.err != nil && er.start >= er.end }
+
+// endsEvent reports whether b ends with an event's terminator, a blank
+// line.
+func endsEvent(b []byte) bool {
+	return bytes.HasSuffix(b, []byte("\n\n")) || bytes.HasSuffix(b, []byte("\r\n\r\n")) || bytes.HasSuffix(b, []byte("\r\r"))
+}
+
 // release returns the buffer to the pool; the reader is unusable after it.
 func (er *eventReader) release() {
 	*er.bp = er.buf

@@ -57,6 +57,11 @@ var doneData = []byte("[DONE]")
 // maxPrefix bounds the chunk prefix a tap keeps.
 const maxPrefix = 1 << 10
 
+// ended reports whether the stream has ended: its final event ([DONE],
+// message_stop, a Responses terminal event) or an error event of the
+// upstream, after which nothing more is forwarded.
+func (t *tap) ended() bool { return t.terminal || t.upstreamError }
+
 // event processes one whole SSE event and returns the bytes to forward:
 // ev itself, ev edited in place, or nil to drop it.
 func (t *tap) event(ev []byte) []byte {
