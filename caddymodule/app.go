@@ -185,13 +185,20 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.router = routing.New(routing.Config{Table: a.routes, Options: a.routingOptions(), Observer: a.routingObserver(),
 		States: a.upstreamState, Logger: a.logger.Named("routing")})
-	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}}
+	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}, MaxResponseHeaderSize: maxUpstreamHeader}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)
 	}
 	a.prices, err = a.loadPrices()
 	return err
 }
+
+// maxUpstreamHeader bounds the response headers the gateway takes from a
+// provider (Go's default is 10 MiB): real providers send a few KiB, and
+// headers the gateway passes on must not be more than clients read (the
+// Node.js SDKs refuse over 16 KiB). An answer with more fails like a
+// connection that broke: it is retried, then answered 503.
+const maxUpstreamHeader = 64 << 10
 
 // configError logs err, which fails the config load, and returns it.
 func (a *App) configError(err error) error {
