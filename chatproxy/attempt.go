@@ -2,6 +2,7 @@ package chatproxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -143,6 +144,14 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 		rt = http.DefaultTransport
 	}
 	at.resp, at.err = rt.RoundTrip(req)
+	if at.err == nil && at.resp.StatusCode < http.StatusOK {
+		// A final 1xx (101 Switching Protocols to a request that asked
+		// for no upgrade) is no answer: the connection it hands over
+		// would only fall silent until the timeout.
+		code := at.resp.StatusCode
+		at.resp.Body.Close()
+		at.resp, at.err = nil, fmt.Errorf("upstream answered %d to a request that asked for no upgrade", code)
+	}
 	return at
 }
 

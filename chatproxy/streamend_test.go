@@ -129,3 +129,30 @@ func TestServeStreamEnd(t *testing.T) {
 
 // tail returns the last n bytes of s.
 func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
+
+// TestServeSwitchingProtocols: an upstream that answers a POST with 101
+// Switching Protocols is a failed attempt, answered at once; before, the
+// connection it handed over was read until the provider's timeout.
+func TestServeSwitchingProtocols(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		_, _ = io.Copy(io.Discard, conn) // until the gateway lets go
+	})
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
+	rec := httptest.NewRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 20*time.Second, up.URL), body, ""))
+	if ctx.Err() != nil {
+		t.Fatal("the request waited for the upstream's timeout")
+	}
+	if rec.Code != http.StatusServiceUnavailable || res.Outcome != OutcomeUnavailable {
+		t.Errorf("client got %d %s, outcome %q; want 503, unavailable", rec.Code, rec.Body.String(), res.Outcome)
+	}
+}
