@@ -77,6 +77,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		pc.Store, pc.Routes, pc.Biller = st.repos.Responses, a.routes, rb
 		pc.Client = &http.Client{Transport: a.transport.Transport}
 		pc.Logger = a.logger.Named("responses")
+		pc.Holds = st.responseHolds
 		if poller, err = responses.NewPoller(pc); err != nil {
 			return nil, err
 		}
