@@ -108,15 +108,15 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 	ks := keys.NewService(ctx, repos.Keys)
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
-		repos:     repos,
-		keys:      ks,
-		ledger:    ledger,
-		budgets:   budgets,
+		repos:         repos,
+		keys:          ks,
+		ledger:        ledger,
+		budgets:       budgets,
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
-		guard:     newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
-		stop:      stop,
-		log:       log,
+		guard:         newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
+		stop:          stop,
+		log:           log,
 	}, nil
 }
 
