@@ -20,10 +20,9 @@ import (
 type runtime struct {
 	billing   *billing.Engine
 	tasks     *tasks.Service
+	// responses polls and bills background responses, for retrievals
+	// too (responses.Poller.Settle); nil without a responses store.
 	responses *responses.Poller
-	// responseBiller bills finished background responses, for the poller
-	// and for retrievals alike.
-	responseBiller responseBiller
 }
 
 // loadPrices reads the price file at config load, so that a malformed one
@@ -90,7 +89,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 			a.logger.Warn("recorded requests that the last stop interrupted (outcome interrupted, usage estimated, no cost)", zap.Int("records", n))
 		}
 	})
-	return &runtime{billing: engine, tasks: svc, responses: poller, responseBiller: rb}, nil
+	return &runtime{billing: engine, tasks: svc, responses: poller}, nil
 }
 
 // runBackground runs the task poller and the background-response poller
