@@ -37,13 +37,15 @@ func createHeld(t *testing.T, key, body string) string {
 
 // TestResponsesBudgetHoldsBackground checks that a running background
 // response holds its create's reservation against the spend limit until
-// it is billed: a key with room for one starts it and is refused a
-// second while the first runs; the hold becomes the record once the
-// poller bills it, and a cancelled response gives its hold back.
+// it is billed: a key with $1 left (less than one response's $2
+// reservation; admission refuses a key whose spend and reservations
+// reach its limit) starts one and is refused a second while the first
+// runs; the hold becomes the record once the poller bills it, and a
+// cancelled response gives its hold back.
 func TestResponsesBudgetHoldsBackground(t *testing.T) {
 	startGateway(t, gatewayOptions{Prices: respPrices, Extra: pollFast})
 	key, keyID := createKey(t, "bg-thrifty")
-	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"total":"3"}`, nil); status != http.StatusOK {
+	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"total":"1"}`, nil); status != http.StatusOK {
 		t.Fatalf("set limit: %d", status)
 	}
 	two, _ := billing.ParseAmount("2")
