@@ -18,8 +18,8 @@ import (
 // runtime holds the services of one started config: they combine the
 // config's settings (prices, routes) with the pooled state.
 type runtime struct {
-	billing   *billing.Engine
-	tasks     *tasks.Service
+	billing *billing.Engine
+	tasks   *tasks.Service
 	// responses polls and bills background responses, for retrievals
 	// too (responses.Poller.Settle); nil without a responses store.
 	responses *responses.Poller
