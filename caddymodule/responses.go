@@ -39,10 +39,11 @@ func init() {
 // /v1/responses/{id}`, `POST /v1/responses/{id}/cancel` and `GET
 // /v1/responses/{id}/input_items` go to that deployment only, for that
 // user only (anyone else gets 404), as does a create that continues a
-// response (previous_response_id). A background response is billed when
-// a retrieval (or a cancel) shows it finished, or when the poller
-// (responses.Poller) does, whichever comes first; a delete of an unbilled
-// one first retrieves it, to bill it if it finished.
+// response (previous_response_id). A background response holds its
+// create's reservation while it runs (responses.Hold) and is billed, in
+// its place, when a retrieval (or a cancel) shows it finished, or when
+// the poller (responses.Poller) does, whichever comes first; a delete of
+// an unbilled one first retrieves it, to bill it if it finished.
 type Responses struct{ proxyHandler }
 
 // CaddyModule returns the Caddy module information.
