@@ -152,16 +152,15 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 		return false
 	}
 	// The poller bills the response under rec.ID: no interrupted record
-	// may take that id, and the hold is kept before any poll can bill.
+	// may take that id.
 	reservation.Defer()
-	rt.responses.Hold(res.ResponseID, responseHold{res: reservation, app: h.app})
 	err := st.repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.responses.FirstPoll(time.Now()))
 	if err != nil {
-		rt.responses.Unhold(res.ResponseID)
 		h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
 	}
+	rt.responses.Hold(res.ResponseID, responseHold{res: reservation, app: h.app})
 	return true
 }
 

@@ -43,19 +43,15 @@ func NewHolds() *Holds { return holds.New[Hold]() }
 const holdSweepInterval = 30 * time.Second
 
 // Hold keeps h, the hold of background response id, until the response
-// is billed. Call it before the response is registered pending, so that
-// no poll bills it without its hold; if the registration fails, take it
-// back with Unhold.
+// is billed. Call it once the response is registered pending (a hold
+// kept before could be released by a sweep that finds no response yet):
+// a poll that bills the response first charges it through the Biller,
+// and the next sweep gives h back, so the two count both for that while,
+// never neither.
 func (p *Poller) Hold(id string, h Hold) {
 	if h != nil {
 		p.c.Holds.Keep(id, h)
 	}
-}
-
-// Unhold takes back the hold of response id, nil if none is kept.
-func (p *Poller) Unhold(id string) Hold {
-	h, _ := p.c.Holds.Take(id)
-	return h
 }
 
 // Settle is the package's Settle through the Poller's Biller, charged
@@ -89,7 +85,7 @@ func (hb heldBiller) Charge(ctx context.Context, rec billing.Record) error {
 
 // release gives back the hold of response id, if one is kept.
 func (p *Poller) release(id string) {
-	if h := p.Unhold(id); h != nil {
+	if h, _ := p.c.Holds.Take(id); h != nil {
 		h.Release()
 	}
 }

@@ -41,11 +41,11 @@ func (h *fakeHold) ends() ([]billing.Record, int) {
 }
 
 // held registers a pending response with a hold, as the create handler
-// does: the hold first.
+// does: the hold once the response is pending.
 func (e *env) held() (Ref, *fakeHold) {
-	h := &fakeHold{}
+	ref, h := e.register(), &fakeHold{}
 	e.poller.Hold(respID, h)
-	return e.register(), h
+	return ref, h
 }
 
 // TestHoldEndsOnceWithItsResponse: whoever bills a held response charges
@@ -153,6 +153,22 @@ func TestHoldEndedElsewhere(t *testing.T) {
 		e.poller.Sweep(ctx)
 		if charged, released := h.ends(); len(charged) != 0 || released != 1 {
 			t.Errorf("hold: %d charges, %d releases; want released once", len(charged), released)
+		}
+	})
+	t.Run("billed before its hold was kept", func(t *testing.T) {
+		e := newEnv(t)
+		e.register()
+		e.up.set(http.StatusOK, completed)
+		e.clock.Advance(5 * time.Second)
+		e.poller.Sweep(ctx)
+		h := &fakeHold{}
+		e.poller.Hold(respID, h)
+		e.poller.SweepHolds(ctx)
+		if charged, released := h.ends(); len(charged) != 0 || released != 1 || e.poller.c.Holds.Len() != 0 {
+			t.Errorf("hold kept after its response was billed: %d charges, %d releases; want released once", len(charged), released)
+		}
+		if _, w := e.ledger.snapshot(); w != 1 {
+			t.Errorf("%d Biller writes, want 1", w)
 		}
 	})
 	t.Run("reload", func(t *testing.T) {
