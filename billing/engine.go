@@ -220,6 +220,19 @@ func (r *Reservation) ChargeWith(ctx context.Context, e *Engine, rec Record) (Re
 	return r.rec, r.fresh, r.err
 }
 
+// Defer keeps the reservation of a request that reached the upstream and
+// is billed later, under its own record id, by whoever sees it finish (a
+// background response): its intent is abandoned, so that a stop does not
+// record it interrupted under that id, while its reserved cost stays
+// held until ChargeWith or ReleaseCost ends it. Call it before the
+// reservation is shared.
+func (r *Reservation) Defer() {
+	if r.intent != "" {
+		r.e.ledger.Abandon(r.intent)
+		r.intent = ""
+	}
+}
+
 // Release ends a reservation whose request never reached the upstream:
 // nothing is recorded and the reserved cost, request and tokens are given
 // back.

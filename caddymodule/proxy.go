@@ -226,9 +226,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
 	servedBy(&rec, res.Target)
-	if h.remember(r.Context(), st, rt, &rec, in, &res) {
-		// A background response is billed once it is finished.
-		reservation.ReleaseCost()
+	if h.remember(r.Context(), st, rt, &rec, in, &res, reservation) {
+		// A background response is billed once it is finished; its
+		// reservation is held until then (responses.Hold).
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
 		return h.finish(w, r, res.Held, nil)
 	}

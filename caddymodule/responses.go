@@ -39,10 +39,11 @@ func init() {
 // /v1/responses/{id}`, `POST /v1/responses/{id}/cancel` and `GET
 // /v1/responses/{id}/input_items` go to that deployment only, for that
 // user only (anyone else gets 404), as does a create that continues a
-// response (previous_response_id). A background response is billed when
-// a retrieval (or a cancel) shows it finished, or when the poller
-// (responses.Poller) does, whichever comes first; a delete of an unbilled
-// one first retrieves it, to bill it if it finished.
+// response (previous_response_id). A background response holds its
+// create's reservation while it runs (responses.Hold) and is billed, in
+// its place, when a retrieval (or a cancel) shows it finished, or when
+// the poller (responses.Poller) does, whichever comes first; a delete of
+// an unbilled one first retrieves it, to bill it if it finished.
 type Responses struct{ proxyHandler }
 
 // CaddyModule returns the Caddy module information.
@@ -126,10 +127,13 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 // remember maps the id of the response a create made, and reports whether
 // its billing waits for its completion: a background response whose
 // usage the answer did not report, which is then registered pending for
-// the poller (responses.Poller). It is called before the answer's end is
-// released, so that a client never holds an id the gateway cannot route,
-// and a response the gateway defers is always polled.
-func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result) (deferred bool) {
+// the poller (responses.Poller), and whose reservation res is then held
+// until it is billed (or given back if it is billed elsewhere or gone).
+// It is called before the answer's end is released, so that a client
+// never holds an id the gateway cannot route, and a response the gateway
+// defers is always polled.
+func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result,
+	reservation *billing.Reservation) (deferred bool) {
 	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.repos.Responses == nil {
 		return false
 	}
@@ -140,18 +144,24 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 	}
 	ref.Unbilled = in.Background && res.Source != billing.SourceReported && res.Status < 300 &&
 		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.responses != nil
-	var err error
-	if ref.Unbilled {
-		err = st.repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.responses.FirstPoll(time.Now()))
-	} else {
-		err = st.repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL)
+	if !ref.Unbilled {
+		if err := st.repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL); err != nil {
+			h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
+				zap.String("request_id", rec.ID), zap.Error(err))
+		}
+		return false
 	}
+	// The poller bills the response under rec.ID: no interrupted record
+	// may take that id.
+	reservation.Defer()
+	err := st.repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.responses.FirstPoll(time.Now()))
 	if err != nil {
 		h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
 	}
-	return ref.Unbilled
+	rt.responses.Hold(res.ResponseID, responseHold{res: reservation, app: h.app})
+	return true
 }
 
 // serveStored proxies a request about stored response id (sub: "",
@@ -214,7 +224,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	defer res.Close()
 	var err error
 	if ref.Unbilled && sub != "input_items" && responses.Finished(res.ResponseStatus) {
-		err = h.billBackground(r.Context(), st, rt, id, ref, &res)
+		err = h.billBackground(r.Context(), rt, id, ref, &res)
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
 		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))
@@ -225,9 +235,9 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 // res shows finished, under the id of its create's record, and marks the
 // mapping billed (responses.Settle): the write is idempotent, so
 // concurrent retrievals, and the poller, bill it once.
-func (h *Responses) billBackground(ctx context.Context, st *state, rt *runtime, id string, ref responses.Ref, res *chatproxy.Result) error {
+func (h *Responses) billBackground(ctx context.Context, rt *runtime, id string, ref responses.Ref, res *chatproxy.Result) error {
 	rec := ref.Finish(res.ResponseStatus, res.Usage, res.Source == billing.SourceReported, res.ServiceTier)
-	if err := responses.Settle(ctx, st.repos.Responses, rt.responseBiller, id, ref, rec, time.Now()); err != nil {
+	if err := rt.responses.Settle(ctx, id, ref, rec); err != nil {
 		h.log.Error("billing a finished background response", zap.String("request_id", ref.Record), zap.Error(err))
 		return err
 	}

@@ -18,12 +18,11 @@ import (
 // runtime holds the services of one started config: they combine the
 // config's settings (prices, routes) with the pooled state.
 type runtime struct {
-	billing   *billing.Engine
-	tasks     *tasks.Service
+	billing *billing.Engine
+	tasks   *tasks.Service
+	// responses polls and bills background responses, for retrievals
+	// too (responses.Poller.Settle); nil without a responses store.
 	responses *responses.Poller
-	// responseBiller bills finished background responses, for the poller
-	// and for retrievals alike.
-	responseBiller responseBiller
 }
 
 // loadPrices reads the price file at config load, so that a malformed one
@@ -77,6 +76,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		pc.Store, pc.Routes, pc.Biller = st.repos.Responses, a.routes, rb
 		pc.Client = &http.Client{Transport: a.transport.Transport}
 		pc.Logger = a.logger.Named("responses")
+		pc.Holds = st.responseHolds
 		if poller, err = responses.NewPoller(pc); err != nil {
 			return nil, err
 		}
@@ -89,7 +89,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 			a.logger.Warn("recorded requests that the last stop interrupted (outcome interrupted, usage estimated, no cost)", zap.Int("records", n))
 		}
 	})
-	return &runtime{billing: engine, tasks: svc, responses: poller, responseBiller: rb}, nil
+	return &runtime{billing: engine, tasks: svc, responses: poller}, nil
 }
 
 // runBackground runs the task poller and the background-response poller

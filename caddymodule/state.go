@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/postgres"
@@ -35,7 +36,10 @@ type state struct {
 	// taskHolds keeps the budget holds of the running tasks created
 	// through this state, across config reloads.
 	taskHolds *tasks.Holds
-	guard     *storageGuard
+	// responseHolds keeps the budget holds of the running background
+	// responses created through this state, across config reloads.
+	responseHolds *responses.Holds
+	guard         *storageGuard
 	// stop ends the services' watches of the repositories.
 	stop context.CancelFunc
 	// interrupted settles, once, the requests the last stop interrupted.
@@ -104,14 +108,15 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 	ks := keys.NewService(ctx, repos.Keys)
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
-		repos:     repos,
-		keys:      ks,
-		ledger:    ledger,
-		budgets:   budgets,
-		taskHolds: tasks.NewHolds(),
-		guard:     newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
-		stop:      stop,
-		log:       log,
+		repos:         repos,
+		keys:          ks,
+		ledger:        ledger,
+		budgets:       budgets,
+		taskHolds:     tasks.NewHolds(),
+		responseHolds: responses.NewHolds(),
+		guard:         newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
+		stop:          stop,
+		log:           log,
 	}, nil
 }
 

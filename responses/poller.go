@@ -75,6 +75,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the poller's logs; nil discards them.
 	Logger *zap.Logger
+	// Holds keeps the budget holds of running background responses
+	// (Poller.Hold); give the Pollers of successive configs the same
+	// one. Nil means a new one.
+	Holds *Holds
 }
 
 // Poller polls pending background responses until they finish, and bills
@@ -116,6 +120,9 @@ func NewPoller(c Config) (*Poller, error) {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
+	if c.Holds == nil {
+		c.Holds = NewHolds()
+	}
 	return &Poller{c: c}, nil
 }
 
@@ -125,15 +132,20 @@ func (p *Poller) FirstPoll(now time.Time) time.Time { return now.Add(p.c.PollInt
 
 // Run sweeps the pending responses until ctx is done: at once, and then
 // every quarter of the poll interval. A new Poller on the same store
-// resumes what a stopped one left.
+// resumes what a stopped one left. Every holdSweepInterval it also ends
+// the holds of responses billed elsewhere or gone (SweepHolds).
 func (p *Poller) Run(ctx context.Context) {
 	tick := time.NewTicker(max(p.c.PollInterval/4, time.Millisecond))
 	defer tick.Stop()
+	holdTick := time.NewTicker(holdSweepInterval)
+	defer holdTick.Stop()
 	for {
 		p.Sweep(ctx)
 		select {
 		case <-ctx.Done():
 			return
+		case <-holdTick.C:
+			p.SweepHolds(ctx)
 		case <-tick.C:
 		}
 	}
@@ -175,11 +187,13 @@ func (p *Poller) work(ctx context.Context, c store.PendingResponse) {
 	if err != nil {
 		log.Error("a pending response's mapping is unreadable; it is not polled again", zap.Error(err))
 		p.put(ctx, log, c.ID, c.Value, ref)
+		p.release(c.ID)
 		return
 	}
 	log = log.With(zap.String("request_id", ref.Record))
 	if !ref.Unbilled {
 		p.put(ctx, log, c.ID, c.Value, ref) // billed by a retrieval meanwhile
+		p.release(c.ID)
 		return
 	}
 	now := p.c.Now()
@@ -217,7 +231,7 @@ func (p *Poller) SettleIfFinished(ctx context.Context, id string, ref Ref) (bool
 		return false, err
 	}
 	rec := ref.Finish(o.status, o.usage, o.reported, o.serviceTier)
-	return true, Settle(ctx, p.c.Store, p.c.Biller, id, ref, rec, p.c.Now())
+	return true, p.Settle(ctx, id, ref, rec)
 }
 
 // interval is the wait before the next poll of a response of age age.
@@ -229,7 +243,7 @@ func (p *Poller) interval(age time.Duration) time.Duration {
 // take the record, the next poll tries again.
 func (p *Poller) settle(ctx context.Context, log *zap.Logger, id string, ref Ref, rec billing.Record, retryAfter time.Duration) {
 	now := p.c.Now()
-	if err := Settle(ctx, p.c.Store, p.c.Biller, id, ref, rec, now); err != nil {
+	if err := Settle(ctx, p.c.Store, p.biller(id), id, ref, rec, now); err != nil {
 		log.Error("billing a finished background response", zap.Error(err))
 		p.reschedule(ctx, log, id, now.Add(max(p.c.PollInterval, retryAfter)))
 		return

@@ -10,7 +10,9 @@
 // responses with leases (so several instances never poll one at once)
 // and retrieves them from the upstream until they finish. The ledger
 // write is idempotent by record id, so a retrieval and a poll that race
-// still leave exactly one record.
+// still leave exactly one record. While it runs, a background response
+// holds its create's budget reservation (Hold, kept in Holds), which its
+// record replaces.
 package responses
 
 import (

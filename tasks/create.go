@@ -90,7 +90,9 @@ func (s *Service) CreateHeld(ctx context.Context, owner Owner, body []byte, pin 
 	}
 	// From here the task ends by failing or succeeding, which ends the
 	// hold; the poller ends it if the task ends elsewhere.
-	s.holds.keep(id, hold)
+	if hold != nil {
+		s.holds.Keep(id, hold)
+	}
 	s.obs.TaskStatus(t.Type, StatusRunning)
 	ctx = context.WithoutCancel(ctx)
 	if t.Type == providers.KindImage {

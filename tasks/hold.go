@@ -3,12 +3,12 @@ package tasks
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -75,56 +75,14 @@ func (r *request) estimate() Estimate {
 // Holds (Config.Holds), as they share the budgets the holds reserve, so
 // that a config reload loses none. Holds are in memory: a restart loses
 // those of running tasks, which are still charged when they succeed.
-type Holds struct {
-	mu sync.Mutex
-	m  map[string]Hold
-}
+type Holds = holds.Set[Hold]
 
 // NewHolds returns an empty Holds.
-func NewHolds() *Holds { return &Holds{m: map[string]Hold{}} }
-
-// Len returns the number of holds kept.
-func (hs *Holds) Len() int {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	return len(hs.m)
-}
-
-// keep registers h, the hold of task id, until the task ends.
-func (hs *Holds) keep(id string, h Hold) {
-	if h == nil {
-		return
-	}
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	hs.m[id] = h
-}
-
-// take removes and returns the hold of task id, nil if it has none
-// (already ended, or taken by an earlier run of the gateway): whoever
-// takes it ends it.
-func (hs *Holds) take(id string) Hold {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	h := hs.m[id]
-	delete(hs.m, id)
-	return h
-}
-
-// ids returns the ids of the tasks whose holds are kept.
-func (hs *Holds) ids() []string {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	ids := make([]string, 0, len(hs.m))
-	for id := range hs.m {
-		ids = append(ids, id)
-	}
-	return ids
-}
+func NewHolds() *Holds { return holds.New[Hold]() }
 
 // releaseHold ends the hold of task id, which ended without a charge.
 func (s *Service) releaseHold(id string) {
-	if h := s.holds.take(id); h != nil {
+	if h, _ := s.holds.Take(id); h != nil {
 		h.Release()
 	}
 }
@@ -134,7 +92,7 @@ func (s *Service) releaseHold(id string) {
 // that are gone from the store: a hold never outlives its task.
 func (s *Service) sweepHolds(ctx context.Context) {
 	now := s.now()
-	for _, id := range s.holds.ids() {
+	for _, id := range s.holds.IDs() {
 		t, err := s.load(ctx, id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			if ctx.Err() == nil {

@@ -134,7 +134,7 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	}
 	// The task's hold, if this service took one, becomes the charge;
 	// a retry, or a task without a hold, is charged by the Biller.
-	if h := s.holds.take(t.ID); h != nil || s.biller != nil {
+	if h, _ := s.holds.Take(t.ID); h != nil || s.biller != nil {
 		var err error
 		if h != nil {
 			err = h.Charge(ctx, c)
