@@ -69,6 +69,9 @@ type outcome struct {
 	video *mediaRef
 	// seconds is the reported video duration, or 0.
 	seconds int64
+	// badSeconds is a reported duration that is not one (see
+	// reportedSeconds), clipped, for the log; "" when none.
+	badSeconds string
 	// errName and errMsg describe a failure.
 	errName, errMsg string
 }

@@ -107,7 +107,7 @@ func openAIVideo(c *call, data []byte) (*outcome, error) {
 			url:    c.attempt.BaseURL + "/videos/" + url.PathEscape(id) + "/content",
 			header: bearer(c.attempt),
 		}
-		out.seconds = wholeSeconds(v.Get("seconds"))
+		out.readSeconds(v.Get("seconds"))
 	case "failed":
 		out.fail(v.Get("error.code").String(), v.Get("error.message").String())
 	case "cancelled", "canceled":
@@ -128,19 +128,6 @@ func openAIError(status int, header http.Header, data []byte) *upstreamError {
 		code = e.Get("type").String()
 	}
 	return httpError(status, header, code, e.Get("message").String())
-}
-
-// wholeSeconds reads a duration given as a number or a numeric string.
-func wholeSeconds(v gjson.Result) int64 {
-	switch v.Type {
-	case gjson.Number:
-		return int64(v.Float() + 0.999)
-	case gjson.String:
-		if f, err := strconv.ParseFloat(v.Str, 64); err == nil && f > 0 {
-			return int64(f + 0.999)
-		}
-	}
-	return 0
 }
 
 // badRequest is the error of a request body the gateway failed to build.
