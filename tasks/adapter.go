@@ -239,7 +239,8 @@ func httpError(status int, header http.Header, code, msg string) *upstreamError 
 	case e.name == errUpstream && code != "":
 		e.msg = code + ": " + e.msg
 	}
-	e.retryAfter = parseRetryAfter(header.Get("Retry-After"))
+	// Capped at an hour, as for chat; a poll waits at most MaxBackoff.
+	e.retryAfter = routing.ParseRetryAfter(header.Get("Retry-After"), time.Now())
 	e.permanent = status == http.StatusBadRequest || status == http.StatusNotFound ||
 		status == http.StatusGone || status == http.StatusUnprocessableEntity ||
 		status == http.StatusRequestEntityTooLarge
@@ -286,22 +287,6 @@ func cleanMessage(s string) string {
 		s = string(r[:maxErrMessageRune]) + "…"
 	}
 	return s
-}
-
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 // bearer returns the Authorization header of an attempt.

@@ -165,13 +165,13 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 }
 
 // backoff is the wait before the next attempt after n consecutive errors:
-// PollInterval doubled per error, at most MaxBackoff, at least what the
-// provider asked for.
+// PollInterval doubled per error, at least what the provider asked for
+// (retryAfter), and at most MaxBackoff whatever it asked for, so that a
+// provider cannot put a task's polls off past MaxRunning.
 func (s *Service) backoff(n int, retryAfter time.Duration) time.Duration {
 	d := s.pollInterval
 	for i := 1; i < n && d < s.maxBackoff; i++ {
 		d *= 2
 	}
-	d = min(d, s.maxBackoff)
-	return max(d, retryAfter)
+	return min(max(d, retryAfter), s.maxBackoff)
 }
