@@ -81,4 +81,3 @@ func TestBackoffBounds(t *testing.T) {
 		}
 	}
 }
-
