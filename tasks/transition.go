@@ -30,7 +30,7 @@ func (s *Service) finish(ctx context.Context, t *Task, out *outcome, c *call) (*
 		return nil, err
 	}
 	if bad := implausibleSeconds(t, out); bad != "" {
-		s.log.Warn("provider reported an implausible video duration; billing the requested one",
+		s.log.Warn("provider reported an implausible video duration; billing the requested or default one",
 			zap.String("task", id), zap.String("reported", bad), zap.Int64("requested", t.Seconds))
 	}
 	t, won, err := s.update(ctx, id, func(t *Task, now time.Time) bool {
