@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/tasks"
 )
 
 // defaultMaxBufferedBodies is the default budget of request bodies held in
@@ -62,3 +63,13 @@ func (b *bodyBudget) take(n int64) bool {
 
 // give releases n bytes taken before.
 func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
+
+// Take is take, for the task service: it charges the budget with the
+// provider answers it holds (OpenAI Images' base64 images).
+func (b *bodyBudget) Take(n int64) bool { return b.take(n) }
+
+// Give is give, for the task service.
+func (b *bodyBudget) Give(n int64) { b.give(n) }
+
+// Interface guard.
+var _ tasks.Buffers = (*bodyBudget)(nil)

@@ -65,6 +65,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Router:               a.router,
 		Attempts:             a.taskAttempts(),
 		Holds:                st.taskHolds,
+		Buffers:              bodies,
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +13,8 @@ import (
 const maxRetryAfter = time.Hour
 
 // ParseRetryAfter reads a Retry-After header, in seconds or as an HTTP
-// date relative to now; 0 when absent or malformed.
+// date relative to now, capped at one hour; 0 when absent, malformed
+// (NaN, infinite) or in the past.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -20,6 +22,14 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	var d time.Duration
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		switch {
+		case math.IsNaN(n) || math.IsInf(n, 0):
+			return 0
+		case n >= maxRetryAfter.Seconds():
+			// Compared before converting: a huge count of seconds
+			// overflows a Duration.
+			return maxRetryAfter
+		}
 		d = time.Duration(n * float64(time.Second))
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = t.Sub(now)

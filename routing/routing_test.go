@@ -366,6 +366,9 @@ func TestParseRetryAfter(t *testing.T) {
 	}{
 		{"", 0}, {"3", 3 * time.Second}, {"0.5", 500 * time.Millisecond}, {"junk", 0}, {"-4", 0},
 		{now.Add(9 * time.Second).Format(http.TimeFormat), 9 * time.Second}, {"999999", time.Hour},
+		{"999999999", time.Hour}, {"999999999999", time.Hour}, {"1e300", time.Hour}, {"NaN", 0}, {"Inf", 0}, {"-Inf", 0},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0}, {now.AddDate(31, 0, 0).Format(http.TimeFormat), time.Hour},
+		{"Fri, 31 Dec 9999 23:59:59 GMT", time.Hour},
 	} {
 		if got := ParseRetryAfter(tc.in, now); got != tc.want {
 			t.Errorf("ParseRetryAfter(%q) = %s, want %s", tc.in, got, tc.want)

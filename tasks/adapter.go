@@ -48,6 +48,9 @@ type call struct {
 	model string
 	// maxDepth bounds the nesting of the provider's answers.
 	maxDepth int
+	// buffers is charged with large answers (OpenAI Images); nil charges
+	// nothing.
+	buffers Buffers
 	// status is the status of the last answer to the call, for its span.
 	status int
 	// provider, deployment and servedModel name who serves the task, for
@@ -69,8 +72,22 @@ type outcome struct {
 	video *mediaRef
 	// seconds is the reported video duration, or 0.
 	seconds int64
+	// answer is what the answer holding the outcome's inline images took
+	// from the Buffers, released by the outcome's holder (release).
+	answer *charge
+	// badSeconds is a reported duration that is not one (see
+	// reportedSeconds), clipped, for the log; "" when none.
+	badSeconds string
 	// errName and errMsg describe a failure.
 	errName, errMsg string
+}
+
+// release gives back the memory the outcome's answer took from the
+// Buffers; it may be called on nil, and more than once.
+func (o *outcome) release() {
+	if o != nil {
+		o.answer.release()
+	}
 }
 
 // mediaRef is a generated file as an upstream delivered it.
@@ -119,6 +136,9 @@ type upstreamError struct {
 	permanent bool
 	// cause is the underlying transport error, for logs.
 	cause error
+	// local means the gateway, not the provider, failed the exchange
+	// (see buffersSpent): the provider's answer counts as a success.
+	local bool
 }
 
 func (e *upstreamError) Error() string {
@@ -154,11 +174,14 @@ const (
 // c.maxDepth is not read: a 2xx one is an *upstreamError, another comes
 // back with an empty body, to be judged by its status alone.
 func exchange(ctx context.Context, c *call, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
-	return exchangeLimit(ctx, c, maxJSONBody, method, url, header, body)
+	return exchangeLimit(ctx, c, maxJSONBody, nil, method, url, header, body)
 }
 
-// exchangeLimit is exchange with an answer of up to limit bytes.
-func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
+// exchangeLimit is exchange with an answer of up to limit bytes. With a
+// non-nil ch the answer is read into a buffer charged to it (see
+// readAnswer), which the caller releases once done with the answer, also
+// after an error; a read beyond the budget is a permanent *upstreamError.
+func exchangeLimit(ctx context.Context, c *call, limit int64, ch *charge, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return 0, nil, nil, &upstreamError{name: errUpstream, msg: "bad upstream request", permanent: true, cause: err}
@@ -185,7 +208,15 @@ func exchangeLimit(ctx context.Context, c *call, limit int64, method, url string
 	c.status = resp.StatusCode
 	var data []byte
 	if resp.ContentLength <= limit {
-		if data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1)); err != nil {
+		if ch != nil {
+			data, err = readAnswer(resp.Body, resp.ContentLength, limit, ch)
+		} else {
+			data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		}
+		if errors.Is(err, errBuffersSpent) {
+			return 0, nil, nil, buffersSpent(resp.StatusCode)
+		}
+		if err != nil {
 			return 0, nil, nil, transportError(ctx, err)
 		}
 	}
@@ -213,6 +244,15 @@ func answerTooLarge(status int, limit int64) *upstreamError {
 		msg: fmt.Sprintf("the provider's answer exceeds the gateway's limit of %d KiB", limit>>10)}
 }
 
+// buffersSpent is the error of an answer the gateway could not hold: the
+// process's budget of buffered bodies (max_buffered_bodies) is spent. The
+// provider is not at fault, and the task is not resubmitted elsewhere,
+// where it would be generated and held again.
+func buffersSpent(status int) *upstreamError {
+	return &upstreamError{status: status, name: errUpstream, permanent: true, local: true,
+		msg: "the gateway is holding too many provider answers in memory at once (max_buffered_bodies); retry shortly"}
+}
+
 // transportError describes a request that got no usable answer.
 func transportError(ctx context.Context, err error) *upstreamError {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || routing.TimedOut(ctx, err) {
@@ -236,7 +276,8 @@ func httpError(status int, header http.Header, code, msg string) *upstreamError 
 	case e.name == errUpstream && code != "":
 		e.msg = code + ": " + e.msg
 	}
-	e.retryAfter = parseRetryAfter(header.Get("Retry-After"))
+	// Capped at an hour, as for chat; a poll waits at most MaxBackoff.
+	e.retryAfter = routing.ParseRetryAfter(header.Get("Retry-After"), time.Now())
 	e.permanent = status == http.StatusBadRequest || status == http.StatusNotFound ||
 		status == http.StatusGone || status == http.StatusUnprocessableEntity ||
 		status == http.StatusRequestEntityTooLarge
@@ -283,22 +324,6 @@ func cleanMessage(s string) string {
 		s = string(r[:maxErrMessageRune]) + "…"
 	}
 	return s
-}
-
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 // bearer returns the Authorization header of an attempt.

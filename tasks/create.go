@@ -135,6 +135,8 @@ func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad ada
 	if err != nil {
 		return s.failSubmit(ctx, t, sub, err)
 	}
+	// Inline images are held until they are stored.
+	defer sub.out.release()
 	out, c := sub.out, sub.call
 	if out.state == StatusRunning {
 		if t, err = s.accepted(ctx, t, out, c, t.NextPollAt); err != nil {

@@ -84,10 +84,7 @@ func dashScopeTask(c *call, data []byte) (*outcome, error) {
 		}
 		out.video = &mediaRef{url: u, keep: true}
 		usage := gjson.GetBytes(data, "usage")
-		out.seconds = wholeSeconds(usage.Get("video_duration"))
-		if out.seconds == 0 {
-			out.seconds = wholeSeconds(usage.Get("duration"))
-		}
+		out.readSeconds(usage.Get("video_duration"), usage.Get("duration"))
 	case "FAILED":
 		out.fail(o.Get("code").String(), o.Get("message").String())
 	case "CANCELED":

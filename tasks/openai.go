@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -51,7 +53,9 @@ func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
 	return openAIVideo(c, data)
 }
 
-// openAIImage generates images with POST /images/generations.
+// openAIImage generates images with POST /images/generations. The answer
+// and the images decoded from it are charged to c.buffers until the
+// outcome is released.
 func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model, drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: r.size})
 	if err != nil {
@@ -59,26 +63,47 @@ func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 	}
 	body.pin = r.pin
 	limit := int64(max(r.n, 1))*maxImageJSONB64 + maxJSONBody
-	status, header, data, err := exchangeLimit(ctx, c, limit, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
+	ch := &charge{b: c.buffers}
+	status, header, data, err := exchangeLimit(ctx, c, limit, ch, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
 	if err != nil {
+		ch.release()
 		return nil, err
 	}
 	if status/100 != 2 {
+		ch.release()
 		return nil, openAIError(status, header, data)
 	}
-	out := &outcome{state: StatusSucceeded, progress: 100}
-	for _, d := range gjson.GetBytes(data, "data").Array() {
+	out, err := openAIImages(data, ch, status)
+	if err != nil {
+		ch.release()
+		return nil, err
+	}
+	return out, nil
+}
+
+// openAIImages reads the images of an OpenAI Images answer, charging the
+// decoded ones to ch. The answer is read in place, not copied.
+func openAIImages(data []byte, ch *charge, status int) (*outcome, error) {
+	out := &outcome{state: StatusSucceeded, progress: 100, answer: ch}
+	// data is not modified while the view lives.
+	for _, d := range gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data))).Get("data").Array() {
 		if b64 := d.Get("b64_json").String(); b64 != "" {
-			raw, err := base64.StdEncoding.DecodeString(b64)
+			n := base64.StdEncoding.DecodedLen(len(b64))
+			if !ch.take(int64(n)) {
+				return nil, buffersSpent(status)
+			}
+			raw := make([]byte, n)
+			n, err := base64.StdEncoding.Decode(raw, unsafe.Slice(unsafe.StringData(b64), len(b64)))
 			if err != nil {
 				return nil, badAnswer("b64_json is not base64")
 			}
-			out.images = append(out.images, mediaRef{data: raw})
+			out.images = append(out.images, mediaRef{data: raw[:n]})
 			continue
 		}
 		if u := d.Get("url").String(); u != "" {
 			// OpenAI image links expire after an hour: re-host them.
-			out.images = append(out.images, mediaRef{url: u})
+			// A copy: u would keep the whole answer alive.
+			out.images = append(out.images, mediaRef{url: strings.Clone(u)})
 		}
 	}
 	if len(out.images) == 0 {
@@ -107,7 +132,7 @@ func openAIVideo(c *call, data []byte) (*outcome, error) {
 			url:    c.attempt.BaseURL + "/videos/" + url.PathEscape(id) + "/content",
 			header: bearer(c.attempt),
 		}
-		out.seconds = wholeSeconds(v.Get("seconds"))
+		out.readSeconds(v.Get("seconds"))
 	case "failed":
 		out.fail(v.Get("error.code").String(), v.Get("error.message").String())
 	case "cancelled", "canceled":
@@ -128,19 +153,6 @@ func openAIError(status int, header http.Header, data []byte) *upstreamError {
 		code = e.Get("type").String()
 	}
 	return httpError(status, header, code, e.Get("message").String())
-}
-
-// wholeSeconds reads a duration given as a number or a numeric string.
-func wholeSeconds(v gjson.Result) int64 {
-	switch v.Type {
-	case gjson.Number:
-		return int64(v.Float() + 0.999)
-	case gjson.String:
-		if f, err := strconv.ParseFloat(v.Str, 64); err == nil && f > 0 {
-			return int64(f + 0.999)
-		}
-	}
-	return 0
 }
 
 // badRequest is the error of a request body the gateway failed to build.

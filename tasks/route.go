@@ -56,7 +56,7 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 			return nil, unavailableError(err)
 		}
 		c := &call{client: s.client, attempt: tg.Attempt, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
-			provider: tg.Provider.Name, deployment: tg.Deployment()}
+			buffers: s.buffers, provider: tg.Provider.Name, deployment: tg.Deployment()}
 		if tg.UpstreamModel != "" {
 			c.model = tg.UpstreamModel
 		}
@@ -143,6 +143,9 @@ func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *
 	case errors.As(err, &ue) && ue.status == 0:
 		res.ErrorType, fault, result = "unavailable", true, routing.AttemptConnectError
 		o.Err = err
+	case errors.As(err, &ue) && ue.local:
+		// The provider answered; the gateway could not hold the answer.
+		res.ErrorType = "gateway_busy"
 	case c.status >= 400:
 		res.ErrorType = telemetry.StatusErrorType(c.status)
 		fault = c.status == http.StatusTooManyRequests || c.status >= 500

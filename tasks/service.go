@@ -138,6 +138,10 @@ type Config struct {
 	Router *routing.Router
 	// Attempts, if set, is told of every submission attempt.
 	Attempts routing.AttemptObserver
+	// Buffers, if set, is charged with the large upstream answers the
+	// service holds (see Buffers); an answer beyond it fails its task
+	// with UpstreamError. Nil bounds each answer only.
+	Buffers Buffers
 	// Holds keeps the budget holds of running tasks (CreateHeld); give
 	// the Services of successive configs the same one. Nil means a new
 	// one.
@@ -185,6 +189,7 @@ type Service struct {
 	router       *routing.Router
 	attempts     routing.AttemptObserver
 	holds        *Holds
+	buffers      Buffers
 }
 
 // New returns a Service for c.
@@ -205,7 +210,7 @@ func New(c Config) (*Service, error) {
 		imagePoll: or(c.ImagePollInterval, defaultImagePollInterval), maxBackoff: or(c.MaxBackoff, defaultMaxBackoff),
 		lease: or(c.Lease, defaultLease), maxRunning: or(c.MaxRunning, defaultMaxRunning),
 		maxMedia: c.MaxMediaBytes, concurrency: c.Concurrency, maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), log: c.Logger,
-		health: c.Health, router: c.Router, attempts: c.Attempts, holds: c.Holds,
+		health: c.Health, router: c.Router, attempts: c.Attempts, holds: c.Holds, buffers: c.Buffers,
 	}
 	if s.router == nil {
 		s.router = routing.New(routing.Config{Table: c.Routes})

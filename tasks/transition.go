@@ -29,6 +29,10 @@ func (s *Service) finish(ctx context.Context, t *Task, out *outcome, c *call) (*
 	if err != nil {
 		return nil, err
 	}
+	if bad := implausibleSeconds(t, out); bad != "" {
+		s.log.Warn("provider reported an implausible video duration; billing the requested or default one",
+			zap.String("task", id), zap.String("reported", bad), zap.Int64("requested", t.Seconds))
+	}
 	t, won, err := s.update(ctx, id, func(t *Task, now time.Time) bool {
 		if t.Terminal() {
 			return false
@@ -62,18 +66,6 @@ func (s *Service) finish(ctx context.Context, t *Task, out *outcome, c *call) (*
 	s.log.Info("task succeeded", zap.String("task", id), zap.String("model", t.Model),
 		zap.Int("images", t.Images), zap.Int64("video_seconds", t.VideoSeconds))
 	return s.charge(ctx, t), nil
-}
-
-// videoSeconds is the billed duration: the provider's, else the client's
-// request, else the provider's default.
-func videoSeconds(t *Task, out *outcome) int64 {
-	switch {
-	case out.seconds > 0:
-		return out.seconds
-	case t.Seconds > 0:
-		return t.Seconds
-	}
-	return defaultVideoSeconds(t.Protocol)
 }
 
 // defaultVideoSeconds is the billed duration of a video when neither the
@@ -173,13 +165,13 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 }
 
 // backoff is the wait before the next attempt after n consecutive errors:
-// PollInterval doubled per error, at most MaxBackoff, at least what the
-// provider asked for.
+// PollInterval doubled per error, at least what the provider asked for
+// (retryAfter), and at most MaxBackoff whatever it asked for, so that a
+// provider cannot put a task's polls off past MaxRunning.
 func (s *Service) backoff(n int, retryAfter time.Duration) time.Duration {
 	d := s.pollInterval
 	for i := 1; i < n && d < s.maxBackoff; i++ {
 		d *= 2
 	}
-	d = min(d, s.maxBackoff)
-	return max(d, retryAfter)
+	return min(max(d, retryAfter), s.maxBackoff)
 }

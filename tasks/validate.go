@@ -127,7 +127,8 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 }
 
 // parseSeconds reads a video duration field (OpenAI "seconds", DashScope
-// "duration"): a positive whole number, or a string holding one.
+// "duration"): a whole number from 1 to maxVideoSeconds, or a string
+// holding one.
 func (r *request) parseSeconds(m member) *apierror.Error {
 	d, field := r.fields[m], memberNames[m]
 	if !d.Exists() || d.Type == gjson.Null {
@@ -138,8 +139,8 @@ func (r *request) parseSeconds(m member) *apierror.Error {
 		n, err := strconv.ParseInt(d.Str, 10, 64)
 		v, ok = n, err == nil
 	}
-	if !ok || v < 1 {
-		return apierror.InvalidRequest(field, field+" must be a positive whole number of seconds")
+	if !ok || v < 1 || v > maxVideoSeconds {
+		return apierror.InvalidRequest(field, field+" must be a whole number of seconds from 1 to "+strconv.Itoa(maxVideoSeconds))
 	}
 	r.seconds = v
 	return nil

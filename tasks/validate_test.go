@@ -52,6 +52,9 @@ func TestValidation(t *testing.T) {
 		{`{"model":"vid","prompt":"x","n":2}`, 400, "n", "one video"},
 		{`{"model":"vid","prompt":"x","seconds":"abc"}`, 400, "seconds", "seconds"},
 		{`{"model":"vid","prompt":"x","duration":-3}`, 400, "duration", "seconds"},
+		{`{"model":"vid","prompt":"x","seconds":3601}`, 400, "seconds", "from 1 to 3600"},
+		{`{"model":"vid","prompt":"x","seconds":"1000000000000"}`, 400, "seconds", "from 1 to 3600"},
+		{`{"model":"vid","prompt":"x","duration":9223372036854775807}`, 400, "duration", "from 1 to 3600"},
 		// A repeated member the gateway reads: the provider would take the
 		// last one, past the checks made on the first.
 		{`{"model":"img","prompt":"x","n":1,"n":5}`, 400, "n", `"n" appears more than once`},
