@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -30,6 +31,9 @@ type fetchGuard struct {
 	hosts map[string]bool
 	// dialer dials the destinations that are allowed by name.
 	dialer net.Dialer
+	// proxies holds the host:port of the proxies requests went through,
+	// which are dialed whatever their address.
+	proxies sync.Map
 }
 
 // newFetchGuard parses the operator's allowed destinations: CIDR
@@ -55,21 +59,61 @@ func newFetchGuard(allow []string) (*fetchGuard, error) {
 }
 
 // transport returns a transport like base (or Go's default) whose
-// connections the guard checks. It dials directly, ignoring any proxy,
-// whose destination could not be checked, and keeps no idle connections,
-// so that a connection dialed for one provider is never reused for
-// another provider's file.
+// connections the guard checks. It keeps no idle connections, so that a
+// connection dialed for one provider is never reused for another
+// provider's file. When base sends a request through a proxy, the proxy
+// connects: the destination is then checked on the addresses its name
+// resolves to before the request is sent.
 func (g *fetchGuard) transport(base http.RoundTripper) *http.Transport {
 	t, ok := base.(*http.Transport)
 	if !ok || t == nil {
 		t = http.DefaultTransport.(*http.Transport)
 	}
 	t = t.Clone()
-	t.Proxy = nil
 	t.DisableKeepAlives = true
 	t.Dial, t.DialTLS, t.DialTLSContext = nil, nil, nil //nolint:staticcheck // cleared so DialContext is used
 	t.DialContext = g.dial
+	if proxy := t.Proxy; proxy != nil {
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if err != nil || u == nil {
+				return u, err
+			}
+			if err := g.checkName(req.Context(), req.URL); err != nil {
+				return nil, err
+			}
+			g.proxies.Store(urlHostPort(u), true)
+			return u, nil
+		}
+	}
 	return t
+}
+
+// checkName checks the destination of u, which a proxy connects to: the
+// host:port of the provider or one the operator allows, or a name that
+// resolves only to allowed addresses.
+func (g *fetchGuard) checkName(ctx context.Context, u *url.URL) error {
+	key := urlHostPort(u)
+	if g.allowedName(ctx, key) {
+		return nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil {
+		return err
+	}
+	for _, ip := range ips {
+		if ip = ip.Unmap(); !publicAddr(ip) && !g.allowedAddr(ip) {
+			return &refusedError{dest: key, reason: "non-public address " + ip.String()}
+		}
+	}
+	return nil
+}
+
+// allowedName reports whether a download may connect to the host:port key
+// whatever its address: it is the provider's, or the operator allows it.
+func (g *fetchGuard) allowedName(ctx context.Context, key string) bool {
+	origins, _ := ctx.Value(originsKey{}).(map[string]bool)
+	return origins[key] || g.hosts[key]
 }
 
 // originsKey is the context key of the host:port destinations of the
@@ -88,13 +132,12 @@ func withOrigins(ctx context.Context, baseURLs ...string) context.Context {
 	return context.WithValue(ctx, originsKey{}, m)
 }
 
-// dial connects to addr, a host:port, if the task's provider or the
-// operator allow it by name, else only if it resolves to an allowed
-// address.
+// dial connects to addr, a host:port, if it is a proxy's or the task's
+// provider or the operator allow it by name, else only if it resolves to
+// an allowed address.
 func (g *fetchGuard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	key := strings.ToLower(addr)
-	origins, _ := ctx.Value(originsKey{}).(map[string]bool)
-	if origins[key] || g.hosts[key] {
+	if _, proxy := g.proxies.Load(key); proxy || g.allowedName(ctx, key) {
 		return g.dialer.DialContext(ctx, network, addr)
 	}
 	d := g.dialer

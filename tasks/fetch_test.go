@@ -257,3 +257,53 @@ func TestMediaRedirectDropsCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestMediaDownloadThroughProxy checks that when provider traffic goes
+// through a proxy, a download is checked before it is handed to the
+// proxy: the provider's own host goes through, an internal one is refused
+// without reaching the proxy.
+func TestMediaDownloadThroughProxy(t *testing.T) {
+	for i, c := range []struct {
+		own bool
+	}{{true}, {false}} {
+		e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "dall-e-3", Kind: providers.KindImage})
+		other := newWitness(t, nil)
+		var mu sync.Mutex
+		var proxied []string
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			proxied = append(proxied, r.Method+" "+r.URL.String())
+			mu.Unlock()
+			e.srv.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(proxy.Close)
+		proxyURL, _ := url.Parse(proxy.URL)
+		file := other.URL + "/img.png"
+		if c.own {
+			file = e.srv.URL + "/files/own"
+		}
+		e.mux.HandleFunc("GET /files/own", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(pngBytes)
+		})
+		e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 200, `{"created":1,"data":[{"url":"`+file+`"}]}`)
+		})
+		s := e.service(func(c *Config) {
+			c.Client = &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+		})
+		tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"dall-e-3","prompt":"a cat"}`), testMediaBase)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		mu.Lock()
+		got := strings.Join(proxied, ", ")
+		mu.Unlock()
+		if c.own && (tk.Status != StatusSucceeded || !strings.Contains(got, "GET "+file)) {
+			t.Errorf("Test %d: task %q (%q), proxied %s; want succeeded through the proxy", i, tk.Status, tk.Error, got)
+		}
+		if !c.own && (tk.Status != StatusFailed || strings.Contains(got, "GET ") || len(other.requests()) != 0) {
+			t.Errorf("Test %d: task %q (%q), proxied %s; want failed before the proxy", i, tk.Status, tk.Error, got)
+		}
+	}
+}
