@@ -51,11 +51,19 @@ func newFetchGuard(allow []string) (*fetchGuard, error) {
 		}
 		host, port, err := net.SplitHostPort(a)
 		if err != nil || host == "" || port == "" {
-			return nil, fmt.Errorf("tasks: media fetch allow %q: not a CIDR range, an address or a host:port", a)
+			return nil, fmt.Errorf("media_fetch_allow %q: not a CIDR range, an address or a host:port", a)
 		}
 		g.hosts[hostPort(host, port)] = true
 	}
 	return g, nil
+}
+
+// CheckMediaFetchAllow reports whether each of allow is a destination
+// Config.MediaFetchAllow accepts: a CIDR range, an address or a
+// host:port.
+func CheckMediaFetchAllow(allow []string) error {
+	_, err := newFetchGuard(allow)
+	return err
 }
 
 // transport returns a transport like base (or Go's default) whose
