@@ -79,6 +79,13 @@ func (g *fetchGuard) transport(base http.RoundTripper) *http.Transport {
 	}
 	t = t.Clone()
 	t.DisableKeepAlives = true
+	if _, h2 := t.TLSNextProto["h2"]; h2 {
+		// x/net/http2.ConfigureTransport (as Caddy's transport uses) pools
+		// HTTP/2 connections in the base transport's: speak HTTP/2 with
+		// net/http's own, so that downloads share no connections.
+		t.TLSNextProto = nil
+		t.ForceAttemptHTTP2 = true
+	}
 	t.Dial, t.DialTLS, t.DialTLSContext = nil, nil, nil //nolint:staticcheck // cleared so DialContext is used
 	t.DialContext = g.dial
 	if proxy := t.Proxy; proxy != nil {

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/net/http2"
 
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -305,5 +308,75 @@ func TestMediaDownloadThroughProxy(t *testing.T) {
 		if !c.own && (tk.Status != StatusFailed || strings.Contains(got, "GET ") || len(other.requests()) != 0) {
 			t.Errorf("Test %d: task %q (%q), proxied %s; want failed before the proxy", i, tk.Status, tk.Error, got)
 		}
+	}
+}
+
+// TestMediaDownloadHTTP2 checks downloads over HTTP/2 from a transport
+// configured by x/net/http2, as Caddy's is: the provider's own host is
+// downloaded from over its own connection, another loopback host is
+// refused.
+func TestMediaDownloadHTTP2(t *testing.T) {
+	var mu sync.Mutex
+	var protos []string
+	provider := httptest.NewUnstartedServer(nil)
+	provider.EnableHTTP2 = true
+	other := httptest.NewUnstartedServer(nil)
+	other.EnableHTTP2 = true
+	var otherHits int
+	other.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		otherHits++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(pngBytes)
+	})
+	other.StartTLS()
+	defer other.Close()
+	provider.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/images/generations" {
+			file := "https://" + r.Host + "/files/own.png"
+			if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), "other") {
+				file = other.URL + "/x.png"
+			}
+			writeJSON(w, 200, `{"created":1,"data":[{"url":"`+file+`"}]}`)
+			return
+		}
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(pngBytes)
+	})
+	provider.StartTLS()
+	defer provider.Close()
+	base := provider.Client().Transport.(*http.Transport).Clone()
+	base.TLSClientConfig.RootCAs.AddCert(other.Certificate())
+	if err := http2.ConfigureTransport(base); err != nil {
+		t.Fatal(err)
+	}
+	p := &providers.Provider{Name: "up", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{provider.URL + "/v1"}, APIKeys: []string{"k"}}
+	route := &providers.Route{Pattern: "dall-e-3", Kind: providers.KindImage, Provider: p}
+	e := newEnv(t, providers.ProtocolOpenAI)
+	var err error
+	if e.table, err = providers.NewTable([]*providers.Provider{p}, []*providers.Route{route}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		prompt string
+		ok     bool
+	}{{"own", true}, {"other", false}} {
+		s := e.service(func(cfg *Config) { cfg.Client = &http.Client{Transport: base} })
+		tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"dall-e-3","prompt":"`+c.prompt+`"}`), testMediaBase)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		if (tk.Status == StatusSucceeded) != c.ok {
+			t.Errorf("Test %d: task %q (%q), want success %v", i, tk.Status, tk.Error, c.ok)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if otherHits != 0 || len(protos) != 1 || protos[0] != "HTTP/2.0" {
+		t.Errorf("the other host got %d requests, the provider's files went over %q; want none, and one over HTTP/2", otherHits, protos)
 	}
 }
