@@ -25,6 +25,7 @@ import (
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/tasks"
 )
 
 func init() {
@@ -228,6 +229,11 @@ func (a *App) Validate() error {
 	}
 	if a.Tasks != nil && a.Tasks.MaxConcurrentCreates < 0 {
 		return errors.New("tasks: max_concurrent_creates must be positive")
+	}
+	if a.Tasks != nil {
+		if err := tasks.CheckMediaFetchAllow(a.Tasks.MediaFetchAllow); err != nil {
+			return fmt.Errorf("tasks: %v", err)
+		}
 	}
 	if a.MaxBufferedBodies < a.MaxRequestBody {
 		return fmt.Errorf("max_buffered_bodies (%d) must be at least max_request_body (%d)", a.MaxBufferedBodies, a.MaxRequestBody)

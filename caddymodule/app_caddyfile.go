@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
+
+	"github.com/caddy-air/caddy-air/tasks"
 )
 
 func init() {
@@ -73,6 +75,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			poll_interval <duration>
 //			max_concurrent_creates <n>
 //			lease <duration>
+//			media_fetch_allow <cidr|address|host:port>...
 //		}
 //		responses {
 //			poll_interval <duration>
@@ -349,6 +352,15 @@ func (a *App) parseTasks(d *caddyfile.Dispenser) error {
 			a.Tasks.MaxConcurrentCreates, err = parsePositiveInt(d)
 		case "lease":
 			a.Tasks.Lease, err = parseDuration(d)
+		case "media_fetch_allow":
+			allow := d.RemainingArgs()
+			if len(allow) == 0 {
+				return d.ArgErr()
+			}
+			if err := tasks.CheckMediaFetchAllow(allow); err != nil {
+				return d.Err(err.Error())
+			}
+			a.Tasks.MediaFetchAllow = append(a.Tasks.MediaFetchAllow, allow...)
 		default:
 			return d.Errf("unrecognized tasks option %q", d.Val())
 		}

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,29 @@ func TestTasksCaddyfile(t *testing.T) {
 		}
 		if err == nil && a.Tasks.MaxConcurrentCreates != tc.want {
 			t.Errorf("Test %d: max_concurrent_creates = %d, want %d", i, a.Tasks.MaxConcurrentCreates, tc.want)
+		}
+	}
+}
+
+func TestTasksMediaFetchAllowCaddyfile(t *testing.T) {
+	for i, tc := range []struct {
+		input   string
+		want    []string
+		wantErr bool
+	}{
+		{"air {\n tasks {\n media_fetch_allow 10.8.0.0/16 media.internal:9000\n media_fetch_allow fd00::1\n }\n}", []string{"10.8.0.0/16", "media.internal:9000", "fd00::1"}, false},
+		{"air {\n tasks {\n media_fetch_allow\n }\n}", nil, true},
+		{"air {\n tasks {\n media_fetch_allow media.internal\n }\n}", nil, true},
+		{"air {\n tasks {\n media_fetch_allow 10.0.0.0/40\n }\n}", nil, true},
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
+			continue
+		}
+		if err == nil && strings.Join(a.Tasks.MediaFetchAllow, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("Test %d: media_fetch_allow = %q, want %q", i, a.Tasks.MediaFetchAllow, tc.want)
 		}
 	}
 }

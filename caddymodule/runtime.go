@@ -57,6 +57,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		MediaTTL:             time.Duration(a.Tasks.MediaTTL),
 		PollInterval:         time.Duration(a.Tasks.PollInterval),
 		MaxConcurrentCreates: a.Tasks.MaxConcurrentCreates,
+		MediaFetchAllow:      a.Tasks.MediaFetchAllow,
 		Lease:                time.Duration(a.Tasks.Lease),
 		MaxJSONDepth:         a.MaxJSONDepth,
 		Logger:               a.logger.Named("tasks"),

@@ -23,4 +23,12 @@ type TasksConfig struct {
 	// polls it, and after which a task whose instance died is taken over.
 	// It must exceed a poll's upstream timeout. Default: 2m.
 	Lease caddy.Duration `json:"lease,omitempty"`
+	// MediaFetchAllow lists further destinations the generated files a
+	// provider names may be downloaded from, each a CIDR range ("10.8.0.0/16"),
+	// an address, or a host:port ("media.internal:9000"). Without it a
+	// download connects only to the host:port of one of the task's
+	// provider's base URLs, or to public unicast addresses; loopback,
+	// private, link-local, CGNAT and other non-public addresses are
+	// refused when dialed, and the task fails unbilled.
+	MediaFetchAllow []string `json:"media_fetch_allow,omitempty"`
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -71,10 +74,10 @@ func TestMediaRangesAndValidators(t *testing.T) {
 const mediaCSP = "default-src 'none'; sandbox"
 
 // TestMediaFromHostileProvider: a provider that hands over HTML and SVG
-// with script as images, in base64 and by URL, cannot get them served as
-// pages on the gateway's origin (the console's): they are stored and
-// served as application/octet-stream attachments, under a sandboxing CSP,
-// while its PNG is still served as image/png.
+// with script, or JSON, as images, in base64 and by URL, cannot get them
+// served on the gateway's origin (the console's): each such image request
+// fails with 502, unbilled, while its PNG is served as image/png under a
+// sandboxing CSP.
 func TestMediaFromHostileProvider(t *testing.T) {
 	html := []byte(`<html><script>fetch("/air/keys").then(r=>r.text()).then(alert)</script></html>`)
 	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.cookie)</script></svg>`)
@@ -90,11 +93,23 @@ func TestMediaFromHostileProvider(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(html)
 	})
+	mux.HandleFunc("GET /files/error.png", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write([]byte(`{"error":{"message":"quota exceeded"}}`))
+	})
+	answers := map[string]string{
+		"html-b64": fmt.Sprintf(`{"b64_json":%q}`, base64.StdEncoding.EncodeToString(html)),
+		"svg-b64":  fmt.Sprintf(`{"b64_json":%q}`, base64.StdEncoding.EncodeToString(svg)),
+		"svg-url":  fmt.Sprintf(`{"url":%q}`, upstream.URL+"/files/page.svg"),
+		"html-url": fmt.Sprintf(`{"url":%q}`, upstream.URL+"/files/page.html"),
+		"json-url": fmt.Sprintf(`{"url":%q}`, upstream.URL+"/files/error.png"),
+		"png-b64":  fmt.Sprintf(`{"b64_json":%q}`, base64.StdEncoding.EncodeToString(png)),
+	}
 	mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Prompt string }
+		_ = json.NewDecoder(r.Body).Decode(&req)
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"created":1,"data":[{"b64_json":%q},{"b64_json":%q},{"url":%q},{"url":%q},{"b64_json":%q}]}`,
-			base64.StdEncoding.EncodeToString(html), base64.StdEncoding.EncodeToString(svg),
-			upstream.URL+"/files/page.svg", upstream.URL+"/files/page.html", base64.StdEncoding.EncodeToString(png))
+		fmt.Fprintf(w, `{"created":1,"data":[%s]}`, answers[req.Prompt])
 	})
 	startGateway(t, gatewayOptions{
 		Providers: fmt.Sprintf(`provider hostile {
@@ -108,29 +123,97 @@ func TestMediaFromHostileProvider(t *testing.T) {
 		Prices: `{"currency":"USD","models":{"evil-image":{"image":"0.01"}}}`,
 	})
 	key, _ := createKey(t, "xss")
-	status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"evil-image","prompt":"x"}`)
-	if status != http.StatusOK {
-		t.Fatalf("images: %d %s", status, raw)
-	}
-	var out struct{ Data []struct{ URL string } }
-	if err := json.Unmarshal(raw, &out); err != nil || len(out.Data) != 5 {
-		t.Fatalf("images: %v %s, want 5 images", err, raw)
-	}
-	for i, want := range []struct{ ctype, disposition string }{
-		{"application/octet-stream", "attachment"}, // HTML in base64
-		{"application/octet-stream", "attachment"}, // SVG in base64
-		{"application/octet-stream", "attachment"}, // SVG declared image/svg+xml
-		{"application/octet-stream", "attachment"}, // HTML declared text/html
-		{"image/png", ""},
-	} {
-		for _, method := range []string{http.MethodGet, http.MethodHead} {
-			status, h, _ := callURL(t, method, out.Data[i].URL, "", "")
-			if status != http.StatusOK || h.Get("Content-Type") != want.ctype || h.Get("Content-Disposition") != want.disposition ||
-				h.Get("Content-Security-Policy") != mediaCSP || h.Get("X-Content-Type-Options") != "nosniff" {
-				t.Errorf("Test %d: %s: %d, Content-Type %q, Content-Disposition %q, CSP %q, nosniff %q; want %s, %q and the CSP",
-					i, method, status, h.Get("Content-Type"), h.Get("Content-Disposition"), h.Get("Content-Security-Policy"),
-					h.Get("X-Content-Type-Options"), want.ctype, want.disposition)
-			}
+	for _, prompt := range []string{"html-b64", "svg-b64", "svg-url", "html-url", "json-url"} {
+		status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"evil-image","prompt":"`+prompt+`"}`)
+		if status != http.StatusBadGateway || !strings.Contains(string(raw), "not an image") {
+			t.Errorf("%s: %d %s, want 502: not an image", prompt, status, raw)
 		}
+	}
+	status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"evil-image","prompt":"png-b64"}`)
+	var out struct{ Data []struct{ URL string } }
+	if err := json.Unmarshal(raw, &out); status != http.StatusOK || err != nil || len(out.Data) != 1 {
+		t.Fatalf("images: %d %v %s, want 1 image", status, err, raw)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		status, h, _ := callURL(t, method, out.Data[0].URL, "", "")
+		if status != http.StatusOK || h.Get("Content-Type") != "image/png" || h.Get("Content-Disposition") != "" ||
+			h.Get("Content-Security-Policy") != mediaCSP || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d, Content-Type %q, Content-Disposition %q, CSP %q, nosniff %q; want image/png and the CSP",
+				method, status, h.Get("Content-Type"), h.Get("Content-Disposition"), h.Get("Content-Security-Policy"),
+				h.Get("X-Content-Type-Options"))
+		}
+	}
+	if recs := ledgerOf(t, "xss"); len(recs) != 1 || recs[0].Images != 1 {
+		t.Errorf("ledger %+v, want the PNG's request only", recs)
+	}
+}
+
+// TestMediaSSRF: a provider whose image URL (or a redirect from its own
+// host) leads to the gateway's admin API, or to another internal service,
+// gets its image request failed with 502, unbilled, and the internal
+// service is never asked, while the provider's own host serves its files.
+func TestMediaSSRF(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR-a-tiny-png")
+	var mu sync.Mutex
+	var internal int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		internal++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(png)
+	}))
+	defer other.Close()
+	mux := http.NewServeMux()
+	upstream := httptest.NewServer(mux)
+	defer upstream.Close()
+	mux.HandleFunc("GET /files/own.png", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(png)
+	})
+	mux.HandleFunc("GET /redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Prompt string }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"created":1,"data":[{"url":%q}]}`, req.Prompt)
+	})
+	startGateway(t, gatewayOptions{
+		Providers: fmt.Sprintf(`provider sneaky {
+			protocol openai
+			base_url %s/v1
+			api_key upstream-secret-key-789
+		}`, upstream.URL),
+		Models: `model sneaky-image sneaky {
+			kind image
+		}`,
+		Prices: `{"currency":"USD","models":{"sneaky-image":{"image":"0.01"}}}`,
+	})
+	key, _ := createKey(t, "ssrf")
+	for _, target := range []string{
+		"http://" + adminAddr + "/config/",
+		other.URL + "/latest/meta-data/",
+		upstream.URL + "/redirect?to=" + url.QueryEscape("http://"+adminAddr+"/config/"),
+		upstream.URL + "/redirect?to=" + url.QueryEscape(other.URL+"/x.png"),
+		upstream.URL + "/redirect?to=" + url.QueryEscape("http://169.254.169.254/latest/meta-data/"),
+	} {
+		status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"sneaky-image","prompt":"`+target+`"}`)
+		if status != http.StatusBadGateway || strings.Contains(string(raw), "upstream-secret") || strings.Contains(string(raw), "/media/") {
+			t.Errorf("%s: %d %s, want 502", target, status, raw)
+		}
+	}
+	mu.Lock()
+	if internal != 0 {
+		t.Errorf("the internal service got %d requests", internal)
+	}
+	mu.Unlock()
+	status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"sneaky-image","prompt":"`+upstream.URL+`/files/own.png"}`)
+	if status != http.StatusOK || !strings.Contains(string(raw), "/media/") {
+		t.Errorf("the provider's own host: %d %s, want 200 with a re-hosted URL", status, raw)
+	}
+	if recs := ledgerOf(t, "ssrf"); len(recs) != 1 || recs[0].Images != 1 {
+		t.Errorf("ledger %+v, want the own-host request only", recs)
 	}
 }

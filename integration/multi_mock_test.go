@@ -40,8 +40,9 @@ type videoPoll struct {
 	by string
 }
 
-// videoContent is the body of every video's content.
-var videoContent = bytes.Repeat([]byte("mp4 "), 8<<10)
+// videoContent is the body of every video's content: an MP4 header,
+// which the gateway checks, then filler.
+var videoContent = append([]byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"), bytes.Repeat([]byte("mp4 "), 8<<10)...)
 
 // serve answers POST /v1/videos, GET /v1/videos/{id} and GET
 // /v1/videos/{id}/content.

@@ -42,6 +42,9 @@ type call struct {
 	client *http.Client
 	// attempt is the base URL and key to use.
 	attempt providers.Attempt
+	// bases are the provider's configured base URLs, whose hosts media
+	// may be downloaded from whatever their address.
+	bases []string
 	// kind is "image" or "video".
 	kind string
 	// model is the upstream model id.

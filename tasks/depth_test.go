@@ -29,7 +29,7 @@ func TestCreateRejectsDeepBodies(t *testing.T) {
 	} {
 		e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "dall-e-3", Kind: providers.KindImage})
 		e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aGk="}]}`)
+			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"`+pngB64+`"}]}`)
 		})
 		s := e.service(func(cfg *Config) { cfg.MaxJSONDepth = c.maxDepth })
 		tk, aerr := s.Create(context.Background(), alice, []byte(c.body), testMediaBase)

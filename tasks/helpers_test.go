@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -221,6 +222,12 @@ var (
 
 // pngBytes is the start of a PNG file, enough for content sniffing.
 var pngBytes = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDRfake-image-data")
+
+// pngB64 is pngBytes in base64, as b64_json.
+var pngB64 = base64.StdEncoding.EncodeToString(pngBytes)
+
+// webpBytes is the start of a WebP file, enough for content sniffing.
+var webpBytes = []byte("RIFF\x00\x00\x00\x00WEBPVP8 fake-webp-data")
 
 // mp4Bytes is the start of an MP4 file, enough for content sniffing.
 var mp4Bytes = []byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isomfake-video-data")

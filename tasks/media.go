@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -44,24 +45,27 @@ func validMediaID(id string) bool {
 }
 
 // putMedia streams r into the media store under a fresh id and returns the
-// id. contentType is the upstream's; unless it is one of safeMediaTypes,
-// the type is sniffed from the first bytes, and a file that is not of one
-// of them either is stored as application/octet-stream. A file longer than
-// the media limit is refused while it streams.
-func (s *Service) putMedia(ctx context.Context, contentType string, r io.Reader) (string, error) {
-	id, err := randomID(20)
-	if err != nil {
-		return "", err
-	}
+// id. The file must be an image, or a video, as kind says, of one of
+// safeMediaTypes: the type sniffed from its first bytes when it is one of
+// them, else contentType, the upstream's, when it is one of them and the
+// bytes are of no type that is recognized and unsafe (HTML, text, JSON,
+// PDF, ...). Anything else fails the task: a provider that answers a
+// generation with a document has not delivered an image. A file longer
+// than the media limit is refused while it streams.
+func (s *Service) putMedia(ctx context.Context, kind, contentType string, r io.Reader) (string, error) {
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", err
 	}
 	head = head[:n]
-	contentType, ok := SafeMediaType(contentType)
-	if !ok {
-		contentType, _ = SafeMediaType(http.DetectContentType(head))
+	contentType, err = mediaType(kind, contentType, head)
+	if err != nil {
+		return "", err
+	}
+	id, err := randomID(20)
+	if err != nil {
+		return "", err
 	}
 	_, err = s.media.Put(ctx, id, io.MultiReader(bytes.NewReader(head), r), store.MediaPut{
 		ContentType: contentType,
@@ -75,6 +79,31 @@ func (s *Service) putMedia(ctx context.Context, contentType string, r io.Reader)
 		return "", err
 	}
 	return id, nil
+}
+
+// mediaType returns the type a file of kind (image or video) is stored
+// as, from its declared type and its first bytes, or the error that
+// fails the task when it is not a safe type of that kind.
+func mediaType(kind, declared string, head []byte) (string, error) {
+	sniffed := http.DetectContentType(head)
+	t, ok := SafeMediaType(sniffed)
+	if !ok && sniffed == octetStream {
+		// Unrecognized bytes (AVIF, QuickTime, ...): trust the label.
+		t, ok = SafeMediaType(declared)
+	}
+	if ok && (kind == "" || strings.HasPrefix(t, kind+"/")) {
+		return t, nil
+	}
+	got, _, _ := strings.Cut(sniffed, ";")
+	if ok {
+		got = t
+	}
+	what := "an image"
+	if kind == providers.KindVideo {
+		what = "a video"
+	}
+	return "", &upstreamError{name: errUpstream, permanent: true,
+		msg: "the provider's file is not " + what + " of a type the gateway serves (it is " + got + ")"}
 }
 
 // deleteMedia removes files that ended up unused.
@@ -100,7 +129,7 @@ func (s *Service) rehost(ctx context.Context, c *call, mediaBase string, refs []
 		var id string
 		var err error
 		if m.data != nil {
-			id, err = s.putMedia(ctx, "", bytes.NewReader(m.data))
+			id, err = s.putMedia(ctx, c.kind, "", bytes.NewReader(m.data))
 		} else {
 			id, err = s.download(ctx, c, m)
 		}
@@ -115,18 +144,24 @@ func (s *Service) rehost(ctx context.Context, c *call, mediaBase string, refs []
 }
 
 // download streams a generated file into the media store, at most maxMedia
-// bytes, and returns its id.
+// bytes, and returns its id. The file's URL, and each redirect, must be
+// http or https, and the connections go only where the fetch guard lets
+// them: a refused destination fails the task.
 func (s *Service) download(ctx context.Context, c *call, m mediaRef) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+	dctx := withOrigins(ctx, append([]string{c.attempt.BaseURL}, c.bases...)...)
+	req, err := http.NewRequestWithContext(dctx, http.MethodGet, m.url, nil)
+	if err == nil {
+		err = checkScheme(req.URL)
+	}
 	if err != nil {
-		return "", &upstreamError{name: errUpstream, msg: "the provider returned an invalid file URL", permanent: true, cause: err}
+		return "", s.refusedDownload(c, err, &upstreamError{name: errUpstream, msg: "the provider returned an invalid file URL", permanent: true, cause: err})
 	}
 	for k, v := range m.header {
 		req.Header[k] = v
 	}
-	resp, err := c.client.Do(req)
+	resp, err := s.mediaClient(m.header).Do(req)
 	if err != nil {
-		return "", transportError(ctx, err)
+		return "", s.refusedDownload(c, err, transportError(ctx, err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -140,12 +175,26 @@ func (s *Service) download(ctx context.Context, c *call, m mediaRef) (string, er
 		return "", tooLarge()
 	}
 	body := &readErr{r: resp.Body}
-	id, err := s.putMedia(ctx, resp.Header.Get("Content-Type"), body)
+	id, err := s.putMedia(ctx, c.kind, resp.Header.Get("Content-Type"), body)
 	if err != nil && body.err != nil {
 		// The download broke off, rather than the store failing.
 		return "", transportError(ctx, body.err)
 	}
 	return id, err
+}
+
+// refusedDownload returns the permanent error of a download the fetch
+// guard refused, logged with the refused destination, or otherwise
+// other.
+func (s *Service) refusedDownload(c *call, err error, other *upstreamError) *upstreamError {
+	re := refused(err)
+	if re == nil {
+		return other
+	}
+	s.log.Warn("refused to download a provider's file", zap.String("provider", c.provider),
+		zap.String("destination", re.dest), zap.String("reason", re.reason))
+	return &upstreamError{name: errUpstream, permanent: true,
+		msg: "the provider's file URL leads to a destination the gateway does not download from"}
 }
 
 // readErr remembers the error that ended its reads, other than io.EOF.

@@ -45,8 +45,8 @@ func serveBig(n int64, declare bool) http.HandlerFunc {
 }
 
 // videoCall is the call of a finished OpenAI video job.
-func videoCall(s *Service) *call {
-	return &call{client: s.client, kind: providers.KindVideo}
+func videoCall(e *env, s *Service) *call {
+	return &call{client: s.client, kind: providers.KindVideo, attempt: providers.Attempt{BaseURL: e.srv.URL + "/v1"}}
 }
 
 // TestDownloadStreams re-hosts a 50 MiB file and checks that it arrives
@@ -62,7 +62,7 @@ func TestDownloadStreams(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	urls, ids, err := s.rehost(context.Background(), videoCall(s), testMediaBase, []mediaRef{ref})
+	urls, ids, err := s.rehost(context.Background(), videoCall(e, s), testMediaBase, []mediaRef{ref})
 	runtime.ReadMemStats(&after)
 	if err != nil || len(urls) != 1 || len(ids) != 1 {
 		t.Fatalf("rehost: %v %v %v", urls, ids, err)
@@ -105,8 +105,8 @@ func TestDownloadLimit(t *testing.T) {
 		{"/files/fits", true},
 	} {
 		// The files of an output are stored together or not at all.
-		refs := []mediaRef{{data: pngBytes}, {url: e.srv.URL + tc.path}}
-		_, ids, err := s.rehost(context.Background(), videoCall(s), testMediaBase, refs)
+		refs := []mediaRef{{data: mp4Bytes}, {url: e.srv.URL + tc.path}}
+		_, ids, err := s.rehost(context.Background(), videoCall(e, s), testMediaBase, refs)
 		if tc.ok != (err == nil) {
 			t.Errorf("Test %d: %s: err = %v", i, tc.path, err)
 		}
@@ -133,20 +133,20 @@ func countFiles(t *testing.T, e *env) int {
 	return len(mediaDirNames(t, e))
 }
 
-// TestSniffedContentType checks that a file whose upstream type is not an
-// image or video type gets the type its first bytes show.
+// TestSniffedContentType checks that a file whose upstream type is not a
+// video type gets the type its first bytes show.
 func TestSniffedContentType(t *testing.T) {
 	e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "sora-2", Kind: providers.KindVideo})
 	e.mux.HandleFunc("GET /files/octets", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
-		_, _ = w.Write(pngBytes)
+		_, _ = w.Write(mp4Bytes)
 	})
 	s := e.service(nil)
-	_, ids, err := s.rehost(context.Background(), videoCall(s), testMediaBase, []mediaRef{{url: e.srv.URL + "/files/octets"}, {data: mp4Bytes}})
+	_, ids, err := s.rehost(context.Background(), videoCall(e, s), testMediaBase, []mediaRef{{url: e.srv.URL + "/files/octets"}, {data: mp4Bytes}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"image/png", "video/mp4"} {
+	for i, want := range []string{"video/mp4", "video/mp4"} {
 		ct, data, err := readMedia(s, ids[i])
 		if err != nil || ct != want || len(data) == 0 {
 			t.Errorf("Test %d: %q, %d bytes, %v; want %s", i, ct, len(data), err, want)
@@ -203,7 +203,7 @@ func BenchmarkRehost50MiB(b *testing.B) {
 	b.SetBytes(bigMedia)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, ids, err := s.rehost(context.Background(), videoCall(s), testMediaBase, ref)
+		_, ids, err := s.rehost(context.Background(), videoCall(e, s), testMediaBase, ref)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -44,66 +44,66 @@ func TestSafeMediaType(t *testing.T) {
 	}
 }
 
-// TestHostileMediaStoredAsOctets checks that images a provider hands over
-// in base64 or by URL are stored as a safe image type or as
-// application/octet-stream, never as HTML or SVG, whatever it declares.
-func TestHostileMediaStoredAsOctets(t *testing.T) {
-	e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "dall-e-3", Kind: providers.KindImage})
-	files := []struct {
-		declared string
+// TestHostileMediaFails checks that an image a provider hands over in
+// base64 or by URL is stored only as a safe image type, and that anything
+// else (HTML, SVG, JSON, a video) fails the task, unbilled, with nothing
+// stored, whatever type it declares.
+func TestHostileMediaFails(t *testing.T) {
+	avifBytes := []byte("\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf")
+	for i, c := range []struct {
+		declared string // for a download; "b64" means sent inline
 		data     []byte
-		want     string
+		want     string // the stored type; "" means the task fails
 	}{
-		{"image/svg+xml", svgBytes, octetStream},
-		{"text/html", htmlBytes, octetStream},
-		{"image/png", htmlBytes, "image/png"}, // served as an image, the browser shows no page
-		{"", htmlBytes, octetStream},
-		{"application/octet-stream", svgBytes, octetStream},
+		{"image/svg+xml", svgBytes, ""},
+		{"text/html", htmlBytes, ""},
+		{"image/png", htmlBytes, ""},
+		{"", htmlBytes, ""},
+		{"application/octet-stream", svgBytes, ""},
+		{"application/json", []byte(`{"error":{"message":"quota"}}`), ""},
+		{"image/png", []byte(`{"error":{"message":"quota"}}`), ""},
+		{"video/mp4", mp4Bytes, ""},
 		{"image/png; charset=binary", pngBytes, "image/png"},
-	}
-	b64 := []struct {
-		data []byte
-		want string
-	}{
-		{htmlBytes, octetStream},
-		{svgBytes, octetStream},
-		{pngBytes, "image/png"},
-		{mp4Bytes, "video/mp4"},
-	}
-	for i, f := range files {
-		e.mux.HandleFunc("GET /files/"+string(rune('a'+i)), func(w http.ResponseWriter, r *http.Request) {
-			w.Header()["Content-Type"] = []string{f.declared}
-			_, _ = w.Write(f.data)
+		{"application/octet-stream", pngBytes, "image/png"},
+		{"image/avif", avifBytes, "image/avif"},
+		{"b64", htmlBytes, ""},
+		{"b64", svgBytes, ""},
+		{"b64", mp4Bytes, ""},
+		{"b64", pngBytes, "image/png"},
+	} {
+		e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "dall-e-3", Kind: providers.KindImage})
+		e.mux.HandleFunc("GET /files/x", func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Content-Type"] = []string{c.declared}
+			_, _ = w.Write(c.data)
 		})
-	}
-	e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
-		var data []string
-		for i := range files {
-			data = append(data, `{"url":"`+e.srv.URL+"/files/"+string(rune('a'+i))+`"}`)
+		e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
+			item := `{"url":"` + e.srv.URL + `/files/x"}`
+			if c.declared == "b64" {
+				item = `{"b64_json":"` + base64.StdEncoding.EncodeToString(c.data) + `"}`
+			}
+			writeJSON(w, 200, `{"created":1,"data":[`+item+`]}`)
+		})
+		s := e.service(nil)
+		tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"dall-e-3","prompt":"a cat"}`), testMediaBase)
+		if aerr != nil {
+			t.Fatal(aerr)
 		}
-		for _, f := range b64 {
-			data = append(data, `{"b64_json":"`+base64.StdEncoding.EncodeToString(f.data)+`"}`)
+		if c.want == "" {
+			if tk.Status != StatusFailed || !strings.Contains(tk.Error, "not an image") {
+				t.Errorf("Test %d: task %q (%q), want failed: not an image", i, tk.Status, tk.Error)
+			}
+			if ch := e.biller.charges(); len(ch) != 0 || countFiles(t, e) != 0 {
+				t.Errorf("Test %d: charges %v and %d files stored for a failed task", i, ch, countFiles(t, e))
+			}
+			continue
 		}
-		writeJSON(w, 200, `{"created":1,"data":[`+strings.Join(data, ",")+`]}`)
-	})
-	s := e.service(nil)
-	tk, aerr := s.Create(context.Background(), alice, []byte(`{"model":"dall-e-3","prompt":"a cat"}`), testMediaBase)
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
-	if tk.Status != StatusSucceeded || tk.Output == nil || len(tk.Output.ImageURLs) != len(files)+len(b64) {
-		t.Fatalf("create: %+v, want %d images", tk, len(files)+len(b64))
-	}
-	for i, u := range tk.Output.ImageURLs {
-		var want string
-		if i < len(files) {
-			want = files[i].want
-		} else {
-			want = b64[i-len(files)].want
+		if tk.Status != StatusSucceeded || tk.Output == nil {
+			t.Errorf("Test %d: task %q (%q), want succeeded", i, tk.Status, tk.Error)
+			continue
 		}
-		ct, _, err := readMedia(s, mediaID(t, u))
-		if err != nil || ct != want {
-			t.Errorf("Test %d: stored as %q (%v), want %q", i, ct, err, want)
+		ct, _, err := readMedia(s, mediaID(t, tk.Output.ImageURL))
+		if err != nil || ct != c.want {
+			t.Errorf("Test %d: stored as %q (%v), want %q", i, ct, err, c.want)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestOpenAIImageURL(t *testing.T) {
 	})
 	e.mux.HandleFunc("GET /files/img-1", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/webp")
-		_, _ = w.Write([]byte("RIFF-webp-bytes"))
+		_, _ = w.Write(webpBytes)
 	})
 	s := e.service(nil)
 	ctx := context.Background()
@@ -47,7 +47,7 @@ func TestOpenAIImageURL(t *testing.T) {
 		t.Fatalf("create: status %q error %q, want succeeded with output", tk.Status, tk.Error)
 	}
 	ct, data, err := readMedia(s, mediaID(t, tk.Output.ImageURL))
-	if err != nil || ct != "image/webp" || string(data) != "RIFF-webp-bytes" {
+	if err != nil || ct != "image/webp" || !bytes.Equal(data, webpBytes) {
 		t.Fatalf("media: %q %q %v, want the downloaded image/webp bytes", ct, data, err)
 	}
 

@@ -55,7 +55,7 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 			}
 			return nil, unavailableError(err)
 		}
-		c := &call{client: s.client, attempt: tg.Attempt, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
+		c := &call{client: s.client, attempt: tg.Attempt, bases: tg.Provider.BaseURLs, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
 			buffers: s.buffers, provider: tg.Provider.Name, deployment: tg.Deployment()}
 		if tg.UpstreamModel != "" {
 			c.model = tg.UpstreamModel

@@ -79,7 +79,7 @@ func TestCreateRoutes(t *testing.T) {
 		}))
 		t.Cleanup(bad.Close)
 		e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"`+pngB64+`"}]}`)
 		})
 		up := e.table.Provider("up")
 		up.Retries = 1
@@ -161,7 +161,7 @@ func TestCreateHonoursRetryAfter(t *testing.T) {
 			writeJSON(w, 429, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`)
 			return
 		}
-		writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+		writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"`+pngB64+`"}]}`)
 	})
 	e.table.Provider("up").Retries = 1
 	var mu sync.Mutex
@@ -219,7 +219,7 @@ func TestCreateIgnoresTryTimeout(t *testing.T) {
 	}{
 		{"slow answer", func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(150 * time.Millisecond)
-			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+			writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"`+pngB64+`"}]}`)
 		}, StatusSucceeded, []string{"slow:ok"}},
 		{"hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, StatusFailed, []string{"slow:timeout"}},
 	} {
@@ -233,7 +233,7 @@ func TestCreateIgnoresTryTimeout(t *testing.T) {
 			}))
 			t.Cleanup(slow.Close)
 			e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {
-				writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"aW1n"}]}`)
+				writeJSON(w, 200, `{"created":1,"data":[{"b64_json":"`+pngB64+`"}]}`)
 			})
 			up := e.table.Provider("up")
 			up.Timeout = time.Second

@@ -87,8 +87,16 @@ type Config struct {
 	Media store.MediaStore
 	// Routes maps model ids to providers.
 	Routes *providers.Table
-	// Client sends upstream requests; nil means a new http.Client.
+	// Client sends upstream requests; nil means a new http.Client. Media
+	// downloads use a copy of its transport (see MediaFetchAllow).
 	Client *http.Client
+	// MediaFetchAllow lists further destinations the files a provider
+	// names may be downloaded from, each a CIDR range, an address or a
+	// host:port. Without it a download only connects to the host:port of
+	// one of the task's provider's base URLs, or to public unicast
+	// addresses; every other address (loopback, private, link-local,
+	// CGNAT, ...) is refused when dialed, and the task fails.
+	MediaFetchAllow []string
 	// Biller is charged for succeeded tasks; nil charges nothing.
 	Biller Biller
 	// TTL is how long a task can be queried after creation; zero means 24 h.
@@ -170,6 +178,7 @@ type Service struct {
 	media        store.MediaStore
 	routes       *providers.Table
 	client       *http.Client
+	fetch        *http.Transport
 	biller       Biller
 	ttl          time.Duration
 	mediaTTL     time.Duration
@@ -218,6 +227,11 @@ func New(c Config) (*Service, error) {
 	if s.client == nil {
 		s.client = &http.Client{}
 	}
+	guard, err := newFetchGuard(c.MediaFetchAllow)
+	if err != nil {
+		return nil, err
+	}
+	s.fetch = guard.transport(s.client.Transport)
 	if s.holds == nil {
 		s.holds = NewHolds()
 	}
