@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Amount is a sum of money in nano units of its currency: 1 USD is
@@ -23,18 +25,9 @@ const nanosPerUnit = 1_000_000_000
 var decNanosPerUnit = decimal.NewFromInt(nanosPerUnit)
 
 // addSat returns a+b, saturating at the bounds of int64 instead of
-// wrapping: a sum of money must never turn an overspent account into one
-// with room left.
-func (a Amount) addSat(b Amount) Amount {
-	s := a + b
-	switch {
-	case b > 0 && s < a:
-		return math.MaxInt64
-	case b < 0 && s > a:
-		return math.MinInt64
-	}
-	return s
-}
+// wrapping (store.AddSat): a sum of money must never turn an overspent
+// account into one with room left.
+func (a Amount) addSat(b Amount) Amount { return Amount(store.AddSat(int64(a), int64(b))) }
 
 // String formats a as a decimal in currency units with nine decimal places,
 // e.g. "0.000123450" or "-1.500000000".

@@ -13,15 +13,14 @@ import (
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
-// TestStoppedConfigServesUntilStateCloses reloads a config and checks that
-// the old one still serves the requests its HTTP servers may take after
-// its app stopped (Caddy stops a config's apps in no set order), and that
-// no config serves once the last one has let go of the store.
-func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
-	dir := t.TempDir()
+// appStarter returns a function that provisions and starts an app on the
+// Badger store in dir, as each config load does.
+func appStarter(t *testing.T, dir string) func() *App {
+	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	defer cancel()
-	start := func() *App {
+	t.Cleanup(cancel)
+	return func() *App {
+		t.Helper()
 		a := &App{Storage: &Storage{Dir: dir}}
 		if err := a.Provision(ctx); err != nil {
 			t.Fatal(err)
@@ -31,6 +30,14 @@ func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
 		}
 		return a
 	}
+}
+
+// TestStoppedConfigServesUntilStateCloses reloads a config and checks that
+// the old one still serves the requests its HTTP servers may take after
+// its app stopped (Caddy stops a config's apps in no set order), and that
+// no config serves once the last one has let go of the store.
+func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
+	start := appStarter(t, t.TempDir())
 	old := start()
 	next := start() // a reload starts the next config before stopping the old one
 	if err := old.Stop(); err != nil {
@@ -62,19 +69,7 @@ func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
 // within grace_period); a config that starts meanwhile on the same
 // storage shares the draining state instead of opening the storage again.
 func TestStoppedStateDrainsInFlight(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	defer cancel()
-	start := func() *App {
-		a := &App{Storage: &Storage{Dir: dir}}
-		if err := a.Provision(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	start := appStarter(t, t.TempDir())
 	write := func(st *state, id string) {
 		t.Helper()
 		if _, err := st.ledger.Write(context.Background(), billing.Record{ID: id, User: "u", Model: "m", Outcome: billing.OutcomeOK}); err != nil {
