@@ -90,8 +90,11 @@ func TestReadAnswer(t *testing.T) {
 // once stay within the Buffers: an answer that does not fit fails its task,
 // unbilled, and every charge is given back.
 func TestImageAnswersBudget(t *testing.T) {
+	// A PNG's header and random bytes: the gateway stores only files
+	// whose bytes are an image.
 	img := make([]byte, 768<<10)
 	_, _ = rand.Read(img)
+	copy(img, pngBytes)
 	b64 := base64.StdEncoding.EncodeToString(img) // 1 MiB
 	answer := `{"created":1,"data":[` + strings.Repeat(`{"b64_json":"`+b64+`"},`, 3) + `{"b64_json":"` + b64 + `"}]}`
 	for _, c := range []struct {
