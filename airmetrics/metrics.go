@@ -74,6 +74,7 @@ type Metrics struct {
 	pollErrors  *prometheus.CounterVec
 	state       *stateCollector
 	breaker     *prometheus.GaugeVec
+	breakers    breakerSeries
 	keysOut     *prometheus.CounterVec
 	cooldowns   *prometheus.CounterVec
 	fallbacks   *prometheus.CounterVec
@@ -228,7 +229,9 @@ func (m *Metrics) Register(reg prometheus.Registerer, perUser bool) error {
 // BreakerState sets the breaker state gauge of an upstream: 0 closed,
 // 1 half-open, 2 open.
 func (m *Metrics) BreakerState(provider, deployment, baseURL string, key, state int) {
-	m.breaker.WithLabelValues(provider, deployment, baseURL, strconv.Itoa(key)).Set(float64(state))
+	l := Upstream{provider, deployment, baseURL, key}
+	m.breakers.add(l)
+	m.breaker.WithLabelValues(l.values()...).Set(float64(state))
 }
 
 // KeyRejected counts a provider key taken out of rotation.

@@ -283,6 +283,7 @@ func (a *App) Start() error {
 		a.runBackground(ctx, rt)
 	}()
 	running.Store(a)
+	a.retainBreakers()
 	a.logAtStart()
 	return nil
 }

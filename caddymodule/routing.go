@@ -67,3 +67,19 @@ func (a *App) releaseStates() {
 
 // Interface guard.
 var _ caddy.Destructor = keptState{}
+
+// retainBreakers deletes the breaker series of the upstreams this config
+// no longer has (airmetrics.RetainBreakers). It runs once the config
+// starts, so that a config that fails to load leaves the running one's
+// series alone.
+func (a *App) retainBreakers() {
+	if a.metrics == nil || a.router == nil {
+		return
+	}
+	ups := a.router.Upstreams()
+	keep := make([]airmetrics.Upstream, len(ups))
+	for i, u := range ups {
+		keep[i] = airmetrics.Upstream{Provider: u.Provider, Deployment: u.Deployment(), BaseURL: u.PublicBaseURL(), Key: u.Key}
+	}
+	a.metrics.Metrics().RetainBreakers(keep)
+}
