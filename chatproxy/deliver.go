@@ -61,7 +61,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	resp := at.resp
 	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	encoded := resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity")
+	encoded := !decodeBody(resp)
 	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth, meta: meta}
 	var readErr error
 	var gone bool
