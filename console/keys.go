@@ -2,11 +2,14 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/caddy-air/caddy-air/keys"
 )
 
 // keysData is the keys page's data.
@@ -21,8 +24,8 @@ type keysData struct {
 }
 
 // maxKeyName bounds a key's name, in characters: the key service's
-// bound (keys.MaxNameLen), checked here to keep the form's input.
-const maxKeyName = 100
+// bound, checked here to keep the form's input.
+const maxKeyName = keys.MaxNameLen
 
 func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request) {
 	h.showKeys(w, r, http.StatusOK, keysData{}, "")
@@ -58,7 +61,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	limit := strings.TrimSpace(r.PostFormValue("limit"))
 	back := keysData{Name: name, Expires: exp, Models: models, Limit: limit}
 	if utf8.RuneCountInString(name) > maxKeyName {
-		h.showKeys(w, r, http.StatusBadRequest, back, "the name is longer than 100 characters")
+		h.showKeys(w, r, http.StatusBadRequest, back, fmt.Sprintf("the name is longer than %d characters", maxKeyName))
 		return
 	}
 	var expiresAt *time.Time
