@@ -9,23 +9,12 @@ import (
 
 // responseHold is a background response's reservation on its owner's
 // budgets, held while the response runs (responses.Hold).
-type responseHold struct {
-	res *billing.Reservation
-	app *App
-}
+type responseHold struct{ heldReservation }
 
 // Charge implements responses.Hold: the record replaces the reservation,
 // priced by the current config's prices, like a charge without one.
 func (h responseHold) Charge(ctx context.Context, rec billing.Record) error {
-	var engine *billing.Engine
-	if rt := h.app.runtimeState(); rt != nil {
-		engine = rt.billing
-	}
-	rec, fresh, err := h.res.ChargeWith(ctx, engine, rec)
-	if err == nil && fresh {
-		h.app.metricsRoute(rec.Model).Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
-	}
-	return err
+	return h.charge(ctx, rec)
 }
 
 // Release implements responses.Hold: a response billed elsewhere, or

@@ -8,12 +8,32 @@ import (
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
-// taskHold is a task's reservation on its owner's budgets, held while the
-// task runs (tasks.Hold).
-type taskHold struct {
+// heldReservation is a reservation on a caller's budgets held while what
+// it was made for runs: a task (taskHold) or a background response
+// (responseHold).
+type heldReservation struct {
 	res *billing.Reservation
 	app *App
 }
+
+// charge records rec in place of the reservation, priced by the current
+// config's prices like a charge without one, and counts a fresh charge in
+// the model's metrics.
+func (h heldReservation) charge(ctx context.Context, rec billing.Record) error {
+	var engine *billing.Engine
+	if rt := h.app.runtimeState(); rt != nil {
+		engine = rt.billing
+	}
+	rec, fresh, err := h.res.ChargeWith(ctx, engine, rec)
+	if err == nil && fresh {
+		h.app.metricsRoute(rec.Model).Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
+	}
+	return err
+}
+
+// taskHold is a task's reservation on its owner's budgets, held while the
+// task runs (tasks.Hold).
+type taskHold struct{ heldReservation }
 
 // admitTask returns the tasks.Admit of a create by s: it reserves the
 // images or video seconds the create asks for against s's spend limits,
@@ -24,22 +44,14 @@ func (a *App) admitTask(ctx context.Context, engine *billing.Engine, s billing.S
 		if aerr != nil {
 			return nil, aerr
 		}
-		return taskHold{res: res, app: a}, nil
+		return taskHold{heldReservation{res: res, app: a}}, nil
 	}
 }
 
 // Charge implements tasks.Hold: the charge replaces the reservation,
 // priced by the current config's prices, like a charge without one.
 func (h taskHold) Charge(ctx context.Context, c tasks.Charge) error {
-	var engine *billing.Engine
-	if rt := h.app.runtimeState(); rt != nil {
-		engine = rt.billing
-	}
-	rec, fresh, err := h.res.ChargeWith(ctx, engine, taskRecord(c))
-	if err == nil && fresh {
-		h.app.metricsRoute(c.Model).Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
-	}
-	return err
+	return h.charge(ctx, taskRecord(c))
 }
 
 // Release implements tasks.Hold: a task that ended without a charge gives
