@@ -206,6 +206,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		StripUsage:   injected,
 		ClientHeader: r.Header,
 		RequestID:    requestID,
+		Client:       clientOf(r),
 		Attempts:     pin,
 		Route:        route,
 		Tokens:       estimate.PromptTotal() + estimate.Output,
