@@ -158,7 +158,7 @@ func TestOperatorsOnlyForAdmins(t *testing.T) {
 		t.Errorf("bob's limits are %+v, want monthly 0.000001 (1000 nanos), rpm 5", lim)
 	}
 	w = do(h, "alice", "GET", "/console/operators", nil)
-	for _, want := range []string{`data-scope="user" data-id="bob"`, `data-scope="key" data-id="key_limited"`, "0.002500000 USD", "0.000001"} {
+	for _, want := range []string{`data-scope="user" data-id="bob"`, `data-scope="key" data-id="key_limited"`, "0.0025 USD", "0.000001"} {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("the operators' page lacks %q (budgets and the users' month)", want)
 		}
