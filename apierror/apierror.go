@@ -136,6 +136,11 @@ func writeJSON(w http.ResponseWriter, e *Error, body []byte) {
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
+	if e.Type == TypeInsufficient {
+		// A spent budget stays spent for seconds or months: the official
+		// SDKs retry a 429 unless told that retrying cannot help.
+		h.Set("X-Should-Retry", "false")
+	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(body)
 }

@@ -76,3 +76,28 @@ func TestOpenAIShape(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRetryOnSpentBudget: the official SDKs retry a 429 twice unless
+// told not to; an insufficient_quota answer tells them, in both shapes,
+// and a rate limit (which passes) does not.
+func TestNoRetryOnSpentBudget(t *testing.T) {
+	for i, tc := range []struct {
+		err  *Error
+		want string
+	}{
+		{New(429, TypeInsufficient, "insufficient_quota", "the key's monthly limit is spent"), "false"},
+		{&Error{Status: 429, Type: TypeRateLimit, Message: "slow down", RetryAfter: 3}, ""},
+	} {
+		for _, anthropic := range []bool{false, true} {
+			rec := httptest.NewRecorder()
+			if anthropic {
+				tc.err.WriteAnthropic(rec)
+			} else {
+				tc.err.Write(rec)
+			}
+			if got := rec.Header().Get("X-Should-Retry"); got != tc.want {
+				t.Errorf("Test %d (anthropic %v): X-Should-Retry %q, want %q", i, anthropic, got, tc.want)
+			}
+		}
+	}
+}

@@ -36,6 +36,18 @@ func (a Amount) String() string {
 	return string(a.appendTo(b[:0]))
 }
 
+// Short formats a for people: the String form without its trailing zeros
+// beyond the second decimal place, e.g. "0.25", "1.50", "0.000123450" →
+// "0.00012345". Nothing is rounded: it shows a exactly.
+func (a Amount) Short() string {
+	s := a.String()
+	end := len(s)
+	for end > len(s)-7 && s[end-1] == '0' {
+		end--
+	}
+	return s[:end]
+}
+
 // appendTo appends a's String form to dst.
 func (a Amount) appendTo(dst []byte) []byte {
 	u := uint64(a)

@@ -128,3 +128,21 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+func TestAmountShort(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+	}{
+		{"0", "0.00"}, {"0.25", "0.25"}, {"1.5", "1.50"}, {"12", "12.00"},
+		{"0.00012345", "0.00012345"}, {"0.000000001", "0.000000001"}, {"-1.5", "-1.50"}, {"3.100000010", "3.10000001"},
+	} {
+		a, err := ParseAmount(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Short(); got != tc.want {
+			t.Errorf("%s.Short() = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -224,6 +224,9 @@ func (a *App) Validate() error {
 	if err := a.Responses.validate(); err != nil {
 		return err
 	}
+	if err := a.Health.validate(); err != nil {
+		return err
+	}
 	if a.Tasks != nil && a.Tasks.Lease < 0 {
 		return errors.New("tasks: lease must be positive")
 	}

@@ -87,7 +87,12 @@ func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 	if ce := h.log.Check(zap.DebugLevel, "rejected API key"); ce != nil {
 		ce.Write(zap.String("reason", err.Error()), zap.String("remote", r.RemoteAddr))
 	}
-	return respondError(w, r, apierror.Unauthorized(err.Error()))
+	msg := err.Error()
+	if errors.Is(err, keys.ErrMissing) && anthropicShaped(r) {
+		// Anthropic's clients send their key as x-api-key.
+		msg = "missing API key: send it as 'x-api-key: sk-air-…'"
+	}
+	return respondError(w, r, apierror.Unauthorized(msg))
 }
 
 // secretOf returns the API key a request presents.

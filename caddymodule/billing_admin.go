@@ -200,9 +200,17 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
+// printStatus prints a budget's status as a table, or as JSON with --json.
+func printStatus(cmd *cobra.Command, st billing.BudgetStatus) error {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return printJSON(cmd.OutOrStdout(), st)
+	}
+	return printBudgetStatus(cmd.OutOrStdout(), st)
+}
+
 func usageCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "usage [--by day|model|key|user] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
+		Use:   "usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
 		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user, or by day and key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -265,7 +273,7 @@ func budgetCommand() *cobra.Command {
 			if err := adminCall(cmd, method, path, nil, &out); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), out)
+			return printStatus(cmd, out)
 		}
 	}
 	set := &cobra.Command{
@@ -293,7 +301,7 @@ func budgetCommand() *cobra.Command {
 			if err := adminCall(cmd, http.MethodPut, path, body, &out); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), out)
+			return printStatus(cmd, out)
 		},
 	}
 	addTarget(set)
@@ -318,6 +326,9 @@ func budgetCommand() *cobra.Command {
 		},
 	}
 	list.Flags().Bool("json", false, "Print JSON")
+	for _, c := range []*cobra.Command{set, get, del} {
+		c.Flags().Bool("json", false, "Print JSON")
+	}
 	budget.AddCommand(set, get, del, list)
-	return budget
+	return groupCommand(budget)
 }

@@ -13,13 +13,14 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "key|usage|budget|providers|migrate …",
+		Usage: "keys|usage|users|ledger|budget|providers|prices|migrate …",
 		Short: "Manages caddy-air keys, usage reports and budgets, and shows upstream state",
 		Long: `
 Manages caddy-air through the admin API of a running Caddy (these never
@@ -29,24 +30,29 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>]
   caddy air keys list [--user <user>] [--json]
   caddy air keys revoke <key id>
-  caddy air usage [--by day|model|key|user] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
+  caddy air usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
   caddy air users [--month <YYYY-MM>] [--json]
-  caddy air ledger --user <u> [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]
+  caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]
   caddy air budget set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>]
   caddy air budget get|delete --user <u> | --key <id>
   caddy air budget list [--json]
   caddy air providers [--json]
+  caddy air prices [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
 
 "migrate" is the exception: it connects to the PostgreSQL database itself.
 `,
-		CobraFunc: func(cmd *cobra.Command) {
-			cmd.PersistentFlags().String("address", "", "The address of the admin API")
-			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
-			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-			cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), pricesCommand(), migrateCommand())
-		},
+		CobraFunc: airCommand,
 	})
+}
+
+// airCommand sets up cmd as `caddy air`: its flags and subcommands.
+func airCommand(cmd *cobra.Command) {
+	cmd.PersistentFlags().String("address", "", "The address of the admin API")
+	cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
+	cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
+	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), pricesCommand(), migrateCommand())
+	groupCommand(cmd)
 }
 
 func keyCommand() *cobra.Command {
@@ -103,7 +109,18 @@ func keyCommand() *cobra.Command {
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return printJSON(cmd.OutOrStdout(), out)
 			}
-			return printKeys(cmd.OutOrStdout(), out)
+			// A key's spend limit is its budget: join the budgets in.
+			var budgets []billing.BudgetEntry
+			if err := adminCall(cmd, http.MethodGet, "/air/budgets/", nil, &budgets); err != nil {
+				return err
+			}
+			limits := map[string]billing.Limits{}
+			for _, b := range budgets {
+				if b.Scope == billing.ScopeKey && b.Limits != nil {
+					limits[b.ID] = *b.Limits
+				}
+			}
+			return printKeys(cmd.OutOrStdout(), out, limits)
 		},
 	}
 	list.Flags().String("user", "", "Only this user's keys")
@@ -123,7 +140,29 @@ func keyCommand() *cobra.Command {
 		},
 	}
 	key.AddCommand(create, list, revoke)
-	return key
+	return groupCommand(key)
+}
+
+// groupCommand makes cmd, a command that only groups subcommands, fail
+// with a non-zero exit on a subcommand it does not have (`caddy air kyes
+// list`), where cobra would print the help and exit 0, so that a typo in a
+// script is not taken for success. Without arguments it prints its help.
+func groupCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return errors.New(msg)
+	}
+	return cmd
 }
 
 // adminCall sends one request to the admin API and decodes the answer into

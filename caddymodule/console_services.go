@@ -379,7 +379,12 @@ func (s consoleServices) Providers() []console.ProviderView {
 	}
 	var out []console.ProviderView
 	for _, p := range routes.Providers() {
-		pv := console.ProviderView{Name: p.Name, Protocol: p.Protocol, BaseURLs: p.BaseURLs}
+		pv := console.ProviderView{Name: p.Name, Protocol: p.Protocol}
+		for _, u := range p.BaseURLs {
+			// A base URL may carry credentials (user info, an api-key
+			// query): the page shows it as metrics and logs do.
+			pv.BaseURLs = append(pv.BaseURLs, routing.PublicURL(u))
+		}
 		if s.app.tracker != nil {
 			st := s.app.tracker.Stats(p.Name)
 			pv.State = fmt.Sprintf("%d attempts, %d failed in %s", st.Attempts, st.Failures, s.app.tracker.Window())

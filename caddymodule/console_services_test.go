@@ -158,3 +158,29 @@ func TestConsoleServicesLedger(t *testing.T) {
 		t.Errorf("users: %s", strings.Join(got, " "))
 	}
 }
+
+// TestConsoleProvidersHideSecrets: Operators → Providers shows a base URL
+// without the credentials it may carry, as metrics and logs do.
+func TestConsoleProvidersHideSecrets(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	a := &App{
+		Storage: &Storage{Dir: t.TempDir()},
+		Providers: []*ProviderConfig{{Name: "p", Protocol: "openai",
+			BaseURLs: []string{"https://user:hunter2@up.example/v1?api-key=sk-in-query#frag"}, APIKeys: []string{"sk-secret-1"}}},
+	}
+	if err := a.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop() })
+	views := consoleServices{app: a}.Providers()
+	if len(views) != 1 || len(views[0].BaseURLs) != 1 || views[0].BaseURLs[0] != "https://up.example/v1" {
+		t.Fatalf("providers: %+v", views)
+	}
+	if s := fmt.Sprintf("%+v", views); strings.Contains(s, "hunter2") || strings.Contains(s, "sk-in-query") || strings.Contains(s, "sk-secret") {
+		t.Errorf("the providers' view holds a secret: %s", s)
+	}
+}

@@ -79,6 +79,7 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 		StripUsage:   injected,
 		ClientHeader: r.Header,
 		RequestID:    requestID,
+		Client:       clientOf(r),
 		Route:        route,
 		BodyModel:    route.UpstreamModel,
 		Rebody:       rebody,

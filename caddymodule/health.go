@@ -62,10 +62,13 @@ type ledgerHealth struct {
 
 // providerHealth is one provider's recent attempts.
 type providerHealth struct {
-	Name        string  `json:"name"`
-	Attempts    int64   `json:"attempts"`
-	Failures    int64   `json:"failures"`
-	SuccessRate float64 `json:"success_rate"`
+	Name     string `json:"name"`
+	Attempts int64  `json:"attempts"`
+	Failures int64  `json:"failures"`
+	// FailingClients counts the distinct users whose attempts failed,
+	// up to health.MaxClients.
+	FailingClients int64   `json:"failing_clients"`
+	SuccessRate    float64 `json:"success_rate"`
 	// WindowSeconds is how far back the attempts are counted.
 	WindowSeconds float64 `json:"window_seconds"`
 }
@@ -141,13 +144,33 @@ func (a *App) healthReport(ctx context.Context, st *state, public bool) (healthR
 	rep.Providers = make([]providerHealth, 0, len(in.Providers))
 	for _, p := range in.Providers {
 		rep.Providers = append(rep.Providers, providerHealth{Name: p.Name, Attempts: p.Attempts, Failures: p.Failures,
-			SuccessRate: p.SuccessRate(), WindowSeconds: in.Window.Seconds()})
+			FailingClients: p.FailingClients, SuccessRate: p.SuccessRate(), WindowSeconds: in.Window.Seconds()})
 	}
 	if !ok {
 		rep.Status = "failing"
 		return rep, http.StatusServiceUnavailable
 	}
 	rep.Status = "ok"
+	return rep, http.StatusOK
+}
+
+// liveReport is the liveness report of st (nil while the app starts or
+// stops, which is alive): 503 only when the ledger stopped taking records,
+// which a restart mends. Its reason is the public one: it may name files.
+func (a *App) liveReport(st *state) (healthReport, int) {
+	var in health.Input
+	if st != nil {
+		if ls := st.ledger.Stats(); ls.Broken != "" {
+			in.LedgerBroken = publicLedgerErr
+		}
+	}
+	checks, ok := health.EvaluateLive(in)
+	rep := healthReport{Status: "ok", Checks: checks, Providers: []providerHealth{}}
+	if !ok {
+		rep.Status = "failing"
+		rep.Failing = []string{checks[0].Name + ": " + checks[0].Reason}
+		return rep, http.StatusServiceUnavailable
+	}
 	return rep, http.StatusOK
 }
 

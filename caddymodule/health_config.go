@@ -2,6 +2,8 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +27,11 @@ type HealthConfig struct {
 	// MinAttempts is how many attempts a provider must have made within
 	// the window before its success rate is judged. Default: 5.
 	MinAttempts int64 `json:"min_attempts,omitempty"`
+	// MinClients is how many distinct users' attempts must have failed
+	// within the window before a provider's check may fail, so that one
+	// client's bad requests cannot take the gateway out of its load
+	// balancer. 1 to 8. Default: 3.
+	MinClients int64 `json:"min_clients,omitempty"`
 	// MaxLedgerLag is how long the oldest ledger record may wait for the
 	// writer before the ledger check fails. Default: 5s.
 	MaxLedgerLag caddy.Duration `json:"max_ledger_lag,omitempty"`
@@ -47,9 +54,25 @@ func (a *App) provisionHealth() {
 	a.probe = new(storeProbe)
 }
 
+// validate checks the thresholds' ranges, whatever config set them (the
+// Caddyfile or JSON).
+func (c *HealthConfig) validate() error {
+	switch {
+	case c == nil:
+		return nil
+	case c.MinClients < 0 || c.MinClients > health.MaxClients:
+		return fmt.Errorf("health: min_clients must be from 1 to %d", health.MaxClients)
+	case c.MinAttempts < 0:
+		return errors.New("health: min_attempts must be positive")
+	case c.MinSuccessRate != nil && (*c.MinSuccessRate < 0 || *c.MinSuccessRate > 1):
+		return errors.New("health: min_success_rate must be from 0 to 1")
+	}
+	return nil
+}
+
 // thresholds are the health checks' limits.
 func (c *HealthConfig) thresholds() health.Thresholds {
-	th := health.Thresholds{MaxLedgerLag: time.Duration(c.MaxLedgerLag), MinAttempts: c.MinAttempts}
+	th := health.Thresholds{MaxLedgerLag: time.Duration(c.MaxLedgerLag), MinAttempts: c.MinAttempts, MinClients: c.MinClients}
 	if c.MinSuccessRate != nil {
 		th.MinSuccessRate = *c.MinSuccessRate
 		if th.MinSuccessRate <= 0 {
@@ -65,6 +88,7 @@ func (c *HealthConfig) thresholds() health.Thresholds {
 //		window <duration>
 //		min_success_rate <0..1>
 //		min_attempts <n>
+//		min_clients <n>
 //		max_ledger_lag <duration>
 //	}
 func (a *App) parseHealth(d *caddyfile.Dispenser) error {
@@ -83,6 +107,10 @@ func (a *App) parseHealth(d *caddyfile.Dispenser) error {
 			var n int
 			n, err = parsePositiveInt(d)
 			a.Health.MinAttempts = int64(n)
+		case "min_clients":
+			var n int
+			n, err = parsePositiveInt(d)
+			a.Health.MinClients = int64(n)
 		case "min_success_rate":
 			var s string
 			if !d.AllArgs(&s) {

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
@@ -25,7 +26,17 @@ func init() {
 // texts of the store, the ledger and the free-space measure (which may
 // name files); those reasons read "details on the admin API's
 // /air/health". Provider names and their attempt counts are shown.
+//
+// With Check "live" it answers liveness instead: 200 unless the gateway
+// needs a restart to serve again (its ledger stopped after a failed
+// sync), for an orchestrator's liveness probe (restart me), while the
+// default "ready" is for its readiness probe and load balancers (take me
+// out of rotation). A full disk, a failing provider or a starting app
+// fail readiness, never liveness.
 type Health struct {
+	// Check is "ready" (the default: every check) or "live".
+	Check string `json:"check,omitempty"`
+
 	app *App
 }
 
@@ -40,6 +51,15 @@ func (h *Health) Provision(ctx caddy.Context) (err error) {
 	return err
 }
 
+// Validate checks the kind of check.
+func (h *Health) Validate() error {
+	switch h.Check {
+	case "", "ready", "live":
+		return nil
+	}
+	return fmt.Errorf("air_health: check %q: want ready or live", h.Check)
+}
+
 // notServing is the report of an app that has not started, or has
 // stopped.
 var notServing = healthReport{Status: "failing", Failing: []string{"gateway: starting or stopping"}}
@@ -52,6 +72,11 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	st := h.app.current()
+	if h.Check == "live" {
+		// Starting or stopping is not a reason to be restarted.
+		rep, status := h.app.liveReport(st)
+		return writeJSON(w, status, rep)
+	}
 	if st == nil {
 		return writeJSON(w, http.StatusServiceUnavailable, notServing)
 	}
@@ -61,11 +86,17 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
-//	air_health [<matcher>]
+//	air_health [<matcher>] [ready|live]
 //
 // The checks' thresholds are set in the global air option's health block.
 func (h *Health) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
+	if d.NextArg() {
+		h.Check = d.Val()
+		if h.Check != "ready" && h.Check != "live" {
+			return d.Errf("air_health: want ready or live, got %q", h.Check)
+		}
+	}
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -78,6 +109,7 @@ func (h *Health) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Interface guards.
 var (
 	_ caddy.Provisioner           = (*Health)(nil)
+	_ caddy.Validator             = (*Health)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Health)(nil)
 	_ caddyfile.Unmarshaler       = (*Health)(nil)
 )

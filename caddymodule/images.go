@@ -137,7 +137,7 @@ func (h *Images) check(body []byte) (format string, aerr *apierror.Error) {
 	if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Str != "" {
 		route, err := h.app.Routes().Lookup(m.Str)
 		if err == nil && route.Kind != providers.KindImage {
-			return "", apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", m.Str, route.Kind, endpointFor(route.Kind)))
+			return "", apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", m.Str, withArticle(route.Kind), endpointFor(route.Kind)))
 		}
 	} // a missing or unknown model is reported by the task service
 	switch rf := gjson.GetBytes(body, "response_format"); {

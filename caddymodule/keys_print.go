@@ -9,14 +9,16 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
 // printKeys writes ks as `caddy air keys list` prints them: a table, one
-// key a line, its free-text fields made safe for a terminal.
-func printKeys(w io.Writer, ks []keys.Key) error {
+// key a line, its free-text fields made safe for a terminal, with each
+// key's limits from limits (by key id; a key without any shows "-").
+func printKeys(w io.Writer, ks []keys.Key, limits map[string]billing.Limits) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES\tSTATE\tMODELS")
+	fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES\tSTATE\tLIMIT\tMODELS")
 	for _, k := range ks {
 		lastUsed, expires, models := "never", "-", "all"
 		if k.LastUsedAt != nil {
@@ -28,8 +30,52 @@ func printKeys(w io.Writer, ks []keys.Key) error {
 		if len(k.Models) > 0 {
 			models = strings.Join(k.Models, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", terminalSafe(k.ID), terminalSafe(k.User), terminalSafe(k.Name),
-			k.CreatedAt.Format("2006-01-02 15:04"), lastUsed, expires, k.State, terminalSafe(models))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", terminalSafe(k.ID), terminalSafe(k.User), terminalSafe(k.Name),
+			k.CreatedAt.Format("2006-01-02 15:04"), lastUsed, expires, k.State, limitsText(limits[k.ID]), terminalSafe(models))
+	}
+	return tw.Flush()
+}
+
+// limitsText is l in one column: its spend limits with their currency and
+// its rate limits, such as "5 USD total, 1 USD/month, 60 rpm", or "-".
+func limitsText(l billing.Limits) string {
+	var parts []string
+	cur := l.Currency
+	if cur != "" {
+		cur = " " + cur
+	}
+	if l.Total > 0 {
+		parts = append(parts, l.Total.Short()+cur+" total")
+	}
+	if l.Monthly > 0 {
+		parts = append(parts, l.Monthly.Short()+cur+"/month")
+	}
+	if l.RPM > 0 {
+		parts = append(parts, fmt.Sprintf("%d rpm", l.RPM))
+	}
+	if l.TPM > 0 {
+		parts = append(parts, fmt.Sprintf("%d tpm", l.TPM))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printBudgetStatus writes what `caddy air budget set|get|delete` prints:
+// the limits of one user or key and its spend per currency.
+func printBudgetStatus(w io.Writer, st billing.BudgetStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var l billing.Limits
+	if st.Limits != nil {
+		l = *st.Limits
+	}
+	fmt.Fprintf(tw, "limits:\t%s\n", limitsText(l))
+	if len(st.Spend) == 0 {
+		fmt.Fprintf(tw, "spent:\tnothing yet\n")
+	}
+	for _, s := range st.Spend {
+		fmt.Fprintf(tw, "spent (%s):\t%s in %s, %s in all, %s reserved\n", s.Currency, s.Month.Short(), st.Month, s.Total.Short(), s.Reserved.Short())
 	}
 	return tw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -205,6 +206,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		StripUsage:   injected,
 		ClientHeader: r.Header,
 		RequestID:    requestID,
+		Client:       clientOf(r),
 		Attempts:     pin,
 		Route:        route,
 		Tokens:       estimate.PromptTotal() + estimate.Output,
@@ -349,7 +351,7 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
 	}
 	if route.Kind != h.spec.kind {
-		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", model, route.Kind, endpointFor(route.Kind)))
+		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", model, withArticle(route.Kind), endpointFor(route.Kind)))
 	}
 	return route, nil
 }
@@ -360,6 +362,15 @@ func errorCode(e *apierror.Error) string {
 		return *e.Code
 	}
 	return e.Type
+}
+
+// withArticle is kind with its indefinite article: "an embedding", "a
+// chat".
+func withArticle(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // endpointFor names the endpoint that serves a model kind.

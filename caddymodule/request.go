@@ -31,6 +31,15 @@ func identity(r *http.Request) *keys.Key {
 	return k
 }
 
+// clientOf names the client of r for the providers' health: the user of
+// its key, "" without one.
+func clientOf(r *http.Request) string {
+	if k := identity(r); k != nil {
+		return k.User
+	}
+	return ""
+}
+
 // logFields adds fields to the request's access and error log entries.
 // It does nothing when the server keeps no such logs, and adds all fields
 // as one inline field: every change to Caddy's extra fields clears a cache

@@ -219,6 +219,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: method,
 		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
+		Client:   clientOf(r),
 		Attempts: []providers.Attempt{a},
 	})
 	defer res.Close()

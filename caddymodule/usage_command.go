@@ -122,7 +122,7 @@ func printBudgets(w io.Writer, list []billing.BudgetEntry) {
 		if len(e.Spend) > 0 {
 			var m, t []string
 			for _, s := range e.Spend {
-				m, t = append(m, s.Month.String()+" "+s.Currency), append(t, s.Total.String()+" "+s.Currency)
+				m, t = append(m, s.Month.Short()+" "+s.Currency), append(t, s.Total.Short()+" "+s.Currency)
 			}
 			month, total = strings.Join(m, ", "), strings.Join(t, ", ")
 		}
@@ -143,7 +143,7 @@ func limitText(a billing.Amount) string {
 	if a == 0 {
 		return "-"
 	}
-	return a.String()
+	return a.Short()
 }
 
 func rateText(n int64) string {

@@ -94,7 +94,7 @@ func (p *Proxy) end(span trace.Span, c *Call, t *routing.Target, e *ended) {
 		p.observe(t.Provider.Name, e.result, false)
 	}
 	if e.errType != errTypeCanceled {
-		p.Health.Record(t.Provider.Name, false)
+		p.Health.RecordFrom(t.Provider.Name, c.Client, false)
 	}
 	t.Done(e.outcome)
 	p.logAttempt(c, t, e.status, e.result, e.err, false)
@@ -135,7 +135,7 @@ func (p *Proxy) delivered(span trace.Span, c *Call, t *routing.Target, e *ended)
 	t.Done(o)
 	p.logAttempt(c, t, res.Status, e.result, res.Err, true)
 	if errType != errTypeCanceled {
-		p.Health.Record(t.Provider.Name, !providerFault(res.Status, errType))
+		p.Health.RecordFrom(t.Provider.Name, c.Client, !providerFault(res.Status, errType))
 	}
 	if !span.IsRecording() {
 		return

@@ -135,6 +135,9 @@ type Call struct {
 	// Rebody, when set, prepares the body for a target that takes another
 	// model name than BodyModel (another deployment, a fallback).
 	Rebody func(upstreamModel string) ([]byte, error)
+	// Client names whose request it is (the user), so that the
+	// provider's health counts the clients its failures came from.
+	Client string
 }
 
 // Result is what happened to a call. Serve writes at most the beginning of

@@ -56,6 +56,8 @@ type Handler struct {
 	pages  map[string]*template.Template
 	static http.Handler
 	cop    *http.CrossOriginProtection
+	// forms are the key form's one-time tokens already used.
+	forms onceForms
 }
 
 // userKey is the context key of the signed-in user.

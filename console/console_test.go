@@ -56,7 +56,24 @@ func withToken(h *Handler, user string, form url.Values) url.Values {
 		form = url.Values{}
 	}
 	form.Set("csrf_token", h.csrfToken(user))
+	form.Set("form_token", h.formToken(user))
 	return form
+}
+
+// follow serves the GET that the redirect w answers with, as a browser
+// does: with the cookies w set.
+func follow(t *testing.T, h *Handler, user string, w *httptest.ResponseRecorder) *httptest.ResponseRecorder {
+	t.Helper()
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("status %d, want 303 See Other\n%s", w.Code, w.Body)
+	}
+	r := httptest.NewRequest("GET", "http://"+testHost+w.Header().Get("Location"), nil)
+	for _, c := range w.Result().Cookies() {
+		r.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r, user)
+	return rec
 }
 
 func TestAnonymousGetsNothing(t *testing.T) {
@@ -141,7 +158,7 @@ func TestOperatorsOnlyForAdmins(t *testing.T) {
 		t.Errorf("bob's limits are %+v, want monthly 0.000001 (1000 nanos), rpm 5", lim)
 	}
 	w = do(h, "alice", "GET", "/console/operators", nil)
-	for _, want := range []string{`data-scope="user" data-id="bob"`, `data-scope="key" data-id="key_limited"`, "0.002500000 USD", "0.000001"} {
+	for _, want := range []string{`data-scope="user" data-id="bob"`, `data-scope="key" data-id="key_limited"`, "0.0025 USD", "0.000001"} {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("the operators' page lacks %q (budgets and the users' month)", want)
 		}
@@ -248,7 +265,7 @@ func TestCSRFRejected(t *testing.T) {
 		t.Fatalf("a refused request created %d keys", len(f.keys))
 	}
 	w := do(h, "bob", "POST", "/console/keys", good(), sameOrigin...)
-	if w.Code != http.StatusCreated || len(f.keys) != 1 {
+	if w.Code != http.StatusSeeOther || len(f.keys) != 1 {
 		t.Fatalf("a same-origin post with the token: status %d, %d keys", w.Code, len(f.keys))
 	}
 	// The playground's JSON post carries the token in a header.
@@ -266,18 +283,44 @@ func TestCreateKeyShowsSecretOnce(t *testing.T) {
 	f := newFake()
 	h := newTestConsole(t, f)
 	form := withToken(h, "bob", url.Values{"name": {"laptop"}, "expires": {time.Now().AddDate(0, 1, 0).Format(dayLayout)}})
-	w := do(h, "bob", "POST", "/console/keys", form, sameOrigin...)
-	if w.Code != http.StatusCreated || !strings.Contains(w.Body.String(), "sk-air-secret-bob-1") {
-		t.Fatalf("creating a key: %d\n%s", w.Code, w.Body)
+	post := do(h, "bob", "POST", "/console/keys", form, sameOrigin...)
+	if strings.Contains(post.Body.String(), "sk-air-secret") {
+		t.Errorf("the post's answer holds the secret (a refresh of it would post again):\n%s", post.Body)
 	}
-	if f.keys[0].Name != "laptop" || f.keys[0].ExpiresAt == nil {
+	w := follow(t, h, "bob", post)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "sk-air-secret-bob-1") || !strings.Contains(w.Body.String(), "“laptop”") {
+		t.Fatalf("the page after creating a key: %d\n%s", w.Code, w.Body)
+	}
+	// A browser refresh of that page shows no secret (the cookie is
+	// cleared) and mints nothing; a replay of the post mints nothing.
+	for _, c := range w.Result().Cookies() {
+		if c.Name == flashCookie && c.MaxAge >= 0 {
+			t.Errorf("the page did not clear the secret's cookie: %+v", c)
+		}
+	}
+	again := do(h, "bob", "POST", "/console/keys", form, sameOrigin...)
+	if len(f.keys) != 1 || again.Code != http.StatusSeeOther || !strings.Contains(follow(t, h, "bob", again).Body.String(), "already sent") {
+		t.Errorf("a replayed form: status %d, %d keys", again.Code, len(f.keys))
+	}
+	// The cookie is bound to its user and cannot be read by another.
+	post2 := do(h, "bob", "POST", "/console/keys", withToken(h, "bob", url.Values{"name": {"second"}}), sameOrigin...)
+	r := httptest.NewRequest("GET", "http://"+testHost+"/console/keys", nil)
+	for _, c := range post2.Result().Cookies() {
+		r.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r, "mallory")
+	if strings.Contains(rec.Body.String(), "sk-air-secret") {
+		t.Errorf("another user's page shows bob's new secret")
+	}
+	if len(f.keys) != 2 || f.keys[0].Name != "laptop" || f.keys[0].ExpiresAt == nil {
 		t.Errorf("created key %+v, want name laptop and an expiry", f.keys[0])
 	}
 	if w := do(h, "bob", "GET", "/console/keys", nil); strings.Contains(w.Body.String(), "sk-air-secret") || !strings.Contains(w.Body.String(), "laptop") {
 		t.Errorf("the key list shows the secret again, or not the key:\n%s", w.Body)
 	}
 	form = withToken(h, "bob", url.Values{"expires": {"2001-01-01"}})
-	if w := do(h, "bob", "POST", "/console/keys", form, sameOrigin...); w.Code != http.StatusBadRequest || len(f.keys) != 1 {
+	if w := do(h, "bob", "POST", "/console/keys", form, sameOrigin...); w.Code != http.StatusBadRequest || len(f.keys) != 2 {
 		t.Errorf("an expiry in the past: status %d, %d keys", w.Code, len(f.keys))
 	}
 }
@@ -378,7 +421,7 @@ func TestKeyNameBoundIsInCharacters(t *testing.T) {
 		name string
 		want int
 	}{
-		{strings.Repeat("é", maxKeyName), http.StatusCreated},
+		{strings.Repeat("é", maxKeyName), http.StatusSeeOther},
 		{strings.Repeat("n", maxKeyName+1), http.StatusBadRequest},
 	} {
 		f := newFake()

@@ -22,8 +22,9 @@ var funcs = template.FuncMap{
 		if a == 0 {
 			return ""
 		}
-		return a.String()
+		return a.Short()
 	},
+	"amount": func(a billing.Amount) string { return a.Short() },
 	"outcomes": func() []string {
 		return []string{billing.OutcomeOK, billing.OutcomePartial, billing.OutcomeUpstreamError, billing.OutcomeFailed,
 			billing.OutcomeTimeout, billing.OutcomeUnavailable, billing.OutcomeCanceled, billing.OutcomeInterrupted}
@@ -55,11 +56,12 @@ func whenPtr(t *time.Time, none string) string {
 	return when(*t)
 }
 
-// money formats an exact amount with its currency, as `caddy air usage`
-// prints it; an unpriced amount says so.
+// money formats an exact amount with its currency, to the cent or to its
+// last non-zero decimal (billing.Amount.Short); an unpriced amount says
+// so.
 func money(a billing.Amount, currency string) string {
 	if currency == "" {
 		return "unpriced"
 	}
-	return a.String() + " " + currency
+	return a.Short() + " " + currency
 }

@@ -21,14 +21,28 @@ type keysData struct {
 	Created *Key
 	// Name, Expires, Models and Limit echo the form after an error.
 	Name, Expires, Models, Limit string
+	// FormToken is the create form's one-time token.
+	FormToken string
+	// Notice is a message that is not an error.
+	Notice string
 }
 
 // maxKeyName bounds a key's name, in characters: the key service's
 // bound, checked here to keep the form's input.
 const maxKeyName = keys.MaxNameLen
 
+// keysPage shows the user's keys and, once, the secret of the key the
+// form just created (see setFlash).
 func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request) {
-	h.showKeys(w, r, http.StatusOK, keysData{}, "")
+	var d keysData
+	if secret, id, ok := h.takeFlash(w, r, userOf(r)); ok {
+		d.Secret = secret
+		d.Created = &Key{ID: id}
+	}
+	if r.URL.Query().Get("sent") == "again" {
+		d.Notice = "That form was already sent: the key it created is listed below, and its secret was shown only once. Nothing new was created."
+	}
+	h.showKeys(w, r, http.StatusOK, d, "")
 }
 
 // showKeys renders the keys page with d and an error message.
@@ -44,15 +58,31 @@ func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 	}
 	slices.SortFunc(list, func(a, b Key) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	d.Keys = list
+	if d.Created != nil {
+		for i := range list {
+			if list[i].ID == d.Created.ID {
+				d.Created = &list[i]
+			}
+		}
+	}
+	d.FormToken = h.formToken(userOf(r))
 	h.renderMsg(w, r, status, "keys", "API keys", d, msg)
 }
 
-// createKey creates a key from the form (name; expires: a date or empty;
-// models: comma-separated ids or globs, empty for all; limit: an amount
-// or empty) and shows its secret once.
+// createKey creates a key from the form (form_token: the form's one-time
+// token; name; expires: a date or empty; models: comma-separated ids or
+// globs, empty for all; limit: an amount or empty) and redirects to the
+// keys page, which shows its secret once.
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Services.Keys == nil {
 		h.fail(w, r, http.StatusNotFound, "keys are not served here")
+		return
+	}
+	if err := h.useFormToken(userOf(r), r.PostFormValue("form_token")); errors.Is(err, errFormUsed) {
+		http.Redirect(w, r, h.cfg.Prefix+"/keys?sent=again", http.StatusSeeOther)
+		return
+	} else if err != nil {
+		h.showKeys(w, r, http.StatusBadRequest, keysData{}, err.Error())
 		return
 	}
 	name := strings.TrimSpace(r.PostFormValue("name"))
@@ -94,7 +124,10 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, "creating a key", err)
 		return
 	}
-	h.showKeys(w, r, http.StatusCreated, keysData{Secret: secret, Created: &k}, "")
+	// Post/Redirect/Get: the secret travels in a cookie to the page the
+	// redirect lands on, so a refresh there re-posts nothing.
+	h.setFlash(w, r, userOf(r), secret, k.ID)
+	http.Redirect(w, r, h.cfg.Prefix+"/keys", http.StatusSeeOther)
 }
 
 // ownKey returns the signed-in user's key id, or ErrNotFound: a user

@@ -184,7 +184,7 @@ func TestKeysShowLimitsAndRefuseBadInput(t *testing.T) {
 	f.keys = append(f.keys, Key{ID: "key_lim", User: "bob", State: "active", Models: []string{"gpt-4o", "claude-*"},
 		Limits: &billing.Limits{Total: 5_000_000_000, Currency: "USD", RPM: 10}})
 	body := do(h, "bob", "GET", "/console/keys", nil).Body.String()
-	for _, want := range []string{`<td class="models">gpt-4o, claude-*</td>`, `<td class="limit">5.000000000 USD, 10 rpm</td>`} {
+	for _, want := range []string{`<td class="models wide-only">gpt-4o, claude-*</td>`, `<td class="limit">5.00 USD, 10 rpm</td>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the keys page lacks %q", want)
 		}

@@ -15,10 +15,7 @@ func TestCreateKeyWithScopes(t *testing.T) {
 	f := newFake()
 	h := newTestConsole(t, f)
 	form := withToken(h, "bob", url.Values{"name": {"ci"}, "models": {" gpt-4o, claude-* ,,"}, "limit": {"5.00"}})
-	w := do(h, "bob", "POST", "/console/keys", form, sameOrigin...)
-	if w.Code != http.StatusCreated {
-		t.Fatalf("creating a scoped key: %d\n%s", w.Code, w.Body)
-	}
+	w := follow(t, h, "bob", do(h, "bob", "POST", "/console/keys", form, sameOrigin...))
 	got := f.created[0]
 	if strings.Join(got.Models, "|") != "gpt-4o|claude-*" || got.Limit != "5.00" {
 		t.Errorf("created with models %q, limit %q", got.Models, got.Limit)

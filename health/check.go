@@ -21,6 +21,7 @@ const (
 	DefaultMaxLedgerLag   = 5 * time.Second
 	DefaultMinSuccessRate = 0.5
 	DefaultMinAttempts    = 5
+	DefaultMinClients     = 3
 )
 
 // Thresholds decide when a check fails.
@@ -35,6 +36,12 @@ type Thresholds struct {
 	// MinAttempts is how many attempts a provider must have made within
 	// the window before its rate is judged. Zero means DefaultMinAttempts.
 	MinAttempts int64
+	// MinClients is how many distinct clients' attempts must have failed
+	// within the window before a provider's check may fail (at most
+	// MaxClients): a client that sends only requests the provider refuses
+	// or fails on cannot take the gateway out of its load balancer. Zero
+	// means DefaultMinClients.
+	MinClients int64
 }
 
 // withDefaults fills zero fields.
@@ -48,6 +55,10 @@ func (t Thresholds) withDefaults() Thresholds {
 	if t.MinAttempts <= 0 {
 		t.MinAttempts = DefaultMinAttempts
 	}
+	if t.MinClients <= 0 {
+		t.MinClients = DefaultMinClients
+	}
+	t.MinClients = min(t.MinClients, MaxClients)
 	return t
 }
 
@@ -84,10 +95,11 @@ type Check struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Evaluate runs every check on in: the store takes writes, free space is
-// above the margin, the ledger keeps up, and each provider that made
-// enough attempts recently has enough successes. It returns every check,
-// in that order, and whether all pass.
+// Evaluate runs every readiness check on in: the store takes writes,
+// free space is above the margin, the ledger keeps up, and each provider
+// that made enough attempts recently, failing for enough clients, has
+// enough successes. It returns every check, in that order, and whether
+// all pass.
 func Evaluate(in Input, th Thresholds) ([]Check, bool) {
 	th = th.withDefaults()
 	checks := make([]Check, 0, 3+len(in.Providers))
@@ -124,9 +136,9 @@ func Evaluate(in Input, th Thresholds) ([]Check, bool) {
 	if th.MinSuccessRate > 0 {
 		for _, p := range in.Providers {
 			reason = ""
-			if p.Attempts >= th.MinAttempts && p.SuccessRate() < th.MinSuccessRate {
-				reason = fmt.Sprintf("%d of its last %d attempts failed within %s (success rate %.0f%%, minimum %.0f%%)",
-					p.Failures, p.Attempts, in.Window, 100*p.SuccessRate(), 100*th.MinSuccessRate)
+			if p.Attempts >= th.MinAttempts && p.SuccessRate() < th.MinSuccessRate && p.FailingClients >= th.MinClients {
+				reason = fmt.Sprintf("%d of its last %d attempts failed within %s, for %d or more clients (success rate %.0f%%, minimum %.0f%%)",
+					p.Failures, p.Attempts, in.Window, p.FailingClients, 100*p.SuccessRate(), 100*th.MinSuccessRate)
 			}
 			add(CheckProvider+":"+p.Name, reason)
 		}
@@ -137,4 +149,17 @@ func Evaluate(in Input, th Thresholds) ([]Check, bool) {
 		ok = ok && c.OK
 	}
 	return checks, ok
+}
+
+// CheckLive is the liveness check's name.
+const CheckLive = "live"
+
+// EvaluateLive runs the liveness check on in: it fails only for what a
+// restart of the process mends, a ledger that stopped taking records
+// (after a failed sync, nothing written since can be trusted until the
+// journal is reopened). A full disk, a slow ledger or a failing provider
+// fail readiness (Evaluate), not liveness: restarting would not help.
+func EvaluateLive(in Input) ([]Check, bool) {
+	c := Check{Name: CheckLive, OK: in.LedgerBroken == "", Reason: in.LedgerBroken}
+	return []Check{c}, c.OK
 }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -93,12 +94,16 @@ func TestEvaluate(t *testing.T) {
 		{name: "ledger lag within the limit", edit: func(in *Input) { in.Queued, in.OldestQueued = 40, 4*time.Second }},
 		{name: "ledger lag, a higher limit", edit: func(in *Input) { in.Queued, in.OldestQueued = 40, 6*time.Second },
 			th: Thresholds{MaxLedgerLag: 10 * time.Second}},
-		{name: "provider fails", edit: func(in *Input) { in.Providers[0].Failures = 6 },
+		{name: "provider fails", edit: func(in *Input) { in.Providers[0].Failures, in.Providers[0].FailingClients = 6, 3 },
+			failing: map[string]string{"provider:p": "6 of its last 10 attempts failed within 1m0s, for 3 or more clients"}},
+		{name: "provider fails for one client only", edit: func(in *Input) { in.Providers[0].Failures, in.Providers[0].FailingClients = 10, 1 }},
+		{name: "provider fails for two clients, one required", edit: func(in *Input) { in.Providers[0].Failures, in.Providers[0].FailingClients = 6, 2 },
+			th:      Thresholds{MinClients: 1},
 			failing: map[string]string{"provider:p": "6 of its last 10 attempts failed"}},
-		{name: "provider fails, too few attempts", edit: func(in *Input) { in.Providers[0].Stats = Stats{Attempts: 4, Failures: 4} }},
+		{name: "provider fails, too few attempts", edit: func(in *Input) { in.Providers[0].Stats = Stats{Attempts: 4, Failures: 4, FailingClients: 4} }},
 		{name: "provider fails, checks off", edit: func(in *Input) { in.Providers[0].Failures = 10 },
 			th: Thresholds{MinSuccessRate: -1}},
-		{name: "provider at exactly the rate", edit: func(in *Input) { in.Providers[0].Failures = 5 }},
+		{name: "provider at exactly the rate", edit: func(in *Input) { in.Providers[0].Failures, in.Providers[0].FailingClients = 5, 5 }},
 		{name: "several", edit: func(in *Input) { in.FreeBytes, in.LedgerBroken = 0, "closed" },
 			failing: map[string]string{CheckFreeSpace: "below the margin", CheckLedger: "closed"}},
 	} {
@@ -125,6 +130,47 @@ func TestEvaluate(t *testing.T) {
 		if tc.th.MinSuccessRate >= 0 && len(checks) != 4 {
 			t.Errorf("Test %d (%s): %d checks, want 4", i, tc.name, len(checks))
 		}
+	}
+}
+
+// TestTrackerCountsFailingClients: a window tells apart the clients whose
+// attempts failed, up to MaxClients, and forgets them with their slots.
+func TestTrackerCountsFailingClients(t *testing.T) {
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	tr := NewTracker(12*time.Second, "p")
+	tr.now = c.now
+	for range 20 {
+		tr.RecordFrom("p", "mallory", false)
+	}
+	tr.RecordFrom("p", "alice", true)
+	if st := tr.Stats("p"); st.Attempts != 21 || st.Failures != 20 || st.FailingClients != 1 {
+		t.Errorf("one client's failures: %+v, want 1 failing client", st)
+	}
+	c.t = c.t.Add(5 * time.Second)
+	tr.RecordFrom("p", "bob", false)
+	tr.RecordFrom("p", "mallory", false) // the same client in another slot
+	if st := tr.Stats("p"); st.FailingClients != 2 {
+		t.Errorf("two clients over two slots: %+v", st)
+	}
+	for i := range 20 {
+		tr.RecordFrom("p", fmt.Sprint("user", i), false)
+	}
+	if st := tr.Stats("p"); st.FailingClients != MaxClients {
+		t.Errorf("many clients: %+v, want %d", st, MaxClients)
+	}
+	c.t = c.t.Add(20 * time.Second)
+	if st := tr.Stats("p"); st.FailingClients != 0 || st.Attempts != 0 {
+		t.Errorf("after the window: %+v", st)
+	}
+}
+
+func TestEvaluateLive(t *testing.T) {
+	if checks, ok := EvaluateLive(Input{FreeBytes: 0, MarginBytes: 1 << 30, Queued: 9, OldestQueued: time.Hour,
+		Providers: []Provider{{Name: "p", Stats: Stats{Attempts: 10, Failures: 10, FailingClients: 8}}}}); !ok || len(checks) != 1 {
+		t.Errorf("a full disk, a lagging ledger and a failing provider fail liveness: %+v", checks)
+	}
+	if checks, ok := EvaluateLive(Input{LedgerBroken: "sync failed; restart"}); ok || checks[0].Reason != "sync failed; restart" {
+		t.Errorf("a broken ledger passes liveness: %+v", checks)
 	}
 }
 

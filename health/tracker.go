@@ -26,7 +26,15 @@ type Stats struct {
 	// Failures counts those that failed: no answer, a timeout, a cut
 	// response, or an answer of 429 or 5xx.
 	Failures int64 `json:"failures"`
+	// FailingClients counts the distinct clients (users) whose attempts
+	// failed, up to MaxClients: one client's own bad requests are not
+	// evidence that the provider fails everyone.
+	FailingClients int64 `json:"failing_clients"`
 }
+
+// MaxClients is the most distinct failing clients a window tells apart;
+// Stats.FailingClients is at most this.
+const MaxClients = 8
 
 // SuccessRate is the share of attempts that succeeded, 1 when there were
 // none.
@@ -80,9 +88,13 @@ func (t *Tracker) Reset(name string) {
 // Window is the span of history the tracker keeps.
 func (t *Tracker) Window() time.Duration { return t.slot * slots }
 
-// Record counts one attempt of provider: ok, or failed. A nil tracker
-// records nothing.
-func (t *Tracker) Record(provider string, ok bool) {
+// Record counts one attempt of provider: ok, or failed, for an unnamed
+// client. A nil tracker records nothing.
+func (t *Tracker) Record(provider string, ok bool) { t.RecordFrom(provider, "", ok) }
+
+// RecordFrom counts one attempt of provider for client (the user whose
+// request it was): ok, or failed. A nil tracker records nothing.
+func (t *Tracker) RecordFrom(provider, client string, ok bool) {
 	if t == nil {
 		return
 	}
@@ -97,7 +109,17 @@ func (t *Tracker) Record(provider string, ok bool) {
 		}
 		t.mu.Unlock()
 	}
-	w.add(t.epoch(), ok)
+	w.add(t.epoch(), clientHash(client), ok)
+}
+
+// clientHash is client's FNV-1a hash: a window keeps hashes, not names.
+func clientHash(client string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(client); i++ {
+		h ^= uint64(client[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // Stats returns provider's attempts within the window.
@@ -147,11 +169,28 @@ type window struct {
 type slot struct {
 	epoch    int64
 	ok, fail int64
+	// failing are the hashes of the first MaxClients distinct clients
+	// whose attempts failed in the slot; nFailing how many.
+	failing  [MaxClients]uint64
+	nFailing int
 }
 
-// add counts a result in the slot of epoch, clearing what the slot held
-// from an older turn of the ring.
-func (w *window) add(epoch int64, ok bool) {
+// addFailing notes client h among the slot's failing clients.
+func (s *slot) addFailing(h uint64) {
+	for _, c := range s.failing[:s.nFailing] {
+		if c == h {
+			return
+		}
+	}
+	if s.nFailing < MaxClients {
+		s.failing[s.nFailing] = h
+		s.nFailing++
+	}
+}
+
+// add counts a result of client h in the slot of epoch, clearing what the
+// slot held from an older turn of the ring.
+func (w *window) add(epoch int64, h uint64, ok bool) {
 	w.mu.Lock()
 	s := &w.slots[epoch%slots]
 	if s.epoch != epoch {
@@ -161,6 +200,7 @@ func (w *window) add(epoch int64, ok bool) {
 		s.ok++
 	} else {
 		s.fail++
+		s.addFailing(h)
 	}
 	w.mu.Unlock()
 }
@@ -170,11 +210,17 @@ func (w *window) sum(epoch int64) Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var st Stats
-	for _, s := range w.slots {
+	var clients slot // the window's distinct failing clients
+	for i := range w.slots {
+		s := &w.slots[i]
 		if s.epoch > epoch-slots && s.epoch <= epoch {
 			st.Attempts += s.ok + s.fail
 			st.Failures += s.fail
+			for _, h := range s.failing[:s.nFailing] {
+				clients.addFailing(h)
+			}
 		}
 	}
+	st.FailingClients = int64(clients.nFailing)
 	return st
 }

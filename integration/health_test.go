@@ -73,19 +73,28 @@ func TestAirHealth(t *testing.T) {
 		_, _ = io.WriteString(w, recJSONResponse)
 	})
 	o := gatewayOptions{
-		Providers: providerBlock("flaky", "openai", "\t\t\tretries 0", up),
+		// The breaker judges no sooner than after 20 attempts: this test
+		// is about health, which must not wait for a breaker.
+		Providers: providerBlock("flaky", "openai", "\t\t\tretries 0\n\t\t\tmin_requests 20", up),
 		Models:    "model flaky-model flaky",
 		Extra:     "health {\n\t\t\tmin_attempts 3\n\t\t\tmin_success_rate 0.5\n\t\t}",
-		Site:      "handle /healthz {\n\t\tair_health\n\t}",
+		Site:      "handle /healthz {\n\t\tair_health\n\t}\n\thandle /livez {\n\t\tair_health live\n\t}",
 	}
 	o.DataDir = dataDir(t)
 	g := startGateway(t, o)
-	key, _ := createKey(t, "health")
+	// Three users: a provider fails the readiness check only once its
+	// failures came from min_clients (default 3) of them.
+	var userKeys []string
+	for _, u := range []string{"health", "health-b", "health-c"} {
+		k, _ := createKey(t, u)
+		userKeys = append(userKeys, k)
+	}
 	site := baseURL + "/healthz"
-	chat := func() int {
+	chatAs := func(key string) int {
 		code, _, _ := postChat(t, key, `{"model":"flaky-model","messages":[{"role":"user","content":"hi"}]}`)
 		return code
 	}
+	chat := func() int { return chatAs(userKeys[0]) }
 
 	code, h, raw := getHealth(t, site)
 	if code != 200 || h.Status != "ok" || len(h.Failing) != 0 || !h.Storage.Writable {
@@ -101,33 +110,50 @@ func TestAirHealth(t *testing.T) {
 	}
 
 	failing.Store(true)
-	for range 3 {
+	// One client whose every request fails is no evidence against the
+	// provider: health stays ok (a client sending only requests the
+	// provider fails on cannot pull the gateway out of rotation).
+	for range 6 {
 		if c := chat(); c != 500 {
+			t.Fatalf("chat on a failing upstream: %d", c)
+		}
+	}
+	if code, h, raw = getHealth(t, site); code != 200 || h.Status != "ok" {
+		t.Errorf("one client's 6 failed requests failed the health check: %d %s", code, raw)
+	}
+	// The same failures for three clients are.
+	for _, k := range userKeys[1:] {
+		if c := chatAs(k); c != 500 {
 			t.Fatalf("chat on a failing upstream: %d", c)
 		}
 	}
 	code, h, raw = getHealth(t, site)
 	ok, _, reason := h.check("provider:flaky")
-	if code != 503 || h.Status != "failing" || ok || !strings.Contains(reason, "3 of its last 3 attempts failed") ||
-		len(h.Failing) != 1 || !strings.HasPrefix(h.Failing[0], "provider:flaky: ") {
-		t.Errorf("a provider failing every attempt: %d %s", code, raw)
+	if code != 503 || h.Status != "failing" || ok || !strings.Contains(reason, "8 of its last 8 attempts failed") ||
+		!strings.Contains(reason, "for 3 or more clients") || len(h.Failing) != 1 || !strings.HasPrefix(h.Failing[0], "provider:flaky: ") {
+		t.Errorf("a provider failing every attempt of three clients: %d %s", code, raw)
+	}
+	// Liveness is not readiness: a failing provider is no reason to
+	// restart the gateway.
+	if code, lh, raw := getHealth(t, baseURL+"/livez"); code != 200 || lh.Status != "ok" {
+		t.Errorf("/livez with a failing provider: %d %s", code, raw)
 	}
 	if code, ah, raw := getHealth(t, "http://"+adminAddr+"/air/health"); code != 503 || len(ah.Failing) != 1 || ah.Storage.Dir != g.dataDir {
 		t.Errorf("/air/health with a failing provider: %d %s", code, raw)
 	}
 
 	failing.Store(false)
-	for range 3 {
+	for range 8 {
 		if c := chat(); c != 200 {
 			t.Fatalf("chat on a recovered upstream: %d", c)
 		}
 	}
 	if code, h, raw = getHealth(t, site); code != 200 || h.Status != "ok" {
-		t.Errorf("after the provider recovered (3 of 6 attempts succeeded): %d %s", code, raw)
+		t.Errorf("after the provider recovered (8 of 16 attempts succeeded): %d %s", code, raw)
 	}
 	for _, p := range h.Providers {
-		if p.Name == "flaky" && (p.Attempts != 6 || p.Failures != 3) {
-			t.Errorf("flaky's attempts %+v, want 6 with 3 failures", p)
+		if p.Name == "flaky" && (p.Attempts != 16 || p.Failures != 8) {
+			t.Errorf("flaky's attempts %+v, want 16 with 8 failures", p)
 		}
 	}
 
@@ -140,6 +166,9 @@ func TestAirHealth(t *testing.T) {
 	if ok, _, reason := h.check("storage_space"); ok || !strings.Contains(reason, "below the margin") ||
 		len(h.Failing) != 1 || strings.Contains(raw, g.dataDir) {
 		t.Errorf("storage below its margin: %s", raw)
+	}
+	if code, _, raw := getHealth(t, baseURL+"/livez"); code != 200 {
+		t.Errorf("/livez with the storage below its margin: %d %s", code, raw)
 	}
 
 	o.Extra = strings.Replace(o.Extra, "1000000TiB", "1MiB", 1)

@@ -70,6 +70,10 @@ func (u *Upstream) Deployment() string { return u.dep.name }
 // labels and logs.
 func (u *Upstream) PublicBaseURL() string { return publicURL(u.BaseURL) }
 
+// PublicURL is s, a base URL, without what may hold a secret (user info,
+// query, fragment), fit for pages, labels and logs.
+func PublicURL(s string) string { return publicURL(s) }
+
 // publicURL strips what may hold a secret from a URL.
 func publicURL(s string) string {
 	p, err := url.Parse(s)

@@ -70,7 +70,7 @@ func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (
 		start := time.Now()
 		out, err := ad.submit(actx, c, r)
 		headers()
-		result := s.submitDone(span, tg, c, out, err, time.Since(start))
+		result := s.submitDone(span, tg, c, out, err, time.Since(start), t.User)
 		tg.LogAttempt(s.log, routing.AttemptLog{RequestID: t.ID, Operation: t.Type, Model: t.Model, Status: c.status,
 			Result: result, Err: err, Delivered: err == nil})
 		if err == nil {
@@ -127,7 +127,7 @@ func startSubmit(ctx context.Context, t *Task, tg *routing.Target) (context.Cont
 // rejected key, latency). It returns the attempt's metric result. A
 // failure is any result but success or the provider refusing the request
 // itself (a 4xx other than 429).
-func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *outcome, err error, took time.Duration) string {
+func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *outcome, err error, took time.Duration, user string) string {
 	res := telemetry.Result{Status: c.status, Err: err}
 	fault := false
 	result := routing.AttemptOK
@@ -158,7 +158,7 @@ func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *
 		o.Broken = true
 	}
 	tg.Done(o)
-	s.health.Record(tg.Provider.Name, !fault)
+	s.health.RecordFrom(tg.Provider.Name, user, !fault)
 	telemetry.EndAttempt(span, res)
 	return result
 }

@@ -50,7 +50,7 @@ func TestSubmitDone(t *testing.T) {
 		if tc.err == nil {
 			out = &outcome{state: StatusSucceeded}
 		}
-		if got := s.submitDone(span, tg, &call{status: tc.status}, out, tc.err, 0); got != tc.wantResult {
+		if got := s.submitDone(span, tg, &call{status: tc.status}, out, tc.err, 0, "alice"); got != tc.wantResult {
 			t.Errorf("Test %d: result %q, want %q", i, got, tc.wantResult)
 		}
 		parent.End()
