@@ -53,6 +53,24 @@ func Text(scratch []byte, raw string) (text, grown []byte) {
 	return scratch, scratch
 }
 
+// AppendText is Text for several texts alive at once: a token with
+// escapes is unescaped at the end of arena, not over its start, so that
+// the texts returned before stay valid until the caller resets arena.
+func AppendText(arena []byte, raw string) (text, grown []byte) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, arena
+	}
+	body := raw[1 : len(raw)-1]
+	for i := 0; i < len(body); i++ {
+		if body[i] == '\\' {
+			start := len(arena)
+			arena = AppendUnescaped(arena, body)
+			return arena[start:len(arena):len(arena)], arena
+		}
+	}
+	return Bytes(body), arena
+}
+
 // AppendUnescaped appends to dst the text of body, the inside of a JSON
 // string token, with its escapes resolved. An invalid escape or lone
 // surrogate becomes U+FFFD, as encoding/json reads it.

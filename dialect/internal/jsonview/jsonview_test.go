@@ -73,3 +73,13 @@ func TestMember(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendTextKeepsEarlierTexts(t *testing.T) {
+	var arena []byte
+	a, arena := AppendText(arena, `"one\n"`)
+	b, arena := AppendText(arena, `"plain"`)
+	c, _ := AppendText(arena, `"two\t"`)
+	if string(a) != "one\n" || string(b) != "plain" || string(c) != "two\t" {
+		t.Errorf("texts %q %q %q", a, b, c)
+	}
+}
