@@ -100,3 +100,13 @@ func FuzzParseFrame(f *testing.F) {
 		}
 	})
 }
+
+// encodeRaw encodes an event frame with a payload as it is.
+func encodeRaw(eventType string, payload []byte) []byte {
+	var b bytes.Buffer
+	_ = eventstream.NewEncoder().Encode(&b, eventstream.Message{Headers: eventstream.Headers{
+		{Name: ":event-type", Value: eventstream.StringValue(eventType)},
+		{Name: ":message-type", Value: eventstream.StringValue("event")},
+	}, Payload: payload})
+	return b.Bytes()
+}
