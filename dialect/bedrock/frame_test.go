@@ -110,3 +110,31 @@ func encodeRaw(eventType string, payload []byte) []byte {
 	}, Payload: payload})
 	return b.Bytes()
 }
+
+// BenchmarkParseFrame and BenchmarkSDKDecodeFrame compare this parser
+// with the SDK's decoder on one delta frame: the reason the stream
+// decoder parses frames itself.
+func BenchmarkParseFrame(b *testing.B) {
+	raw := EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": "Hello"}, "p": "abcdefgh"})
+	var f frame
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := parseFrame(raw, &f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSDKDecodeFrame(b *testing.B) {
+	frame := EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": "Hello"}, "p": "abcdefgh"})
+	d := eventstream.NewDecoder()
+	buf := make([]byte, 0, 1024)
+	r := bytes.NewReader(frame)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(frame)
+		if _, err := d.Decode(r, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -78,6 +78,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := gjson.ParseBytes(body)
+	if msg := badToolBlocks(req); msg != "" {
+		writeError(w, http.StatusBadRequest, "ValidationException", msg)
+		return
+	}
 	if msg := badSignature(req); msg != "" {
 		writeError(w, http.StatusBadRequest, "ValidationException", msg)
 		return
@@ -225,6 +229,33 @@ func badSignature(req gjson.Result) string {
 		return true
 	})
 	return msg
+}
+
+// badToolBlocks checks the tool blocks as Bedrock does: they need a
+// toolConfig, and each result answers a tool use of the message before.
+func badToolBlocks(req gjson.Result) string {
+	msgs := req.Get("messages").Array()
+	hasTools := req.Get("toolConfig.tools.0").Exists()
+	for i, m := range msgs {
+		for _, c := range m.Get("content").Array() {
+			tr := c.Get("toolResult")
+			if !tr.Exists() && !c.Get("toolUse").Exists() {
+				continue
+			}
+			if !hasTools {
+				return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+			}
+			if !tr.Exists() {
+				continue
+			}
+			id := tr.Get("toolUseId").Str
+			found := i > 0 && msgs[i-1].Get(`content.#(toolUse.toolUseId==`+strconv.Quote(id)+`)`).Exists()
+			if !found {
+				return "The model returned the following errors: messages." + strconv.Itoa(i) + ": toolResult block(s) with id " + id + " do not match a toolUse block of the previous turn"
+			}
+		}
+	}
+	return ""
 }
 
 // lastUserText is the text of the last user message.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -333,5 +334,37 @@ func TestDefaultCredentialChain(t *testing.T) {
 	}
 	if _, err := NewSigner("", creds); err == nil {
 		t.Error("a signer without a region was made")
+	}
+}
+
+func TestToolResultsMustMatchCalls(t *testing.T) {
+	_, ts, sg := fake(t, testSecret)
+	tools := []dialect.Tool{{Name: "weather"}}
+	use := dialect.Message{Role: dialect.RoleAssistant, Content: []dialect.Block{{Kind: dialect.BlockToolUse, ToolID: "tooluse_1", ToolName: "weather"}}}
+	result := func(id string) dialect.Message {
+		return dialect.Message{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockToolResult, ToolID: id, Content: []dialect.Block{{Kind: dialect.BlockText, Text: "ok"}}}}}
+	}
+	for i, tc := range []struct {
+		msgs  []dialect.Message
+		tools []dialect.Tool
+		ok    bool
+	}{
+		{append(userText("w?"), use, result("tooluse_1")), tools, true},
+		{append(userText("w?"), use, result("tooluse_other")), tools, false},
+		{append(userText("w?"), use, result("tooluse_1")), nil, false},
+	} {
+		_, r, e := call(t, ts.Client(), ts.URL, sg, &dialect.Request{Messages: tc.msgs, Tools: tc.tools})
+		if tc.ok != (e == nil) || !tc.ok && (e.Status != 400 || e.Kind != dialect.ErrInvalidRequest) {
+			t.Errorf("Test %d: %+v, %+v", i, r, e)
+		}
+	}
+}
+
+func TestThrottleRetryAfter(t *testing.T) {
+	s, ts, sg := fake(t, testSecret)
+	s.RetryAfter = 1500 * time.Millisecond
+	_, _, e := call(t, ts.Client(), ts.URL, sg, &dialect.Request{Messages: userText("mock:throttle")})
+	if e == nil || e.Status != 429 || e.RetryAfter != 2*time.Second {
+		t.Errorf("got %+v, want 429 with a 2 s retry", e)
 	}
 }
