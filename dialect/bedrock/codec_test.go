@@ -219,3 +219,22 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeRequestMergesTurnsOfOneRole(t *testing.T) {
+	r := &dialect.Request{System: []dialect.Block{{Kind: dialect.BlockText}}, Tools: []dialect.Tool{{Name: "f"}}, Messages: []dialect.Message{
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockText, Text: "a"}, {Kind: dialect.BlockText}}},
+		{Role: dialect.RoleAssistant, Content: []dialect.Block{{Kind: dialect.BlockToolUse, ToolID: "1", ToolName: "f"}, {Kind: dialect.BlockToolUse, ToolID: "2", ToolName: "f"}}},
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockToolResult, ToolID: "1"}}},
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockToolResult, ToolID: "2"}}},
+	}}
+	b, err := Codec{}.EncodeRequest(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := gjson.ParseBytes(b)
+	// Two user messages in a row are one; empty text blocks are left out.
+	if body.Get("messages.#").Int() != 3 || body.Get("messages.2.content.#.toolResult.toolUseId").Raw != `["1","2"]` ||
+		body.Get("messages.0.content.#").Int() != 1 || body.Get("system").Exists() {
+		t.Errorf("%s", b)
+	}
+}

@@ -95,7 +95,7 @@ func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
 	body := converseRequest{Messages: make([]message, 0, len(r.Messages))}
 	for i := range r.System {
 		b := &r.System[i]
-		if b.Kind != dialect.BlockText {
+		if b.Kind != dialect.BlockText || b.Text == "" {
 			continue
 		}
 		body.System = appendCache(append(body.System, contentBlock{Text: &b.Text}), b.CacheControl)
@@ -103,9 +103,19 @@ func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
 	hasToolBlocks := false
 	for i := range r.Messages {
 		m := &r.Messages[i]
-		out := message{Role: string(m.Role), Content: make([]contentBlock, 0, len(m.Content))}
+		// Converse refuses two messages of one role in a row: they are
+		// merged, as Anthropic merges them.
+		n := len(body.Messages)
+		if n == 0 || body.Messages[n-1].Role != string(m.Role) {
+			body.Messages = append(body.Messages, message{Role: string(m.Role), Content: make([]contentBlock, 0, len(m.Content))})
+			n++
+		}
+		out := &body.Messages[n-1]
 		for j := range m.Content {
 			b := &m.Content[j]
+			if b.Kind == dialect.BlockText && b.Text == "" {
+				continue // Converse refuses empty text blocks
+			}
 			if b.Kind == dialect.BlockToolUse || b.Kind == dialect.BlockToolResult {
 				hasToolBlocks = true
 			}
@@ -115,7 +125,6 @@ func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
 			}
 			out.Content = appendCache(append(out.Content, cb), b.CacheControl)
 		}
-		body.Messages = append(body.Messages, out)
 	}
 	if r.MaxTokens > 0 || r.Temperature != nil || r.TopP != nil || len(r.Stop) > 0 {
 		body.InferenceConfig = &inferenceConfig{MaxTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, StopSequences: r.Stop}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,7 +120,7 @@ func TestDecodeResponse(t *testing.T) {
 			{Kind: dialect.BlockThinking, Text: "**Planning**"},
 			{Kind: dialect.BlockThinking, Signature: "SIG-T"},
 			{Kind: dialect.BlockText, Text: "Checking."},
-			{Kind: dialect.BlockToolUse, ToolID: "call_resp1_0", ToolName: "weather", Input: json.RawMessage(`{"city":"Paris"}`), Signature: "SIG-C"},
+			{Kind: dialect.BlockToolUse, ToolID: "call_resp1_0__ts_U0lHLUM", ToolName: "weather", Input: json.RawMessage(`{"city":"Paris"}`), Signature: "SIG-C"},
 			{Kind: dialect.BlockToolUse, ToolID: "call_resp1_1", ToolName: "clock", Input: json.RawMessage(`{}`)},
 		},
 		StopReason: dialect.StopToolUse,
@@ -143,6 +144,41 @@ func TestDecodeResponse(t *testing.T) {
 		if _, err := (Codec{}).DecodeResponse([]byte(bad)); err == nil {
 			t.Errorf("%q decoded", bad)
 		}
+	}
+}
+
+func TestSignatureInToolID(t *testing.T) {
+	sig := "CiQB0e2Kb+/x=="
+	id := WithSignature("call_r1_0", sig)
+	if SignatureOf(id) != sig || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		t.Errorf("id %q carries %q", id, SignatureOf(id))
+	}
+	if WithSignature("call_r1_0", "") != "call_r1_0" || SignatureOf("call_r1_0") != "" || SignatureOf("x__ts_!!") != "" {
+		t.Error("an id without a signature changed or yielded one")
+	}
+	// A tool use whose Signature a client protocol lost still sends it.
+	r := &dialect.Request{Messages: []dialect.Message{
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockText, Text: "w?"}}},
+		{Role: dialect.RoleAssistant, Content: []dialect.Block{{Kind: dialect.BlockToolUse, ToolID: id, ToolName: "weather"}}},
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockToolResult, ToolID: id, Content: []dialect.Block{{Kind: dialect.BlockText, Text: "sun"}}}}},
+	}}
+	b, err := Codec{}.EncodeRequest(nil, r)
+	if err != nil || gjson.GetBytes(b, "contents.1.parts.0.thoughtSignature").Str != sig || gjson.GetBytes(b, "contents.2.parts.0.functionResponse.name").Str != "weather" {
+		t.Errorf("%s %v", b, err)
+	}
+}
+
+func TestEncodeRequestMergesTurnsOfOneRole(t *testing.T) {
+	text := func(s string) []dialect.Block { return []dialect.Block{{Kind: dialect.BlockText, Text: s}} }
+	r := &dialect.Request{Messages: []dialect.Message{
+		{Role: dialect.RoleUser, Content: text("a")},
+		{Role: dialect.RoleAssistant, Content: []dialect.Block{{Kind: dialect.BlockToolUse, ToolID: "1", ToolName: "f"}, {Kind: dialect.BlockToolUse, ToolID: "2", ToolName: "g"}}},
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockToolResult, ToolID: "1"}}},
+		{Role: dialect.RoleUser, Content: []dialect.Block{{Kind: dialect.BlockToolResult, ToolID: "2"}}},
+	}}
+	b, err := Codec{}.EncodeRequest(nil, r)
+	if err != nil || gjson.GetBytes(b, "contents.#").Int() != 3 || gjson.GetBytes(b, "contents.2.parts.#.functionResponse.name").Raw != `["f","g"]` {
+		t.Errorf("%s %v", b, err)
 	}
 }
 

@@ -189,12 +189,21 @@ func TestToolCallsWithThoughtSignatures(t *testing.T) {
 		t.Errorf("stream %q lacks %q", s.events, wantStart)
 	}
 	for i, tc := range []struct {
-		strip bool
-		ok    bool
-	}{{false, true}, {true, false}} {
+		keepSig, keepID bool
+		ok              bool
+	}{
+		{true, true, true},
+		// Chat Completions' tool_calls have no signature: the id carries it.
+		{false, true, true},
+		// Lost both ways: Gemini 3 refuses the turn.
+		{false, false, false},
+	} {
 		turn := append([]dialect.Block(nil), r.Content...)
-		if tc.strip {
+		if !tc.keepSig {
 			turn[1].Signature = ""
+		}
+		if !tc.keepID {
+			turn[1].ToolID = "call_plain_0"
 		}
 		msgs := append(userText(prompt), dialect.Message{Role: dialect.RoleAssistant, Content: turn},
 			dialect.Message{Role: dialect.RoleUser, Content: []dialect.Block{

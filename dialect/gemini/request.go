@@ -130,7 +130,11 @@ func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
 			empty := ""
 			c.Parts = append(c.Parts, part{Text: &empty, ThoughtSignature: sig})
 		}
-		if len(c.Parts) > 0 {
+		// A turn's function responses must come in one content, as its
+		// calls came: contents of one role in a row are merged.
+		if n := len(body.Contents); n > 0 && body.Contents[n-1].Role == c.Role {
+			body.Contents[n-1].Parts = append(body.Contents[n-1].Parts, c.Parts...)
+		} else if len(c.Parts) > 0 {
 			body.Contents = append(body.Contents, c)
 		}
 	}
@@ -157,7 +161,11 @@ func encodeBlock(parts []part, b *dialect.Block, names map[string]string) ([]par
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		return append(parts, part{FunctionCall: &functionCall{Name: b.ToolName, Args: args}, ThoughtSignature: b.Signature}), nil
+		sig := b.Signature
+		if sig == "" {
+			sig = SignatureOf(b.ToolID)
+		}
+		return append(parts, part{FunctionCall: &functionCall{Name: b.ToolName, Args: args}, ThoughtSignature: sig}), nil
 	case dialect.BlockToolResult:
 		name := names[b.ToolID]
 		if name == "" {

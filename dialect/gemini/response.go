@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -77,6 +78,35 @@ func ToolID(responseID string, index int, name string, args []byte) string {
 	return "call_" + responseID + "_" + strconv.Itoa(index)
 }
 
+// signatureMark separates a tool id from the thought signature it
+// carries (see WithSignature).
+const signatureMark = "__ts_"
+
+// WithSignature appends a call's thought signature to its tool id, in
+// base64url so that the id stays within [A-Za-z0-9_-] as Anthropic
+// requires: a client protocol with no place for the signature (Chat
+// Completions' tool_calls) still sends it back with the id, and Gemini 3
+// refuses a call sent back without it.
+func WithSignature(id, sig string) string {
+	if sig == "" {
+		return id
+	}
+	return id + signatureMark + base64.RawURLEncoding.EncodeToString([]byte(sig))
+}
+
+// SignatureOf returns the thought signature a tool id carries, or "".
+func SignatureOf(id string) string {
+	i := strings.Index(id, signatureMark)
+	if i < 0 {
+		return ""
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(id[i+len(signatureMark):])
+	if err != nil {
+		return ""
+	}
+	return string(sig)
+}
+
 // fnv64 hashes a call without a response id.
 func fnv64(name string, args []byte) uint64 {
 	h := uint64(14695981039346656037)
@@ -120,7 +150,8 @@ func (Codec) DecodeResponse(body []byte) (*dialect.Response, error) {
 			if len(args) == 0 {
 				args = json.RawMessage("{}")
 			}
-			r.Content = append(r.Content, dialect.Block{Kind: dialect.BlockToolUse, ToolID: id, ToolName: p.FunctionCall.Name, Input: args, Signature: p.ThoughtSignature})
+			r.Content = append(r.Content, dialect.Block{Kind: dialect.BlockToolUse, ToolID: WithSignature(id, p.ThoughtSignature),
+				ToolName: p.FunctionCall.Name, Input: args, Signature: p.ThoughtSignature})
 			calls++
 		case p.Thought:
 			r.Content = append(r.Content, dialect.Block{Kind: dialect.BlockThinking, Text: deref(p.Text), Signature: p.ThoughtSignature})

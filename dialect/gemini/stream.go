@@ -258,10 +258,11 @@ func (d *streamDecoder) call(fc, sig string) {
 	// The open block is never a call (each is closed at once), so this
 	// starts a new one.
 	i, ev := d.openBlock(dialect.BlockToolUse)
-	ev.Block.ToolID, ev.Block.ToolName = id, strings.Clone(name)
+	ev.Block.ToolName = strings.Clone(name)
 	if sig != "" {
 		ev.Block.Signature = strings.Clone(gjson.Parse(sig).Str)
 	}
+	ev.Block.ToolID = WithSignature(id, ev.Block.Signature)
 	d.push(dialect.EventDelta, i).Delta = dialect.DeltaJSON
 	d.q[len(d.q)-1].Text = jsonview.Bytes(args)
 	d.closeBlock()

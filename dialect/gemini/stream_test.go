@@ -64,7 +64,7 @@ func TestStreamEvents(t *testing.T) {
 		fmt.Sprintf("delta 1 kind=%d %q", dialect.DeltaText, "Hel"),
 		fmt.Sprintf("delta 1 kind=%d %q", dialect.DeltaText, "lo\n"),
 		"stop 1",
-		fmt.Sprintf("block 2 kind=%d id=call_r9_0 name=weather sig=SIG-C", dialect.BlockToolUse),
+		fmt.Sprintf("block 2 kind=%d id=call_r9_0__ts_U0lHLUM name=weather sig=SIG-C", dialect.BlockToolUse),
 		fmt.Sprintf("delta 2 kind=%d %q", dialect.DeltaJSON, `{"city":"Paris"}`),
 		"stop 2",
 		fmt.Sprintf("block 3 kind=%d id=call_r9_1 name=clock sig=", dialect.BlockToolUse),
