@@ -317,7 +317,7 @@ func TestDefaultCredentialChain(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", testKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
 	t.Setenv("AWS_SESSION_TOKEN", "session-token")
-	creds, err := DefaultCredentials(context.Background())
+	creds, err := DefaultCredentials(context.Background(), testRegion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,9 +50,10 @@ func StaticCredentials(accessKeyID, secretKey, sessionToken string) aws.Credenti
 
 // DefaultCredentials are the AWS SDK's default chain: the environment
 // (AWS_ACCESS_KEY_ID and the rest), the shared config and credentials
-// files (AWS_PROFILE), web identity, SSO, and the ECS or EC2 role.
-func DefaultCredentials(ctx context.Context) (aws.CredentialsProvider, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+// files (AWS_PROFILE), web identity, SSO, and the ECS or EC2 role. region
+// is where the chain calls STS, when a role must be assumed.
+func DefaultCredentials(ctx context.Context, region string) (aws.CredentialsProvider, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
 	if err != nil {
 		return nil, err
 	}
