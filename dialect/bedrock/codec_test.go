@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +237,14 @@ func TestEncodeRequestMergesTurnsOfOneRole(t *testing.T) {
 	if body.Get("messages.#").Int() != 3 || body.Get("messages.2.content.#.toolResult.toolUseId").Raw != `["1","2"]` ||
 		body.Get("messages.0.content.#").Int() != 1 || body.Get("system").Exists() {
 		t.Errorf("%s", b)
+	}
+}
+
+func TestErrorMessagesLoseAccountIDs(t *testing.T) {
+	h := http.Header{"X-Amzn-Errortype": {"AccessDeniedException"}}
+	body := `{"message":"User: arn:aws:iam::123456789012:user/gateway is not authorized to perform: bedrock:InvokeModel on resource: arn:aws:bedrock:us-east-1::foundation-model/x because account 123456789012 has no access"}`
+	e := Codec{}.DecodeError(403, h, []byte(body))
+	if strings.Contains(e.Message, "123456789012") || strings.Contains(e.Message, "user/gateway") || !strings.Contains(e.Message, "is not authorized to perform") {
+		t.Errorf("message %q", e.Message)
 	}
 }

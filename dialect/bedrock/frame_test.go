@@ -138,3 +138,14 @@ func BenchmarkSDKDecodeFrame(b *testing.B) {
 		}
 	}
 }
+
+// encodeErrorFrame encodes a frame of the error message type.
+func encodeErrorFrame(code, msg string) []byte {
+	var b bytes.Buffer
+	_ = eventstream.NewEncoder().Encode(&b, eventstream.Message{Headers: eventstream.Headers{
+		{Name: ":message-type", Value: eventstream.StringValue("error")},
+		{Name: ":error-code", Value: eventstream.StringValue(code)},
+		{Name: ":error-message", Value: eventstream.StringValue(msg)},
+	}})
+	return b.Bytes()
+}

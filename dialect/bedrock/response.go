@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -132,7 +133,7 @@ func exceptionError(typ, msg string) *dialect.Error {
 	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
 		typ = typ[i+1:]
 	}
-	e := &dialect.Error{Message: msg}
+	e := &dialect.Error{Message: scrub(msg)}
 	switch strings.ToLower(typ) {
 	case "throttlingexception":
 		e.Status, e.Kind = http.StatusTooManyRequests, dialect.ErrRateLimit
@@ -154,6 +155,20 @@ func exceptionError(typ, msg string) *dialect.Error {
 		e.Status, e.Kind = http.StatusBadGateway, dialect.ErrServer
 	}
 	return e
+}
+
+// Account identifiers in Bedrock's messages: ARNs (which name the
+// account, the user or role, and the resource) and bare account ids.
+var (
+	arnPattern     = regexp.MustCompile(`arn:aws[a-z-]*:[^\s"',]+`)
+	accountPattern = regexp.MustCompile(`\b\d{12}\b`)
+)
+
+// scrub removes account identifiers from a provider's message, which
+// the client sees.
+func scrub(msg string) string {
+	msg = arnPattern.ReplaceAllString(msg, "arn:aws:…")
+	return accountPattern.ReplaceAllString(msg, "…")
 }
 
 // kindOfStatus classes an error by its status alone.

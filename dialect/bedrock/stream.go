@@ -118,7 +118,7 @@ func (d *streamDecoder) handle() {
 		d.fail(e)
 		return
 	case "error":
-		d.fail(&dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer, Message: string(f.errorCode) + ": " + string(f.errorMessage)})
+		d.fail(&dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer, Message: scrub(string(f.errorCode) + ": " + string(f.errorMessage))})
 		return
 	default:
 		d.fail(malformed("event stream frame of an unknown message type"))

@@ -130,6 +130,8 @@ func TestStreamCutAndFailures(t *testing.T) {
 		{append(bytes.Clone(first), EncodeException("throttlingException", "Too many requests")...), "error 429 rate_limit Too many requests"},
 		{append(bytes.Clone(first), EncodeException("modelStreamErrorException", "model failed")...), "error 502 server model failed"},
 		{append(bytes.Clone(first), EncodeException("somethingNewException", "new")...), "error 502 server new"},
+		// A frame of the error message type carries its code and message in headers.
+		{append(bytes.Clone(first), encodeErrorFrame("InternalFailure", "boom")...), "error 502 server InternalFailure: boom"},
 		// A corrupt frame is a malformed event, and nothing after it counts.
 		{append(append(bytes.Clone(first), corrupt...), full...), "error 502 server bedrock: event stream frame fails its checksum"},
 		{append(bytes.Clone(first), EncodeEvent("contentBlockDelta", obj{"delta": obj{"text": "no index"}})...), "error 502 server bedrock: event has no valid contentBlockIndex"},

@@ -234,3 +234,11 @@ func TestURL(t *testing.T) {
 		t.Errorf("key header %v", h)
 	}
 }
+
+func TestErrorMessagesLoseProjectIDs(t *testing.T) {
+	body := `{"error":{"code":403,"status":"PERMISSION_DENIED","message":"Permission denied on resource project my-secret-proj-42 (or it may not exist): projects/my-secret-proj-42/locations/us-central1"}}`
+	e := Codec{}.DecodeError(403, http.Header{}, []byte(body))
+	if strings.Contains(e.Message, "my-secret-proj-42") || !strings.Contains(e.Message, "Permission denied on resource project") {
+		t.Errorf("message %q", e.Message)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -189,7 +190,7 @@ func (Codec) DecodeError(status int, h http.Header, body []byte) *dialect.Error 
 // googleError maps a google.rpc.Status (from an answer or a stream
 // event) to an error; status is the HTTP status, or 0 inside a stream.
 func googleError(status int, g gjson.Result) *dialect.Error {
-	e := &dialect.Error{Message: g.Get("message").Str}
+	e := &dialect.Error{Message: scrub(g.Get("message").Str)}
 	if status == 0 {
 		status = int(g.Get("code").Int())
 	}
@@ -231,6 +232,16 @@ func googleError(status int, g gjson.Result) *dialect.Error {
 		e.Message = "gemini answered " + strconv.Itoa(status)
 	}
 	return e
+}
+
+// projectPattern finds the Google Cloud project a message names, in a
+// resource path or as "project ID".
+var projectPattern = regexp.MustCompile(`(?i)\b(projects/|project )[a-z0-9][a-z0-9.:-]*`)
+
+// scrub removes project ids from a provider's message, which the client
+// sees.
+func scrub(msg string) string {
+	return projectPattern.ReplaceAllString(msg, "${1}…")
 }
 
 // kindOfStatus classes an error by its status alone.
