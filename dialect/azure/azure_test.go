@@ -99,3 +99,30 @@ func TestFront(t *testing.T) {
 		}
 	}
 }
+
+func TestEndpoint(t *testing.T) {
+	var seen []string
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path+" "+r.Header.Get("Azure-Deployment")+" "+r.Header.Get("Accept"))
+	})
+	ts := httptest.NewServer(&Front{Key: "k", Next: next})
+	defer ts.Close()
+	for _, v1 := range []bool{false, true} {
+		e := &Endpoint{URL: ts.URL, Key: "k", V1: v1}
+		req, err := e.NewRequest(t.Context(), "gpt-4o-prod", true, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("v1 %v: %d", v1, resp.StatusCode)
+		}
+	}
+	if strings.Join(seen, "|") != "/v1/chat/completions gpt-4o-prod text/event-stream|/v1/chat/completions  text/event-stream" {
+		t.Errorf("the front saw %q", seen)
+	}
+}

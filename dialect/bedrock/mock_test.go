@@ -45,15 +45,9 @@ func call(t *testing.T, c *http.Client, base string, sg *Signer, r *dialect.Requ
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, URL(base, testModel, r.Stream), bytes.NewReader(body))
+	e := &Endpoint{BaseURL: base, Signer: sg}
+	req, err := e.NewRequest(context.Background(), testModel, r.Stream, body)
 	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if r.Stream {
-		req.Header.Set("Accept", StreamContentType)
-	}
-	if err := sg.Sign(req, body); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := c.Do(req)

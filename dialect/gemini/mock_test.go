@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,6 +33,12 @@ func send(t *testing.T, c *http.Client, url string, auth func(http.Header), r *d
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	auth(req.Header)
+	return do(t, c, req, r.Stream)
+}
+
+// do sends req and decodes the answer with the codec.
+func do(t *testing.T, c *http.Client, req *http.Request, stream bool) exchange {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +48,7 @@ func send(t *testing.T, c *http.Client, url string, auth func(http.Header), r *d
 		b, _ := io.ReadAll(resp.Body)
 		return exchange{err: Codec{}.DecodeError(resp.StatusCode, resp.Header, b)}
 	}
-	if !r.Stream {
+	if !stream {
 		b, _ := io.ReadAll(resp.Body)
 		out, err := Codec{}.DecodeResponse(b)
 		if err != nil {
@@ -74,8 +81,17 @@ func fakeGemini(t *testing.T) (*Server, func(r *dialect.Request) exchange) {
 	s := &Server{APIKey: testKey}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
+	e := &Endpoint{BaseURL: ts.URL, APIKey: testKey}
 	return s, func(r *dialect.Request) exchange {
-		return send(t, ts.Client(), URL(ts.URL, "gemini-3-pro-preview", r.Stream), func(h http.Header) { SetAuth(h, testKey) }, r)
+		body, err := Codec{}.EncodeRequest(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := e.NewRequest(context.Background(), "gemini-3-pro-preview", r.Stream, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return do(t, ts.Client(), req, r.Stream)
 	}
 }
 

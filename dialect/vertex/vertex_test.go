@@ -87,6 +87,12 @@ func ask(t *testing.T, c *http.Client, url string, tok *Tokens, r *dialect.Reque
 			return "", &dialect.Error{Kind: dialect.ErrAuthentication, Message: err.Error()}
 		}
 	}
+	return doAsk(t, c, req, r.Stream)
+}
+
+// doAsk sends req and reads the answer.
+func doAsk(t *testing.T, c *http.Client, req *http.Request, stream bool) (string, *dialect.Error) {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +102,7 @@ func ask(t *testing.T, c *http.Client, url string, tok *Tokens, r *dialect.Reque
 	if resp.StatusCode != http.StatusOK {
 		return "", Codec{}.DecodeError(resp.StatusCode, resp.Header, b)
 	}
-	if r.Stream {
+	if stream {
 		return string(b), nil
 	}
 	out, err := Codec{}.DecodeResponse(b)
@@ -236,5 +242,32 @@ func TestURL(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("Test %d: %s, want %s", i, tc.got, tc.want)
 		}
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	o, ots, vts := cloud(t, time.Hour)
+	tok, err := FromServiceAccountJSON(serviceAccountJSON(t, key, ots.URL+"/token"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Endpoint{BaseURL: vts.URL, Project: testProject, Region: testRegion, Tokens: tok}
+	for _, stream := range []bool{false, true} {
+		r := hello()
+		r.Stream = stream
+		body, _ := Codec{}.EncodeRequest(nil, r)
+		req, err := e.NewRequest(t.Context(), testModel, stream, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text, ae := doAsk(t, vts.Client(), req, stream); ae != nil || !strings.Contains(text, "Hello") {
+			t.Errorf("stream %v: %q %v", stream, text, ae)
+		}
+	}
+	if o.Grants.Load() != 1 {
+		t.Errorf("%d grants", o.Grants.Load())
+	}
+	if _, err := (&Endpoint{}).NewRequest(t.Context(), testModel, false, nil); err == nil {
+		t.Error("an endpoint without credentials made a request")
 	}
 }
