@@ -1,0 +1,61 @@
+package azure
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Front is a fake Azure OpenAI resource in front of a fake OpenAI (such
+// as the mock provider): it checks the api-key header (and, on the
+// deployment path, the api-version query parameter) and passes the
+// request on with its path rewritten to OpenAI's /v1/…, as the resource
+// passes it to the deployment's model. The Azure-Deployment header tells
+// next which deployment the path named.
+type Front struct {
+	// Key is the resource key requests must carry.
+	Key string
+	// Next is the fake OpenAI.
+	Next http.Handler
+}
+
+// ServeHTTP checks and forwards a request.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get(APIKeyHeader)
+	if key == "" || subtle.ConstantTimeCompare([]byte(key), []byte(f.Key)) != 1 {
+		writeError(w, http.StatusUnauthorized, "401", "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
+		return
+	}
+	r2 := r.Clone(r.Context())
+	switch rest, ok := strings.CutPrefix(r.URL.Path, "/openai/deployments/"); {
+	case ok:
+		dep, op, _ := strings.Cut(rest, "/")
+		v := r.URL.Query().Get("api-version")
+		if v == "" {
+			writeError(w, http.StatusNotFound, "404", "Resource not found")
+			return
+		}
+		if CheckAPIVersion(v) != nil {
+			writeError(w, http.StatusBadRequest, "BadRequest", "API version not supported")
+			return
+		}
+		r2.URL.Path, r2.URL.RawPath, r2.URL.RawQuery = "/v1/"+op, "", ""
+		r2.Header.Set("Azure-Deployment", dep)
+	case strings.HasPrefix(r.URL.Path, "/openai/v1/"):
+		r2.URL.Path, r2.URL.RawPath = strings.TrimPrefix(r.URL.Path, "/openai"), ""
+	default:
+		writeError(w, http.StatusNotFound, "404", "Resource not found")
+		return
+	}
+	r2.Header.Del(APIKeyHeader)
+	r2.RequestURI = ""
+	f.Next.ServeHTTP(w, r2)
+}
+
+// writeError writes Azure's error shape.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
