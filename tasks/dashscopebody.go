@@ -18,7 +18,8 @@ var dashScopeInputFields = map[string]bool{
 
 // dashScopeOwn are the members dashScopeBody sets itself; the others are
 // copied as they are.
-var dashScopeOwn = membersOf(memberModel, memberPrompt, memberNegativePrompt, memberSize, memberN, memberSeed)
+var dashScopeOwn = membersOf(memberModel, memberPrompt, memberNegativePrompt, memberSize, memberN, memberSeed,
+	memberSeconds, memberDuration)
 
 // dashScopeBody builds {"model","input":{…},"parameters":{…}} from the
 // client's fields, copying their raw JSON, in one pass over the body: its
@@ -37,6 +38,9 @@ func dashScopeBody(c *call, r *request) ([]byte, error) {
 	}
 	if r.seed != "" {
 		params = appendMember(params, `"seed"`, r.seed)
+	}
+	if r.seconds > 0 { // asked as "duration" or "seconds": billed as sent
+		params = appendMember(params, `"duration"`, strconv.FormatInt(r.seconds, 10))
 	}
 	err := r.extras(c.maxDepth, dashScopeOwn, func(key, name, raw []byte) {
 		if dashScopeInputFields[string(name)] {

@@ -85,3 +85,30 @@ func TestDashScopeBodyManyMembers(t *testing.T) {
 		t.Errorf("a body of %d bytes and 5,000 members allocated %d bytes, want at most %d", b.Len(), n, limit)
 	}
 }
+
+// TestDashScopeBodyDuration: a video's duration reaches DashScope as the
+// "duration" it reads and bills by, whichever name the client gave it.
+func TestDashScopeBodyDuration(t *testing.T) {
+	p := &providers.Provider{Name: "p", Protocol: providers.ProtocolDashScope, BaseURLs: []string{"http://x"}}
+	table, err := providers.NewTable([]*providers.Provider{p}, []*providers.Route{{Pattern: "wan", Kind: providers.KindVideo, Provider: p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range []string{
+		`{"model":"wan","prompt":"x","seconds":6}`,
+		`{"model":"wan","prompt":"x","duration":"6"}`,
+		`{"model":"wan","prompt":"x","seconds":"6","duration":6}`,
+	} {
+		r, aerr := parseRequest([]byte(body), table, 0)
+		if aerr != nil {
+			t.Fatalf("Test %d: %v", i, aerr)
+		}
+		got, err := dashScopeBody(&call{model: "wan-up", maxDepth: 128}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, s := gjson.GetBytes(got, "parameters.duration").Raw, gjson.GetBytes(got, "parameters.seconds"); d != "6" || s.Exists() || r.seconds != 6 {
+			t.Errorf("Test %d: billed %d s, sent %s", i, r.seconds, got)
+		}
+	}
+}

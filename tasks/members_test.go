@@ -62,7 +62,7 @@ func TestManyMembersBoundedMemory(t *testing.T) {
 		edits forwardEdits
 	}{
 		{"img", forwardEdits{model: "gpt-image-1", drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: "1024x1024"}},
-		{"vid", forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}},
+		{"vid", forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: 4}},
 	} {
 		var b strings.Builder
 		b.WriteString(`{"model":"` + c.model + `","prompt":"x","seconds":4`)

@@ -24,7 +24,7 @@ func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error)
 		return openAIImage(ctx, c, r)
 	}
 	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model,
-		drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true})
+		drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: r.seconds})
 	if err != nil {
 		return nil, err
 	}
