@@ -6,7 +6,12 @@ package integration
 // and that another tenant is still served.
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"image"
+	"image/png"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -223,5 +228,109 @@ func TestHostileVideoDuration(t *testing.T) {
 	})
 	if recs := waitLedger(t, "hostile-video-bob", 1); !sameDecimal(recs[0].Cost, "0.4") {
 		t.Fatalf("another tenant billed %+v, want 0.4", recs[0])
+	}
+}
+
+// lastPost returns the body of the last POST the upstream received.
+func lastPost(u *upstream) []byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for i := len(u.bodies) - 1; i >= 0; i-- {
+		if u.paths[i] == "/v1/images/generations" {
+			return u.bodies[i]
+		}
+	}
+	return nil
+}
+
+// tinyPNG is a valid 2×2 PNG.
+func tinyPNG(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestImagesPassThrough: /v1/images/generations on an OpenAI provider
+// sends the client's body with only the model alias changed (no size the
+// client did not send, response_format kept), and answers the provider's
+// answer with every member it sent (revised_prompt, usage, size, quality,
+// output_format), only data[].url re-hosted. Each image is billed once at
+// the per-image price, as the provider made it (its default n of 1).
+func TestImagesPassThrough(t *testing.T) {
+	pic := tinyPNG(t)
+	var up *upstream
+	up = newUpstream(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(pic)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		item := `{"b64_json":"` + base64.StdEncoding.EncodeToString(pic) + `","revised_prompt":"a fox, revised"}`
+		if gjson.GetBytes(body, "response_format").Str == "url" {
+			item = `{"url":"` + up.URL + `/v1/files/fox.png","revised_prompt":"a fox, revised"}`
+		}
+		_, _ = io.WriteString(w, `{"created":1700000000,"background":"opaque","data":[`+item+`],"output_format":"png","quality":"high","size":"1024x1536",`+
+			`"usage":{"input_tokens":9,"input_tokens_details":{"image_tokens":0,"text_tokens":9},"output_tokens":6240,"total_tokens":6249}}`)
+	})
+	startGateway(t, gatewayOptions{
+		Providers: providerBlock("pix", "openai", "", up),
+		Models:    "model pt-image pix up-image {\n\t\t\tkind image\n\t\t}",
+		Prices:    `{"currency":"USD","models":{"pt-image":{"image":"0.04"}}}`,
+	})
+	key, _ := createKey(t, "passthrough-painter")
+	other, _ := createKey(t, "passthrough-bob")
+
+	for i, tc := range []struct {
+		body      string
+		wantField string // the data[0] member holding the image
+	}{
+		{`{"model":"pt-image","prompt":"a fox","quality":"high","response_format":"b64_json","output_format":"png"}`, "b64_json"},
+		{`{"prompt":"a fox","response_format":"url","model":"pt-image","size":"auto","style":{"k": [1, 2.50]}}`, "url"},
+	} {
+		status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, tc.body)
+		if status != http.StatusOK {
+			t.Fatalf("Test %d: %d %s", i, status, raw)
+		}
+		want := strings.Replace(tc.body, `"pt-image"`, `"up-image"`, 1)
+		if got := string(lastPost(up)); got != want {
+			t.Fatalf("Test %d: the provider got\n%s\nwant the client's body with the model alias\n%s", i, got, want)
+		}
+		ans := gjson.ParseBytes(raw)
+		for path, want := range map[string]string{
+			"created": "1700000000", "background": `"opaque"`, "output_format": `"png"`, "quality": `"high"`, "size": `"1024x1536"`,
+			"usage.output_tokens": "6240", "usage.input_tokens_details.text_tokens": "9", "data.0.revised_prompt": `"a fox, revised"`,
+		} {
+			if got := ans.Get(path).Raw; got != want {
+				t.Errorf("Test %d: %s = %s, want the provider's %s", i, path, got, want)
+			}
+		}
+		img := ans.Get("data.0." + tc.wantField).Str
+		if tc.wantField == "url" {
+			if !strings.HasPrefix(img, baseURL+"/media/") {
+				t.Fatalf("Test %d: url %q not re-hosted", i, img)
+			}
+			if status, _, data := fetchMedia(t, img); status != http.StatusOK || !bytes.Equal(data, pic) {
+				t.Fatalf("Test %d: re-hosted image: %d", i, status)
+			}
+		} else if data, err := base64.StdEncoding.DecodeString(img); err != nil || !bytes.Equal(data, pic) {
+			t.Fatalf("Test %d: b64_json is not the provider's image: %v", i, err)
+		}
+	}
+	for _, r := range waitLedger(t, "passthrough-painter", 2) {
+		if r.Images != 1 || !sameDecimal(r.Cost, "0.04") {
+			t.Fatalf("record %+v, want one image at 0.04", r)
+		}
+	}
+	// Another tenant is served the same way.
+	if status, _, raw := call(t, http.MethodPost, "/v1/images/generations", other, `{"model":"pt-image","prompt":"a cat"}`); status != http.StatusOK ||
+		gjson.GetBytes(raw, "usage.total_tokens").Int() != 6249 {
+		t.Fatalf("another tenant: %d %s", status, raw)
+	}
+	if recs := waitLedger(t, "passthrough-bob", 1); !sameDecimal(recs[0].Cost, "0.04") {
+		t.Fatalf("another tenant billed %+v", recs[0])
 	}
 }

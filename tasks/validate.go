@@ -46,6 +46,10 @@ type request struct {
 	seconds int64
 	// fields holds the members the gateway reads, each at most once.
 	fields fields
+	// passThrough is set for a create of /v1/images/generations: an
+	// OpenAI provider gets the client's body with only the model replaced,
+	// and the client its answer (see ImagesReply).
+	passThrough bool
 }
 
 // parseRequest validates a create body, nested at most maxDepth levels,
@@ -54,13 +58,19 @@ type request struct {
 // member of TaskMembers may appear only once in it, so what is checked is
 // what the provider reads; no memory is held per member.
 func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request, *apierror.Error) {
+	return parseCreate(body, routes, maxDepth, false)
+}
+
+// parseCreate is parseRequest, for /v1/images/generations when passThrough
+// is set.
+func parseCreate(body []byte, routes *providers.Table, maxDepth int, passThrough bool) (*request, *apierror.Error) {
 	var de *jsonlimit.DepthError
 	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); errors.As(err, &de) {
 		return nil, apierror.InvalidBody(err)
 	} else if err != nil {
 		return nil, notObject()
 	}
-	r := &request{body: body}
+	r := &request{body: body, passThrough: passThrough}
 	if isObject, aerr := scanMembers(body, maxDepth, TaskMembers, &r.fields); aerr != nil {
 		return nil, aerr
 	} else if !isObject {
@@ -176,6 +186,10 @@ func (r *request) parseSize() *apierror.Error {
 			}
 		}
 		return nil
+	}
+	if s.Type == gjson.String && s.Str == "auto" && r.passThrough && r.route.Provider.Protocol == providers.ProtocolOpenAI &&
+		(len(r.route.Sizes) == 0 || slices.Contains(r.route.Sizes, s.Str)) {
+		return nil // OpenAI's own choice, passed through
 	}
 	if s.Type != gjson.String || !wellFormedSize(s.Str) {
 		return apierror.InvalidRequest("size", "size must be a string '<width>x<height>' of positive integers, e.g. '1024x1024'")
