@@ -141,10 +141,11 @@ func TestMediaFromHostileProvider(t *testing.T) {
 		t.Fatalf("images: %d %v %s, want 1 image, in base64 as the provider answered", status, err, raw)
 	}
 	// The image is re-hosted all the same: the task's link.
-	status, _, raw = call(t, http.MethodGet, "/v1/tasks?limit=1", key, "")
-	link := gjson.GetBytes(raw, "data.0.output.image_url").Str
+	_, _, raw = call(t, http.MethodGet, "/v1/tasks?limit=1", key, "")
+	status, _, raw = call(t, http.MethodGet, "/v1/tasks/"+gjson.GetBytes(raw, "data.0.id").Str, key, "")
+	link := gjson.GetBytes(raw, "output.image_url").Str
 	if status != http.StatusOK || link == "" {
-		t.Fatalf("task list: %d %s", status, raw)
+		t.Fatalf("the task: %d %s", status, raw)
 	}
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		status, h, _ := callURL(t, method, link, "", "")
