@@ -96,3 +96,30 @@ func TestManyMembersBoundedMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckUniqueEverySpelling: every member the gateway reads, repeated
+// with any one of its letters escaped (in either copy, \u00XX in either
+// case), is refused naming it, on /v1/tasks and /v1/images/generations.
+func TestCheckUniqueEverySpelling(t *testing.T) {
+	for m, name := range memberNames {
+		for _, set := range []MemberSet{TaskMembers, ImagesMembers} {
+			if !set.has(member(m)) {
+				continue
+			}
+			for at := range len(name) {
+				for _, f := range []string{`\u%04x`, `\u%04X`} {
+					esc := name[:at] + fmt.Sprintf(f, name[at]) + name[at+1:]
+					for _, body := range []string{
+						fmt.Sprintf(`{"%s":1,"x":0,"%s":2}`, name, esc),
+						fmt.Sprintf(`{"%s":1,"%s":2}`, esc, name),
+					} {
+						aerr := CheckUnique([]byte(body), 0, set)
+						if aerr == nil || aerr.Param == nil || *aerr.Param != name {
+							t.Errorf("%s: %+v, want %q refused", body, aerr, name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
