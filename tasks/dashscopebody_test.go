@@ -37,6 +37,8 @@ func TestDashScopeBody(t *testing.T) {
 			"input.img_url": `"https://a/b.png"`, "parameters.watermark": `true`, "parameters.bad\\.key": "",
 			"parameters.style": `{"a":[1]}`, "parameters.img_url": "",
 		}},
+		// An image's seconds or duration is not the gateway's: copied.
+		{`{"model":"wan","prompt":"x","duration":3}`, map[string]string{"parameters.duration": `3`}},
 		{`{"model":"wan","prompt":"x","negative_prompt":"dogs"}`, map[string]string{
 			"input.negative_prompt": `"dogs"`, "parameters.size": `"1024*1024"`,
 		}},
