@@ -54,9 +54,9 @@ type span struct{ at, end int }
 // include_usage, max_tokens…, and in a message its content and tool calls)
 // that is repeated in its object is rejected: the gateway and the upstream
 // could otherwise read different values (e.g. bill one model and run
-// another, or bill without the usage the client switched off). A body nested deeper than maxDepth
-// levels is rejected, whatever else it holds; zero means
-// jsonlimit.DefaultMaxDepth.
+// another, or bill without the usage the client switched off). A body
+// nested deeper than maxDepth levels is rejected, whatever else it holds;
+// zero means jsonlimit.DefaultMaxDepth.
 func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	return inspect(body, maxDepth, OpenAI)
 }

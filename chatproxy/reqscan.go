@@ -38,7 +38,8 @@ type reqScan struct {
 	// err is the first rule the body breaks, in member order.
 	err *apierror.Error
 	// path is where the scan reads, for naming a repeated member: the
-	// first len(path) levels of depth levels.
+	// first maxPath of its depth levels (deeper ones are left out of the
+	// name).
 	path  [maxPath]pathSeg
 	depth int
 }
