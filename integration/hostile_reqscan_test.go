@@ -150,6 +150,8 @@ func TestHostileRepeatedReadMembers(t *testing.T) {
 		{"/v1/responses", `{"model":"rec-model","input":[{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}]}`, "input[0].content[0].text", false},
 		{"/v1/embeddings", `{"model":"mock-embed","input":"a","input":["b","c"]}`, "input", false},
 		{"/v1/messages", `{"model":"rec-model","max_tokens":10,"system":[{"type":"text","text":"s","te\u0078t":"t"}],"messages":[{"role":"user","content":"x"}]}`, "system[0].text", true},
+		{"/v1/images/generations", `{"model":"mock-image","prompt":"x","size":"256x256","si\u007ae":"1024x1024"}`, "size", false},
+		{"/v1/tasks", `{"model":"mock-image","prompt":"x","n":1,"\u006e":4}`, "n", false},
 	} {
 		hits := up.hits.Load()
 		status, _, raw := call(t, http.MethodPost, tc.path, key, tc.body)
