@@ -86,12 +86,16 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	format, aerr := h.check(body)
+	format, passThrough, aerr := h.check(body)
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
-	if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
-		return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+	create := rt.tasks.CreateImagesHeld
+	if !passThrough {
+		create = rt.tasks.CreateHeld
+		if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
+			return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+		}
 	}
 	model := gjson.GetBytes(body, "model").Str
 	if aerr := allowModel(key, model); aerr != nil {
@@ -104,7 +108,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	// valid, and charges the images generated in their place before it
 	// returns (the hold of a task, as for /v1/tasks).
 	admit := h.app.admitTask(r.Context(), rt.billing, billing.Subject{User: key.User, KeyID: key.ID})
-	task, aerr := rt.tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
+	task, aerr := create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
@@ -114,6 +118,9 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	urls := task.Output.ImageURLs
 	if len(urls) == 0 && task.Output.ImageURL != "" {
 		urls = []string{task.Output.ImageURL}
+	}
+	if rep := task.Reply; rep != nil && len(rep.Slots) == len(urls) {
+		return h.writeReply(w, r, rt, task, rep, urls)
 	}
 	if format == "b64_json" {
 		return h.writeB64(w, r, rt, task, urls)
@@ -126,18 +133,21 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 }
 
 // check validates what the gateway reads of an images request: an image
-// model, and response_format. It returns the format; the task service
+// model, and response_format. It returns the format, and whether the
+// model's provider speaks OpenAI's protocol, so that the request and the
+// answer pass through (see tasks.CreateImagesHeld); the task service
 // validates the rest, n included.
-func (h *Images) check(body []byte) (format string, aerr *apierror.Error) {
+func (h *Images) check(body []byte) (format string, passThrough bool, aerr *apierror.Error) {
 	// body is valid JSON (jsonlimit.Check); GetBytes reads it in place
 	// where ParseBytes would copy it.
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return "", apierror.InvalidRequest("", "the request body must be a JSON object")
+		return "", false, apierror.InvalidRequest("", "the request body must be a JSON object")
 	}
 	if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Str != "" {
 		route, err := h.app.Routes().Lookup(m.Str)
+		passThrough = err == nil && route.Provider != nil && route.Provider.Protocol == providers.ProtocolOpenAI
 		if err == nil && route.Kind != providers.KindImage {
-			return "", apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", m.Str, withArticle(route.Kind), endpointFor(route.Kind)))
+			return "", false, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", m.Str, withArticle(route.Kind), endpointFor(route.Kind)))
 		}
 	} // a missing or unknown model is reported by the task service
 	switch rf := gjson.GetBytes(body, "response_format"); {
@@ -146,9 +156,9 @@ func (h *Images) check(body []byte) (format string, aerr *apierror.Error) {
 	case rf.Str == "b64_json":
 		format = "b64_json"
 	default:
-		return "", apierror.InvalidRequest("response_format", "response_format must be url or b64_json")
+		return "", false, apierror.InvalidRequest("response_format", "response_format must be url or b64_json")
 	}
-	return format, nil
+	return format, passThrough, nil
 }
 
 // taskError is the answer to an image task that failed: its error name
@@ -203,23 +213,58 @@ func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *runtime, t
 	return bw.Flush()
 }
 
+// writeReply answers the provider's own answer (tasks.ImagesReply), each
+// image's url replaced by its re-hosted link and each b64_json by the
+// base64 of the stored image, streamed from the media store.
+func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *runtime, t *tasks.Task, rep *tasks.ImagesReply, urls []string) error {
+	prefix := mediaBase(r, h.MediaPath) + "/"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	prev := 0
+	for _, s := range rep.Slots {
+		bw.Write(rep.Body[prev:s.At])
+		prev = s.At
+		u := urls[s.Media]
+		id, stored := strings.CutPrefix(u, prefix)
+		if !s.B64 || !stored {
+			q, _ := json.Marshal(u)
+			bw.Write(q)
+			continue
+		}
+		bw.WriteByte('"')
+		if err := writeMediaBase64(bw, r, rt, id); err != nil {
+			h.log.Error("reading a generated image", zap.String("task", t.ID), zap.String("media", id), zap.Error(err))
+			panic(http.ErrAbortHandler)
+		}
+		bw.WriteByte('"')
+	}
+	bw.Write(rep.Body[prev:])
+	return bw.Flush()
+}
+
 // writeMediaB64 writes {"b64_json":"…"} for media id.
 func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
+	bw.WriteString(`{"b64_json":"`)
+	if err := writeMediaBase64(bw, r, rt, id); err != nil {
+		return err
+	}
+	_, err := bw.WriteString(`"}`)
+	return err
+}
+
+// writeMediaBase64 writes the base64 of media id, without quotes.
+func writeMediaBase64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
 	m, err := rt.tasks.Media(r.Context(), id)
 	if err != nil {
 		return err
 	}
 	defer m.Content.Close()
-	bw.WriteString(`{"b64_json":"`)
 	enc := base64.NewEncoder(base64.StdEncoding, bw)
 	if _, err := io.Copy(enc, m.Content); err != nil {
 		return err
 	}
-	if err := enc.Close(); err != nil {
-		return err
-	}
-	_, err = bw.WriteString(`"}`)
-	return err
+	return enc.Close()
 }
 
 // mediaBase is the absolute URL prefix of re-hosted media for r's site,

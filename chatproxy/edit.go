@@ -3,15 +3,14 @@ package chatproxy
 import (
 	"errors"
 	"slices"
-
-	"github.com/tidwall/gjson"
 )
 
 // includeUsage is the stream_options value injected into an OpenAI stream
 // request that did not ask for usage.
 const includeUsage = `{"include_usage":true}`
 
-// errUnlocatable means a field gjson found has no known byte offset.
+// errUnlocatable means a member the inspection located is not where it
+// said: the body is not the one inspected.
 var errUnlocatable = errors.New("cannot locate a field in the request body")
 
 // edit replaces body[at:end] with text.
@@ -65,7 +64,7 @@ func prepareBody(p Protocol, body []byte, in Inspected, upstreamModel string, in
 		n++
 	}
 	if p == OpenAI && in.Stream && !in.IncludeUsage {
-		e, ok, err := usageEdit(body, in.streamOptions)
+		e, ok, err := usageEdit(body, in.streamOptions, in.includeUsage)
 		if err != nil {
 			return nil, false, err
 		}
@@ -134,10 +133,11 @@ func editInPlace(body []byte, es []edit, size int) []byte {
 }
 
 // usageEdit returns the edit that sets stream_options.include_usage to
-// true, given where the body's stream_options value is. ok is false when
-// stream_options is neither absent, null nor an object: the upstream will
-// reject such a request anyway.
-func usageEdit(body []byte, at span) (e edit, ok bool, err error) {
+// true, given where the body's stream_options value is, and where its
+// include_usage value is, which the inspection found once at most. ok is
+// false when stream_options is neither absent, null nor an object: the
+// upstream will reject such a request anyway.
+func usageEdit(body []byte, at, usage span) (e edit, ok bool, err error) {
 	if at.at <= 0 {
 		end := lastNonSpace(body)
 		if end < 0 || body[end] != '}' {
@@ -145,28 +145,20 @@ func usageEdit(body []byte, at span) (e edit, ok bool, err error) {
 		}
 		return edit{at: end, end: end, text: `,"stream_options":` + includeUsage}, true, nil
 	}
-	if at.end > len(body) {
+	if at.end > len(body) || usage.end > at.end || usage.at < 0 {
 		return edit{}, false, errUnlocatable
 	}
-	so := gjson.Parse(str(body[at.at:at.end]))
-	so.Index = at.at
-	switch {
-	case so.Type == gjson.Null:
+	switch so := body[at.at:at.end]; {
+	case string(so) == "null":
 		return edit{at: at.at, end: at.end, text: includeUsage}, true, nil
-	case !so.IsObject():
+	case so[0] != '{':
 		return edit{}, false, nil
+	case usage.at > at.at:
+		return edit{at: usage.at, end: usage.end, text: "true"}, true, nil
+	case isEmptyObject(str(so)):
+		return edit{at: at.at + 1, end: at.at + 1, text: `"include_usage":true`}, true, nil
 	}
-	if iu := so.Get("include_usage"); iu.Exists() {
-		if iu.Index <= 0 {
-			return edit{}, false, errUnlocatable
-		}
-		return edit{at: iu.Index, end: iu.Index + len(iu.Raw), text: "true"}, true, nil
-	}
-	text := `"include_usage":true,`
-	if isEmptyObject(so.Raw) {
-		text = `"include_usage":true`
-	}
-	return edit{at: so.Index + 1, end: so.Index + 1, text: text}, true, nil
+	return edit{at: at.at + 1, end: at.at + 1, text: `"include_usage":true,`}, true, nil
 }
 
 // lastNonSpace is the index of the last non-whitespace byte of b, or -1.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -36,9 +37,9 @@ type Inspected struct {
 	// none.
 	PromptBytes int
 
-	// model and streamOptions locate in the body the values PrepareBody
-	// may edit, so that it need not look for them again.
-	model, streamOptions span
+	// model, streamOptions and includeUsage locate in the body the values
+	// PrepareBody may edit, so that it need not look for them again.
+	model, streamOptions, includeUsage span
 }
 
 // span is the place of a member's value in a request body, zero when the
@@ -49,11 +50,13 @@ type span struct{ at, end int }
 // InspectChat validates an OpenAI chat completions request body and returns
 // what the gateway needs from it, reading the body once (see reqscan.go).
 // Only the documented constraints are enforced; unknown fields pass. A
-// repeated "model", "stream" or "stream_options" key is rejected: the
-// gateway and the upstream could otherwise read different values (e.g.
-// bill one model and run another). A body nested deeper than maxDepth
-// levels is rejected, whatever else it holds; zero means
-// jsonlimit.DefaultMaxDepth.
+// member the gateway reads (model, messages, stream, stream_options and its
+// include_usage, max_tokens…, and in a message its content and tool calls)
+// that is repeated in its object is rejected: the gateway and the upstream
+// could otherwise read different values (e.g. bill one model and run
+// another, or bill without the usage the client switched off). A body
+// nested deeper than maxDepth levels is rejected, whatever else it holds;
+// zero means jsonlimit.DefaultMaxDepth.
 func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	return inspect(body, maxDepth, OpenAI)
 }
@@ -75,16 +78,18 @@ func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error)
 		model               gjson.Result
 		messages            jsonlimit.Kind // of the last "messages"; Done when absent
 		msgs, system, tools int            // prompt bytes of each
-		seen                uint8
+		seen                uint32
 		maxTokens, maxCompl int64
 		chat                = p == OpenAI
 	)
 	member := func(key string, v token) bool {
 		var ok bool
 		var e *apierror.Error
+		if bit := topMember(key, chat); bit != 0 {
+			r.once(&seen, bit, key)
+		}
 		switch {
 		case key == "model":
-			e = once(&seen, 1, "model")
 			model, ok = r.result(v)
 			in.model = span{v.Start, v.Start + len(model.Raw)}
 		case key == "messages":
@@ -93,17 +98,16 @@ func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error)
 				_, ok = r.skip(v)
 				break
 			}
-			msgs, ok = r.messagesBytes()
+			msgs, ok = r.messagesBytes(key)
 		case key == "tools":
 			tools, ok = r.rawLen(v)
 		case key == "stream":
-			e = once(&seen, 2, "stream")
 			var s gjson.Result
-			if s, ok = r.result(v); e == nil {
+			if s, ok = r.result(v); ok {
 				in.Stream, e = boolField("stream", s)
 			}
 		case key == "system" && !chat:
-			system, ok = r.contentBytes(v)
+			system, ok = r.contentBytes(key, v)
 		case key == "max_tokens" && !chat:
 			var n gjson.Result
 			if n, ok = r.result(v); n.Type == gjson.Number {
@@ -112,8 +116,7 @@ func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error)
 		case !chat:
 			_, ok = r.skip(v)
 		case key == "stream_options":
-			e = once(&seen, 4, "stream_options")
-			in.streamOptions, in.IncludeUsage, ok = r.streamOptions(v)
+			in.streamOptions, in.includeUsage, in.IncludeUsage, ok = r.streamOptions(v)
 		case key == "stop":
 			ok = r.stop(v)
 		case key == "temperature", key == "top_p", key == "frequency_penalty", key == "presence_penalty",
@@ -170,23 +173,68 @@ func numberMember(key string, v gjson.Result, maxTokens, maxCompl *int64) *apier
 	return e
 }
 
+// topMember returns the bit of a top-level member of a chat (or, unless
+// chat, Messages) request that the gateway reads, zero for the others.
+func topMember(key string, chat bool) uint32 {
+	switch key {
+	case "model":
+		return 1 << 0
+	case "messages":
+		return 1 << 1
+	case "tools":
+		return 1 << 2
+	case "stream":
+		return 1 << 3
+	case "max_tokens":
+		return 1 << 4
+	}
+	if !chat {
+		if key == "system" {
+			return 1 << 5
+		}
+		return 0
+	}
+	switch key {
+	case "stream_options":
+		return 1 << 6
+	case "stop":
+		return 1 << 7
+	case "temperature":
+		return 1 << 8
+	case "top_p":
+		return 1 << 9
+	case "frequency_penalty":
+		return 1 << 10
+	case "presence_penalty":
+		return 1 << 11
+	case "max_completion_tokens":
+		return 1 << 12
+	}
+	return 0
+}
+
 // streamOptions reads the stream_options value that starts with t: where
-// it is, and whether its first include_usage is true.
-func (r *reqScan) streamOptions(t token) (at span, includeUsage, ok bool) {
+// it is, where its include_usage value is, and whether that is true. A
+// repeated include_usage is refused.
+func (r *reqScan) streamOptions(t token) (at, usageAt span, includeUsage, ok bool) {
 	var end int
 	if t.Kind != jsonlimit.BeginObject {
 		end, ok = r.skip(t)
-		return span{t.Start, end}, false, ok
+		return span{t.Start, end}, span{}, false, ok
 	}
-	found := false
+	r.push("stream_options", 0)
+	defer r.pop()
+	var seen uint32
 	end, ok = r.members(func(key string, v token) bool {
-		if key == "include_usage" && !found {
-			found, includeUsage = true, v.Kind == jsonlimit.True
+		end, ok := r.skip(v)
+		if key == "include_usage" {
+			r.once(&seen, 1, key)
+			includeUsage = v.Kind == jsonlimit.True
+			usageAt = span{v.Start, end}
 		}
-		_, ok := r.skip(v)
 		return ok
 	})
-	return span{t.Start, end}, includeUsage, ok
+	return span{t.Start, end}, usageAt, includeUsage, ok
 }
 
 // stop checks the stop value that starts with t: null, a string, or an
@@ -217,19 +265,17 @@ func (r *reqScan) stop(t token) bool {
 	return ok
 }
 
-// once records that the key flagged bit was seen and rejects a repeat.
-func once(seen *uint8, bit uint8, key string) *apierror.Error {
-	if *seen&bit != 0 {
-		return apierror.InvalidRequest(key, fmt.Sprintf("%q appears more than once in the request body", key))
-	}
-	*seen |= bit
-	return nil
+// repeated is the refusal of a member, named by its path, that appears
+// more than once in its object.
+func repeated(param string) *apierror.Error {
+	return apierror.InvalidRequest(param, fmt.Sprintf("%q appears more than once in the request body", param))
 }
 
-// modelField returns the model id, which must be a non-empty string. The
-// id is copied: the body may be reused after the request.
+// modelField returns the model id, which must be a non-empty string
+// written in valid UTF-8 (a parser that replaces invalid bytes would read
+// another id). The id is copied: the body may be reused after the request.
 func modelField(v gjson.Result) (string, *apierror.Error) {
-	if v.Type != gjson.String || v.Str == "" {
+	if v.Type != gjson.String || v.Str == "" || !utf8.ValidString(v.Raw) {
 		return "", missingOr(v.Exists(), "model", "a non-empty string")
 	}
 	return strings.Clone(v.Str), nil

@@ -149,18 +149,18 @@ func TestPromptBytes(t *testing.T) {
 	}
 }
 
-// checkSpans checks that in locates the body's model and stream_options
-// values, then clears them for comparison.
+// checkSpans checks that in locates the body's model, stream_options and
+// include_usage values, then clears them for comparison.
 func checkSpans(t *testing.T, body string, in *Inspected) {
 	t.Helper()
 	for _, c := range []struct {
 		name string
 		at   span
-	}{{"model", in.model}, {"stream_options", in.streamOptions}} {
+	}{{"model", in.model}, {"stream_options", in.streamOptions}, {"stream_options.include_usage", in.includeUsage}} {
 		want := gjson.Get(body, c.name)
 		if got := body[c.at.at:c.at.end]; got != want.Raw || c.at.at != want.Index {
 			t.Errorf("%s: %s located at %v, %q; want %q at %d", body, c.name, c.at, got, want.Raw, want.Index)
 		}
 	}
-	in.model, in.streamOptions = span{}, span{}
+	in.model, in.streamOptions, in.includeUsage = span{}, span{}, span{}
 }

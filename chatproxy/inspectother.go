@@ -24,46 +24,50 @@ func InspectCountTokens(body []byte, maxDepth int) (Inspected, *apierror.Error) 
 }
 
 // inspectPassThrough reads the model and the size of the prompt fields of
-// a request that is not generated from (no stream, no max_tokens). The
-// first of prompt is required.
+// a request that is not generated from (no stream, no max_tokens), in one
+// pass (see reqscan.go). The first of prompt is required. The model and
+// the prompt fields may each appear once.
 func inspectPassThrough(body []byte, maxDepth int, prompt ...string) (Inspected, *apierror.Error) {
-	var in Inspected
-	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); err != nil {
-		return in, apierror.InvalidBody(err)
-	}
-	root := gjson.ParseBytes(body)
-	if !root.IsObject() {
-		return in, apierror.InvalidRequest("", "the request body must be a JSON object")
-	}
-	var model gjson.Result
-	models, required := 0, false
-	var e *apierror.Error
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch {
-		case k.Str == "model":
-			models++
-			model = v
-			in.model = span{v.Index, v.Index + len(v.Raw)}
-		case k.Str == prompt[0]:
-			required = v.Type != gjson.Null
-			in.PromptBytes += rawLen(v)
-		default:
-			for _, p := range prompt[1:] {
-				if k.Str == p {
-					in.PromptBytes += rawLen(v)
-				}
-			}
+	r := reqScan{b: body}
+	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
+	var (
+		in       Inspected
+		model    gjson.Result
+		seen     uint32
+		required bool
+	)
+	member := func(key string, v token) bool {
+		if key == "model" {
+			r.once(&seen, 1, key)
+			var ok bool
+			model, ok = r.result(v)
+			in.model = span{v.Start, v.Start + len(model.Raw)}
+			return ok
 		}
-		return true
-	})
-	switch {
-	case models > 1:
-		return in, apierror.InvalidRequest("model", "model must be given once")
-	case !required:
-		return in, missingOr(false, prompt[0], "")
+		for i, p := range prompt {
+			if key != p {
+				continue
+			}
+			r.once(&seen, 2<<i, key)
+			if i == 0 {
+				required = v.Kind != jsonlimit.Null
+			}
+			n, ok := r.rawLen(v)
+			in.PromptBytes += n
+			return ok
+		}
+		_, ok := r.skip(v)
+		return ok
 	}
+	if e := r.object(member); e != nil {
+		return Inspected{}, e
+	}
+	if !required {
+		return Inspected{}, missingOr(false, prompt[0], "")
+	}
+	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
-		return in, e
+		return Inspected{}, e
 	}
 	return in, nil
 }

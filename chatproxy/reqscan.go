@@ -2,7 +2,9 @@ package chatproxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -16,13 +18,16 @@ import (
 // built and no string is unescaped but keys and the model id that contain
 // a backslash: text is sized by its raw length.
 //
-// The decisions are those of the gjson walk this scan replaced: a body that
-// is not valid JSON, or nests too deep, is refused for that whatever else
-// is wrong with it; then the first member in body order that breaks a
-// rule; then a missing model, then messages. Where a member is repeated,
-// the last "messages", "tools" and "system" count, as do all the "content"
-// and "tool_calls" of a message; in a content block, the first "type",
-// "text", "thinking", "name", "input" and "content" do.
+// The decisions: a body that is not valid JSON, or nests too deep, is
+// refused for that whatever else is wrong with it; then the first member
+// in body order that breaks a rule; then a missing model, then messages.
+// Every member the gateway reads, at any depth it reads (the top of the
+// body, stream_options, a message, a content block), may appear only once
+// in its object, whatever its spelling ("include\u005fusage" is
+// include_usage): a repeat is refused naming it by its path
+// (messages[0].content[1].text), since the gateway would read one copy
+// where a provider, whose parser takes the first or the last, might act
+// on the other.
 
 type token = jsonlimit.Token
 
@@ -32,6 +37,61 @@ type reqScan struct {
 	b []byte
 	// err is the first rule the body breaks, in member order.
 	err *apierror.Error
+	// path is where the scan reads, for naming a repeated member: the
+	// first maxPath of its depth levels (deeper ones are left out of the
+	// name).
+	path  [maxPath]pathSeg
+	depth int
+}
+
+// maxPath is how many levels of a member's path a refusal names.
+const maxPath = 12
+
+// pathSeg is one level of the path of a member: a key, or the index of an
+// element when key is empty.
+type pathSeg struct {
+	key string
+	idx int
+}
+
+// push enters the member key, or the element idx when key is empty.
+func (r *reqScan) push(key string, idx int) {
+	if r.depth < maxPath {
+		r.path[r.depth] = pathSeg{key, idx}
+	}
+	r.depth++
+}
+
+// pop leaves what push entered.
+func (r *reqScan) pop() { r.depth-- }
+
+// param names the member key of the object the scan is in by its path.
+func (r *reqScan) param(key string) string {
+	var b strings.Builder
+	for _, s := range r.path[:min(r.depth, maxPath)] {
+		if s.key == "" {
+			b.WriteString("[" + strconv.Itoa(s.idx) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	if b.Len() > 0 {
+		b.WriteByte('.')
+	}
+	b.WriteString(key)
+	return b.String()
+}
+
+// once records that the member key, bit of seen, was read in the object
+// the scan is in, and refuses a repeat of it.
+func (r *reqScan) once(seen *uint32, bit uint32, key string) {
+	if *seen&bit != 0 {
+		r.refuse(repeated(r.param(key)))
+	}
+	*seen |= bit
 }
 
 // next returns the next token; false once the scan failed (s.Err).
@@ -55,13 +115,18 @@ func (r *reqScan) refuse(e *apierror.Error) {
 }
 
 // text returns the string token t's value: its raw contents, unescaped
-// only when they hold a backslash.
+// only when they hold a backslash, as encoding/json unescapes (gjson
+// reads some escapes of lone surrogates otherwise).
 func (r *reqScan) text(t token) string {
 	raw := r.b[t.Start:t.End]
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return str(raw[1 : len(raw)-1])
 	}
-	return gjson.Parse(str(raw)).Str
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return gjson.Parse(str(raw)).Str
+	}
+	return s
 }
 
 // result reads the value that starts with t as the gjson.Result the rules
@@ -165,23 +230,32 @@ func (r *reqScan) elements(fn func(v token) bool) bool {
 	}
 }
 
-// messagesBytes sizes the prompt text of a messages array whose '[' was
-// just read: per message, messageOverhead, its contents and its tool
-// calls.
-func (r *reqScan) messagesBytes() (n int, ok bool) {
+// messagesBytes sizes the prompt text of a messages array, the member
+// key, whose '[' was just read: per message, messageOverhead, its contents
+// and its tool calls.
+func (r *reqScan) messagesBytes(key string) (n int, ok bool) {
+	r.push(key, 0)
+	defer r.pop()
+	i := -1
 	ok = r.elements(func(m token) bool {
+		i++
 		n += messageOverhead
 		if m.Kind != jsonlimit.BeginObject {
 			_, ok := r.skip(m)
 			return ok
 		}
+		r.push("", i)
+		defer r.pop()
+		var seen uint32
 		_, ok := r.members(func(key string, v token) bool {
 			var k int
 			var ok bool
 			switch key {
 			case "content":
-				k, ok = r.contentBytes(v)
+				r.once(&seen, 1, key)
+				k, ok = r.contentBytes(key, v)
 			case "tool_calls":
+				r.once(&seen, 2, key)
 				k, ok = r.rawLen(v)
 			default:
 				_, ok = r.skip(v)
@@ -194,14 +268,20 @@ func (r *reqScan) messagesBytes() (n int, ok bool) {
 	return n, ok
 }
 
-// contentBytes sizes a message content that starts with t: a string, or
-// an array of blocks.
-func (r *reqScan) contentBytes(t token) (n int, ok bool) {
+// contentBytes sizes a message content, the member key, that starts with
+// t: a string, or an array of blocks.
+func (r *reqScan) contentBytes(key string, t token) (n int, ok bool) {
 	if t.Kind != jsonlimit.BeginArray {
 		return r.textLen(t)
 	}
+	r.push(key, 0)
+	defer r.pop()
+	i := -1
 	ok = r.elements(func(b token) bool {
+		i++
+		r.push("", i)
 		k, ok := r.blockBytes(b)
+		r.pop()
 		n += k
 		return ok
 	})
@@ -228,28 +308,34 @@ func (r *reqScan) blockBytes(t token) (int, bool) {
 		return r.rawLen(t)
 	}
 	var (
-		seen                                 uint8
+		seen                                 uint32
 		typ                                  string
 		text, thinking, name, input, content int
 	)
 	end, ok := r.members(func(key string, v token) bool {
 		var ok bool
-		switch {
-		case key == "type" && first(&seen, fieldType):
+		switch key {
+		case "type":
+			r.once(&seen, fieldType, key)
 			if v.Kind == jsonlimit.String {
 				typ = r.text(v)
 			}
 			_, ok = r.skip(v)
-		case key == "text" && first(&seen, fieldText):
+		case "text":
+			r.once(&seen, fieldText, key)
 			text, ok = r.textLen(v)
-		case key == "thinking" && first(&seen, fieldThinking):
+		case "thinking":
+			r.once(&seen, fieldThinking, key)
 			thinking, ok = r.textLen(v)
-		case key == "name" && first(&seen, fieldName):
+		case "name":
+			r.once(&seen, fieldName, key)
 			name, ok = r.textLen(v)
-		case key == "input" && first(&seen, fieldInput):
+		case "input":
+			r.once(&seen, fieldInput, key)
 			input, ok = r.rawLen(v)
-		case key == "content" && first(&seen, fieldContent):
-			content, ok = r.contentBytes(v)
+		case "content":
+			r.once(&seen, fieldContent, key)
+			content, ok = r.contentBytes(key, v)
 		default:
 			_, ok = r.skip(v)
 		}

@@ -2,6 +2,7 @@ package chatproxy
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -24,8 +25,9 @@ import (
 // object with a non-empty string model, an input (a string or an array of
 // items) unless previous_response_id or a prompt template stands for it,
 // and boolean stream and background, nested at most maxDepth levels (zero
-// means jsonlimit.DefaultMaxDepth). A repeated model, stream, background
-// or previous_response_id is refused, as in InspectChat.
+// means jsonlimit.DefaultMaxDepth). A repeated member that the gateway
+// reads (those below, and in input's items their content and tool calls)
+// is refused, as in InspectChat.
 func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	r := reqScan{b: body}
 	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
@@ -34,37 +36,36 @@ func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		model, prev         gjson.Result
 		input, instr, tools int
 		hasInput, hasPrompt bool
-		seen                uint8
+		seen                uint32
 	)
 	member := func(key string, v token) bool {
 		var ok bool
 		var e *apierror.Error
+		if bit := responsesMember(key); bit != 0 {
+			r.once(&seen, bit, key)
+		}
 		switch key {
 		case "model":
-			e = once(&seen, 1, "model")
 			model, ok = r.result(v)
 			in.model = span{v.Start, v.Start + len(model.Raw)}
 		case "stream":
-			e = once(&seen, 2, "stream")
 			var s gjson.Result
-			if s, ok = r.result(v); e == nil {
+			if s, ok = r.result(v); ok {
 				in.Stream, e = boolField("stream", s)
 			}
 		case "background":
-			e = once(&seen, 4, "background")
 			var s gjson.Result
-			if s, ok = r.result(v); e == nil {
+			if s, ok = r.result(v); ok {
 				in.Background, e = boolField("background", s)
 			}
 		case "previous_response_id":
-			e = once(&seen, 8, "previous_response_id")
-			if prev, ok = r.result(v); ok && prev.Type != gjson.Null && prev.Type != gjson.String {
+			if prev, ok = r.result(v); ok && prev.Type != gjson.Null && (prev.Type != gjson.String || !utf8.ValidString(prev.Raw)) {
 				e = apierror.InvalidRequest("previous_response_id", "previous_response_id must be a string")
 			}
 		case "input":
 			hasInput = v.Kind != jsonlimit.Null
 			if v.Kind == jsonlimit.BeginArray {
-				input, ok = r.messagesBytes()
+				input, ok = r.messagesBytes(key)
 			} else {
 				input, ok = r.textLen(v)
 			}
@@ -73,7 +74,7 @@ func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		case "tools":
 			tools, ok = r.rawLen(v)
 		case "prompt", "conversation":
-			hasPrompt = v.Kind != jsonlimit.Null
+			hasPrompt = hasPrompt || v.Kind != jsonlimit.Null
 			_, ok = r.skip(v)
 		case "max_output_tokens":
 			var n gjson.Result
@@ -101,6 +102,34 @@ func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	}
 	in.PromptBytes = input + instr + tools
 	return in, nil
+}
+
+// responsesMember returns the bit of a top-level member of a Responses
+// request that the gateway reads, zero for the others.
+func responsesMember(key string) uint32 {
+	switch key {
+	case "model":
+		return 1 << 0
+	case "stream":
+		return 1 << 1
+	case "background":
+		return 1 << 2
+	case "previous_response_id":
+		return 1 << 3
+	case "input":
+		return 1 << 4
+	case "instructions":
+		return 1 << 5
+	case "tools":
+		return 1 << 6
+	case "prompt":
+		return 1 << 7
+	case "conversation":
+		return 1 << 8
+	case "max_output_tokens":
+		return 1 << 9
+	}
+	return 0
 }
 
 // Terminal events of a Responses stream.

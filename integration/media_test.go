@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // TestMediaRangesAndValidators checks that re-hosted media are served like
@@ -130,12 +132,23 @@ func TestMediaFromHostileProvider(t *testing.T) {
 		}
 	}
 	status, _, raw := call(t, http.MethodPost, "/v1/images/generations", key, `{"model":"evil-image","prompt":"png-b64"}`)
-	var out struct{ Data []struct{ URL string } }
-	if err := json.Unmarshal(raw, &out); status != http.StatusOK || err != nil || len(out.Data) != 1 {
-		t.Fatalf("images: %d %v %s, want 1 image", status, err, raw)
+	var out struct {
+		Data []struct {
+			B64JSON string `json:"b64_json"`
+		}
+	}
+	if err := json.Unmarshal(raw, &out); status != http.StatusOK || err != nil || len(out.Data) != 1 || out.Data[0].B64JSON == "" {
+		t.Fatalf("images: %d %v %s, want 1 image, in base64 as the provider answered", status, err, raw)
+	}
+	// The image is re-hosted all the same: the task's link.
+	_, _, raw = call(t, http.MethodGet, "/v1/tasks?limit=1", key, "")
+	status, _, raw = call(t, http.MethodGet, "/v1/tasks/"+gjson.GetBytes(raw, "data.0.id").Str, key, "")
+	link := gjson.GetBytes(raw, "output.image_url").Str
+	if status != http.StatusOK || link == "" {
+		t.Fatalf("the task: %d %s", status, raw)
 	}
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
-		status, h, _ := callURL(t, method, out.Data[0].URL, "", "")
+		status, h, _ := callURL(t, method, link, "", "")
 		if status != http.StatusOK || h.Get("Content-Type") != "image/png" || h.Get("Content-Disposition") != "" ||
 			h.Get("Content-Security-Policy") != mediaCSP || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s: %d, Content-Type %q, Content-Disposition %q, CSP %q, nosniff %q; want image/png and the CSP",

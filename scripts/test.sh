@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of caddy-air on a fresh machine: installs what the tests
 # need (Go modules, the npm SDKs, PostgreSQL, Chromium), starts a throwaway
-# PostgreSQL cluster, then unit tests with the race detector,
-# then the integration tests in one real Caddy (-p 1: caddytest uses fixed
+# PostgreSQL cluster, then unit tests with the race detector, a bounded
+# fuzz of the request-scan differential, then the integration tests in one real Caddy (-p 1: caddytest uses fixed
 # ports), which also drive the official Node SDKs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +42,13 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; 
 
 echo "== unit tests"
 go test -race -count=1 $(go list ./... | grep -v /integration)
+
+# The request-scan differential, fuzzed for a bounded time from its seed
+# corpus (chatproxy/testdata/fuzz/FuzzInspect and the test's own bodies):
+# the gateway reads every request as encoding/json does, or refuses it.
+# A finding is written under testdata/fuzz and fails the run.
+echo "== fuzz differential (45s)"
+go test -run='^$' -fuzz='^FuzzInspect$' -fuzztime=45s ./chatproxy/
 
 echo "== integration tests (real Caddy, loopback, official SDKs)"
 log=$(mktemp)

@@ -78,6 +78,9 @@ type outcome struct {
 	// answer is what the answer holding the outcome's inline images took
 	// from the Buffers, released by the outcome's holder (release).
 	answer *charge
+	// reply is an OpenAI Images answer to pass to the client (passThrough
+	// requests), or nil.
+	reply *ImagesReply
 	// badSeconds is a reported duration that is not one (see
 	// reportedSeconds), clipped, for the log; "" when none.
 	badSeconds string

@@ -42,7 +42,22 @@ func (s *Service) CreateFrom(ctx context.Context, owner Owner, body []byte, pin 
 // succeeds, and is released when it fails or expires, or cancelled when
 // the create is refused after all. A nil admit reserves nothing.
 func (s *Service) CreateHeld(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string, admit Admit) (*Task, *apierror.Error) {
-	r, aerr := parseRequest(body, s.routes, s.maxDepth)
+	return s.create(ctx, owner, body, pin, mediaBase, admit, false)
+}
+
+// CreateImagesHeld is CreateHeld for /v1/images/generations, OpenAI's own
+// API: an OpenAI-protocol provider gets the client's body with only the
+// model replaced by the upstream one (no size added, no member dropped,
+// "size":"auto" allowed), and the succeeded task carries the provider's
+// answer in Reply for the client. Other providers are served as by
+// CreateHeld, with no Reply.
+func (s *Service) CreateImagesHeld(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string, admit Admit) (*Task, *apierror.Error) {
+	return s.create(ctx, owner, body, pin, mediaBase, admit, true)
+}
+
+// create is CreateHeld, passing an images create through when asked.
+func (s *Service) create(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string, admit Admit, passThrough bool) (*Task, *apierror.Error) {
+	r, aerr := parseCreate(body, s.routes, s.maxDepth, passThrough)
 	traceRoute(ctx, body, r, aerr)
 	if aerr != nil {
 		return nil, aerr
@@ -162,7 +177,11 @@ func (s *Service) generateImage(ctx context.Context, t *Task, r *request, ad ada
 		}
 		out = next
 	}
-	return s.conclude(ctx, t, out, c)
+	done := s.conclude(ctx, t, out, c)
+	if out.reply != nil && done.Status == StatusSucceeded {
+		done.Reply = out.reply
+	}
+	return done
 }
 
 // startVideo submits a video task and returns it, normally running.

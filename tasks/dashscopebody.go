@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
+	"github.com/caddy-air/caddy-air/providers"
 )
 
 // dashScopeInputFields are client fields that belong in DashScope's "input"
@@ -17,8 +18,12 @@ var dashScopeInputFields = map[string]bool{
 }
 
 // dashScopeOwn are the members dashScopeBody sets itself; the others are
-// copied as they are.
-var dashScopeOwn = membersOf(memberModel, memberPrompt, memberNegativePrompt, memberSize, memberN, memberSeed)
+// copied as they are. Of a video, it sets the duration too
+// (dashScopeOwnVideo).
+var (
+	dashScopeOwn      = membersOf(memberModel, memberPrompt, memberNegativePrompt, memberSize, memberN, memberSeed)
+	dashScopeOwnVideo = dashScopeOwn.with(memberSeconds).with(memberDuration)
+)
 
 // dashScopeBody builds {"model","input":{…},"parameters":{…}} from the
 // client's fields, copying their raw JSON, in one pass over the body: its
@@ -38,7 +43,14 @@ func dashScopeBody(c *call, r *request) ([]byte, error) {
 	if r.seed != "" {
 		params = appendMember(params, `"seed"`, r.seed)
 	}
-	err := r.extras(c.maxDepth, dashScopeOwn, func(key, name, raw []byte) {
+	if r.seconds > 0 { // asked as "duration" or "seconds": billed as sent
+		params = appendMember(params, `"duration"`, strconv.FormatInt(r.seconds, 10))
+	}
+	own := dashScopeOwn
+	if r.route.Kind == providers.KindVideo {
+		own = dashScopeOwnVideo
+	}
+	err := r.extras(c.maxDepth, own, func(key, name, raw []byte) {
 		if dashScopeInputFields[string(name)] {
 			input = appendMember(input, string(key), string(raw))
 			return

@@ -37,6 +37,8 @@ func TestDashScopeBody(t *testing.T) {
 			"input.img_url": `"https://a/b.png"`, "parameters.watermark": `true`, "parameters.bad\\.key": "",
 			"parameters.style": `{"a":[1]}`, "parameters.img_url": "",
 		}},
+		// An image's seconds or duration is not the gateway's: copied.
+		{`{"model":"wan","prompt":"x","duration":3}`, map[string]string{"parameters.duration": `3`}},
 		{`{"model":"wan","prompt":"x","negative_prompt":"dogs"}`, map[string]string{
 			"input.negative_prompt": `"dogs"`, "parameters.size": `"1024*1024"`,
 		}},
@@ -83,5 +85,32 @@ func TestDashScopeBodyManyMembers(t *testing.T) {
 	}
 	if n, limit := after.TotalAlloc-before.TotalAlloc, uint64(8*b.Len()+64<<10); n > limit {
 		t.Errorf("a body of %d bytes and 5,000 members allocated %d bytes, want at most %d", b.Len(), n, limit)
+	}
+}
+
+// TestDashScopeBodyDuration: a video's duration reaches DashScope as the
+// "duration" it reads and bills by, whichever name the client gave it.
+func TestDashScopeBodyDuration(t *testing.T) {
+	p := &providers.Provider{Name: "p", Protocol: providers.ProtocolDashScope, BaseURLs: []string{"http://x"}}
+	table, err := providers.NewTable([]*providers.Provider{p}, []*providers.Route{{Pattern: "wan", Kind: providers.KindVideo, Provider: p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range []string{
+		`{"model":"wan","prompt":"x","seconds":6}`,
+		`{"model":"wan","prompt":"x","duration":"6"}`,
+		`{"model":"wan","prompt":"x","seconds":"6","duration":6}`,
+	} {
+		r, aerr := parseRequest([]byte(body), table, 0)
+		if aerr != nil {
+			t.Fatalf("Test %d: %v", i, aerr)
+		}
+		got, err := dashScopeBody(&call{model: "wan-up", maxDepth: 128}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, s := gjson.GetBytes(got, "parameters.duration").Raw, gjson.GetBytes(got, "parameters.seconds"); d != "6" || s.Exists() || r.seconds != 6 {
+			t.Errorf("Test %d: billed %d s, sent %s", i, r.seconds, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
@@ -12,17 +13,19 @@ type forwardEdits struct {
 	model string
 	// drop holds the members OpenAI would reject.
 	drop MemberSet
-	// secondsAsString writes a numeric "seconds" as a string: the Videos
-	// API takes "4", "8", "12".
-	secondsAsString bool
+	// seconds, when positive, is the video duration the task is billed
+	// for, sent as the string "seconds" (the Videos API takes "4", "8",
+	// "12") in place of the first of the client's "seconds" or
+	// "duration"; the others are dropped.
+	seconds int64
 	// defaultSize, if set, is the "size" added when the body has none.
 	defaultSize string
 }
 
 // forwardBody returns the client's body for the upstream, found in one
 // pass and made of spans of body, not a copy: "model" set to e.model
-// (added if missing), the members of e.drop removed, "seconds" quoted if
-// asked, "size" added if missing and e.defaultSize is set; every other
+// (added if missing), the members of e.drop removed, "seconds" set to
+// e.seconds if positive, "size" added if missing and e.defaultSize is set; every other
 // member passes byte for byte, in order, with what separates it from the
 // member before it when that one passes too. The body was validated by
 // parseRequest with the service's nesting limit, maxDepth. The result
@@ -93,9 +96,9 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) (*upBody, error) {
 				member("model", model)
 			}
 		case e.drop.has(name):
-		case name == memberSeconds && e.secondsAsString && v.Kind == jsonlimit.Number:
-			if !seen.has(name) {
-				member("seconds", quote, body[v.Start:v.End], quote)
+		case e.seconds > 0 && (name == memberSeconds || name == memberDuration):
+			if !seen.has(memberSeconds) && !seen.has(memberDuration) {
+				member("seconds", quote, []byte(strconv.FormatInt(e.seconds, 10)), quote)
 			}
 		default:
 			kept = true
@@ -118,6 +121,9 @@ func forwardBody(body []byte, maxDepth int, e forwardEdits) (*upBody, error) {
 	}
 	if !seen.has(memberModel) {
 		member("model", model)
+	}
+	if e.seconds > 0 && !seen.has(memberSeconds) && !seen.has(memberDuration) {
+		member("seconds", quote, []byte(strconv.FormatInt(e.seconds, 10)), quote)
 	}
 	if !seen.has(memberSize) && e.defaultSize != "" {
 		size, err := json.Marshal(e.defaultSize)

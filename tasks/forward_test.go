@@ -16,7 +16,7 @@ import (
 // TestForwardBody: the upstream gets the client's members untouched, in
 // order, with the documented edits only.
 func TestForwardBody(t *testing.T) {
-	video := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}
+	video := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: 8}
 	image := forwardEdits{model: "gpt-image-1", drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: "1024x1024"}
 	for i, tc := range []struct {
 		body string
@@ -27,13 +27,17 @@ func TestForwardBody(t *testing.T) {
 			`{"model":"sora-2","prompt":"a wave","seconds":"8","size":"1280x720"}`},
 		// Members the gateway does not know pass byte for byte, nested
 		// values and spacing inside them included.
-		{`{ "prompt" : "a \"quoted\" wave\n", "extra": {"a": [1, 2, {"b": null}]}, "model": "m", "seconds": "4" }`, video,
-			`{"prompt" : "a \"quoted\" wave\n", "extra": {"a": [1, 2, {"b": null}]},"model":"sora-2","seconds": "4"}`},
+		{`{ "prompt" : "a \"quoted\" wave\n", "extra": {"a": [1, 2, {"b": null}]}, "model": "m", "seconds": "8" }`, video,
+			`{"prompt" : "a \"quoted\" wave\n", "extra": {"a": [1, 2, {"b": null}]},"model":"sora-2","seconds":"8"}`},
+		// The duration billed is sent as seconds, whichever name the
+		// client gave it.
+		{`{"model":"v","prompt":"p","duration":8,"x":1}`, video, `{"model":"sora-2","prompt":"p","seconds":"8","x":1}`},
+		{`{"model":"v","prompt":"p","duration":"8","seconds":8}`, video, `{"model":"sora-2","prompt":"p","seconds":"8"}`},
 		// A missing model is added; an escaped key is still the model.
-		{`{"prompt":"p"}`, video, `{"prompt":"p","model":"sora-2"}`},
-		{`{"mod\u0065l":"m","prompt":"p"}`, video, `{"model":"sora-2","prompt":"p"}`},
+		{`{"prompt":"p"}`, video, `{"prompt":"p","model":"sora-2","seconds":"8"}`},
+		{`{"mod\u0065l":"m","prompt":"p","seconds":8}`, video, `{"model":"sora-2","prompt":"p","seconds":"8"}`},
 		// Duplicates of edited members leave one.
-		{`{"model":"a","n":1,"model":"b","n":2,"prompt":"p"}`, video, `{"model":"sora-2","prompt":"p"}`},
+		{`{"model":"a","n":1,"model":"b","n":2,"prompt":"p","seconds":8}`, video, `{"model":"sora-2","prompt":"p","seconds":"8"}`},
 		// Images: size added when missing, kept when given; seconds is
 		// not theirs to quote.
 		{`{"model":"img","prompt":"p","n":2}`, image, `{"model":"gpt-image-1","prompt":"p","n":2,"size":"1024x1024"}`},
@@ -70,7 +74,7 @@ func TestForwardBody(t *testing.T) {
 // TestForwardBodyNoCopy: a large body is forwarded without a copy: what
 // forwardBody allocates does not grow with the body.
 func TestForwardBodyNoCopy(t *testing.T) {
-	e := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}
+	e := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: 8}
 	body := []byte(`{"model":"m","prompt":"` + strings.Repeat("a wave, ", 128<<10) + `","seconds":8,"size":"1280x720","seed":1}`)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -106,7 +110,7 @@ func TestExchangePinsBody(t *testing.T) {
 	defer srv.Close()
 	pin := &countPin{}
 	body, err := forwardBody([]byte(`{"model":"m","prompt":"a wave","seconds":8,"seed":3}`), 128,
-		forwardEdits{model: "sora-2", drop: membersOf(memberSeed), secondsAsString: true})
+		forwardEdits{model: "sora-2", drop: membersOf(memberSeed), seconds: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +137,7 @@ func TestExchangePinsBody(t *testing.T) {
 // BenchmarkForwardBody forwards a video request with a 200 KiB prompt:
 // what it allocates does not grow with the body.
 func BenchmarkForwardBody(b *testing.B) {
-	e := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}
+	e := forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: 8}
 	body := []byte(`{"model":"m","prompt":"` + strings.Repeat("a wave, ", 25<<10) + `","seconds":8,"size":"1280x720","seed":1}`)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))

@@ -62,6 +62,12 @@ func TestCreateEstimatesWhatItAsksFor(t *testing.T) {
 			&providers.Route{Pattern: "sora-2", Kind: providers.KindVideo}, Estimate{Model: "sora-2", Kind: "video", VideoSeconds: 4}},
 		{"dashscope duration", providers.ProtocolDashScope, `{"model":"wan","prompt":"x","duration":10}`,
 			&providers.Route{Pattern: "wan", Kind: providers.KindVideo}, Estimate{Model: "wan", Kind: "video", VideoSeconds: 10}},
+		{"openai duration", providers.ProtocolOpenAI, `{"model":"sora-2","prompt":"x","duration":8}`,
+			&providers.Route{Pattern: "sora-2", Kind: providers.KindVideo}, Estimate{Model: "sora-2", Kind: "video", VideoSeconds: 8}},
+		{"both, equal", providers.ProtocolOpenAI, `{"model":"sora-2","prompt":"x","duration":8,"seconds":"8"}`,
+			&providers.Route{Pattern: "sora-2", Kind: providers.KindVideo}, Estimate{Model: "sora-2", Kind: "video", VideoSeconds: 8}},
+		{"dashscope seconds", providers.ProtocolDashScope, `{"model":"wan","prompt":"x","seconds":10}`,
+			&providers.Route{Pattern: "wan", Kind: providers.KindVideo}, Estimate{Model: "wan", Kind: "video", VideoSeconds: 10}},
 		{"dashscope default", providers.ProtocolDashScope, `{"model":"wan","prompt":"x"}`,
 			&providers.Route{Pattern: "wan", Kind: providers.KindVideo}, Estimate{Model: "wan", Kind: "video", VideoSeconds: 5}},
 	}

@@ -62,7 +62,7 @@ func TestManyMembersBoundedMemory(t *testing.T) {
 		edits forwardEdits
 	}{
 		{"img", forwardEdits{model: "gpt-image-1", drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: "1024x1024"}},
-		{"vid", forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true}},
+		{"vid", forwardEdits{model: "sora-2", drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: 4}},
 	} {
 		var b strings.Builder
 		b.WriteString(`{"model":"` + c.model + `","prompt":"x","seconds":4`)
@@ -93,6 +93,33 @@ func TestManyMembersBoundedMemory(t *testing.T) {
 		if allocs > 50 || perRun > 64<<10 {
 			t.Errorf("%s: a body of %d bytes and 200,000 members: %.0f allocations, %d bytes per request; want at most 50 and 64 KiB",
 				c.model, len(body), allocs, perRun)
+		}
+	}
+}
+
+// TestCheckUniqueEverySpelling: every member the gateway reads, repeated
+// with any one of its letters escaped (in either copy, \u00XX in either
+// case), is refused naming it, on /v1/tasks and /v1/images/generations.
+func TestCheckUniqueEverySpelling(t *testing.T) {
+	for m, name := range memberNames {
+		for _, set := range []MemberSet{TaskMembers, ImagesMembers} {
+			if !set.has(member(m)) {
+				continue
+			}
+			for at := range len(name) {
+				for _, f := range []string{`\u%04x`, `\u%04X`} {
+					esc := name[:at] + fmt.Sprintf(f, name[at]) + name[at+1:]
+					for _, body := range []string{
+						fmt.Sprintf(`{"%s":1,"x":0,"%s":2}`, name, esc),
+						fmt.Sprintf(`{"%s":1,"%s":2}`, esc, name),
+					} {
+						aerr := CheckUnique([]byte(body), 0, set)
+						if aerr == nil || aerr.Param == nil || *aerr.Param != name {
+							t.Errorf("%s: %+v, want %q refused", body, aerr, name)
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -24,7 +24,7 @@ func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error)
 		return openAIImage(ctx, c, r)
 	}
 	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model,
-		drop: membersOf(memberNegativePrompt, memberSeed, memberN), secondsAsString: true})
+		drop: membersOf(memberNegativePrompt, memberSeed, memberN), seconds: r.seconds})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,11 @@ func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
 // and the images decoded from it are charged to c.buffers until the
 // outcome is released.
 func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
-	body, err := forwardBody(r.body, c.maxDepth, forwardEdits{model: c.model, drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: r.size})
+	edits := forwardEdits{model: c.model, drop: membersOf(memberNegativePrompt, memberSeed), defaultSize: r.size}
+	if r.passThrough {
+		edits = forwardEdits{model: c.model}
+	}
+	body, err := forwardBody(r.body, c.maxDepth, edits)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +81,9 @@ func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 	if err != nil {
 		ch.release()
 		return nil, err
+	}
+	if r.passThrough && out.state == StatusSucceeded {
+		out.reply = imagesReply(data)
 	}
 	return out, nil
 }

@@ -115,6 +115,10 @@ type Task struct {
 	NextPollAt time.Time `json:"next_poll_at"`
 	// Failures counts consecutive failed upstream polls, for backoff.
 	Failures int `json:"failures,omitempty"`
+	// Reply is the provider's answer to a create of
+	// /v1/images/generations that succeeded (see CreateImagesHeld); it is
+	// not stored.
+	Reply *ImagesReply `json:"-"`
 }
 
 // Terminal reports whether the task has succeeded or failed.

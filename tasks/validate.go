@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,6 +46,10 @@ type request struct {
 	seconds int64
 	// fields holds the members the gateway reads, each at most once.
 	fields fields
+	// passThrough is set for a create of /v1/images/generations: an
+	// OpenAI provider gets the client's body with only the model replaced,
+	// and the client its answer (see ImagesReply).
+	passThrough bool
 }
 
 // parseRequest validates a create body, nested at most maxDepth levels,
@@ -53,13 +58,19 @@ type request struct {
 // member of TaskMembers may appear only once in it, so what is checked is
 // what the provider reads; no memory is held per member.
 func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request, *apierror.Error) {
+	return parseCreate(body, routes, maxDepth, false)
+}
+
+// parseCreate is parseRequest, for /v1/images/generations when passThrough
+// is set.
+func parseCreate(body []byte, routes *providers.Table, maxDepth int, passThrough bool) (*request, *apierror.Error) {
 	var de *jsonlimit.DepthError
 	if err := jsonlimit.Check(body, jsonlimit.OrDefault(maxDepth)); errors.As(err, &de) {
 		return nil, apierror.InvalidBody(err)
 	} else if err != nil {
 		return nil, notObject()
 	}
-	r := &request{body: body}
+	r := &request{body: body, passThrough: passThrough}
 	if isObject, aerr := scanMembers(body, maxDepth, TaskMembers, &r.fields); aerr != nil {
 		return nil, aerr
 	} else if !isObject {
@@ -117,22 +128,41 @@ func parseRequest(body []byte, routes *providers.Table, maxDepth int) (*request,
 		r.seed = strconv.FormatInt(v, 10)
 	}
 	if route.Kind == providers.KindVideo {
-		for _, f := range []member{memberSeconds, memberDuration} {
-			if e := r.parseSeconds(f); e != nil {
-				return nil, e
-			}
+		if e := r.parseVideoSeconds(); e != nil {
+			return nil, e
 		}
 	}
 	return r, nil
 }
 
-// parseSeconds reads a video duration field (OpenAI "seconds", DashScope
-// "duration"): a whole number from 1 to maxVideoSeconds, or a string
-// holding one.
-func (r *request) parseSeconds(m member) *apierror.Error {
+// parseVideoSeconds reads a video's duration from "seconds" (OpenAI's
+// name) or "duration" (DashScope's). The adapters send it under the name
+// their provider reads (see forwardEdits.seconds and dashScopeBody), so
+// that what is billed is what is asked for; the two given with different
+// values are refused, since one of them would be dropped.
+func (r *request) parseVideoSeconds() *apierror.Error {
+	secs, e := r.parseSeconds(memberSeconds)
+	if e != nil {
+		return e
+	}
+	dur, e := r.parseSeconds(memberDuration)
+	if e != nil {
+		return e
+	}
+	if secs > 0 && dur > 0 && secs != dur {
+		return apierror.InvalidRequest("duration", fmt.Sprintf(
+			"seconds (%d) and duration (%d) both give the video's duration: give it once", secs, dur))
+	}
+	r.seconds = max(secs, dur)
+	return nil
+}
+
+// parseSeconds reads a video duration field: a whole number from 1 to
+// maxVideoSeconds, or a string holding one; 0 when absent or null.
+func (r *request) parseSeconds(m member) (int64, *apierror.Error) {
 	d, field := r.fields[m], memberNames[m]
 	if !d.Exists() || d.Type == gjson.Null {
-		return nil
+		return 0, nil
 	}
 	v, ok := jsonInt(d)
 	if d.Type == gjson.String {
@@ -140,10 +170,9 @@ func (r *request) parseSeconds(m member) *apierror.Error {
 		v, ok = n, err == nil
 	}
 	if !ok || v < 1 || v > maxVideoSeconds {
-		return apierror.InvalidRequest(field, field+" must be a whole number of seconds from 1 to "+strconv.Itoa(maxVideoSeconds))
+		return 0, apierror.InvalidRequest(field, field+" must be a whole number of seconds from 1 to "+strconv.Itoa(maxVideoSeconds))
 	}
-	r.seconds = v
-	return nil
+	return v, nil
 }
 
 // parseSize checks "size" and applies the image default.
@@ -157,6 +186,10 @@ func (r *request) parseSize() *apierror.Error {
 			}
 		}
 		return nil
+	}
+	if s.Type == gjson.String && s.Str == "auto" && r.passThrough && r.route.Provider.Protocol == providers.ProtocolOpenAI &&
+		(len(r.route.Sizes) == 0 || slices.Contains(r.route.Sizes, s.Str)) {
+		return nil // OpenAI's own choice, passed through
 	}
 	if s.Type != gjson.String || !wellFormedSize(s.Str) {
 		return apierror.InvalidRequest("size", "size must be a string '<width>x<height>' of positive integers, e.g. '1024x1024'")

@@ -65,6 +65,10 @@ func TestValidation(t *testing.T) {
 		{`{"model":"img","prompt":"x","negative_prompt":"a","negative_prompt":"b"}`, 400, "negative_prompt", "more than once"},
 		{`{"model":"vid","prompt":"x","seconds":4,"seconds":12}`, 400, "seconds", "more than once"},
 		{`{"model":"vid","prompt":"x","duration":4,"duration":12}`, 400, "duration", "more than once"},
+		// Both duration fields: the provider reads one, the gateway must
+		// bill that one.
+		{`{"model":"vid","prompt":"w","seconds":60,"duration":1}`, 400, "duration", "give it once"},
+		{`{"model":"vid","prompt":"w","seconds":"8","duration":4}`, 400, "duration", "give it once"},
 		{`{"model":"img","prompt":"x","n":1,"\u006e":5}`, 400, "n", "more than once"},
 	} {
 		tk, aerr := s.Create(context.Background(), alice, []byte(c.body), testMediaBase)
