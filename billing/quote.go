@@ -16,6 +16,9 @@ type Quote struct {
 	Currency string `json:"currency,omitempty"`
 	// Cost is the price, rounded once, half to even, to nano units.
 	Cost Amount `json:"cost"`
+	// Unpriced lists the charges of the usage that the model's price has
+	// no rule for (see Record.Unpriced).
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // units are the task quantities a price may apply to.
