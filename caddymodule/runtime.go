@@ -175,6 +175,7 @@ func taskRecord(c tasks.Charge) billing.Record {
 		Outcome:     billing.OutcomeOK,
 		Images:      c.Images,
 		VideoMillis: c.VideoSeconds * 1000,
+		Usage:       c.Usage,
 	}
 }
 
