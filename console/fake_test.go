@@ -131,7 +131,8 @@ func (f *fakeServices) Records(_ context.Context, q billing.RecordQuery) (*billi
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
 	f.mu.Unlock()
-	rec := billing.Record{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD"}
+	rec := billing.Record{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD",
+		Unpriced: []string{"web_search", "audio_input"}}
 	switch q.After {
 	case "":
 		return &billing.RecordPage{Records: []billing.Record{rec}, HasMore: true, Next: "c1"}, nil
