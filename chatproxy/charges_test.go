@@ -1,6 +1,9 @@
 package chatproxy
 
 import (
+	"context"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/caddy-air/caddy-air/billing"
@@ -71,6 +74,61 @@ func TestTapCharges(t *testing.T) {
 		}
 		if got, _ := tp.result(0, false, false); got != tc.want {
 			t.Errorf("Test %d (%s): %+v, want %+v", i, tc.name, got, tc.want)
+		}
+	}
+}
+
+// largeResponse is a pretty-printed Responses answer larger than maxHeld:
+// its generated image makes it so.
+func largeResponse() string {
+	return `{
+  "id": "resp_big",
+  "status": "completed",
+  "output": [
+    {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+    {"type" :  "web_search_call", "id": "ws_2", "status": "completed"},
+    {"id": "ci_1", "type": "code_interpreter_call", "container_id": "cntr_1", "code": "1"},
+    {"id": "ci_2", "type": "code_interpreter_call", "container_id": "cntr_1", "code": "2"},
+    {"type": "image_generation_call", "id": "ig_1", "result": "` + strings.Repeat("QUJD", maxHeld) + `"},
+    {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "quoting \"type\": \"web_search_call\" is no call"}]}
+  ],
+  "usage": {"input_tokens": 40, "output_tokens": 9}
+}`
+}
+
+// TestServeLargeResponsesCountsToolCalls checks that the tool calls of a
+// Responses answer too large to hold, forwarded as it arrives, are still
+// counted: each once, code sessions by container.
+func TestServeLargeResponsesCountsToolCalls(t *testing.T) {
+	big := largeResponse()
+	up := newUpstream(t, answer(200, "application/json", big))
+	body := `{"model":"alias","input":"draw"}`
+	c := responsesCall(t, provider("openai", 0, up.URL+"/v1"), body, "gpt-5")
+	rec := httptest.NewRecorder()
+	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), c)
+	res.Held.Release(rec)
+	res.Close()
+	want := billing.Usage{Input: 40, Output: 9, WebSearches: 2, CodeSessions: 1, ImageCalls: 1}
+	if rec.Body.String() != big || res.Usage != want {
+		t.Errorf("released %d of %d bytes, usage %+v, want %+v", rec.Body.Len(), len(big), res.Usage, want)
+	}
+}
+
+// TestToolScanPieces feeds a large answer to the scan in pieces of every
+// size from 1 byte, so that members split between reads are counted once.
+func TestToolScanPieces(t *testing.T) {
+	head := largeResponse()
+	i := strings.Index(head, `"result": "`)
+	small := head[:i] + `"result": "QUJD"}` + head[strings.Index(head, `"},`+"\n"+`    {"type": "message"`)+2:]
+	want := billing.Usage{WebSearches: 2, CodeSessions: 1, ImageCalls: 1}
+	for _, size := range []int{1, 2, 3, 7, 64, 127, 128, 129, 500, len(small)} {
+		var s toolScan
+		for j := 0; j < len(small); j += size {
+			s.feed([]byte(small[j:min(j+size, len(small))]), false)
+		}
+		s.feed(nil, true)
+		if got := s.apply(billing.Usage{}); got != want {
+			t.Errorf("pieces of %d: %+v, want %+v", size, got, want)
 		}
 	}
 }

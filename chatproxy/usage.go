@@ -22,8 +22,10 @@ type tap struct {
 	// usage is the usage reported so far.
 	usage billing.Usage
 	// calls counts a Responses answer's priced tool calls from its
-	// output items.
+	// output items; scan counts them instead in the bytes of an answer
+	// too large to hold.
 	calls billing.ToolCalls
+	scan  toolScan
 	// container is set when an Anthropic answer names the code execution
 	// container it used (one code session).
 	container bool
@@ -300,7 +302,10 @@ func (t *tap) tailUsage(tail []byte) {
 // upstream failure); gone means the client left.
 func (t *tap) result(promptBytes int, cut, gone bool) (billing.Usage, billing.Source) {
 	u, src := t.tokens(promptBytes, cut, gone)
-	if t.proto == Responses {
+	switch {
+	case t.scan.used:
+		u = t.scan.apply(u)
+	case t.proto == Responses:
 		u = t.calls.Apply(u)
 	}
 	if t.container {
