@@ -189,6 +189,9 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 				out = t.event(ev)
 			} else {
 				t.outBytes += int64(len(ev))
+				if t.proto == Responses {
+					t.bigEvent(ev)
+				}
 			}
 			held.mid = !endsEvent(ev)
 			if t.ended() {

@@ -117,3 +117,54 @@ func memberValue(b []byte) []byte {
 	}
 	return b[i+1 : i+1+end]
 }
+
+// bigEvent follows a piece of a Responses stream event too large to parse
+// (eventReader forwards it in pieces): a response.completed that carries a
+// generated image. It keeps the event's type, from its first piece, and
+// its last tailKeep bytes, where the response's usage is; at the event's
+// end, a terminal event's usage is read from them and the stream ends as
+// with a parsed one. Its tool calls were counted from their own, smaller,
+// response.<tool>.completed events.
+func (t *tap) bigEvent(piece []byte) {
+	if !t.big.open {
+		t.big.open, t.big.typ = true, eventType(piece)
+		t.big.tail = t.big.tail[:0]
+	}
+	if len(t.big.tail)+len(piece) > 2*tailKeep {
+		keep := t.big.tail[max(len(t.big.tail)-tailKeep, 0):]
+		t.big.tail = append(t.big.tail[:0], keep...)
+	}
+	t.big.tail = append(t.big.tail, piece[max(len(piece)-2*tailKeep, 0):]...)
+	if !endsEvent(piece) {
+		return
+	}
+	t.big.open = false
+	switch t.big.typ {
+	case evCompleted, evIncomplete, evFailed:
+		t.tailUsage(t.big.tail)
+		t.terminal = true
+		t.upstreamError = t.upstreamError || t.big.typ == evFailed
+	}
+}
+
+// bigEventState is what bigEvent keeps of an event's pieces.
+type bigEventState struct {
+	open bool
+	typ  string
+	tail []byte
+}
+
+// eventType returns the type of the SSE event that begins with first: its
+// "event:" line, else the "type" member at the start of its data.
+func eventType(first []byte) string {
+	if v, ok := bytes.CutPrefix(first, []byte("event:")); ok {
+		if i := bytes.IndexByte(v, '\n'); i >= 0 {
+			return string(bytes.TrimSpace(v[:i]))
+		}
+	}
+	head := first[:min(len(first), 512)]
+	if i := bytes.Index(head, []byte(`"type"`)); i >= 0 {
+		return string(memberValue(head[i+len(`"type"`):]))
+	}
+	return ""
+}

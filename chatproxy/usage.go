@@ -26,6 +26,8 @@ type tap struct {
 	// too large to hold.
 	calls billing.ToolCalls
 	scan  toolScan
+	// big follows a Responses stream event too large to parse.
+	big bigEventState
 	// container is set when an Anthropic answer names the code execution
 	// container it used (one code session).
 	container bool
