@@ -101,6 +101,9 @@ func parseTools(v gjson.Result) (tools [5]*rate, err error) {
 // nor unpriced.
 func (cr *chargeRates) chargeTerms(terms []term, u Usage, perImage bool) (out []term, textIn, textOut int64, unpriced []string) {
 	textIn, textOut = max(u.Input, 0), max(u.Output, 0)
+	if !u.hasCharges() {
+		return terms, textIn, textOut, nil
+	}
 	part := func(n int64, whole *int64, r *rate, kind string, covered bool) {
 		n = min(max(n, 0), *whole)
 		switch {

@@ -67,6 +67,12 @@ const (
 	ChargeImageCall   = "image_generation"
 )
 
+// hasCharges reports whether u has a charge beyond plain tokens.
+func (u *Usage) hasCharges() bool {
+	return u.AudioInput|u.AudioOutput|u.ImageInput|u.ImageOutput|u.WebSearches|u.WebFetches|u.FileSearches|
+		u.CodeSessions|u.ImageCalls != 0
+}
+
 // callCount is a number of priced calls of one charge kind.
 type callCount struct {
 	kind string
