@@ -121,7 +121,10 @@ func NormalizeDashScope(usage []byte) (Usage, error) { return NormalizeOpenAI(us
 // CacheCreation1h, capped at the total. Anthropic does not report
 // reasoning tokens separately, so Reasoning stays zero.
 // server_tool_use.web_search_requests and web_fetch_requests are the server
-// tools' calls, WebSearches and WebFetches. Missing fields count as zero and
+// tools' calls, WebSearches and WebFetches; code_execution_requests, the
+// calls of code execution, which run in the message's one container, make
+// one code session (CodeSessions 1: Anthropic bills the container's time,
+// which the usage does not report). Missing fields count as zero and
 // negative counts are clamped to zero.
 func NormalizeAnthropic(usage []byte) (Usage, error) {
 	u, err := parseObject(usage)
@@ -137,19 +140,19 @@ func NormalizeAnthropic(usage []byte) (Usage, error) {
 	}
 	out.CacheCreation1h = min(oneHour(u.Get("cache_creation")), out.CacheCreation)
 	out.Output = count(u.Get("output_tokens"))
-	out.WebSearches, out.WebFetches = serverToolUse(u.Get("server_tool_use"))
+	out.WebSearches, out.WebFetches, out.CodeSessions = serverToolUse(u.Get("server_tool_use"))
 	return out, nil
 }
 
 // serverToolUse reads an Anthropic server_tool_use object's counts of web
-// searches and fetches.
-func serverToolUse(st gjson.Result) (searches, fetches int64) {
+// searches and fetches, and whether code execution ran (one session).
+func serverToolUse(st gjson.Result) (searches, fetches, sessions int64) {
 	if !st.IsObject() {
-		return 0, 0
+		return 0, 0, 0
 	}
-	var m [2]gjson.Result
-	members(st, []string{"web_search_requests", "web_fetch_requests"}, m[:])
-	return count(m[0]), count(m[1])
+	var m [3]gjson.Result
+	members(st, []string{"web_search_requests", "web_fetch_requests", "code_execution_requests"}, m[:])
+	return count(m[0]), count(m[1]), min(count(m[2]), 1)
 }
 
 // parseObject checks that b is a JSON object, nested no deeper than

@@ -41,6 +41,10 @@ func TestTapCharges(t *testing.T) {
 				`"content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":100,"output_tokens":20,` +
 				`"server_tool_use":{"web_search_requests":2,"web_fetch_requests":1}}}`,
 			want: billing.Usage{Input: 100, Output: 20, WebSearches: 2, WebFetches: 1, CodeSessions: 1}},
+		{name: "anthropic stream: code execution requests without a container", proto: Anthropic, events: []string{
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":9,\"server_tool_use\":{\"code_execution_requests\":2}}}\n\n"},
+			want: billing.Usage{Input: 10, Output: 9, CodeSessions: 1}},
 		{name: "anthropic body without container", proto: Anthropic,
 			body: `{"id":"msg_1","type":"message","container":null,"usage":{"input_tokens":1,"output_tokens":2}}`,
 			want: billing.Usage{Input: 1, Output: 2}},

@@ -216,7 +216,7 @@ func (t *tap) mergeDelta(u gjson.Result) {
 	}
 	if u.Get("server_tool_use").IsObject() {
 		// Cumulative too: the last count is the answer's.
-		t.usage.WebSearches, t.usage.WebFetches = d.WebSearches, d.WebFetches
+		t.usage.WebSearches, t.usage.WebFetches, t.usage.CodeSessions = d.WebSearches, d.WebFetches, d.CodeSessions
 	}
 }
 
