@@ -64,6 +64,7 @@ type Metrics struct {
 	tpot        *prometheus.HistogramVec
 	requests    *prometheus.CounterVec
 	cost        *prometheus.CounterVec
+	unpriced    *prometheus.CounterVec
 	attempts    *prometheus.CounterVec
 	retries     *prometheus.CounterVec
 	rejections  *prometheus.CounterVec
@@ -128,6 +129,10 @@ func New() *Metrics {
 			Name: "air_cost_total",
 			Help: "Cost recorded in the ledger, in currency units.",
 		}, []string{"currency", "provider", "model"}),
+		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "air_unpriced_charges_total",
+			Help: "Charges recorded in the ledger without a price (tool calls, audio or image tokens the price file has no rule for), by charge kind; their cost is missing from air_cost_total.",
+		}, []string{"provider", "model", "charge"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "air_upstream_attempts_total",
 			Help: "Upstream attempts of chat and messages requests, by provider and result.",
@@ -196,7 +201,7 @@ func New() *Metrics {
 
 // collectors returns the collectors registered by Register.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.cost,
+	return []prometheus.Collector{m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.cost, m.unpriced,
 		m.attempts, m.retries, m.rejections, m.openStreams, m.commit, m.tasks, m.polls, m.pollErrors, m.state,
 		m.breaker, m.keysOut, m.cooldowns, m.fallbacks}
 }
@@ -262,6 +267,7 @@ func Names() []string {
 		"gen_ai_server_time_per_output_token_seconds",
 		"air_requests_total",
 		"air_cost_total",
+		"air_unpriced_charges_total",
 		"air_upstream_attempts_total",
 		"air_upstream_retries_total",
 		"air_rejections_total",

@@ -113,8 +113,9 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 	r.Observe(&Request{
 		Outcome: OutcomeOK, Status: 200, Duration: 3 * time.Second, FirstByte: time.Second,
 		Tokens:   Tokens{Input: 100, Output: 21, CacheRead: 50, CacheCreation: 10, Reasoning: 5},
-		Currency: "USD", CostNanos: 1_234_500_000, User: "alice", KeyID: "key_1",
+		Currency: "USD", CostNanos: 1_234_500_000, User: "alice", KeyID: "key_1", Unpriced: []string{"web_search"},
 	})
+	r.Unpriced([]string{"web_search", "audio_input"}) // a task's or background response's charge
 	r.Observe(&Request{Outcome: OutcomeTimeout, Status: 504, Duration: 30 * time.Second, User: "alice", KeyID: "key_1"})
 	r.Reject(429, ReasonBudget)
 	o.Reject("chat", 404, ReasonInvalidRequest)
@@ -159,6 +160,8 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		{"air_requests_total", map[string]string{"model": "claude-y", "outcome": "rejected", "status": "429"}, counter, 1},
 		{"air_requests_total", map[string]string{"operation": "chat", "provider": Unknown, "model": Unknown, "outcome": "rejected", "status": "404"}, counter, 1},
 		{"air_cost_total", map[string]string{"currency": "USD", "provider": "anthropic", "model": "claude-y"}, counter, 1.2345},
+		{"air_unpriced_charges_total", map[string]string{"provider": "anthropic", "model": "claude-y", "charge": "web_search"}, counter, 2},
+		{"air_unpriced_charges_total", map[string]string{"provider": "anthropic", "model": "claude-y", "charge": "audio_input"}, counter, 1},
 		{"air_upstream_attempts_total", map[string]string{"provider": "anthropic", "result": "status_5xx"}, counter, 1},
 		{"air_upstream_attempts_total", map[string]string{"provider": "anthropic", "result": "ok"}, counter, 1},
 		{"air_upstream_retries_total", map[string]string{"provider": "anthropic", "result": "status_5xx"}, counter, 1},

@@ -140,6 +140,9 @@ type Request struct {
 	// currency; no cost is counted without a currency.
 	Currency  string
 	CostNanos int64
+	// Unpriced lists the record's charges that had no price
+	// (billing.Record.Unpriced).
+	Unpriced []string
 	// User and KeyID are used only when per-user metrics are on.
 	User, KeyID string
 }
@@ -180,8 +183,20 @@ func (r *Route) Observe(q *Request) {
 	if q.Currency != "" && q.CostNanos != 0 {
 		r.cost(q.Currency).Add(float64(q.CostNanos) / 1e9)
 	}
+	r.Unpriced(q.Unpriced)
 	if r.o.perUser {
 		r.o.observeUser(q)
+	}
+}
+
+// Unpriced counts a record's charges that had no price, one per charge
+// kind.
+func (r *Route) Unpriced(charges []string) {
+	if r == nil {
+		return
+	}
+	for _, c := range charges {
+		r.o.m.unpriced.WithLabelValues(r.provider, r.model, c).Inc()
 	}
 }
 

@@ -27,6 +27,18 @@ func BenchmarkQuote(b *testing.B) {
 			}
 		})
 	}
+	// Audio tokens and tool calls, priced by the example file's mock-gpt,
+	// and unpriced by mock-reasoner (a list of the charges is allocated).
+	ex := examplePrices(b)
+	for _, bc := range []struct{ name, model string }{{"charges", "mock-gpt"}, {"charges-unpriced", "mock-reasoner"}} {
+		u := Usage{Input: 5_000, AudioInput: 2_000, Output: 800, AudioOutput: 500, WebSearches: 2, CodeSessions: 1}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ex.Quote(bc.model, u)
+			}
+		})
+	}
 }
 
 // BenchmarkSettle measures Admit and Settle against a key with limits,

@@ -36,6 +36,11 @@ var errNotObject = errors.New("usage is not a json object")
 // breakdown (in prompt_tokens_details, else at the top level) are the
 // 1-hour writes, CacheCreation1h, capped at the cache writes.
 //
+// prompt_tokens_details.audio_tokens and
+// completion_tokens_details.audio_tokens are the audio parts of the prompt
+// and the completion: AudioInput, capped at Input (the prompt's uncached
+// part), and AudioOutput, capped at Output.
+//
 // Missing fields count as zero. Negative counts are clamped to zero, and the
 // buckets never exceed what the upstream billed: prompt_tokens is trusted as
 // the total (it selects the price tier), cache reads are capped at it, cache
@@ -68,7 +73,11 @@ func NormalizeOpenAI(usage []byte) (Usage, error) {
 	out.CacheCreation1h = min(oneHour(det[3], top[5]), out.CacheCreation)
 	out.Input = prompt - out.CacheRead - out.CacheCreation
 	out.Output = completion
-	out.Reasoning = min(count(complDetails.Get("reasoning_tokens")), out.Output)
+	var cd [len(openAICompletionDetailKeys)]gjson.Result
+	members(complDetails, openAICompletionDetailKeys[:], cd[:])
+	out.Reasoning = min(count(cd[0]), out.Output)
+	out.AudioInput = min(count(det[4]), out.Input)
+	out.AudioOutput = min(count(cd[1]), out.Output)
 	return out, nil
 }
 
@@ -76,7 +85,9 @@ func NormalizeOpenAI(usage []byte) (Usage, error) {
 // that NormalizeOpenAI reads, each object in one pass (see members).
 var (
 	openAIUsageKeys  = [...]string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details", "cache_creation_input_tokens", "cache_creation"}
-	openAIDetailKeys = [...]string{"cached_tokens", "cache_write_tokens", "cache_creation_input_tokens", "cache_creation"}
+	openAIDetailKeys = [...]string{"cached_tokens", "cache_write_tokens", "cache_creation_input_tokens", "cache_creation", "audio_tokens"}
+	// openAICompletionDetailKeys are those of completion_tokens_details.
+	openAICompletionDetailKeys = [...]string{"reasoning_tokens", "audio_tokens"}
 )
 
 // members sets out[i] to the first member of obj named keys[i], in one
@@ -108,8 +119,13 @@ func NormalizeDashScope(usage []byte) (Usage, error) { return NormalizeOpenAI(us
 // ephemeral_1h_input_tokens} is a breakdown of cache_creation_input_tokens
 // and gives the total only when that is absent; its 1-hour part is
 // CacheCreation1h, capped at the total. Anthropic does not report
-// reasoning tokens separately, so Reasoning stays zero. Missing fields count
-// as zero and negative counts are clamped to zero.
+// reasoning tokens separately, so Reasoning stays zero.
+// server_tool_use.web_search_requests and web_fetch_requests are the server
+// tools' calls, WebSearches and WebFetches; code_execution_requests, the
+// calls of code execution, which run in the message's one container, make
+// one code session (CodeSessions 1: Anthropic bills the container's time,
+// which the usage does not report). Missing fields count as zero and
+// negative counts are clamped to zero.
 func NormalizeAnthropic(usage []byte) (Usage, error) {
 	u, err := parseObject(usage)
 	if err != nil {
@@ -124,7 +140,19 @@ func NormalizeAnthropic(usage []byte) (Usage, error) {
 	}
 	out.CacheCreation1h = min(oneHour(u.Get("cache_creation")), out.CacheCreation)
 	out.Output = count(u.Get("output_tokens"))
+	out.WebSearches, out.WebFetches, out.CodeSessions = serverToolUse(u.Get("server_tool_use"))
 	return out, nil
+}
+
+// serverToolUse reads an Anthropic server_tool_use object's counts of web
+// searches and fetches, and whether code execution ran (one session).
+func serverToolUse(st gjson.Result) (searches, fetches, sessions int64) {
+	if !st.IsObject() {
+		return 0, 0, 0
+	}
+	var m [3]gjson.Result
+	members(st, []string{"web_search_requests", "web_fetch_requests", "code_execution_requests"}, m[:])
+	return count(m[0]), count(m[1]), min(count(m[2]), 1)
 }
 
 // parseObject checks that b is a JSON object, nested no deeper than

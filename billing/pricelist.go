@@ -25,6 +25,9 @@ type ModelPrices struct {
 	// a task price, and TaskPrice that price.
 	Task      string `json:"task,omitempty"`
 	TaskPrice string `json:"task_price,omitempty"`
+	// Charges are the prices of audio and image tokens and of tool calls,
+	// nil when the model has none.
+	Charges *ChargePrices `json:"charges,omitempty"`
 }
 
 // TierPrices is one token tier.
@@ -71,6 +74,7 @@ func (mp *modelPrice) view() ModelPrices {
 	for _, t := range mp.tiers {
 		v.Tiers = append(v.Tiers, TierPrices{UpTo: t.upTo, Input: perMillion(t.input), Output: perMillion(t.output)})
 	}
+	v.Charges = mp.charges.view()
 	for name, m := range mp.serviceTiers {
 		if v.ServiceTiers == nil {
 			v.ServiceTiers = map[string]string{}

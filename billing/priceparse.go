@@ -116,7 +116,7 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 	}
 	mp := &modelPrice{pattern: id, currency: currency}
 	cm := cacheMultipliers{defaultCacheCreation, defaultCacheCreation1h, defaultCacheRead}
-	var tiers, embedding gjson.Result
+	var tiers, embedding, audio, imageTokens gjson.Result
 	var err error
 	v.ForEach(func(k, f gjson.Result) bool {
 		switch k.Str {
@@ -135,6 +135,14 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 			mp.serviceTiers, err = parseServiceTiers(f)
 		case "image", "video_second", "video_task":
 			err = mp.setUnit(k.Str, f)
+		case "audio":
+			audio = f
+			mp.charges.audioIn, mp.charges.audioOut, err = parseTokenPair(k.Str, f)
+		case "image_tokens":
+			imageTokens = f
+			mp.charges.imageIn, mp.charges.imageOut, err = parseTokenPair(k.Str, f)
+		case "tools":
+			mp.charges.tools, err = parseTools(f)
 		default:
 			err = fmt.Errorf("unknown field %q", k.Str)
 		}
@@ -162,6 +170,14 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 	}
 	if len(mp.tiers) == 0 && mp.unit == unitNone {
 		return nil, errors.New("no prices: set tiers, embedding, image, video_second or video_task")
+	}
+	for _, r := range [...]struct {
+		name string
+		v    gjson.Result
+	}{{"audio", audio}, {"image_tokens", imageTokens}} {
+		if r.v.Exists() && (len(mp.tiers) == 0 || embedding.Exists()) {
+			return nil, fmt.Errorf("%s: needs tiers, whose prices apply to the text tokens", r.name)
+		}
 	}
 	mp.cache, mp.embedding = cm, embedding.Exists()
 	return mp, nil

@@ -7,7 +7,7 @@ import (
 
 // examplePrices loads the price file shipped with the quickstart, whose
 // models these tests price.
-func examplePrices(t *testing.T) *PriceTable {
+func examplePrices(t testing.TB) *PriceTable {
 	t.Helper()
 	pt, err := LoadPrices("../prices.example.json")
 	if err != nil {

@@ -26,8 +26,18 @@ import (
 //	      "cache": {"creation": "1.25", "creation_1h": "2", "read": "0.1"},
 //	      "service_tiers": {"flex": "0.5", "priority": "1.75"}
 //	    },
+//	    "gpt-4o-audio": {
+//	      "tiers": [{"input": "2.5", "output": "10"}],
+//	      "audio": {"input": "40", "output": "80"},
+//	      "tools": {"web_search": "0.01", "file_search": "0.0025",
+//	                "code_session": "0.03", "image_generation": "0.04"}
+//	    },
 //	    "text-embedding-3-small": {"embedding": "0.02"},
-//	    "gpt-image-1": {"image": "0.04"},
+//	    "gpt-image-1": {
+//	      "tiers": [{"input": "5", "output": "40"}],
+//	      "image_tokens": {"input": "10", "output": "40"},
+//	      "image": "0.04"
+//	    },
 //	    "sora-2": {"video_second": "0.10"},
 //	    "veo-*": {"video_task": "0.5"}
 //	  }
@@ -46,7 +56,11 @@ import (
 // service_tiers maps a service tier the upstream reports ("flex",
 // "priority", ...) to a multiplier of the request's whole price; a tier it
 // does not list costs the plain price. Task prices are per image, per second of video or per succeeded
-// task; a model has at most one of them. Prices are JSON strings or numbers
+// task; a model has at most one of them. audio and image_tokens price the
+// audio and image parts of the input and output tokens per million (they
+// need tiers, which price the rest), and tools prices the provider's tool
+// calls per call (pricecharges.go); a charge the usage has and the model
+// has no rule for is recorded as unpriced (Record.Unpriced). Prices are JSON strings or numbers
 // and are read exactly, never through floating point.
 type PriceTable struct {
 	currency string
@@ -79,6 +93,8 @@ type modelPrice struct {
 	// embedding price. Both are kept for Models.
 	cache     cacheMultipliers
 	embedding bool
+	// charges are the rates of audio and image tokens and tool calls.
+	charges chargeRates
 }
 
 // tier is one token tier with its rates in nanos per token.

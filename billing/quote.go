@@ -16,6 +16,9 @@ type Quote struct {
 	Currency string `json:"currency,omitempty"`
 	// Cost is the price, rounded once, half to even, to nano units.
 	Cost Amount `json:"cost"`
+	// Unpriced lists the charges of the usage that the model's price has
+	// no rule for (see Record.Unpriced).
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // units are the task quantities a price may apply to.
@@ -30,9 +33,12 @@ type units struct {
 //	cost = (Input×in + (CacheCreation−CacheCreation1h)×creation×in
 //	        + CacheCreation1h×creation_1h×in + CacheRead×read×in + Output×out) / 1e6
 //
-// Reasoning tokens are part of Output.
-// computed exactly and rounded once to an Amount. Negative counts count as
-// zero.
+// Reasoning tokens are part of Output. Audio and image tokens, the parts
+// of Input and Output that the model's audio and image_tokens rules
+// price, take those rates instead of the tier's, and tool calls cost
+// their per-call price (see pricecharges.go); a charge without a rule is
+// listed in Quote.Unpriced. The cost is computed exactly and rounded once
+// to an Amount. Negative counts count as zero.
 func (pt *PriceTable) Quote(model string, u Usage) Quote {
 	return pt.quote(model, u, units{}, "")
 }
@@ -49,7 +55,9 @@ func (pt *PriceTable) QuoteTask(model string, images int, videoMillis int64) Quo
 // asked for): its token usage plus, by the model's task price, rec.Images × the per-image price, rec.VideoMillis ×
 // the per-second price, or the per-task price if the outcome is OutcomeOK;
 // all of it times the multiplier of rec.ServiceTier when the model's
-// service_tiers list it.
+// service_tiers list it. An images answer that reported image tokens is
+// priced by them instead of per image when the model has image_tokens
+// prices.
 //
 // A request that the gateway or the upstream failed to answer at all
 // (Unbilled outcomes) is recorded with its estimated usage and tier, at no
@@ -61,7 +69,7 @@ func (pt *PriceTable) QuoteRecord(rec *Record) Quote {
 	}
 	q := pt.quote(pt.priceModel(rec), rec.Usage, un, rec.ServiceTier)
 	if Unbilled(rec.Outcome) {
-		q.Cost = 0
+		q.Cost, q.Unpriced = 0, nil
 	}
 	return q
 }
@@ -93,35 +101,37 @@ func (pt *PriceTable) quote(model string, u Usage, un units, serviceTier string)
 	if mp == nil {
 		return Quote{Tier: -1}
 	}
-	var terms [6]term
-	n := 0
+	var buf [16]term
+	terms := buf[:0]
+	// An images answer is priced by its image tokens when the model has
+	// image token prices and the answer reported some, else per image.
+	perImage := mp.unit == unitImage && un.images > 0 && !mp.charges.imageTokensPriced(u)
+	terms, textIn, textOut, unpriced := mp.charges.chargeTerms(terms, u, perImage)
 	t := -1
 	if len(mp.tiers) > 0 {
 		t = mp.tierFor(u.PromptTotal())
 		tr := &mp.tiers[t]
 		h1 := min(max(u.CacheCreation1h, 0), max(u.CacheCreation, 0))
-		terms[0] = term{u.Input, tr.input}
-		terms[1] = term{u.CacheCreation - h1, tr.creation}
-		terms[2] = term{h1, tr.creation1h}
-		terms[3] = term{u.CacheRead, tr.read}
-		terms[4] = term{u.Output, tr.output}
-		n = 5
+		terms = append(terms, term{textIn, tr.input}, term{u.CacheCreation - h1, tr.creation}, term{h1, tr.creation1h},
+			term{u.CacheRead, tr.read}, term{textOut, tr.output})
 	}
 	switch mp.unit {
 	case unitImage:
-		terms[n] = term{un.images, mp.unitRate}
-		n++
+		if perImage {
+			terms = append(terms, term{un.images, mp.unitRate})
+		}
 	case unitVideoSecond:
-		terms[n] = term{un.videoMillis, mp.unitRate}
-		n++
+		terms = append(terms, term{un.videoMillis, mp.unitRate})
 	case unitVideoTask:
-		terms[n] = term{un.tasks, mp.unitRate}
-		n++
+		terms = append(terms, term{un.tasks, mp.unitRate})
 	}
+	q := Quote{Priced: true, Tier: t, Currency: mp.currency, Unpriced: unpriced}
 	if mult, ok := mp.serviceTiers[serviceTier]; ok && serviceTier != "" {
-		return Quote{Priced: true, Tier: t, Currency: mp.currency, Cost: sumTimes(terms[:n], mult)}
+		q.Cost = sumTimes(terms, mult)
+	} else {
+		q.Cost = sum(terms)
 	}
-	return Quote{Priced: true, Tier: t, Currency: mp.currency, Cost: sum(terms[:n])}
+	return q
 }
 
 // tierFor returns the index of the tier that covers prompt tokens.

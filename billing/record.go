@@ -3,6 +3,7 @@ package billing
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -95,11 +96,16 @@ type Record struct {
 	// ServedModel is the fallback model that answered, when it was not
 	// Model.
 	ServedModel string `json:"served_model,omitempty"`
+	// Unpriced lists the charges of Usage (Charge* kinds) that the model's
+	// price has no rule for: they are in Usage but not in Cost, which is
+	// then short of what the provider bills. A record of an unpriced model
+	// (Priced false) lists none: nothing of it is priced.
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // applyQuote copies a quote's result into rec.
 func (rec *Record) applyQuote(q Quote) {
-	rec.Tier, rec.Priced, rec.Currency, rec.Cost = q.Tier, q.Priced, q.Currency, q.Cost
+	rec.Tier, rec.Priced, rec.Currency, rec.Cost, rec.Unpriced = q.Tier, q.Priced, q.Currency, q.Cost, q.Unpriced
 }
 
 // fillDefaults gives rec an ID and a time if it lacks them.
@@ -128,6 +134,7 @@ func (rec *Record) toStore() store.Record {
 		Status: rec.Status, Outcome: rec.Outcome, Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: int64(rec.Cost),
 		ServiceTier: rec.ServiceTier, Deployment: rec.Deployment, ServedModel: rec.ServedModel,
+		Unpriced: strings.Join(rec.Unpriced, ","),
 	}
 }
 
@@ -139,5 +146,14 @@ func recordFromStore(s *store.Record) Record {
 		Status: s.Status, Outcome: s.Outcome, Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: Amount(s.Cost),
 		ServiceTier: s.ServiceTier, Deployment: s.Deployment, ServedModel: s.ServedModel,
+		Unpriced: splitCharges(s.Unpriced),
 	}
+}
+
+// splitCharges splits a stored list of unpriced charges; nil for "".
+func splitCharges(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

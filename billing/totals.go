@@ -9,6 +9,10 @@ type Totals struct {
 	Requests int64 `json:"requests"`
 	// Unpriced counts the records of models without a price.
 	Unpriced int64 `json:"unpriced"`
+	// UnpricedCharges counts the records of priced models with a charge
+	// the price file has no rule for (Record.Unpriced): their cost is
+	// short of the provider's.
+	UnpricedCharges int64 `json:"unpriced_charges,omitempty"`
 	// Usage sums the token usage, bucket by bucket.
 	Usage Usage `json:"usage"`
 	// Images sums the images generated.
@@ -29,6 +33,9 @@ func (t *Totals) add(rec *Record) {
 	t.Requests = store.AddSat(t.Requests, 1)
 	if !rec.Priced {
 		t.Unpriced = store.AddSat(t.Unpriced, 1)
+	}
+	if len(rec.Unpriced) > 0 {
+		t.UnpricedCharges = store.AddSat(t.UnpricedCharges, 1)
 	}
 	t.Usage = t.Usage.Add(rec.Usage)
 	t.Images = store.AddSat(t.Images, int64(rec.Images))
@@ -52,6 +59,7 @@ func (t *Totals) add(rec *Record) {
 func (t *Totals) merge(o *Totals) {
 	t.Requests = store.AddSat(t.Requests, o.Requests)
 	t.Unpriced = store.AddSat(t.Unpriced, o.Unpriced)
+	t.UnpricedCharges = store.AddSat(t.UnpricedCharges, o.UnpricedCharges)
 	t.Usage = t.Usage.Add(o.Usage)
 	t.Images = store.AddSat(t.Images, o.Images)
 	t.VideoMillis = store.AddSat(t.VideoMillis, o.VideoMillis)
@@ -73,7 +81,7 @@ func (t *Totals) merge(o *Totals) {
 // totalsFromStore returns the totals of a storage shape.
 func totalsFromStore(s *store.Totals) Totals {
 	t := Totals{
-		Requests: s.Requests, Unpriced: s.Unpriced, Usage: Usage(s.Usage),
+		Requests: s.Requests, Unpriced: s.Unpriced, UnpricedCharges: s.UnpricedCharges, Usage: Usage(s.Usage),
 		Images: s.Images, VideoMillis: s.VideoMillis, Cost: Amount(s.Cost), Outcomes: s.Outcomes,
 	}
 	for k, v := range s.Sources {

@@ -23,6 +23,68 @@ type Usage struct {
 	// Reasoning is the part of Output spent on reasoning. It is billed as
 	// output and shown separately in records and reports.
 	Reasoning int64 `json:"reasoning_tokens,omitempty"`
+	// AudioInput is the part of Input that is audio. It is priced at the
+	// model's audio input price (see PriceTable).
+	AudioInput int64 `json:"audio_input_tokens,omitempty"`
+	// AudioOutput is the part of Output that is audio, priced at the
+	// model's audio output price.
+	AudioOutput int64 `json:"audio_output_tokens,omitempty"`
+	// ImageInput is the part of Input that is image tokens of an image
+	// model (OpenAI Images' input_tokens_details.image_tokens), priced at
+	// the model's image token input price.
+	ImageInput int64 `json:"image_input_tokens,omitempty"`
+	// ImageOutput is the part of Output that is generated image tokens,
+	// priced at the model's image token output price.
+	ImageOutput int64 `json:"image_output_tokens,omitempty"`
+	// WebSearches counts the web searches the provider ran for the request
+	// (Anthropic's server_tool_use.web_search_requests, the Responses
+	// API's web_search_call items).
+	WebSearches int64 `json:"web_searches,omitempty"`
+	// WebFetches counts Anthropic's web fetches
+	// (server_tool_use.web_fetch_requests).
+	WebFetches int64 `json:"web_fetches,omitempty"`
+	// FileSearches counts the Responses API's file_search_call items.
+	FileSearches int64 `json:"file_searches,omitempty"`
+	// CodeSessions counts the code execution containers the request used:
+	// the distinct containers of the Responses API's code_interpreter_call
+	// items, and Anthropic's code execution container.
+	CodeSessions int64 `json:"code_sessions,omitempty"`
+	// ImageCalls counts the Responses API's image_generation_call items.
+	ImageCalls int64 `json:"image_generation_calls,omitempty"`
+}
+
+// Charge kinds: the names of the charges of a Usage beyond plain tokens,
+// as Record.Unpriced lists those the price file has no price for.
+const (
+	ChargeAudioInput  = "audio_input"
+	ChargeAudioOutput = "audio_output"
+	ChargeImageInput  = "image_input"
+	ChargeImageOutput = "image_output"
+	ChargeWebSearch   = "web_search"
+	ChargeWebFetch    = "web_fetch"
+	ChargeFileSearch  = "file_search"
+	ChargeCodeSession = "code_session"
+	ChargeImageCall   = "image_generation"
+)
+
+// hasCharges reports whether u has a charge beyond plain tokens.
+func (u *Usage) hasCharges() bool {
+	return u.AudioInput|u.AudioOutput|u.ImageInput|u.ImageOutput|u.WebSearches|u.WebFetches|u.FileSearches|
+		u.CodeSessions|u.ImageCalls != 0
+}
+
+// callCount is a number of priced calls of one charge kind.
+type callCount struct {
+	kind string
+	n    int64
+}
+
+// calls returns u's per-call counts with their charge kinds.
+func (u *Usage) calls() [5]callCount {
+	return [5]callCount{
+		{ChargeWebSearch, u.WebSearches}, {ChargeWebFetch, u.WebFetches}, {ChargeFileSearch, u.FileSearches},
+		{ChargeCodeSession, u.CodeSessions}, {ChargeImageCall, u.ImageCalls},
+	}
 }
 
 // MaxTokenCount bounds every token count the gateway takes from outside:
@@ -34,7 +96,9 @@ const MaxTokenCount = 1 << 40
 
 // Bounded returns u with every count within 0 and MaxTokenCount.
 func (u Usage) Bounded() Usage {
-	for _, n := range []*int64{&u.Input, &u.CacheCreation, &u.CacheCreation1h, &u.CacheRead, &u.Output, &u.Reasoning} {
+	for _, n := range []*int64{&u.Input, &u.CacheCreation, &u.CacheCreation1h, &u.CacheRead, &u.Output, &u.Reasoning,
+		&u.AudioInput, &u.AudioOutput, &u.ImageInput, &u.ImageOutput,
+		&u.WebSearches, &u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls} {
 		*n = min(max(*n, 0), MaxTokenCount)
 	}
 	return u
@@ -58,6 +122,15 @@ func (u Usage) Add(o Usage) Usage {
 		CacheRead:       store.AddSat(u.CacheRead, o.CacheRead),
 		Output:          store.AddSat(u.Output, o.Output),
 		Reasoning:       store.AddSat(u.Reasoning, o.Reasoning),
+		AudioInput:      store.AddSat(u.AudioInput, o.AudioInput),
+		AudioOutput:     store.AddSat(u.AudioOutput, o.AudioOutput),
+		ImageInput:      store.AddSat(u.ImageInput, o.ImageInput),
+		ImageOutput:     store.AddSat(u.ImageOutput, o.ImageOutput),
+		WebSearches:     store.AddSat(u.WebSearches, o.WebSearches),
+		WebFetches:      store.AddSat(u.WebFetches, o.WebFetches),
+		FileSearches:    store.AddSat(u.FileSearches, o.FileSearches),
+		CodeSessions:    store.AddSat(u.CodeSessions, o.CodeSessions),
+		ImageCalls:      store.AddSat(u.ImageCalls, o.ImageCalls),
 	}
 }
 

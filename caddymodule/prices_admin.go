@@ -65,7 +65,7 @@ func printPrices(w io.Writer, rep *pricesReport) error {
 	}
 	fmt.Fprintf(w, "%s (default currency %s)\n", rep.Source, rep.Currency)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "MODEL\tCURRENCY\tTIERS (UP TO: INPUT/OUTPUT PER 1M)\tCACHE (5M/1H/READ)\tSERVICE TIERS\tTASK PRICE")
+	fmt.Fprintln(tw, "MODEL\tCURRENCY\tTIERS (UP TO: INPUT/OUTPUT PER 1M)\tCACHE (5M/1H/READ)\tSERVICE TIERS\tTASK PRICE\tCHARGES")
 	for _, m := range rep.Models {
 		var tiers []string
 		for _, t := range m.Tiers {
@@ -90,7 +90,29 @@ func printPrices(w io.Writer, rep *pricesReport) error {
 			st = append(st, name+" x"+mult)
 		}
 		sort.Strings(st)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Pattern, m.Currency, orDash(strings.Join(tiers, ", ")), cache, orDash(strings.Join(st, ", ")), task)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Pattern, m.Currency, orDash(strings.Join(tiers, ", ")), cache,
+			orDash(strings.Join(st, ", ")), task, chargesText(m.Charges))
 	}
 	return tw.Flush()
+}
+
+// chargesText shows a model's prices of audio and image tokens (per 1M)
+// and tool calls (per call), "-" when it has none.
+func chargesText(c *billing.ChargePrices) string {
+	if c == nil {
+		return "-"
+	}
+	var out []string
+	for _, p := range [...][2]string{{"audio in", c.AudioInput}, {"audio out", c.AudioOutput},
+		{"image in", c.ImageInput}, {"image out", c.ImageOutput}} {
+		if p[1] != "" {
+			out = append(out, p[0]+" "+p[1])
+		}
+	}
+	var tools []string
+	for name, price := range c.Tools {
+		tools = append(tools, name+" "+price)
+	}
+	sort.Strings(tools)
+	return strings.Join(append(out, tools...), ", ")
 }

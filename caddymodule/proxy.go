@@ -250,7 +250,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Outcome: metricsOutcome(res.Outcome), Status: res.Status,
 		Tokens: airmetrics.Tokens{Input: rec.Usage.Input, Output: rec.Usage.Output, CacheRead: rec.Usage.CacheRead,
 			CacheCreation: rec.Usage.CacheCreation, Reasoning: rec.Usage.Reasoning},
-		Currency: rec.Currency, CostNanos: int64(rec.Cost), User: key.User, KeyID: key.ID,
+		Currency: rec.Currency, CostNanos: int64(rec.Cost), Unpriced: rec.Unpriced, User: key.User, KeyID: key.ID,
 	}
 	if !res.FirstByte.IsZero() {
 		q.FirstByte = res.FirstByte.Sub(arrived)

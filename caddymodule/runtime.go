@@ -154,7 +154,9 @@ type taskBiller struct {
 func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
 	rec, fresh, err := b.engine.Charge(ctx, taskRecord(c))
 	if err == nil && fresh {
-		b.app.metricsRoute(c.Model).Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
+		route := b.app.metricsRoute(c.Model)
+		route.Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
+		route.Unpriced(rec.Unpriced)
 	}
 	return err
 }
@@ -175,6 +177,7 @@ func taskRecord(c tasks.Charge) billing.Record {
 		Outcome:     billing.OutcomeOK,
 		Images:      c.Images,
 		VideoMillis: c.VideoSeconds * 1000,
+		Usage:       c.Usage,
 	}
 }
 
@@ -198,7 +201,9 @@ type responseBiller struct {
 func (b responseBiller) Charge(ctx context.Context, rec billing.Record) error {
 	rec, fresh, err := b.engine.Charge(ctx, rec)
 	if err == nil && fresh {
-		b.app.metricsRoute(rec.Model).Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
+		route := b.app.metricsRoute(rec.Model)
+		route.Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
+		route.Unpriced(rec.Unpriced)
 	}
 	return err
 }

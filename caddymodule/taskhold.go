@@ -26,7 +26,9 @@ func (h heldReservation) charge(ctx context.Context, rec billing.Record) error {
 	}
 	rec, fresh, err := h.res.ChargeWith(ctx, engine, rec)
 	if err == nil && fresh {
-		h.app.metricsRoute(rec.Model).Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
+		route := h.app.metricsRoute(rec.Model)
+		route.Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
+		route.Unpriced(rec.Unpriced)
 	}
 	return err
 }

@@ -71,6 +71,10 @@ func printReport(tw *tabwriter.Writer, g billing.GroupBy, rep *billing.Report) {
 	// reasoning.
 	fmt.Fprintln(tw, strings.Join(labels, "\t")+"\tREQUESTS\tINPUT\tCACHE WRITE\t1H\tCACHE READ\tOUTPUT\tREASONING\tCOST\t")
 	line := func(lbl []string, t *billing.Totals, cost string) {
+		if t.UnpricedCharges > 0 {
+			// Their cost lacks charges the price file has no rule for.
+			cost += fmt.Sprintf(" (%d with unpriced charges)", t.UnpricedCharges)
+		}
 		u := t.Usage
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", strings.Join(lbl, "\t"), t.Requests,
 			u.Input, u.CacheCreation, u.CacheCreation1h, u.CacheRead, u.Output, u.Reasoning, cost)

@@ -83,6 +83,25 @@ func TestPrintReportUnpriced(t *testing.T) {
 	}
 }
 
+// TestPrintReportUnpricedCharges checks that rows and totals whose records
+// had charges without a price say so beside their cost.
+func TestPrintReportUnpricedCharges(t *testing.T) {
+	tot := billing.Totals{Requests: 4, UnpricedCharges: 2, Cost: 20_000_000, Usage: billing.Usage{WebSearches: 6}}
+	rep := &billing.Report{
+		Rows:   []billing.ReportRow{{Model: "gpt-4o", Currency: "USD", Priced: true, Totals: tot}},
+		Totals: []billing.ReportTotal{{Currency: "USD", Priced: true, Totals: tot}},
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	printReport(tw, billing.ByModel, rep)
+	_ = tw.Flush()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "0.020000000 USD (2 with unpriced charges)") ||
+		!strings.Contains(lines[2], "0.020000000 USD (2 with unpriced charges)") {
+		t.Errorf("want the row and the total to count the records with unpriced charges:\n%s", b.String())
+	}
+}
+
 // TestPrintReportTotalSaturates checks that the total line, which adds
 // the unpriced requests to the priced ones, stays at the largest int64
 // instead of wrapping to a negative count.

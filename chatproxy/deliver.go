@@ -189,6 +189,9 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 				out = t.event(ev)
 			} else {
 				t.outBytes += int64(len(ev))
+				if t.proto == Responses {
+					t.bigEvent(ev)
+				}
 			}
 			held.mid = !endsEvent(ev)
 			if t.ended() {
@@ -341,6 +344,9 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 				// holding only the last read.
 				if tapped {
 					tail = append(make([]byte, 0, 2*tailKeep), buf[len(buf)-tailKeep:]...)
+					if t.proto == Responses {
+						t.scan.feed(buf, false)
+					}
 				}
 				copyHeader(w.Header(), resp.Header, true)
 				w.WriteHeader(resp.StatusCode)
@@ -364,6 +370,9 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 				tail = append(tail[:0], keep...)
 			}
 			tail = append(tail, buf[len(buf):len(buf)+n]...)
+			if t.proto == Responses {
+				t.scan.feed(buf[len(buf):len(buf)+n], false)
+			}
 		}
 		buf = buf[:len(buf)+n]
 		if err != nil {
@@ -382,6 +391,9 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 		t.body(buf, complete)
 	} else {
 		t.tailUsage(tail)
+		if t.proto == Responses {
+			t.scan.feed(nil, true)
+		}
 		t.outBytes = res.BytesOut + int64(len(buf))
 	}
 	return readErr, gone

@@ -156,10 +156,17 @@ func (t *tap) responsesEvent(payload []byte) {
 		t.outBytes += int64(textLen(root.Get("delta")))
 	case "response.created", "response.queued", "response.in_progress":
 		t.responseObject(root.Get("response"))
+	case "response.output_item.done":
+		t.calls.Item(root.Get("output_index").Int(), rawBytes(root.Get("item")))
+	case "response.web_search_call.completed", "response.file_search_call.completed",
+		"response.image_generation_call.completed", "response.code_interpreter_call.completed":
+		kind := strings.TrimSuffix(strings.TrimPrefix(typ, "response."), ".completed")
+		t.calls.Completed(kind, root.Get("output_index").Int(), root.Get("item_id").Str)
 	case evCompleted, evIncomplete, evFailed:
 		resp := root.Get("response")
 		t.responseObject(resp)
 		t.usageFrom(resp.Get("usage"))
+		t.calls.Output(rawBytes(resp.Get("output")))
 		t.terminal = true
 		t.upstreamError = t.upstreamError || typ == evFailed
 	case evError:

@@ -21,6 +21,16 @@ type tap struct {
 	maxDepth int
 	// usage is the usage reported so far.
 	usage billing.Usage
+	// calls counts a Responses answer's priced tool calls from its
+	// output items; scan counts them instead in the bytes of an answer
+	// too large to hold.
+	calls billing.ToolCalls
+	scan  toolScan
+	// big follows a Responses stream event too large to parse.
+	big bigEventState
+	// container is set when an Anthropic answer names the code execution
+	// container it used (one code session).
+	container bool
 	// serviceTier is the service tier the response reported: OpenAI's
 	// top-level service_tier, Anthropic's usage.service_tier.
 	serviceTier string
@@ -158,6 +168,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 		if t.meta != nil {
 			t.meta.setModel(root.Get("message.model").Str)
 		}
+		t.anthropicContainer(root.Get("message.container"))
 		if u := root.Get("message.usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
 			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
@@ -168,6 +179,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 		if t.meta != nil {
 			t.meta.addFinish(root.Get("delta.stop_reason").Str)
 		}
+		t.anthropicContainer(root.Get("delta.container"))
 		if u := root.Get("usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
 			t.mergeDelta(u)
@@ -202,6 +214,19 @@ func (t *tap) mergeDelta(u gjson.Result) {
 	if present(u, "cache_creation_input_tokens") || u.Get("cache_creation").IsObject() {
 		t.usage.CacheCreation, t.usage.CacheCreation1h = d.CacheCreation, d.CacheCreation1h
 	}
+	if u.Get("server_tool_use").IsObject() {
+		// Cumulative too: the last count is the answer's.
+		t.usage.WebSearches, t.usage.WebFetches, t.usage.CodeSessions = d.WebSearches, d.WebFetches, d.CodeSessions
+	}
+}
+
+// anthropicContainer records the code execution container an Anthropic
+// message reports, {"id": …, "expires_at": …}: the answer used one code
+// session.
+func (t *tap) anthropicContainer(c gjson.Result) {
+	if c.IsObject() && c.Get("id").Str != "" {
+		t.container = true
+	}
 }
 
 // anthropicServiceTier records the service_tier of an Anthropic usage
@@ -226,11 +251,13 @@ func (t *tap) body(b []byte, complete bool) {
 	t.usageFrom(root.Get("usage"))
 	if t.proto == Anthropic {
 		t.anthropicServiceTier(root.Get("usage"))
+		t.anthropicContainer(root.Get("container"))
 	} else if st := root.Get("service_tier"); st.Type == gjson.String {
 		t.serviceTier = st.Str
 	}
 	if t.proto == Responses {
 		t.responseObject(root)
+		t.calls.Output(rawBytes(root.Get("output")))
 	}
 	if t.meta != nil {
 		t.meta.body(root, t.proto)
@@ -271,10 +298,27 @@ func (t *tap) tailUsage(tail []byte) {
 	t.usageFrom(gjson.Get(str(doc), "usage"))
 }
 
-// result returns the request's usage and how it was obtained. cut means the
-// response ended early (client gone, timeout, upstream failure); gone means
-// the client left.
+// result returns the request's usage and how it was obtained, with the
+// tool calls and code sessions seen in the answer, reported or estimated
+// alike. cut means the response ended early (client gone, timeout,
+// upstream failure); gone means the client left.
 func (t *tap) result(promptBytes int, cut, gone bool) (billing.Usage, billing.Source) {
+	u, src := t.tokens(promptBytes, cut, gone)
+	switch {
+	case t.scan.used:
+		u = t.scan.apply(u)
+	case t.proto == Responses:
+		u = t.calls.Apply(u)
+	}
+	if t.container {
+		u.CodeSessions = max(u.CodeSessions, 1)
+	}
+	return u, src
+}
+
+// tokens returns the request's token usage, reported or estimated, and
+// how it was obtained (see result).
+func (t *tap) tokens(promptBytes int, cut, gone bool) (billing.Usage, billing.Source) {
 	src := billing.SourceEstimated
 	if cut || gone {
 		src = billing.SourcePartial

@@ -333,6 +333,9 @@ func TestUsagePageShowsReportFigures(t *testing.T) {
 	if w.Code != http.StatusOK || !strings.Contains(body, "0.001234567 USD") || !strings.Contains(body, "<rect") {
 		t.Fatalf("usage page: %d, want the exact cost and a chart:\n%s", w.Code, body)
 	}
+	if !strings.Contains(body, "+ unpriced web_search, audio_input</em>") {
+		t.Errorf("usage page: a record's unpriced charges are not shown:\n%s", body)
+	}
 	flt := f.filters[len(f.filters)-1]
 	if flt.Since.Format(dayLayout) != "2026-01-01" || flt.Until.Format(dayLayout) != "2026-01-31" {
 		t.Errorf("report range %v..%v", flt.Since, flt.Until)

@@ -131,7 +131,8 @@ func (f *fakeServices) Records(_ context.Context, q billing.RecordQuery) (*billi
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
 	f.mu.Unlock()
-	rec := billing.Record{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD"}
+	rec := billing.Record{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD",
+		Unpriced: []string{"web_search", "audio_input"}}
 	switch q.After {
 	case "":
 		return &billing.RecordPage{Records: []billing.Record{rec}, HasMore: true, Next: "c1"}, nil
@@ -265,7 +266,8 @@ func (f *fakeServices) ExportRecordsCSV(_ context.Context, q billing.RecordQuery
 func (f *fakeServices) Prices() PriceView {
 	return PriceView{Source: "prices.json", Currency: "USD", Text: "{}", Models: []billing.ModelPrices{
 		{Pattern: "mock-gpt", Currency: "USD", Tiers: []billing.TierPrices{{UpTo: 32000, Input: "2.5", Output: "10"}, {Input: "5", Output: "20"}},
-			Cache: billing.CachePrices{Creation: "1.25", Creation1h: "2", Read: "0.1"}, ServiceTiers: map[string]string{"flex": "0.5"}},
+			Cache: billing.CachePrices{Creation: "1.25", Creation1h: "2", Read: "0.1"}, ServiceTiers: map[string]string{"flex": "0.5"},
+			Charges: &billing.ChargePrices{AudioInput: "40", Tools: map[string]string{"web_search": "0.01"}}},
 		{Pattern: "mock-image", Currency: "USD", Task: "image", TaskPrice: "0.04"},
 	}}
 }

@@ -167,7 +167,7 @@ func TestOperatorsPricesAndProviders(t *testing.T) {
 	h := newTestConsole(t, f)
 	body := do(h, "alice", "GET", "/console/operators", nil).Body.String()
 	for _, want := range []string{
-		`data-model="mock-gpt"`, "≤ 32000: 2.5 / 10", "beyond: 5 / 20", "×1.25 / ×2 / ×0.1", "flex ×0.5",
+		`data-model="mock-gpt"`, "≤ 32000: 2.5 / 10", "beyond: 5 / 20", "×1.25 / ×2 / ×0.1", "flex ×0.5", "audio in 40<br>web_search 0.01 per call",
 		`data-model="mock-image"`, "0.04 per image", `data-provider="mock"`, "<code>mock-gpt</code> chat",
 		"mock/gpt http://x key #0: available, breaker closed, 1/4 failed, 0 in flight",
 		"mock/gpt http://y key #1: breaker_open, breaker open, 5/5 failed",

@@ -108,7 +108,19 @@ type ledgerRecord struct {
 		CacheRead       int64 `json:"cache_read_tokens"`
 		Output          int64 `json:"output_tokens"`
 		Reasoning       int64 `json:"reasoning_tokens"`
+		AudioInput      int64 `json:"audio_input_tokens"`
+		AudioOutput     int64 `json:"audio_output_tokens"`
+		ImageInput      int64 `json:"image_input_tokens"`
+		ImageOutput     int64 `json:"image_output_tokens"`
+		WebSearches     int64 `json:"web_searches"`
+		WebFetches      int64 `json:"web_fetches"`
+		FileSearches    int64 `json:"file_searches"`
+		CodeSessions    int64 `json:"code_sessions"`
+		ImageCalls      int64 `json:"image_generation_calls"`
 	} `json:"usage"`
+	// Unpriced lists the charges the price file had no rule for (issue
+	// #31).
+	Unpriced []string `json:"unpriced"`
 }
 
 // ledgerOf returns the ledger records of user, after the asynchronous

@@ -98,7 +98,23 @@ type mockFields struct {
 	chunks int
 	delay  time.Duration
 	status int
+	charges
 }
+
+// charges are the mock_* fields that make an answer report the charges
+// beyond plain tokens: mock_audio_tokens (chat: that many audio tokens
+// in the prompt and in the completion, each capped at its whole),
+// mock_web_searches (Anthropic server_tool_use, Responses web_search_call
+// items), mock_web_fetches (Anthropic), mock_file_searches,
+// mock_code_sessions (Responses code_interpreter_call items, one per
+// container; Anthropic: a code execution container) and mock_image_calls
+// (Responses image_generation_call items).
+type charges struct {
+	audio, searches, fetches, fileSearches, codeSessions, imageCalls int64
+}
+
+// maxMockCalls bounds each mock_* count of tool calls.
+const maxMockCalls = 100
 
 // defaultMockFields returns the behaviour of a request without mock_*
 // fields.
@@ -117,6 +133,18 @@ func (req *mockFields) readMockField(k string, v gjson.Result) {
 		req.status = forcedStatus(v.Int())
 	case "mock_usage":
 		req.usage = v.Type != gjson.False
+	case "mock_audio_tokens":
+		req.audio = min(max(v.Int(), 0), 1<<30)
+	case "mock_web_searches":
+		req.searches = min(max(v.Int(), 0), maxMockCalls)
+	case "mock_web_fetches":
+		req.fetches = min(max(v.Int(), 0), maxMockCalls)
+	case "mock_file_searches":
+		req.fileSearches = min(max(v.Int(), 0), maxMockCalls)
+	case "mock_code_sessions":
+		req.codeSessions = min(max(v.Int(), 0), maxMockCalls)
+	case "mock_image_calls":
+		req.imageCalls = min(max(v.Int(), 0), maxMockCalls)
 	}
 }
 
@@ -206,6 +234,7 @@ type chatAnswer struct {
 	created                int64
 	prompt, cached         int64
 	completion, reasoningT int64
+	audioIn, audioOut      int64
 }
 
 // answerChat computes the answer to req.
@@ -237,6 +266,7 @@ func (h *Handler) answerChat(req *chatRequest) chatAnswer {
 	}
 	a.reasoningT = textTokens(a.reasoning)
 	a.completion = a.reasoningT + textTokens(a.content)
+	a.audioIn, a.audioOut = min(req.audio, a.prompt-a.cached), min(req.audio, a.completion)
 	return a
 }
 

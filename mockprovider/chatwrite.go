@@ -15,9 +15,13 @@ func appendChatUsage(b []byte, a *chatAnswer) []byte {
 	b = appendInt(b, a.prompt+a.completion)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = appendInt(b, a.cached)
-	b = append(b, `,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = append(b, `,"audio_tokens":`...)
+	b = appendInt(b, a.audioIn)
+	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
 	b = appendInt(b, a.reasoningT)
-	return append(b, `,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
+	b = append(b, `,"audio_tokens":`...)
+	b = appendInt(b, a.audioOut)
+	return append(b, `,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
 }
 
 // appendToolCall appends the tool call of a; args is its arguments so far.

@@ -212,6 +212,9 @@ type msgUsage struct {
 	input, cacheCreation, cacheRead int64
 	creation1h                      bool
 	output                          int64
+	// searches and fetches are the server tools' calls (mock_web_searches,
+	// mock_web_fetches), reported in server_tool_use when either is set.
+	searches, fetches int64
 }
 
 // msgAnswer is the mock's answer to a Messages request.
@@ -220,6 +223,9 @@ type msgAnswer struct {
 	toolID, toolInput             string
 	stop                          string
 	usage                         msgUsage
+	// container is the code execution container the answer used
+	// (mock_code_sessions), "" for none.
+	container string
 }
 
 // usage computes input and cache tokens of req at now, and caches its
@@ -253,6 +259,10 @@ func (h *Handler) msgUsage(req *msgRequest, now time.Time) msgUsage {
 // answerMessages computes the answer to req.
 func (h *Handler) answerMessages(req *msgRequest) msgAnswer {
 	a := msgAnswer{id: newID("msg_01", 22), stop: "end_turn", usage: h.msgUsage(req, h.clock())}
+	a.usage.searches, a.usage.fetches = req.searches, req.fetches
+	if req.codeSessions > 0 {
+		a.container = newID("container_", 24)
+	}
 	var thinking string
 	if req.thinking {
 		thinking = reasoningText(req.echo)

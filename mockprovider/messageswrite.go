@@ -25,7 +25,31 @@ func appendMsgUsage(b []byte, u *msgUsage, output int64) []byte {
 	b = appendInt(b, long)
 	b = append(b, `},"output_tokens":`...)
 	b = appendInt(b, output)
+	b = appendServerToolUse(b, u)
 	return append(b, `,"service_tier":"standard"}`...)
+}
+
+// appendServerToolUse appends the server_tool_use member of u, when it
+// has server tool calls.
+func appendServerToolUse(b []byte, u *msgUsage) []byte {
+	if u.searches == 0 && u.fetches == 0 {
+		return b
+	}
+	b = append(b, `,"server_tool_use":{"web_search_requests":`...)
+	b = appendInt(b, u.searches)
+	b = append(b, `,"web_fetch_requests":`...)
+	b = appendInt(b, u.fetches)
+	return append(b, '}')
+}
+
+// appendContainer appends the container member of a, when it used one.
+func appendContainer(b []byte, a *msgAnswer) []byte {
+	if a.container == "" {
+		return b
+	}
+	b = append(b, `,"container":{"id":`...)
+	b = appendString(b, a.container)
+	return append(b, `,"expires_at":"2099-01-01T00:00:00Z"}`...)
 }
 
 // hasText reports whether the answer has a text block: always, unless a
@@ -74,6 +98,7 @@ func writeMessagesJSON(w http.ResponseWriter, req *msgRequest, a *msgAnswer) {
 	b = append(b, `],"stop_reason":`...)
 	b = appendString(b, a.stop)
 	b = append(b, `,"stop_sequence":null`...)
+	b = appendContainer(b, a)
 	if req.usage {
 		b = append(b, `,"usage":`...)
 		b = appendMsgUsage(b, &a.usage, a.usage.output)
@@ -165,8 +190,11 @@ func (h *Handler) streamMessages(w http.ResponseWriter, r *http.Request, req *ms
 	b = appendString(b, req.model)
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null`...)
 	if req.usage {
+		// The server tools have not run yet.
+		start := a.usage
+		start.searches, start.fetches = 0, 0
 		b = append(b, `,"usage":`...)
-		b = appendMsgUsage(b, &a.usage, 1)
+		b = appendMsgUsage(b, &start, 1)
 	}
 	if !s.send(append(b, "}}"...)) {
 		return
@@ -202,7 +230,8 @@ func (h *Handler) streamMessages(w http.ResponseWriter, r *http.Request, req *ms
 	b = s.event("message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":`...)
 	b = appendString(b, a.stop)
-	b = append(b, `,"stop_sequence":null}`...)
+	b = append(b, `,"stop_sequence":null`...)
+	b = append(appendContainer(b, a), '}')
 	if req.usage {
 		b = append(b, `,"usage":{"input_tokens":`...)
 		b = appendInt(b, a.usage.input)
@@ -212,6 +241,7 @@ func (h *Handler) streamMessages(w http.ResponseWriter, r *http.Request, req *ms
 		b = appendInt(b, a.usage.cacheRead)
 		b = append(b, `,"output_tokens":`...)
 		b = appendInt(b, a.usage.output)
+		b = appendServerToolUse(b, &a.usage)
 		b = append(b, '}')
 	}
 	if !s.send(append(b, '}')) {

@@ -11,7 +11,10 @@
 // Requests can steer the mock with extension fields in the JSON body:
 // mock_chunks (number of streamed content chunks, default 8),
 // mock_chunk_delay_ms (pause between streamed events), mock_status (answer
-// with that HTTP error status) and mock_usage (false omits usage); a video
+// with that HTTP error status), mock_usage (false omits usage), and the
+// charge fields mock_audio_tokens, mock_web_searches, mock_web_fetches,
+// mock_file_searches, mock_code_sessions and mock_image_calls (see
+// charges); a video
 // request also takes mock_content_bytes (the length of the video's
 // content, at most 256 MiB, streamed, for measuring large downloads).
 //

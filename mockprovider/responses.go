@@ -1,6 +1,7 @@
 package mockprovider
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -59,7 +60,8 @@ type mockResponse struct {
 	input []json.RawMessage // its input items
 }
 
-// respItem is an output item: a reasoning summary or an assistant message.
+// respItem is an output item: a reasoning summary, an assistant message
+// or a built-in tool's call.
 type respItem struct {
 	ID      string        `json:"id"`
 	Type    string        `json:"type"`
@@ -67,6 +69,48 @@ type respItem struct {
 	Role    string        `json:"role,omitempty"`
 	Content []respContent `json:"content,omitempty"`
 	Summary []respContent `json:"summary,omitempty"`
+	// Action is a web_search_call's search.
+	Action *respAction `json:"action,omitempty"`
+	// Queries are a file_search_call's queries.
+	Queries []string `json:"queries,omitempty"`
+	// ContainerID and Code are a code_interpreter_call's.
+	ContainerID string `json:"container_id,omitempty"`
+	Code        string `json:"code,omitempty"`
+	// Result is an image_generation_call's base64 image.
+	Result string `json:"result,omitempty"`
+}
+
+// respAction is a web_search_call's action.
+type respAction struct {
+	Type  string `json:"type"`
+	Query string `json:"query"`
+}
+
+// toolItems returns the built-in tool calls that c asks an answer to
+// report (mock_web_searches, mock_file_searches, mock_code_sessions,
+// mock_image_calls), about the prompt's echo: code sessions make two
+// calls each in one container.
+func toolItems(c charges, echo string) []respItem {
+	var items []respItem
+	for range c.searches {
+		items = append(items, respItem{ID: newID("ws_", 32), Type: "web_search_call", Status: "completed",
+			Action: &respAction{Type: "search", Query: echo}})
+	}
+	for range c.fileSearches {
+		items = append(items, respItem{ID: newID("fs_", 32), Type: "file_search_call", Status: "completed", Queries: []string{echo}})
+	}
+	for range c.codeSessions {
+		cntr := newID("cntr_", 32)
+		for _, code := range []string{"print(1)", "print(2)"} {
+			items = append(items, respItem{ID: newID("ci_", 32), Type: "code_interpreter_call", Status: "completed",
+				ContainerID: cntr, Code: code})
+		}
+	}
+	for range c.imageCalls {
+		items = append(items, respItem{ID: newID("ig_", 32), Type: "image_generation_call", Status: "completed",
+			Result: base64.StdEncoding.EncodeToString(renderPNG(uint64(len(items)), 8, 8))})
+	}
+	return items
 }
 
 // respContent is a part of an output item.

@@ -128,6 +128,7 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request) {
 	if len(resp.Output) > 0 {
 		resp.Output[0].Summary[0].Text = reasoning
 	}
+	resp.Output = append(resp.Output, toolItems(req.charges, req.echo)...)
 	resp.Output = append(resp.Output, respItem{ID: newID("msg_", 32), Type: "message", Status: "completed", Role: "assistant",
 		Content: []respContent{{Type: "output_text", Text: text, Annotations: []struct{}{}}}})
 	u.OutputTokensDetails.ReasoningTokens = textTokens(reasoning)

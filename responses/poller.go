@@ -322,7 +322,8 @@ func (p *Poller) poll(ctx context.Context, id string, ref *Ref) (observation, er
 	return observe(body, o)
 }
 
-// observe reads a retrieved response's status, usage and service tier.
+// observe reads a retrieved response's status, usage (with the tool
+// calls of its output items) and service tier.
 func observe(body []byte, o observation) (observation, error) {
 	r := gjson.ParseBytes(body)
 	o.status = r.Get("status").String()
@@ -331,7 +332,10 @@ func observe(body []byte, o observation) (observation, error) {
 		if err != nil {
 			return o, err
 		}
-		o.usage, o.reported = usage, true
+		// The priced tool calls are in the output items.
+		var calls billing.ToolCalls
+		calls.Output([]byte(r.Get("output").Raw))
+		o.usage, o.reported = calls.Apply(usage), true
 	}
 	if st := r.Get("service_tier"); st.Type == gjson.String {
 		o.serviceTier = st.Str

@@ -20,6 +20,14 @@ type Usage struct {
 	Output int64
 	// Reasoning is the part of Output spent on reasoning.
 	Reasoning int64
+	// AudioInput and AudioOutput are the audio parts of Input and Output.
+	AudioInput, AudioOutput int64
+	// ImageInput and ImageOutput are the image token parts of Input and
+	// Output.
+	ImageInput, ImageOutput int64
+	// WebSearches, WebFetches, FileSearches, CodeSessions and ImageCalls
+	// count the provider's priced tool calls.
+	WebSearches, WebFetches, FileSearches, CodeSessions, ImageCalls int64
 }
 
 // Record is one settled request or task (billing.Record's storage shape).
@@ -67,6 +75,10 @@ type Record struct {
 	// ServedModel is the fallback model that answered, when it was not
 	// the model asked for.
 	ServedModel string
+	// Unpriced lists, comma-separated, the charges of Usage that the
+	// price file had no price for ("web_search,audio_input"); "" when
+	// every charge was priced.
+	Unpriced string
 }
 
 // Totals sums records: the aggregate of a day, user, key, model and
@@ -76,6 +88,9 @@ type Totals struct {
 	Requests int64
 	// Unpriced is the number of records that had no price.
 	Unpriced int64
+	// UnpricedCharges is the number of records with a charge that had no
+	// price (Record.Unpriced not empty).
+	UnpricedCharges int64
 	// Usage sums the records' usage.
 	Usage Usage
 	// Images sums the records' images.
@@ -99,6 +114,9 @@ func (t *Totals) Add(rec *Record) {
 	if !rec.Priced {
 		t.Unpriced = AddSat(t.Unpriced, 1)
 	}
+	if rec.Unpriced != "" {
+		t.UnpricedCharges = AddSat(t.UnpricedCharges, 1)
+	}
 	t.Usage = addUsage(t.Usage, rec.Usage)
 	t.Images = AddSat(t.Images, int64(rec.Images))
 	t.VideoMillis = AddSat(t.VideoMillis, rec.VideoMillis)
@@ -115,6 +133,7 @@ func (t *Totals) Add(rec *Record) {
 func (t *Totals) Merge(o *Totals) {
 	t.Requests = AddSat(t.Requests, o.Requests)
 	t.Unpriced = AddSat(t.Unpriced, o.Unpriced)
+	t.UnpricedCharges = AddSat(t.UnpricedCharges, o.UnpricedCharges)
 	t.Usage = addUsage(t.Usage, o.Usage)
 	t.Images = AddSat(t.Images, o.Images)
 	t.VideoMillis = AddSat(t.VideoMillis, o.VideoMillis)
@@ -158,7 +177,12 @@ func SubSat(a, b int64) int64 {
 func addUsage(a, b Usage) Usage {
 	return Usage{Input: AddSat(a.Input, b.Input), CacheCreation: AddSat(a.CacheCreation, b.CacheCreation),
 		CacheCreation1h: AddSat(a.CacheCreation1h, b.CacheCreation1h), CacheRead: AddSat(a.CacheRead, b.CacheRead),
-		Output: AddSat(a.Output, b.Output), Reasoning: AddSat(a.Reasoning, b.Reasoning)}
+		Output: AddSat(a.Output, b.Output), Reasoning: AddSat(a.Reasoning, b.Reasoning),
+		AudioInput: AddSat(a.AudioInput, b.AudioInput), AudioOutput: AddSat(a.AudioOutput, b.AudioOutput),
+		ImageInput: AddSat(a.ImageInput, b.ImageInput), ImageOutput: AddSat(a.ImageOutput, b.ImageOutput),
+		WebSearches: AddSat(a.WebSearches, b.WebSearches), WebFetches: AddSat(a.WebFetches, b.WebFetches),
+		FileSearches: AddSat(a.FileSearches, b.FileSearches), CodeSessions: AddSat(a.CodeSessions, b.CodeSessions),
+		ImageCalls: AddSat(a.ImageCalls, b.ImageCalls)}
 }
 
 func inc(m map[string]int64, k string, n int64) map[string]int64 {

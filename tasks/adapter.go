@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -75,6 +76,10 @@ type outcome struct {
 	video *mediaRef
 	// seconds is the reported video duration, or 0.
 	seconds int64
+	// usage is the token usage an images answer reported (gpt-image-1's
+	// text, image input and image output tokens), nil when it reported
+	// none.
+	usage *billing.Usage
 	// answer is what the answer holding the outcome's inline images took
 	// from the Buffers, released by the outcome's holder (release).
 	answer *charge

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -93,7 +94,13 @@ func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 func openAIImages(data []byte, ch *charge, status int) (*outcome, error) {
 	out := &outcome{state: StatusSucceeded, progress: 100, answer: ch}
 	// data is not modified while the view lives.
-	for _, d := range gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data))).Get("data").Array() {
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
+	if u := root.Get("usage"); u.IsObject() {
+		if nu, err := billing.NormalizeImages([]byte(u.Raw)); err == nil {
+			out.usage = &nu
+		}
+	}
+	for _, d := range root.Get("data").Array() {
 		if b64 := d.Get("b64_json").String(); b64 != "" {
 			n := base64.StdEncoding.DecodedLen(len(b64))
 			if !ch.take(int64(n)) {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
@@ -69,6 +70,9 @@ type Charge struct {
 	Images int
 	// VideoSeconds is the duration of the delivered video (video tasks).
 	VideoSeconds int64
+	// Usage is the token usage the provider reported for the images, zero
+	// when it reported none.
+	Usage billing.Usage
 }
 
 // Biller records the charge of a succeeded task. ChargeTask must be

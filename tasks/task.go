@@ -9,6 +9,8 @@ import (
 	"encoding/base32"
 	"strings"
 	"time"
+
+	"github.com/caddy-air/caddy-air/billing"
 )
 
 // Task statuses (contract section 3). Succeeded and failed are terminal.
@@ -106,6 +108,10 @@ type Task struct {
 	Images int `json:"images,omitempty"`
 	// VideoSeconds is the billed duration of the delivered video.
 	VideoSeconds int64 `json:"video_seconds,omitempty"`
+	// Usage is the token usage the provider reported for the images
+	// (gpt-image-1's tokens), which the ledger prices when the model has
+	// image token prices; nil when it reported none.
+	Usage *billing.Usage `json:"usage,omitempty"`
 	// Media lists the ids of media re-hosted for this task.
 	Media []string `json:"media,omitempty"`
 	// Billing is "", BillingPending or BillingDone.

@@ -45,6 +45,7 @@ func (s *Service) finish(ctx context.Context, t *Task, out *outcome, c *call) (*
 		t.Failures = 0
 		if t.Type == providers.KindImage {
 			t.Images = len(urls)
+			t.Usage = out.usage
 			t.Output = &Output{ImageURL: urls[0]}
 			if len(urls) > 1 {
 				t.Output.ImageURLs = urls
@@ -123,6 +124,9 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	c := Charge{
 		TaskID: t.ID, User: t.User, KeyID: t.KeyID, Model: t.Model, Provider: t.Provider,
 		Deployment: t.Deployment, ServedModel: t.ServedModel, Kind: t.Type, Images: t.Images, VideoSeconds: t.VideoSeconds,
+	}
+	if t.Usage != nil {
+		c.Usage = t.Usage.Bounded()
 	}
 	// The task's hold, if this service took one, becomes the charge;
 	// a retry, or a task without a hold, is charged by the Biller.

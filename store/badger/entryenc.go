@@ -71,7 +71,12 @@ func appendStored(b []byte, st *storedRecord) []byte {
 	b = appendCBORInt(b, st.CacheCreation1h)
 	b = appendCBORText(b, st.ServiceTier)
 	b = appendCBORText(b, st.Deployment)
-	return appendCBORText(b, st.ServedModel)
+	b = appendCBORText(b, st.ServedModel)
+	for _, n := range [...]int64{st.AudioInput, st.AudioOutput, st.ImageInput, st.ImageOutput,
+		st.WebSearches, st.WebFetches, st.FileSearches, st.CodeSessions, st.ImageCalls} {
+		b = appendCBORInt(b, n)
+	}
+	return appendCBORText(b, st.Unpriced)
 }
 
 // appendCBORHead appends the head of a CBOR data item of major type

@@ -159,24 +159,36 @@ type usageJSON struct {
 	CacheRead       int64 `json:"cache_read_tokens,omitempty"`
 	Output          int64 `json:"output_tokens"`
 	Reasoning       int64 `json:"reasoning_tokens,omitempty"`
+	AudioInput      int64 `json:"audio_input_tokens,omitempty"`
+	AudioOutput     int64 `json:"audio_output_tokens,omitempty"`
+	ImageInput      int64 `json:"image_input_tokens,omitempty"`
+	ImageOutput     int64 `json:"image_output_tokens,omitempty"`
+	WebSearches     int64 `json:"web_searches,omitempty"`
+	WebFetches      int64 `json:"web_fetches,omitempty"`
+	FileSearches    int64 `json:"file_searches,omitempty"`
+	CodeSessions    int64 `json:"code_sessions,omitempty"`
+	ImageCalls      int64 `json:"image_generation_calls,omitempty"`
 }
 
 // totalsJSON is an aggregate as the DB keeps it.
 type totalsJSON struct {
-	Requests    int64            `json:"requests"`
-	Unpriced    int64            `json:"unpriced"`
-	Usage       usageJSON        `json:"usage"`
-	Images      int64            `json:"images"`
-	VideoMillis int64            `json:"video_ms"`
-	Cost        nanos            `json:"cost"`
-	Sources     map[string]int64 `json:"sources,omitempty"`
-	Outcomes    map[string]int64 `json:"outcomes,omitempty"`
+	Requests int64 `json:"requests"`
+	Unpriced int64 `json:"unpriced"`
+	// UnpricedCharges was added with priced tool calls; older aggregates
+	// read it as zero.
+	UnpricedCharges int64            `json:"unpriced_charges,omitempty"`
+	Usage           usageJSON        `json:"usage"`
+	Images          int64            `json:"images"`
+	VideoMillis     int64            `json:"video_ms"`
+	Cost            nanos            `json:"cost"`
+	Sources         map[string]int64 `json:"sources,omitempty"`
+	Outcomes        map[string]int64 `json:"outcomes,omitempty"`
 }
 
 // encodeTotals returns an aggregate's value.
 func encodeTotals(t *store.Totals) ([]byte, error) {
 	return json.Marshal(totalsJSON{
-		Requests: t.Requests, Unpriced: t.Unpriced, Usage: usageJSON(t.Usage),
+		Requests: t.Requests, Unpriced: t.Unpriced, UnpricedCharges: t.UnpricedCharges, Usage: usageJSON(t.Usage),
 		Images: t.Images, VideoMillis: t.VideoMillis, Cost: nanos(t.Cost),
 		Sources: t.Sources, Outcomes: t.Outcomes,
 	})
@@ -189,7 +201,7 @@ func decodeTotals(b []byte) (store.Totals, error) {
 		return store.Totals{}, err
 	}
 	return store.Totals{
-		Requests: j.Requests, Unpriced: j.Unpriced, Usage: store.Usage(j.Usage),
+		Requests: j.Requests, Unpriced: j.Unpriced, UnpricedCharges: j.UnpricedCharges, Usage: store.Usage(j.Usage),
 		Images: j.Images, VideoMillis: j.VideoMillis, Cost: int64(j.Cost),
 		Sources: j.Sources, Outcomes: j.Outcomes,
 	}, nil

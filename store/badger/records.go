@@ -52,6 +52,18 @@ type storedRecord struct {
 	// Appended with routing (issue #19); older records decode them as "".
 	Deployment  string
 	ServedModel string
+	// Appended with priced tool calls (issue #31); older records decode
+	// them as zero.
+	AudioInput   int64
+	AudioOutput  int64
+	ImageInput   int64
+	ImageOutput  int64
+	WebSearches  int64
+	WebFetches   int64
+	FileSearches int64
+	CodeSessions int64
+	ImageCalls   int64
+	Unpriced     string
 }
 
 // storedOf returns the stored form of rec, without its ID.
@@ -66,6 +78,10 @@ func storedOf(rec *store.Record) storedRecord {
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: rec.Cost,
 		CacheCreation1h: rec.Usage.CacheCreation1h, ServiceTier: rec.ServiceTier,
 		Deployment: rec.Deployment, ServedModel: rec.ServedModel,
+		AudioInput: rec.Usage.AudioInput, AudioOutput: rec.Usage.AudioOutput,
+		ImageInput: rec.Usage.ImageInput, ImageOutput: rec.Usage.ImageOutput,
+		WebSearches: rec.Usage.WebSearches, WebFetches: rec.Usage.WebFetches, FileSearches: rec.Usage.FileSearches,
+		CodeSessions: rec.Usage.CodeSessions, ImageCalls: rec.Usage.ImageCalls, Unpriced: rec.Unpriced,
 	}
 }
 
@@ -81,11 +97,14 @@ func unmarshalStored(id string, b []byte) (store.Record, error) {
 		ID: id, Time: time.Unix(0, s.TimeNanos).UTC(), Endpoint: s.Endpoint,
 		User: s.User, KeyID: s.KeyID, Model: s.Model, Provider: s.Provider,
 		Usage: store.Usage{Input: s.Input, CacheCreation: s.CacheCreation, CacheCreation1h: s.CacheCreation1h,
-			CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning},
+			CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning,
+			AudioInput: s.AudioInput, AudioOutput: s.AudioOutput, ImageInput: s.ImageInput, ImageOutput: s.ImageOutput,
+			WebSearches: s.WebSearches, WebFetches: s.WebFetches, FileSearches: s.FileSearches,
+			CodeSessions: s.CodeSessions, ImageCalls: s.ImageCalls},
 		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,
-		Deployment: s.Deployment, ServedModel: s.ServedModel,
+		Deployment: s.Deployment, ServedModel: s.ServedModel, Unpriced: s.Unpriced,
 	}, nil
 }
 

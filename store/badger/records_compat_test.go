@@ -30,4 +30,15 @@ func TestUnmarshalStoredBeforeAppend(t *testing.T) {
 	if err != nil || back.Usage.CacheCreation1h != 1 || back.ServiceTier != "flex" || back.Deployment != "azure/gpt-4o-prod" || back.ServedModel != "claude-sonnet" {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
+	// A record of the layout before the priced tool calls reads them as
+	// zero, and they round-trip once set.
+	if rec.Usage.WebSearches != 0 || rec.Unpriced != "" {
+		t.Fatalf("old record decoded tool calls: %+v", rec)
+	}
+	rec.Usage.AudioInput, rec.Usage.ImageOutput, rec.Usage.WebSearches, rec.Usage.ImageCalls = 7, 4160, 3, 2
+	rec.Unpriced = "web_search,audio_input"
+	st = storedOf(&rec)
+	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.Usage != rec.Usage || back.Unpriced != rec.Unpriced {
+		t.Fatalf("round trip of tool calls: %+v, %v", back, err)
+	}
 }

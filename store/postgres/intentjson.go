@@ -35,6 +35,15 @@ func appendIntent(b []byte, rec *store.Record) []byte {
 	b = appendIntField(b, "CacheRead", u.CacheRead)
 	b = appendIntField(b, "Output", u.Output)
 	b = appendIntField(b, "Reasoning", u.Reasoning)
+	b = appendIntField(b, "AudioInput", u.AudioInput)
+	b = appendIntField(b, "AudioOutput", u.AudioOutput)
+	b = appendIntField(b, "ImageInput", u.ImageInput)
+	b = appendIntField(b, "ImageOutput", u.ImageOutput)
+	b = appendIntField(b, "WebSearches", u.WebSearches)
+	b = appendIntField(b, "WebFetches", u.WebFetches)
+	b = appendIntField(b, "FileSearches", u.FileSearches)
+	b = appendIntField(b, "CodeSessions", u.CodeSessions)
+	b = appendIntField(b, "ImageCalls", u.ImageCalls)
 	b = append(b, '}')
 	b = appendStringField(b, "Source", rec.Source)
 	b = appendIntField(b, "Status", int64(rec.Status))
@@ -50,6 +59,7 @@ func appendIntent(b []byte, rec *store.Record) []byte {
 	b = appendStringField(b, "ServiceTier", rec.ServiceTier)
 	b = appendStringField(b, "Deployment", rec.Deployment)
 	b = appendStringField(b, "ServedModel", rec.ServedModel)
+	b = appendStringField(b, "Unpriced", rec.Unpriced)
 	return append(b, '}')
 }
 

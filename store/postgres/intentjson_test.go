@@ -15,9 +15,12 @@ import (
 func TestAppendIntent(t *testing.T) {
 	full := store.Record{ID: "r1", Time: time.Date(2026, 11, 23, 22, 1, 2, 123456789, time.UTC), Endpoint: "chat",
 		User: "alice", KeyID: "k1", Model: "gpt-4o", Provider: "openai",
-		Usage:  store.Usage{Input: 10, CacheCreation: 2, CacheCreation1h: 1, CacheRead: 3, Output: 5, Reasoning: 4},
+		Usage: store.Usage{Input: 10, CacheCreation: 2, CacheCreation1h: 1, CacheRead: 3, Output: 5, Reasoning: 4,
+			AudioInput: 6, AudioOutput: 2, ImageInput: 1, ImageOutput: 3, WebSearches: 2, WebFetches: 1, FileSearches: 4,
+			CodeSessions: 1, ImageCalls: 2},
 		Source: "upstream", Status: 200, Outcome: "ok", Images: 2, VideoMillis: 4000, Tier: -1, Priced: true,
-		Currency: "USD", Cost: -7, ServiceTier: "flex", Deployment: "openai/gpt-4o", ServedModel: "gpt-4o-mini"}
+		Currency: "USD", Cost: -7, ServiceTier: "flex", Deployment: "openai/gpt-4o", ServedModel: "gpt-4o-mini",
+		Unpriced: "web_search,audio_input"}
 	for i, rec := range []store.Record{
 		full,
 		{},

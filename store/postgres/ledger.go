@@ -32,21 +32,37 @@ type Ledger struct {
 // ledgerColumns are the columns of a record, in the order of scanRecord.
 const ledgerColumns = `id, ts, endpoint, user_name, key_id, model, provider, input, cache_creation, cache_read,
 	output, reasoning, source, status, outcome, images, video_ms, tier, priced, currency, cost,
-	cache_creation_1h, service_tier, deployment, served_model`
+	cache_creation_1h, service_tier, deployment, served_model, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges`
 
 func scanRecord(row pgx.Row) (store.Record, error) {
 	var r store.Record
-	var status, images, tier int32
-	err := row.Scan(&r.ID, &r.Time, &r.Endpoint, &r.User, &r.KeyID, &r.Model, &r.Provider,
-		&r.Usage.Input, &r.Usage.CacheCreation, &r.Usage.CacheRead, &r.Usage.Output, &r.Usage.Reasoning,
-		&r.Source, &status, &r.Outcome, &images, &r.VideoMillis, &tier, &r.Priced, &r.Currency, &r.Cost,
-		&r.Usage.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel)
+	var n recordInts
+	err := row.Scan(recordDest(&r, &n)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, store.ErrNotFound
 	}
-	r.Time = r.Time.UTC()
-	r.Status, r.Images, r.Tier = int(status), int(images), int(tier)
+	n.set(&r)
 	return r, err
+}
+
+// recordInts are the int4 columns of a record, scanned apart from it.
+type recordInts struct{ status, images, tier int32 }
+
+// set copies n into r and makes r's time UTC.
+func (n *recordInts) set(r *store.Record) {
+	r.Time = r.Time.UTC()
+	r.Status, r.Images, r.Tier = int(n.status), int(n.images), int(n.tier)
+}
+
+// recordDest is the scan destinations of ledgerColumns.
+func recordDest(r *store.Record, n *recordInts) []any {
+	u := &r.Usage
+	return []any{&r.ID, &r.Time, &r.Endpoint, &r.User, &r.KeyID, &r.Model, &r.Provider,
+		&u.Input, &u.CacheCreation, &u.CacheRead, &u.Output, &u.Reasoning,
+		&r.Source, &n.status, &r.Outcome, &n.images, &r.VideoMillis, &n.tier, &r.Priced, &r.Currency, &r.Cost,
+		&u.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel,
+		&u.AudioInput, &u.AudioOutput, &u.ImageInput, &u.ImageOutput, &u.WebSearches,
+		&u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls, &r.Unpriced}
 }
 
 // Append implements store.Ledger.

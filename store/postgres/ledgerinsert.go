@@ -37,20 +37,32 @@ const insertLedger = `WITH ins AS (
 		coalesce(r->>'Outcome', ''), coalesce((r->>'Images')::int, 0), coalesce((r->>'VideoMillis')::bigint, 0),
 		coalesce((r->>'Tier')::int, 0), coalesce((r->>'Priced')::bool, false), coalesce(r->>'Currency', ''),
 		coalesce((r->>'Cost')::bigint, 0), coalesce((r->'Usage'->>'CacheCreation1h')::bigint, 0),
-		coalesce(r->>'ServiceTier', ''), coalesce(r->>'Deployment', ''), coalesce(r->>'ServedModel', '')
+		coalesce(r->>'ServiceTier', ''), coalesce(r->>'Deployment', ''), coalesce(r->>'ServedModel', ''),
+		coalesce((r->'Usage'->>'AudioInput')::bigint, 0),
+		coalesce((r->'Usage'->>'AudioOutput')::bigint, 0),
+		coalesce((r->'Usage'->>'ImageInput')::bigint, 0),
+		coalesce((r->'Usage'->>'ImageOutput')::bigint, 0),
+		coalesce((r->'Usage'->>'WebSearches')::bigint, 0),
+		coalesce((r->'Usage'->>'WebFetches')::bigint, 0),
+		coalesce((r->'Usage'->>'FileSearches')::bigint, 0),
+		coalesce((r->'Usage'->>'CodeSessions')::bigint, 0),
+		coalesce((r->'Usage'->>'ImageCalls')::bigint, 0),
+		coalesce(r->>'Unpriced', '')
 	FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ts, user_name, key_id, model, currency, priced, input, cache_creation, cache_creation_1h, cache_read,
-		output, reasoning, images, video_ms, cost, source, outcome),
+		output, reasoning, images, video_ms, cost, source, outcome, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges),
 k AS (
 	SELECT (ts AT TIME ZONE 'UTC')::date AS day, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM') AS month, * FROM ins),
 u AS (
 	INSERT INTO air_usage AS u (day, user_name, key_id, model, currency, requests, unpriced,
-		input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h)
+		input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h,
+		audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges)
 	SELECT day, user_name, key_id, model, currency, count(*), count(*) FILTER (WHERE NOT priced),
 		air_sat(sum(input)), air_sat(sum(cache_creation)), air_sat(sum(cache_read)), air_sat(sum(output)),
 		air_sat(sum(reasoning)), air_sat(sum(images)), air_sat(sum(video_ms)), air_sat(sum(cost)),
-		air_sat(sum(cache_creation_1h))
+		air_sat(sum(cache_creation_1h)), air_sat(sum(audio_input)), air_sat(sum(audio_output)), air_sat(sum(image_input)), air_sat(sum(image_output)), air_sat(sum(web_searches)), air_sat(sum(web_fetches)), air_sat(sum(file_searches)), air_sat(sum(code_sessions)), air_sat(sum(image_calls)),
+		count(*) FILTER (WHERE unpriced_charges <> '')
 	FROM k GROUP BY day, user_name, key_id, model, currency
 	ORDER BY day, user_name COLLATE "C", key_id COLLATE "C", model COLLATE "C", currency COLLATE "C"
 	ON CONFLICT (day, user_name, key_id, model, currency) DO UPDATE SET
@@ -64,7 +76,17 @@ u AS (
 		images = air_sat(u.images::numeric + EXCLUDED.images),
 		video_ms = air_sat(u.video_ms::numeric + EXCLUDED.video_ms),
 		cost = air_sat(u.cost::numeric + EXCLUDED.cost),
-		cache_creation_1h = air_sat(u.cache_creation_1h::numeric + EXCLUDED.cache_creation_1h)),
+		cache_creation_1h = air_sat(u.cache_creation_1h::numeric + EXCLUDED.cache_creation_1h),
+		audio_input = air_sat(u.audio_input::numeric + EXCLUDED.audio_input),
+		audio_output = air_sat(u.audio_output::numeric + EXCLUDED.audio_output),
+		image_input = air_sat(u.image_input::numeric + EXCLUDED.image_input),
+		image_output = air_sat(u.image_output::numeric + EXCLUDED.image_output),
+		web_searches = air_sat(u.web_searches::numeric + EXCLUDED.web_searches),
+		web_fetches = air_sat(u.web_fetches::numeric + EXCLUDED.web_fetches),
+		file_searches = air_sat(u.file_searches::numeric + EXCLUDED.file_searches),
+		code_sessions = air_sat(u.code_sessions::numeric + EXCLUDED.code_sessions),
+		image_calls = air_sat(u.image_calls::numeric + EXCLUDED.image_calls),
+		unpriced_charges = air_sat(u.unpriced_charges::numeric + EXCLUDED.unpriced_charges)),
 c AS (
 	INSERT INTO air_usage_counts AS c (day, user_name, key_id, model, currency, kind, name, n)
 	SELECT day, user_name, key_id, model, currency, v.kind, v.name, count(*)
@@ -77,11 +99,12 @@ c AS (
 		n = air_sat(c.n::numeric + EXCLUDED.n)),
 m AS (
 	INSERT INTO air_usage_monthly AS u (month, user_name, currency, requests, unpriced, input, cache_creation,
-		cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost)
+		cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges)
 	SELECT month, user_name, currency, count(*), count(*) FILTER (WHERE NOT priced), air_sat(sum(input)),
 		air_sat(sum(cache_creation)), air_sat(sum(cache_creation_1h)), air_sat(sum(cache_read)),
 		air_sat(sum(output)), air_sat(sum(reasoning)), air_sat(sum(images)), air_sat(sum(video_ms)),
-		air_sat(sum(cost))
+		air_sat(sum(cost)), air_sat(sum(audio_input)), air_sat(sum(audio_output)), air_sat(sum(image_input)), air_sat(sum(image_output)), air_sat(sum(web_searches)), air_sat(sum(web_fetches)), air_sat(sum(file_searches)), air_sat(sum(code_sessions)), air_sat(sum(image_calls)),
+		count(*) FILTER (WHERE unpriced_charges <> '')
 	FROM k GROUP BY month, user_name, currency
 	ORDER BY month, user_name COLLATE "C", currency COLLATE "C"
 	ON CONFLICT (month, user_name, currency) DO UPDATE SET
@@ -95,7 +118,17 @@ m AS (
 		reasoning = air_sat(u.reasoning::numeric + EXCLUDED.reasoning),
 		images = air_sat(u.images::numeric + EXCLUDED.images),
 		video_ms = air_sat(u.video_ms::numeric + EXCLUDED.video_ms),
-		cost = air_sat(u.cost::numeric + EXCLUDED.cost)),
+		cost = air_sat(u.cost::numeric + EXCLUDED.cost),
+		audio_input = air_sat(u.audio_input::numeric + EXCLUDED.audio_input),
+		audio_output = air_sat(u.audio_output::numeric + EXCLUDED.audio_output),
+		image_input = air_sat(u.image_input::numeric + EXCLUDED.image_input),
+		image_output = air_sat(u.image_output::numeric + EXCLUDED.image_output),
+		web_searches = air_sat(u.web_searches::numeric + EXCLUDED.web_searches),
+		web_fetches = air_sat(u.web_fetches::numeric + EXCLUDED.web_fetches),
+		file_searches = air_sat(u.file_searches::numeric + EXCLUDED.file_searches),
+		code_sessions = air_sat(u.code_sessions::numeric + EXCLUDED.code_sessions),
+		image_calls = air_sat(u.image_calls::numeric + EXCLUDED.image_calls),
+		unpriced_charges = air_sat(u.unpriced_charges::numeric + EXCLUDED.unpriced_charges)),
 s AS (
 	INSERT INTO air_spend AS s (scope, subject, currency, period, amount)
 	SELECT v.scope, v.subject, currency, p.period, air_sat(sum(cost))

@@ -47,17 +47,12 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 	var seqs []int64
 	for rows.Next() {
 		var r store.Record
-		var status, images, tier int32
+		var n recordInts
 		var seq int64
-		err := rows.Scan(&r.ID, &r.Time, &r.Endpoint, &r.User, &r.KeyID, &r.Model, &r.Provider,
-			&r.Usage.Input, &r.Usage.CacheCreation, &r.Usage.CacheRead, &r.Usage.Output, &r.Usage.Reasoning,
-			&r.Source, &status, &r.Outcome, &images, &r.VideoMillis, &tier, &r.Priced, &r.Currency, &r.Cost,
-			&r.Usage.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel, &seq)
-		if err != nil {
+		if err := rows.Scan(append(recordDest(&r, &n), &seq)...); err != nil {
 			return nil, "", err
 		}
-		r.Time = r.Time.UTC()
-		r.Status, r.Images, r.Tier = int(status), int(images), int(tier)
+		n.set(&r)
 		out, seqs = append(out, r), append(seqs, seq)
 	}
 	if err := rows.Err(); err != nil {

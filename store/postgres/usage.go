@@ -18,6 +18,7 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 	}
 	rows, err := l.db.pool.Query(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.user_name, u.key_id, u.model, u.currency,
 			requests, unpriced, input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h,
+			audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
 			(SELECT coalesce(jsonb_object_agg(name, n), '{}') FROM air_usage_counts c
 				WHERE (c.day, c.user_name, c.key_id, c.model, c.currency) = (u.day, u.user_name, u.key_id, u.model, u.currency) AND kind = 's'),
 			(SELECT coalesce(jsonb_object_agg(name, n), '{}') FROM air_usage_counts c
@@ -35,7 +36,9 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 		t := &a.Totals
 		if err := rows.Scan(&a.Day, &a.User, &a.KeyID, &a.Model, &a.Currency, &t.Requests, &t.Unpriced,
 			&t.Usage.Input, &t.Usage.CacheCreation, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning,
-			&t.Images, &t.VideoMillis, &t.Cost, &t.Usage.CacheCreation1h, &t.Sources, &t.Outcomes); err != nil {
+			&t.Images, &t.VideoMillis, &t.Cost, &t.Usage.CacheCreation1h,
+			&t.Usage.AudioInput, &t.Usage.AudioOutput, &t.Usage.ImageInput, &t.Usage.ImageOutput, &t.Usage.WebSearches,
+			&t.Usage.WebFetches, &t.Usage.FileSearches, &t.Usage.CodeSessions, &t.Usage.ImageCalls, &t.UnpricedCharges, &t.Sources, &t.Outcomes); err != nil {
 			return err
 		}
 		if len(t.Sources) == 0 {
@@ -58,7 +61,7 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 // air_usage_monthly.
 func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.UserTotals) error) error {
 	rows, err := l.db.pool.Query(ctx, `SELECT user_name, currency, requests, unpriced, input, cache_creation, cache_creation_1h,
-			cache_read, output, reasoning, images, video_ms, cost
+			cache_read, output, reasoning, images, video_ms, cost, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges
 		FROM air_usage_monthly WHERE month = $1`, month)
 	if err != nil {
 		return err
@@ -68,7 +71,9 @@ func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.Us
 		var u store.UserTotals
 		t := &u.Totals
 		if err := rows.Scan(&u.User, &u.Currency, &t.Requests, &t.Unpriced, &t.Usage.Input, &t.Usage.CacheCreation,
-			&t.Usage.CacheCreation1h, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning, &t.Images, &t.VideoMillis, &t.Cost); err != nil {
+			&t.Usage.CacheCreation1h, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning, &t.Images, &t.VideoMillis, &t.Cost,
+			&t.Usage.AudioInput, &t.Usage.AudioOutput, &t.Usage.ImageInput, &t.Usage.ImageOutput, &t.Usage.WebSearches,
+			&t.Usage.WebFetches, &t.Usage.FileSearches, &t.Usage.CodeSessions, &t.Usage.ImageCalls, &t.UnpricedCharges); err != nil {
 			return err
 		}
 		if err := fn(u); err != nil {

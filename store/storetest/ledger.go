@@ -42,6 +42,14 @@ func randomRecords(rng *rand.Rand, prefix string, n int) []store.Record {
 		if rec.Deployment != "" && rng.Intn(3) == 0 {
 			rec.ServedModel = "fallback-" + rec.Model
 		}
+		if rng.Intn(3) == 0 {
+			// The charges beyond plain tokens (issue #31), some unpriced.
+			rec.Usage.AudioInput, rec.Usage.AudioOutput = rng.Int63n(rec.Usage.Input+1), rng.Int63n(rec.Usage.Output+1)
+			rec.Usage.ImageInput, rec.Usage.ImageOutput = rng.Int63n(50), rng.Int63n(50)
+			rec.Usage.WebSearches, rec.Usage.WebFetches, rec.Usage.FileSearches = rng.Int63n(4), rng.Int63n(3), rng.Int63n(3)
+			rec.Usage.CodeSessions, rec.Usage.ImageCalls = rng.Int63n(2), rng.Int63n(3)
+			rec.Unpriced = []string{"", "web_search", "audio_input,image_generation"}[rng.Intn(3)]
+		}
 		if rng.Intn(5) > 0 {
 			rec.Priced, rec.Currency, rec.Cost = true, currencies[rng.Intn(len(currencies))], rng.Int63n(2_000_000_000)
 		}
