@@ -51,6 +51,7 @@ type account struct {
 	spent     map[spendSlot]Amount
 	reserved  map[string]Amount // by currency
 	rpm, tpm  bucket
+	inflight  int64 // requests admitted with parallel set and not yet ended
 }
 
 // spendSlot is a currency and a period (a month or periodTotal).
@@ -101,6 +102,10 @@ type hold struct {
 
 	leases []heldLease // shared budgets: the slices it was admitted against
 	rates  []rateHeld  // shared rate limits: the units it took
+
+	// parallel is set while the request counts in its subjects' requests
+	// in flight (max_parallel_requests); b.mu guards it.
+	parallel bool
 }
 
 // subjectsOf lists the accounts that s's requests count against.
@@ -117,10 +122,25 @@ func subjectsOf(s Subject) []subjectKey {
 
 // admit checks the limits of the subjects against a request estimated at
 // cost (in currency) and tokens, and reserves them if it may go ahead.
-// defaultCurrency is the currency of limits that name none.
-func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
+// defaultCurrency is the currency of limits that name none. A parallel
+// request counts in its subjects' requests in flight until it ends or
+// endParallel.
+func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64, parallel bool) (*hold, *apierror.Error) {
 	if b.sh != nil {
-		return b.admitShared(subjects, defaultCurrency, currency, cost, tokens)
+		if parallel {
+			if err := b.takeParallel(subjects); err != nil {
+				return nil, err
+			}
+		}
+		h, err := b.admitShared(subjects, defaultCurrency, currency, cost, tokens)
+		if err != nil {
+			if parallel {
+				b.endParallel(&hold{subjects: subjects, parallel: true})
+			}
+			return nil, err
+		}
+		h.parallel = parallel
+		return h, nil
 	}
 	now := b.Now()
 	month := monthOf(now)
@@ -132,6 +152,13 @@ func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string,
 		accs[i] = b.account(sk)
 		if err := accs[i].checkSpend(sk, month, defaultCurrency); err != nil {
 			return nil, err
+		}
+	}
+	if parallel {
+		for i, sk := range subjects {
+			if err := accs[i].checkParallel(sk); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var limited *apierror.Error
@@ -155,8 +182,61 @@ func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string,
 		if lim := acc.limits.TPM; lim > 0 {
 			acc.tpm.give(-tokens, lim)
 		}
+		if parallel {
+			acc.inflight++
+		}
 	}
-	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens}, nil
+	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens, parallel: parallel}, nil
+}
+
+// checkParallel returns a rate_limit_exceeded error if the account has
+// its max_parallel_requests in flight.
+func (acc *account) checkParallel(sk subjectKey) *apierror.Error {
+	if !acc.hasLimits || acc.limits.MaxParallel <= 0 || acc.inflight < acc.limits.MaxParallel {
+		return nil
+	}
+	msg := fmt.Sprintf("Too many parallel requests for %s: at most %d may run at once. Please try again when one of them has finished.",
+		describe(sk), acc.limits.MaxParallel)
+	e := apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, "rate_limit_exceeded", msg)
+	e.RetryAfter = 1
+	return e
+}
+
+// takeParallel counts a request in the subjects' requests in flight, or
+// refuses it if one of them has its max_parallel_requests in flight.
+func (b *Budgets) takeParallel(subjects []subjectKey) *apierror.Error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	accs := make([]*account, len(subjects))
+	for i, sk := range subjects {
+		accs[i] = b.account(sk)
+		if err := accs[i].checkParallel(sk); err != nil {
+			return err
+		}
+	}
+	for _, acc := range accs {
+		acc.inflight++
+	}
+	return nil
+}
+
+// endParallel drops h from its subjects' requests in flight, once: later
+// calls are no-ops.
+func (b *Budgets) endParallel(h *hold) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.endParallelLocked(h)
+}
+
+// endParallelLocked is endParallel with b.mu held.
+func (b *Budgets) endParallelLocked(h *hold) {
+	if !h.parallel {
+		return
+	}
+	h.parallel = false
+	for _, sk := range h.subjects {
+		b.account(sk).inflight--
+	}
 }
 
 // clampTokens bounds a token count for the rate buckets.
@@ -211,11 +291,13 @@ func (acc *account) checkRate(now time.Time, tokens int64) (string, time.Duratio
 // the estimate in the token rate.
 func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 	if b.sh != nil {
+		b.endParallel(h)
 		b.settleShared(h, rec, counted)
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endParallelLocked(h)
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
 		acc.unreserve(h)
@@ -233,11 +315,13 @@ func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 // tokens.
 func (b *Budgets) release(h *hold, rates bool) {
 	if b.sh != nil {
+		b.endParallel(h)
 		b.releaseShared(h, rates)
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endParallelLocked(h)
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
 		acc.unreserve(h)

@@ -269,7 +269,7 @@ func budgetCommand() *cobra.Command {
 		}
 	}
 	set := &cobra.Command{
-		Use:   "set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>]",
+		Use:   "set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>] [--max-parallel <n>]",
 		Short: "Sets limits (replacing earlier ones); amounts are decimals such as 12.50",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -288,6 +288,7 @@ func budgetCommand() *cobra.Command {
 			}
 			lim.RPM, _ = cmd.Flags().GetInt64("rpm")
 			lim.TPM, _ = cmd.Flags().GetInt64("tpm")
+			lim.MaxParallel, _ = cmd.Flags().GetInt64("max-parallel")
 			body, _ := json.Marshal(lim)
 			var out billing.BudgetStatus
 			if err := adminCall(cmd, http.MethodPut, path, body, &out); err != nil {
@@ -302,6 +303,7 @@ func budgetCommand() *cobra.Command {
 	set.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
 	set.Flags().Int64("rpm", 0, "Requests per minute")
 	set.Flags().Int64("tpm", 0, "Tokens per minute")
+	set.Flags().Int64("max-parallel", 0, "Requests in flight at once (per instance)")
 	get := &cobra.Command{Use: "get --user <u> | --key <id>", Short: "Shows limits and spend", Args: cobra.NoArgs, RunE: show(http.MethodGet)}
 	del := &cobra.Command{Use: "delete --user <u> | --key <id>", Short: "Lifts the limits", Args: cobra.NoArgs, RunE: show(http.MethodDelete)}
 	addTarget(get)

@@ -36,6 +36,8 @@ type Limits struct {
 	RPM int64
 	// TPM bounds tokens per minute.
 	TPM int64
+	// MaxParallel bounds requests in flight at once, per instance.
+	MaxParallel int64
 }
 
 // Spend periods: a calendar month in MonthLayout (UTC), or PeriodTotal.

@@ -44,12 +44,12 @@ func decodeLimits(v []byte) (store.Limits, error) {
 	if err := json.Unmarshal(v, &j); err != nil {
 		return store.Limits{}, err
 	}
-	return store.Limits{Currency: j.Currency, Monthly: int64(j.Monthly), Total: int64(j.Total), RPM: j.RPM, TPM: j.TPM}, nil
+	return store.Limits{Currency: j.Currency, Monthly: int64(j.Monthly), Total: int64(j.Total), RPM: j.RPM, TPM: j.TPM, MaxParallel: j.MaxParallel}, nil
 }
 
 // SetLimits implements store.Budgets.
 func (r *Budgets) SetLimits(ctx context.Context, s store.Subject, l store.Limits) error {
-	val, err := json.Marshal(limitsJSON{Currency: l.Currency, Monthly: nanos(l.Monthly), Total: nanos(l.Total), RPM: l.RPM, TPM: l.TPM})
+	val, err := json.Marshal(limitsJSON{Currency: l.Currency, Monthly: nanos(l.Monthly), Total: nanos(l.Total), RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel})
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ type Budgets struct {
 
 // Limits implements store.Budgets.
 func (b *Budgets) Limits(ctx context.Context, fn func(store.Subject, store.Limits) error) error {
-	rows, err := b.db.pool.Query(ctx, `SELECT scope, subject, currency, monthly, total, rpm, tpm FROM air_limits ORDER BY scope, subject`)
+	rows, err := b.db.pool.Query(ctx, `SELECT scope, subject, currency, monthly, total, rpm, tpm, max_parallel FROM air_limits ORDER BY scope, subject`)
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (b *Budgets) Limits(ctx context.Context, fn func(store.Subject, store.Limit
 	for rows.Next() {
 		var s store.Subject
 		var l store.Limits
-		if err := rows.Scan(&s.Scope, &s.ID, &l.Currency, &l.Monthly, &l.Total, &l.RPM, &l.TPM); err != nil {
+		if err := rows.Scan(&s.Scope, &s.ID, &l.Currency, &l.Monthly, &l.Total, &l.RPM, &l.TPM, &l.MaxParallel); err != nil {
 			return err
 		}
 		if err := fn(s, l); err != nil {
@@ -49,11 +49,11 @@ func (b *Budgets) Limits(ctx context.Context, fn func(store.Subject, store.Limit
 
 // SetLimits implements store.Budgets.
 func (b *Budgets) SetLimits(ctx context.Context, s store.Subject, l store.Limits) error {
-	_, err := b.db.pool.Exec(ctx, `INSERT INTO air_limits (scope, subject, currency, monthly, total, rpm, tpm)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	_, err := b.db.pool.Exec(ctx, `INSERT INTO air_limits (scope, subject, currency, monthly, total, rpm, tpm, max_parallel)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (scope, subject) DO UPDATE SET currency = EXCLUDED.currency, monthly = EXCLUDED.monthly,
-			total = EXCLUDED.total, rpm = EXCLUDED.rpm, tpm = EXCLUDED.tpm`,
-		string(s.Scope), s.ID, l.Currency, l.Monthly, l.Total, l.RPM, l.TPM)
+			total = EXCLUDED.total, rpm = EXCLUDED.rpm, tpm = EXCLUDED.tpm, max_parallel = EXCLUDED.max_parallel`,
+		string(s.Scope), s.ID, l.Currency, l.Monthly, l.Total, l.RPM, l.TPM, l.MaxParallel)
 	return err
 }
 

@@ -21,14 +21,14 @@ func RunBudgets(t *testing.T, b Backend) {
 	alice := store.Subject{Scope: store.ScopeUser, ID: "alice"}
 	key := store.Subject{Scope: store.ScopeKey, ID: "key_1"}
 	free := store.Subject{Scope: store.ScopeUser, ID: "free"}
-	must(t, bud.SetLimits(ctx, alice, store.Limits{Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000}))
+	must(t, bud.SetLimits(ctx, alice, store.Limits{Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000, MaxParallel: 4}))
 	must(t, bud.SetLimits(ctx, key, store.Limits{Total: 300}))
 	must(t, bud.SetLimits(ctx, free, store.Limits{RPM: 5}))
 	must(t, bud.SetLimits(ctx, key, store.Limits{Total: 400})) // replaces
 	got := map[store.Subject]store.Limits{}
 	must(t, bud.Limits(ctx, func(s store.Subject, l store.Limits) error { got[s] = l; return nil }))
 	want := map[store.Subject]store.Limits{
-		alice: {Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000},
+		alice: {Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000, MaxParallel: 4},
 		key:   {Total: 400},
 		free:  {RPM: 5},
 	}
