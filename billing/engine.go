@@ -141,6 +141,7 @@ func (r *Reservation) Settle(rec Record) Record {
 			b.settle(r.h, &r.rec, true)
 		}
 		r.e.ledger.Enqueue(r.rec, nil)
+		r.ended()
 	})
 	return r.rec
 }
@@ -177,6 +178,7 @@ func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.D
 			b.settle(r.h, &r.rec, true)
 		}
 		r.group, r.pos = r.e.ledger.enqueueDurable(r.rec)
+		r.ended()
 	})
 	if r.group == nil {
 		// Ended before without waiting (Settle, Charge, Release): there
@@ -184,6 +186,14 @@ func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.D
 		return r.rec, errNotDurable
 	}
 	return r.rec, r.group.wait(ctx, wait, r.pos)
+}
+
+// ended tells shared budgets that the reservation's record is in the
+// ledger (queued or written), after settling it.
+func (r *Reservation) ended() {
+	if b := r.e.budgets; b != nil && r.h != nil {
+		b.ended(r.h)
+	}
 }
 
 // errNotDurable reports a record the storage did not take in time.
@@ -217,6 +227,7 @@ func (r *Reservation) ChargeWith(ctx context.Context, e *Engine, rec Record) (Re
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, r.fresh && r.err == nil)
 		}
+		r.ended()
 	})
 	return r.rec, r.fresh, r.err
 }

@@ -112,6 +112,12 @@ type Budgets interface {
 	// expired or released lease is ErrNotFound (its room may be taken:
 	// reserve again).
 	Extend(ctx context.Context, id string, until time.Time) error
+	// Shrink lowers the amount of lease id to amount if it is larger,
+	// giving the rest back to the budget at once (a lease closed to new
+	// requests keeps only what its requests may still add to the spend).
+	// Shrinking an unknown, expired or smaller lease is not an error; a
+	// negative amount counts as zero.
+	Shrink(ctx context.Context, id string, amount int64) error
 	// Release ends lease id. Releasing an unknown or expired lease is not
 	// an error. Release a lease only after the records charged against it
 	// are counted (Ledger.Flush), or the budget is briefly under-counted.

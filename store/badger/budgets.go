@@ -257,6 +257,31 @@ func (r *Budgets) Extend(ctx context.Context, id string, until time.Time) error 
 	})
 }
 
+// Shrink implements store.Budgets.
+func (r *Budgets) Shrink(ctx context.Context, id string, amount int64) error {
+	return r.db.update(ctx, func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixLeases + id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var l leaseJSON
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &l) }); err != nil {
+			return err
+		}
+		amount = max(amount, 0)
+		if l.Amount <= amount {
+			return nil
+		}
+		if err := touch(txn, leaseLock(id)); err != nil {
+			return err
+		}
+		return putLease(txn, id, amount, time.Unix(0, l.Expires))
+	})
+}
+
 // Release implements store.Budgets.
 func (r *Budgets) Release(ctx context.Context, id string) error {
 	if id == "" {

@@ -152,6 +152,12 @@ func (b *Budgets) Extend(ctx context.Context, id string, until time.Time) error 
 	return nil
 }
 
+// Shrink implements store.Budgets.
+func (b *Budgets) Shrink(ctx context.Context, id string, amount int64) error {
+	_, err := b.db.pool.Exec(ctx, `UPDATE air_leases SET amount = greatest($2::bigint, 0) WHERE id = $1 AND amount > greatest($2::bigint, 0)`, id, amount)
+	return err
+}
+
 // Release implements store.Budgets.
 func (b *Budgets) Release(ctx context.Context, id string) error {
 	_, err := b.db.pool.Exec(ctx, `DELETE FROM air_leases WHERE id = $1`, id)

@@ -100,6 +100,29 @@ func RunBudgets(t *testing.T, b Backend) {
 	if err := bud.Extend(ctx, "no-such-lease", now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Extend(unknown) = %v, want ErrNotFound", err)
 	}
+	// Shrink gives a lease's unused part back at once, keeps its expiry,
+	// and never grows it.
+	room := func() int64 {
+		t.Helper()
+		got, err := bud.Reserve(ctx, key, "USD", 1_000_000, now, time.Minute)
+		must(t, err)
+		must(t, bud.Release(ctx, got.ID))
+		return got.Amount
+	}
+	before := room()
+	must(t, bud.Shrink(ctx, l.ID, 20))
+	must(t, bud.Shrink(ctx, l.ID, 30))
+	if r, err := bud.Reserved(ctx, key, "USD", later); err != nil || r != 20 {
+		t.Errorf("Reserved of a lease shrunk to 20 = %d, %v; want 20", r, err)
+	}
+	if after := room(); after != before+30 {
+		t.Errorf("room after Shrink = %d, want %d + the 30 given back", after, before)
+	}
+	must(t, bud.Shrink(ctx, l.ID, -5))
+	if r, err := bud.Reserved(ctx, key, "USD", later); err != nil || r != 0 {
+		t.Errorf("Reserved of a lease shrunk below zero = %d, %v; want 0", r, err)
+	}
+	must(t, bud.Shrink(ctx, "no-such-lease", 0))
 	must(t, bud.DeleteLimits(ctx, free))
 	must(t, bud.DeleteLimits(ctx, free))
 	got = map[store.Subject]store.Limits{}
