@@ -99,6 +99,7 @@ type hold struct {
 	currency string
 	cost     Amount
 	tokens   int64
+	pt       *PriceTable // converts its cost into limits' currencies
 
 	leases []heldLease // shared budgets: the slices it was admitted against
 	rates  []rateHeld  // shared rate limits: the units it took
@@ -122,17 +123,17 @@ func subjectsOf(s Subject) []subjectKey {
 
 // admit checks the limits of the subjects against a request estimated at
 // cost (in currency) and tokens, and reserves them if it may go ahead.
-// defaultCurrency is the currency of limits that name none. A parallel
-// request counts in its subjects' requests in flight until it ends or
-// endParallel.
-func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64, parallel bool) (*hold, *apierror.Error) {
+// pt's currency is the currency of limits that name none, and its rates
+// convert costs into limits' currencies. A parallel request counts in its
+// subjects' requests in flight until it ends or endParallel.
+func (b *Budgets) admit(subjects []subjectKey, pt *PriceTable, currency string, cost Amount, tokens int64, parallel bool) (*hold, *apierror.Error) {
 	if b.sh != nil {
 		if parallel {
 			if err := b.takeParallel(subjects); err != nil {
 				return nil, err
 			}
 		}
-		h, err := b.admitShared(subjects, defaultCurrency, currency, cost, tokens)
+		h, err := b.admitShared(subjects, pt, currency, cost, tokens)
 		if err != nil {
 			if parallel {
 				b.endParallel(&hold{subjects: subjects, parallel: true})
@@ -150,7 +151,7 @@ func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string,
 	accs := make([]*account, len(subjects))
 	for i, sk := range subjects {
 		accs[i] = b.account(sk)
-		if err := accs[i].checkSpend(sk, month, defaultCurrency); err != nil {
+		if err := accs[i].checkSpend(sk, month, pt, currency); err != nil {
 			return nil, err
 		}
 	}
@@ -186,7 +187,7 @@ func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string,
 			acc.inflight++
 		}
 	}
-	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens, parallel: parallel}, nil
+	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens, pt: pt, parallel: parallel}, nil
 }
 
 // checkParallel returns a rate_limit_exceeded error if the account has
@@ -243,23 +244,64 @@ func (b *Budgets) endParallelLocked(h *hold) {
 func clampTokens(n int64) int64 { return min(max(n, 0), maxRate) }
 
 // checkSpend returns an insufficient_quota error if a spend limit of the
-// account is reached.
-func (acc *account) checkSpend(sk subjectKey, month, defaultCurrency string) *apierror.Error {
+// account is reached, counting its spend and reservations in every
+// currency, converted by pt's rates into the limit's; and an
+// unconvertible error if they, or the request's currency, do not convert.
+func (acc *account) checkSpend(sk subjectKey, month string, pt *PriceTable, currency string) *apierror.Error {
 	if !acc.hasLimits || acc.limits.Monthly == 0 && acc.limits.Total == 0 {
 		return nil
 	}
 	cur := acc.limits.Currency
 	if cur == "" {
-		cur = defaultCurrency
+		cur = pt.Currency()
 	}
-	reserved := acc.reserved[cur]
-	if lim := acc.limits.Monthly; lim > 0 && acc.spent[spendSlot{cur, month}].addSat(reserved) >= lim {
+	if currency != "" && currency != cur {
+		if _, ok := pt.factor(currency, cur); !ok {
+			return unconvertible(sk, cur, currency)
+		}
+	}
+	var spentMonth, spentTotal Amount
+	for _, c := range acc.currencies() {
+		f, ok := pt.factor(c, cur)
+		if !ok {
+			return unconvertible(sk, cur, c)
+		}
+		reserved := acc.reserved[c]
+		spentMonth = spentMonth.addSat(f.apply(acc.spent[spendSlot{c, month}].addSat(reserved)))
+		spentTotal = spentTotal.addSat(f.apply(acc.spent[spendSlot{c, periodTotal}].addSat(reserved)))
+	}
+	if lim := acc.limits.Monthly; lim > 0 && spentMonth >= lim {
 		return overQuota(sk, "monthly", lim, cur)
 	}
-	if lim := acc.limits.Total; lim > 0 && acc.spent[spendSlot{cur, periodTotal}].addSat(reserved) >= lim {
+	if lim := acc.limits.Total; lim > 0 && spentTotal >= lim {
 		return overQuota(sk, "total", lim, cur)
 	}
 	return nil
+}
+
+// currencies lists the currencies the account has spend or reservations
+// in (each once; a few at most).
+func (acc *account) currencies() []string {
+	var out []string
+	add := func(c string) {
+		for _, o := range out {
+			if o == c {
+				return
+			}
+		}
+		out = append(out, c)
+	}
+	for slot, a := range acc.spent {
+		if a != 0 {
+			add(slot.currency)
+		}
+	}
+	for c, a := range acc.reserved {
+		if a != 0 {
+			add(c)
+		}
+	}
+	return out
 }
 
 // checkRate refills the account's rate buckets and returns how long the

@@ -93,7 +93,7 @@ func (e *Engine) admit(s Subject, model string, q Quote, tokens int64, parallel 
 		return r, nil
 	}
 	q.Cost = min(max(q.Cost, 0), maxHoldCost)
-	h, err := e.budgets.admit(subjectsOf(s), e.prices.Currency(), q.Currency, q.Cost, tokens, parallel)
+	h, err := e.budgets.admit(subjectsOf(s), e.prices, q.Currency, q.Cost, tokens, parallel)
 	if err != nil {
 		return nil, err
 	}

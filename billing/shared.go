@@ -135,11 +135,12 @@ func (b *Budgets) Share(ctx context.Context, c SharedConfig) {
 type sliceNeed struct {
 	key   sliceKey
 	limit Limits
-	est   Amount
+	est   Amount      // in key.currency
+	pt    *PriceTable // its rates count other currencies' spend
 }
 
 // admitShared is admit on shared budgets.
-func (b *Budgets) admitShared(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
+func (b *Budgets) admitShared(subjects []subjectKey, pt *PriceTable, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
 	now := b.Now()
 	tokens = clampTokens(tokens)
 	var needs []sliceNeed
@@ -156,19 +157,22 @@ func (b *Budgets) admitShared(subjects []subjectKey, defaultCurrency, currency s
 		}
 		cur := acc.limits.Currency
 		if cur == "" {
-			cur = defaultCurrency
+			cur = pt.Currency()
 		}
 		est := cost
-		if currency != cur {
-			if currency != "" {
-				continue // the request's cost does not count against this limit
-			}
+		switch f, ok := pt.factor(currency, cur); {
+		case currency == "":
 			est = 0 // unpriced: admitted while the budget is not spent
+		case !ok:
+			b.mu.Unlock()
+			return nil, unconvertible(sk, cur, currency)
+		default:
+			est = f.apply(cost)
 		}
-		needs = append(needs, sliceNeed{sliceKey{sk, cur}, acc.limits, max(est, 0)})
+		needs = append(needs, sliceNeed{sliceKey{sk, cur}, acc.limits, max(est, 0), pt})
 	}
 	b.mu.Unlock()
-	h := &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens}
+	h := &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens, pt: pt}
 	for _, n := range needs {
 		l, err := b.sh.acquire(b, n, now)
 		if err != nil {
@@ -221,7 +225,8 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 		sh.mu.Unlock()
 		want := max(limitOf(n.limit)/sliceParts, n.est, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
-		got, err := b.s.Reserve(ctx, store.Subject{Scope: store.Scope(n.key.sk.scope), ID: n.key.sk.id}, n.key.currency, int64(want), now, sh.ttl)
+		got, err := b.s.Reserve(ctx, store.Subject{Scope: store.Scope(n.key.sk.scope), ID: n.key.sk.id}, n.key.currency, int64(want), now, sh.ttl,
+			n.pt.storeRates(n.key.currency)...)
 		cancel()
 		sh.mu.Lock()
 		s.refill = nil
@@ -333,8 +338,8 @@ func (b *Budgets) settleShared(h *hold, rec *Record, counted bool) {
 	for i := range h.leases {
 		hl := &h.leases[i]
 		cost := Amount(0)
-		if counted && rec.Priced && rec.Currency == hl.key.currency {
-			cost = rec.Cost
+		if f, ok := h.pt.factor(rec.Currency, hl.key.currency); ok && counted && rec.Priced {
+			cost = f.apply(rec.Cost)
 		}
 		hl.l.settle(cost, hl.est)
 		hl.cost = cost

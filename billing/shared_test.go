@@ -444,7 +444,11 @@ func TestSharedBudgetHeldBackShare(t *testing.T) {
 					refusedSince = time.Time{}
 					admitted.Add(1)
 					time.Sleep(20 * time.Millisecond)
-					res.Settle(Record{Endpoint: "chat", Usage: claudeUsage, Source: SourceReported, Status: 200, Outcome: OutcomeOK})
+					// As the gateway's handlers: the answer ends once its
+					// record is in the database.
+					if _, err := res.SettleDurable(ctx, Record{Endpoint: "chat", Usage: claudeUsage, Source: SourceReported, Status: 200, Outcome: OutcomeOK}, 10*time.Second); err != nil {
+						t.Error(err)
+					}
 					settled.Add(1)
 					inflight.Add(-1)
 				}

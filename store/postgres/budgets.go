@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,10 +87,17 @@ func (b *Budgets) Spend(ctx context.Context, fn func(store.Spend) error) error {
 }
 
 // Reserve implements store.Budgets.
-func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string, want int64, now time.Time, ttl time.Duration) (store.Lease, error) {
+func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string, want int64, now time.Time, ttl time.Duration, rates ...store.Rate) (store.Lease, error) {
 	lease := store.Lease{Subject: s, Currency: currency, Expires: now.Add(ttl)}
 	if want <= 0 {
 		return lease, nil
+	}
+	curs, nums, dens := make([]string, len(rates)), make([]string, len(rates)), make([]string, len(rates))
+	for i, r := range rates {
+		if _, ok := r.Convert(0); !ok {
+			return store.Lease{}, fmt.Errorf("malformed rate %+v", r)
+		}
+		curs[i], nums[i], dens[i] = r.Currency, r.Num, r.Den
 	}
 	err := retryTx(ctx, b.db, func(tx pgx.Tx) error {
 		lease.ID, lease.Amount = "", 0
@@ -109,11 +117,20 @@ func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string,
 		grant := want
 		if monthly > 0 || total > 0 {
 			var reserved, spentMonth, spentTotal int64
-			err := tx.QueryRow(ctx, `SELECT
+			// Spend in other currencies counts converted, rounded up
+			// exactly: div(a×num + den − 1, den) = ⌈a×num/den⌉ for a ≥ 0.
+			err := tx.QueryRow(ctx, `WITH r(cur, num, den) AS (
+					SELECT * FROM unnest($6::text[], $7::numeric[], $8::numeric[])
+					UNION ALL SELECT $3, 1, 1),
+				sp AS (
+					SELECT s.period, div(greatest(s.amount, 0)::numeric * r.num + r.den - 1, r.den) AS amount
+					FROM air_spend s JOIN r ON s.currency = r.cur
+					WHERE s.scope = $1 AND s.subject = $2 AND s.period IN ($5, 'total'))
+				SELECT
 				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_leases WHERE scope = $1 AND subject = $2 AND currency = $3 AND expires > $4),
-				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = $5),
-				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = 'total')`,
-				string(s.Scope), s.ID, currency, now, store.MonthOf(now)).Scan(&reserved, &spentMonth, &spentTotal)
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM sp WHERE period = $5),
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM sp WHERE period = 'total')`,
+				string(s.Scope), s.ID, currency, now, store.MonthOf(now), curs, nums, dens).Scan(&reserved, &spentMonth, &spentTotal)
 			if err != nil {
 				return err
 			}
