@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -185,6 +186,15 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		var lim billing.Limits
 		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
 			return err
+		}
+		var pt *billing.PriceTable
+		if app := running.Load(); app != nil {
+			pt = app.prices
+		}
+		if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
+			return apiErr(http.StatusBadRequest, err)
+		} else if err != nil {
+			return apiErr(http.StatusInternalServerError, err)
 		}
 		if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
 			return apiErr(http.StatusBadRequest, err)
