@@ -14,8 +14,8 @@ import (
 // currency units, e.g. {"monthly":"25","rpm":60}.
 type Limits struct {
 	// Currency is the currency of Monthly and Total; "" means the price
-	// file's top-level currency. Only costs in this currency count, so set
-	// it when the price file has no top-level currency.
+	// file's top-level currency. Costs in other currencies count converted
+	// by the price file's rates (rates.go).
 	Currency string `json:"currency,omitempty"`
 	// Monthly caps the spend per calendar month (UTC).
 	Monthly Amount `json:"monthly,omitempty"`
