@@ -261,7 +261,8 @@ func (acc *account) checkSpend(sk subjectKey, month string, pt *PriceTable, curr
 		}
 	}
 	var spentMonth, spentTotal Amount
-	for _, c := range acc.currencies() {
+	var buf [4]string
+	for _, c := range acc.currencies(buf[:0]) {
 		f, ok := pt.factor(c, cur)
 		if !ok {
 			return unconvertible(sk, cur, c)
@@ -279,10 +280,9 @@ func (acc *account) checkSpend(sk subjectKey, month string, pt *PriceTable, curr
 	return nil
 }
 
-// currencies lists the currencies the account has spend or reservations
-// in (each once; a few at most).
-func (acc *account) currencies() []string {
-	var out []string
+// currencies appends to out the currencies the account has spend or
+// reservations in (each once; a few at most).
+func (acc *account) currencies(out []string) []string {
 	add := func(c string) {
 		for _, o := range out {
 			if o == c {
