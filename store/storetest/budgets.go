@@ -130,7 +130,33 @@ func RunBudgets(t *testing.T, b Backend) {
 	if _, ok := got[free]; ok || len(got) != 2 {
 		t.Errorf("Limits after DeleteLimits = %v", got)
 	}
+	t.Run("other currencies count at their rates", func(t *testing.T) { reserveWithRates(t, h, bud) })
 	t.Run("concurrent reserves never overgrant", func(t *testing.T) { concurrentReserves(t, bud) })
+}
+
+// reserveWithRates checks that Reserve counts a subject's spend in other
+// currencies converted by the rates it is given, rounded up.
+func reserveWithRates(t *testing.T, h *holder, bud store.Budgets) {
+	ctx := context.Background()
+	s := store.Subject{Scope: store.ScopeUser, ID: "rated"}
+	must(t, bud.SetLimits(ctx, s, store.Limits{Currency: "USD", Total: 1000}))
+	now := time.Now()
+	must(t, h.r.Ledger.Append(ctx, []store.Record{
+		{ID: "rated-1", Time: now.UTC(), User: "rated", Model: "m", Priced: true, Currency: "CNY", Cost: 1001},
+		{ID: "rated-2", Time: now.UTC(), User: "rated", Model: "m", Priced: true, Currency: "EUR", Cost: 100},
+	}))
+	must(t, h.r.Ledger.Flush(ctx))
+	// 1001 CNY × 0.14 = 140.14 → 141; EUR has no rate given: not counted.
+	l, err := bud.Reserve(ctx, s, "USD", 5000, now, time.Minute, store.Rate{Currency: "CNY", Num: "14", Den: "100"})
+	if err != nil || l.Amount != 1000-141 {
+		t.Errorf("Reserve with a CNY rate = %+v, %v; want %d", l, err, 1000-141)
+	}
+	if l.ID != "" {
+		must(t, bud.Release(ctx, l.ID))
+	}
+	if _, err := bud.Reserve(ctx, s, "USD", 5, now, time.Minute, store.Rate{Currency: "CNY", Num: "x", Den: "1"}); err == nil {
+		t.Error("Reserve with a malformed rate succeeded")
+	}
 }
 
 // concurrentReserves races reservations on one budget and checks that
