@@ -47,7 +47,7 @@ func BenchmarkQuote(b *testing.B) {
 func BenchmarkSettle(b *testing.B) {
 	ctx := context.Background()
 	te := newTestEngine(b)
-	if err := te.Budgets().SetLimits(ctx, ScopeKey, "key_1", Limits{Monthly: 1 << 62, RPM: 1 << 39}); err != nil {
+	if err := te.Budgets().SetLimits(ctx, ScopeKey, "key_1", Limits{Currency: "CNY", Monthly: 1 << 62, RPM: 1 << 39}); err != nil {
 		b.Fatal(err)
 	}
 	s := Subject{User: "alice", KeyID: "key_1"}

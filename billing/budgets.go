@@ -51,6 +51,7 @@ type account struct {
 	spent     map[spendSlot]Amount
 	reserved  map[string]Amount // by currency
 	rpm, tpm  bucket
+	inflight  int64 // requests admitted with parallel set and not yet ended
 }
 
 // spendSlot is a currency and a period (a month or periodTotal).
@@ -98,9 +99,14 @@ type hold struct {
 	currency string
 	cost     Amount
 	tokens   int64
+	pt       *PriceTable // converts its cost into limits' currencies
 
 	leases []heldLease // shared budgets: the slices it was admitted against
 	rates  []rateHeld  // shared rate limits: the units it took
+
+	// parallel is set while the request counts in its subjects' requests
+	// in flight (max_parallel_requests); b.mu guards it.
+	parallel bool
 }
 
 // subjectsOf lists the accounts that s's requests count against.
@@ -117,10 +123,25 @@ func subjectsOf(s Subject) []subjectKey {
 
 // admit checks the limits of the subjects against a request estimated at
 // cost (in currency) and tokens, and reserves them if it may go ahead.
-// defaultCurrency is the currency of limits that name none.
-func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
+// pt's currency is the currency of limits that name none, and its rates
+// convert costs into limits' currencies. A parallel request counts in its
+// subjects' requests in flight until it ends or endParallel.
+func (b *Budgets) admit(subjects []subjectKey, pt *PriceTable, currency string, cost Amount, tokens int64, parallel bool) (*hold, *apierror.Error) {
 	if b.sh != nil {
-		return b.admitShared(subjects, defaultCurrency, currency, cost, tokens)
+		if parallel {
+			if err := b.takeParallel(subjects); err != nil {
+				return nil, err
+			}
+		}
+		h, err := b.admitShared(subjects, pt, currency, cost, tokens)
+		if err != nil {
+			if parallel {
+				b.endParallel(&hold{subjects: subjects, parallel: true})
+			}
+			return nil, err
+		}
+		h.parallel = parallel
+		return h, nil
 	}
 	now := b.Now()
 	month := monthOf(now)
@@ -130,8 +151,15 @@ func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string,
 	accs := make([]*account, len(subjects))
 	for i, sk := range subjects {
 		accs[i] = b.account(sk)
-		if err := accs[i].checkSpend(sk, month, defaultCurrency); err != nil {
+		if err := accs[i].checkSpend(sk, month, pt, currency); err != nil {
 			return nil, err
+		}
+	}
+	if parallel {
+		for i, sk := range subjects {
+			if err := accs[i].checkParallel(sk); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var limited *apierror.Error
@@ -155,32 +183,15 @@ func (b *Budgets) admit(subjects []subjectKey, defaultCurrency, currency string,
 		if lim := acc.limits.TPM; lim > 0 {
 			acc.tpm.give(-tokens, lim)
 		}
+		if parallel {
+			acc.inflight++
+		}
 	}
-	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens}, nil
+	return &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens, pt: pt, parallel: parallel}, nil
 }
 
 // clampTokens bounds a token count for the rate buckets.
 func clampTokens(n int64) int64 { return min(max(n, 0), maxRate) }
-
-// checkSpend returns an insufficient_quota error if a spend limit of the
-// account is reached.
-func (acc *account) checkSpend(sk subjectKey, month, defaultCurrency string) *apierror.Error {
-	if !acc.hasLimits || acc.limits.Monthly == 0 && acc.limits.Total == 0 {
-		return nil
-	}
-	cur := acc.limits.Currency
-	if cur == "" {
-		cur = defaultCurrency
-	}
-	reserved := acc.reserved[cur]
-	if lim := acc.limits.Monthly; lim > 0 && acc.spent[spendSlot{cur, month}].addSat(reserved) >= lim {
-		return overQuota(sk, "monthly", lim, cur)
-	}
-	if lim := acc.limits.Total; lim > 0 && acc.spent[spendSlot{cur, periodTotal}].addSat(reserved) >= lim {
-		return overQuota(sk, "total", lim, cur)
-	}
-	return nil
-}
 
 // checkRate refills the account's rate buckets and returns how long the
 // request must wait, and for which limit, or zero if it may go now.
@@ -211,11 +222,13 @@ func (acc *account) checkRate(now time.Time, tokens int64) (string, time.Duratio
 // the estimate in the token rate.
 func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 	if b.sh != nil {
+		b.endParallel(h)
 		b.settleShared(h, rec, counted)
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endParallelLocked(h)
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
 		acc.unreserve(h)
@@ -233,11 +246,13 @@ func (b *Budgets) settle(h *hold, rec *Record, counted bool) {
 // tokens.
 func (b *Budgets) release(h *hold, rates bool) {
 	if b.sh != nil {
+		b.endParallel(h)
 		b.releaseShared(h, rates)
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endParallelLocked(h)
 	for _, sk := range h.subjects {
 		acc := b.account(sk)
 		acc.unreserve(h)

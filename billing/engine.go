@@ -68,13 +68,13 @@ type Reservation struct {
 // RetryAfter set.
 func (e *Engine) Admit(ctx context.Context, s Subject, model string, estimate Usage) (*Reservation, *apierror.Error) {
 	estimate = estimate.Bounded()
-	return e.admit(s, model, e.prices.Quote(model, estimate), estimate.Total())
+	return e.admit(s, model, e.prices.Quote(model, estimate), estimate.Total(), true)
 }
 
 // AdmitTask is Admit for an image or video task that is expected to yield
 // the given number of images or milliseconds of video.
 func (e *Engine) AdmitTask(ctx context.Context, s Subject, model string, images int, videoMillis int64) (*Reservation, *apierror.Error) {
-	return e.admit(s, model, e.prices.QuoteTask(model, images, videoMillis), 0)
+	return e.admit(s, model, e.prices.QuoteTask(model, images, videoMillis), 0, false)
 }
 
 // maxHoldCost bounds what one request reserves: about 8,796 currency
@@ -85,14 +85,15 @@ func (e *Engine) AdmitTask(ctx context.Context, s Subject, model string, images 
 // smaller limit, without wrapping the sum into room that is not there.
 const maxHoldCost = Amount(math.MaxInt64 >> 20)
 
-// admit reserves quote q and tokens for s.
-func (e *Engine) admit(s Subject, model string, q Quote, tokens int64) (*Reservation, *apierror.Error) {
+// admit reserves quote q and tokens for s; parallel counts the request in
+// s's requests in flight (max_parallel_requests) until it ends.
+func (e *Engine) admit(s Subject, model string, q Quote, tokens int64, parallel bool) (*Reservation, *apierror.Error) {
 	r := &Reservation{e: e, s: s, model: model}
 	if e.budgets == nil {
 		return r, nil
 	}
 	q.Cost = min(max(q.Cost, 0), maxHoldCost)
-	h, err := e.budgets.admit(subjectsOf(s), e.prices.Currency(), q.Currency, q.Cost, tokens)
+	h, err := e.budgets.admit(subjectsOf(s), e.prices, q.Currency, q.Cost, tokens, parallel)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +141,7 @@ func (r *Reservation) Settle(rec Record) Record {
 			b.settle(r.h, &r.rec, true)
 		}
 		r.e.ledger.Enqueue(r.rec, nil)
+		r.ended()
 	})
 	return r.rec
 }
@@ -176,6 +178,7 @@ func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.D
 			b.settle(r.h, &r.rec, true)
 		}
 		r.group, r.pos = r.e.ledger.enqueueDurable(r.rec)
+		r.ended()
 	})
 	if r.group == nil {
 		// Ended before without waiting (Settle, Charge, Release): there
@@ -183,6 +186,14 @@ func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.D
 		return r.rec, errNotDurable
 	}
 	return r.rec, r.group.wait(ctx, wait, r.pos)
+}
+
+// ended tells shared budgets that the reservation's record is in the
+// ledger (queued or written), after settling it.
+func (r *Reservation) ended() {
+	if b := r.e.budgets; b != nil && r.h != nil {
+		b.ended(r.h)
+	}
 }
 
 // errNotDurable reports a record the storage did not take in time.
@@ -216,17 +227,22 @@ func (r *Reservation) ChargeWith(ctx context.Context, e *Engine, rec Record) (Re
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, r.fresh && r.err == nil)
 		}
+		r.ended()
 	})
 	return r.rec, r.fresh, r.err
 }
 
 // Defer keeps the reservation of a request that reached the upstream and
 // is billed later, under its own record id, by whoever sees it finish (a
-// background response): its intent is abandoned, so that a stop does not
+// background response): it no longer counts in max_parallel_requests, as
+// its exchange has ended; its intent is abandoned, so that a stop does not
 // record it interrupted under that id, while its reserved cost stays
 // held until ChargeWith or ReleaseCost ends it. Call it before the
 // reservation is shared.
 func (r *Reservation) Defer() {
+	if b := r.e.budgets; b != nil && r.h != nil {
+		b.endParallel(r.h) // the exchange has ended
+	}
 	if r.intent != "" {
 		r.e.ledger.Abandon(r.intent)
 		r.intent = ""

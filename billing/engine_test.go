@@ -141,9 +141,10 @@ func TestSpendLimits(t *testing.T) {
 			t.Errorf("Test %d: %+v got %q, want %q", i, tc.s, got, tc.want)
 		}
 	}
-	// A limit in CNY ignores USD costs and stops CNY ones.
-	if aerr := settle(Subject{KeyID: "key_cny"}, "claude-x", "c1"); aerr != nil {
-		t.Errorf("USD request on a CNY limit: %v", aerr)
+	// A limit in CNY cannot count USD costs without a rate: the request
+	// is refused rather than let through unbounded; CNY ones count.
+	if got := code(settle(Subject{KeyID: "key_cny"}, "claude-x", "c1")); got != "budget_currency_unconvertible" {
+		t.Errorf("USD request on a CNY limit without a rate: %q, want budget_currency_unconvertible", got)
 	}
 	if aerr := settle(Subject{KeyID: "key_cny"}, "qwen3-max", "c2"); aerr != nil {
 		t.Errorf("first CNY request: %v", aerr)

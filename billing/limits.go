@@ -14,8 +14,8 @@ import (
 // currency units, e.g. {"monthly":"25","rpm":60}.
 type Limits struct {
 	// Currency is the currency of Monthly and Total; "" means the price
-	// file's top-level currency. Only costs in this currency count, so set
-	// it when the price file has no top-level currency.
+	// file's top-level currency. Costs in other currencies count converted
+	// by the price file's rates (rates.go).
 	Currency string `json:"currency,omitempty"`
 	// Monthly caps the spend per calendar month (UTC).
 	Monthly Amount `json:"monthly,omitempty"`
@@ -25,6 +25,11 @@ type Limits struct {
 	RPM int64 `json:"rpm,omitempty"`
 	// TPM caps the tokens (prompt and output) per minute.
 	TPM int64 `json:"tpm,omitempty"`
+	// MaxParallel caps the requests (chat, messages, responses, embeddings)
+	// in flight at once, per instance: from admission until the exchange
+	// ends (its answer is complete, the client left, or it failed). Tasks
+	// do not count.
+	MaxParallel int64 `json:"max_parallel_requests,omitempty"`
 }
 
 // validate checks that no limit is negative.
@@ -38,8 +43,10 @@ func (l *Limits) validate() error {
 		return errors.New("rpm: must not be negative")
 	case l.TPM < 0:
 		return errors.New("tpm: must not be negative")
-	case l.RPM > maxRate || l.TPM > maxRate:
-		return errors.New("rpm, tpm: must not exceed 1e12")
+	case l.MaxParallel < 0:
+		return errors.New("max_parallel_requests: must not be negative")
+	case l.RPM > maxRate || l.TPM > maxRate || l.MaxParallel > maxRate:
+		return errors.New("rpm, tpm, max_parallel_requests: must not exceed 1e12")
 	}
 	return nil
 }
@@ -133,10 +140,10 @@ type CurrencySpend struct {
 
 // toStore returns l's storage shape.
 func (l Limits) toStore() store.Limits {
-	return store.Limits{Currency: l.Currency, Monthly: int64(l.Monthly), Total: int64(l.Total), RPM: l.RPM, TPM: l.TPM}
+	return store.Limits{Currency: l.Currency, Monthly: int64(l.Monthly), Total: int64(l.Total), RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel}
 }
 
 // limitsFromStore returns the limits of a storage shape.
 func limitsFromStore(s store.Limits) Limits {
-	return Limits{Currency: s.Currency, Monthly: Amount(s.Monthly), Total: Amount(s.Total), RPM: s.RPM, TPM: s.TPM}
+	return Limits{Currency: s.Currency, Monthly: Amount(s.Monthly), Total: Amount(s.Total), RPM: s.RPM, TPM: s.TPM, MaxParallel: s.MaxParallel}
 }

@@ -35,6 +35,8 @@ func parsePrices(data []byte) (*PriceTable, error) {
 			}
 		case "models":
 			models = v
+		case "rates":
+			pt.rates, err = parseRates(v)
 		default:
 			err = fmt.Errorf("unknown field %q", k.Str)
 		}
@@ -76,6 +78,9 @@ func parsePrices(data []byte) (*PriceTable, error) {
 		return nil, err
 	}
 	sort.SliceStable(pt.globs, func(i, j int) bool { return len(pt.globs[i].pattern) > len(pt.globs[j].pattern) })
+	if err := pt.checkRates(); err != nil {
+		return nil, err
+	}
 	return pt, nil
 }
 

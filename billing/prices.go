@@ -43,7 +43,8 @@ import (
 //	  }
 //	}
 //
-// The top-level currency is the default of every model. Model keys are exact
+// The top-level currency is the default of every model; the top-level
+// "rates" convert other currencies into it for spend limits (rates.go). Model keys are exact
 // ids or path.Match globs; an exact id wins over any glob, and among globs
 // the longest pattern wins (ties: the one listed first). Token prices are
 // per million tokens; a tier covers total prompt tokens up to and including
@@ -66,6 +67,8 @@ type PriceTable struct {
 	currency string
 	exact    map[string]*modelPrice
 	globs    []*modelPrice
+	// rates are the exchange rates into currency (rates.go).
+	rates map[string]decimal.Decimal
 }
 
 // unitKind says how a model's task price applies.

@@ -18,9 +18,13 @@ import (
 // A slice is a lease of part of a subject's remaining budget. A request is
 // admitted only if its estimated cost fits in what is left of the slice;
 // when it does not, the instance closes the slice and leases a new one
-// (one transaction, on the request's path). A closed slice is released
-// once its requests have settled and their records are in the ledger, so
-// its settled spend counts in the backend's spend counters instead. Since
+// (one transaction, on the request's path). A closed slice gives back at
+// once, in the background, all but what its requests may still add to
+// the spend (the estimates of those in flight and the costs not yet in
+// the backend's spend counters), shrinking again as they settle and
+// their records reach the backend, and is released once its last
+// request's record is there (sharedreturn.go). So the room that an
+// instance holds beyond its requests is at most its open slice. Since
 // every admitted request's estimate is covered by an unexpired lease, and
 // the backend never grants more room than the limit minus the spend minus
 // the live leases, the spend of a budget exceeds its limit, across all
@@ -42,8 +46,9 @@ const (
 	// 1/sliceParts of the smallest spend limit, and at least the estimate.
 	sliceParts = 32
 	// refusedFor is how long a budget found spent is refused without
-	// asking the backend again.
-	refusedFor = time.Second
+	// asking the backend again: short, since the closed slices of other
+	// instances give their room back within milliseconds.
+	refusedFor = 250 * time.Millisecond
 	// sharedTick is the longest period of the background work: extending
 	// and releasing slices, handing rate corrections to the backend (a
 	// quarter of the lease period if that is shorter).
@@ -78,6 +83,7 @@ type shared struct {
 	slices  map[sliceKey]*slice
 	buckets map[string]*localBucket
 	done    chan struct{} // closed when the background loop ended
+	kick    chan struct{} // wakes the loop to return closed slices' room
 }
 
 // sliceKey names the slices of a subject's budget in a currency.
@@ -100,7 +106,10 @@ type lease struct {
 	l        store.Lease
 	used     Amount // estimates of requests in flight plus settled costs
 	inflight int
-	drained  time.Time // when a closed lease's last request settled
+	// enqueued is the settled cost of the requests whose records the
+	// ledger has taken, flushed the part of it known to be in the
+	// backend's spend counters (which count it beside the lease).
+	enqueued, flushed Amount
 }
 
 // Share makes b admit requests against leased slices of the budgets and
@@ -109,7 +118,8 @@ type lease struct {
 // ends. Call it once, before b serves requests; Close releases the slices.
 // Limits set through other instances reach b within limitsEvery.
 func (b *Budgets) Share(ctx context.Context, c SharedConfig) {
-	sh := &shared{rl: c.RateLimits, flush: c.Flush, ttl: c.LeaseTTL, slices: map[sliceKey]*slice{}, buckets: map[string]*localBucket{}, done: make(chan struct{})}
+	sh := &shared{rl: c.RateLimits, flush: c.Flush, ttl: c.LeaseTTL, slices: map[sliceKey]*slice{}, buckets: map[string]*localBucket{},
+		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	if sh.ttl <= 0 {
 		sh.ttl = DefaultLeaseTTL
 	}
@@ -125,11 +135,12 @@ func (b *Budgets) Share(ctx context.Context, c SharedConfig) {
 type sliceNeed struct {
 	key   sliceKey
 	limit Limits
-	est   Amount
+	est   Amount      // in key.currency
+	pt    *PriceTable // its rates count other currencies' spend
 }
 
 // admitShared is admit on shared budgets.
-func (b *Budgets) admitShared(subjects []subjectKey, defaultCurrency, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
+func (b *Budgets) admitShared(subjects []subjectKey, pt *PriceTable, currency string, cost Amount, tokens int64) (*hold, *apierror.Error) {
 	now := b.Now()
 	tokens = clampTokens(tokens)
 	var needs []sliceNeed
@@ -146,26 +157,29 @@ func (b *Budgets) admitShared(subjects []subjectKey, defaultCurrency, currency s
 		}
 		cur := acc.limits.Currency
 		if cur == "" {
-			cur = defaultCurrency
+			cur = pt.Currency()
 		}
 		est := cost
-		if currency != cur {
-			if currency != "" {
-				continue // the request's cost does not count against this limit
-			}
+		switch f, ok := pt.factor(currency, cur); {
+		case currency == "":
 			est = 0 // unpriced: admitted while the budget is not spent
+		case !ok:
+			b.mu.Unlock()
+			return nil, unconvertible(sk, cur, currency)
+		default:
+			est = f.apply(cost)
 		}
-		needs = append(needs, sliceNeed{sliceKey{sk, cur}, acc.limits, max(est, 0)})
+		needs = append(needs, sliceNeed{sliceKey{sk, cur}, acc.limits, max(est, 0), pt})
 	}
 	b.mu.Unlock()
-	h := &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens}
+	h := &hold{subjects: subjects, currency: currency, cost: cost, tokens: tokens, pt: pt}
 	for _, n := range needs {
 		l, err := b.sh.acquire(b, n, now)
 		if err != nil {
 			b.releaseShared(h, false)
 			return nil, err
 		}
-		h.leases = append(h.leases, heldLease{n.key, l, n.est})
+		h.leases = append(h.leases, heldLease{key: n.key, l: l, est: n.est})
 	}
 	if err := b.sh.takeRates(h, subjects, limits, now); err != nil {
 		b.releaseShared(h, true) // gives back the units of the other limits
@@ -176,9 +190,10 @@ func (b *Budgets) admitShared(subjects []subjectKey, defaultCurrency, currency s
 
 // heldLease is a request's claim on a lease.
 type heldLease struct {
-	key sliceKey
-	l   *lease
-	est Amount
+	key  sliceKey
+	l    *lease
+	est  Amount
+	cost Amount // the settled cost counted against l, once settled
 }
 
 // acquire admits an estimate against n's slice, leasing a new slice when
@@ -210,7 +225,8 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 		sh.mu.Unlock()
 		want := max(limitOf(n.limit)/sliceParts, n.est, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
-		got, err := b.s.Reserve(ctx, store.Subject{Scope: store.Scope(n.key.sk.scope), ID: n.key.sk.id}, n.key.currency, int64(want), now, sh.ttl)
+		got, err := b.s.Reserve(ctx, store.Subject{Scope: store.Scope(n.key.sk.scope), ID: n.key.sk.id}, n.key.currency, int64(want), now, sh.ttl,
+			n.pt.storeRates(n.key.currency)...)
 		cancel()
 		sh.mu.Lock()
 		s.refill = nil
@@ -222,7 +238,7 @@ func (sh *shared) acquire(b *Budgets, n sliceNeed, now time.Time) (*lease, *apie
 		}
 		if old := s.cur; old != nil {
 			s.cur = nil
-			sh.closeLease(s, old, now)
+			sh.closeLease(s, old)
 		}
 		l := &lease{l: got}
 		if got.Amount <= 0 || !s.fits(l, n.est) {
@@ -256,7 +272,8 @@ func (s *slice) admit(l *lease, est Amount, now time.Time) {
 // fits reports whether an estimate fits in what is left of lease l, the
 // open lease of s (or the one about to be): its amount minus what was admitted against it, minus
 // the overage of s's closed leases (what their requests cost beyond
-// their leases), which the backend counts only once they are released.
+// their leases and the part of their costs already in the spend), which
+// the backend counts only once they are released.
 // Thus the requests admitted against s's unreleased leases never cost
 // more than those leases' amounts, but for the excess of the requests in
 // flight at the last admission. The sums saturate (Amount.addSat).
@@ -264,7 +281,7 @@ func (s *slice) admit(l *lease, est Amount, now time.Time) {
 func (s *slice) fits(l *lease, est Amount) bool {
 	room := Amount(l.l.Amount).addSat(-l.used).addSat(-est)
 	for _, c := range s.closed {
-		room = room.addSat(-max(c.used.addSat(-Amount(c.l.Amount)), 0))
+		room = room.addSat(-max(c.used.addSat(-c.flushed).addSat(-Amount(c.l.Amount)), 0))
 	}
 	return room >= 0
 }
@@ -279,13 +296,19 @@ func (l *lease) settle(cost, est Amount) { l.used = l.used.addSat(cost - est) }
 // expires while it is being extended. sh.mu must be held.
 func (sh *shared) fresh(l *lease, now time.Time) bool { return l.l.Expires.Sub(now) >= sh.ttl/3 }
 
-// closeLease moves l, no longer open, to s's closed leases. sh.mu must be
-// held.
-func (sh *shared) closeLease(s *slice, l *lease, now time.Time) {
-	if l.inflight == 0 {
-		l.drained = now
-	}
+// closeLease moves l, no longer open, to s's closed leases, and wakes the
+// background work to give back its unused room. sh.mu must be held.
+func (sh *shared) closeLease(s *slice, l *lease) {
 	s.closed = append(s.closed, l)
+	sh.wake()
+}
+
+// wake asks the background loop to return the room of closed leases now.
+func (sh *shared) wake() {
+	select {
+	case sh.kick <- struct{}{}:
+	default:
+	}
 }
 
 // limitOf is the smallest spend limit of lim.
@@ -307,17 +330,19 @@ func spentPeriod(lim Limits) string {
 	return "total"
 }
 
-// settleShared ends hold h on shared budgets with the settled record rec.
+// settleShared settles hold h on shared budgets with the settled record
+// rec; ended ends its requests on their leases once rec is enqueued.
 func (b *Budgets) settleShared(h *hold, rec *Record, counted bool) {
 	now := b.Now()
 	b.sh.mu.Lock()
-	for _, hl := range h.leases {
+	for i := range h.leases {
+		hl := &h.leases[i]
 		cost := Amount(0)
-		if counted && rec.Priced && rec.Currency == hl.key.currency {
-			cost = rec.Cost
+		if f, ok := h.pt.factor(rec.Currency, hl.key.currency); ok && counted && rec.Priced {
+			cost = f.apply(rec.Cost)
 		}
 		hl.l.settle(cost, hl.est)
-		b.sh.endRequest(hl, now)
+		hl.cost = cost
 	}
 	b.sh.mu.Unlock()
 	if counted {
@@ -345,25 +370,23 @@ func (sh *shared) charge(sk subjectKey, rec *Record) {
 	}
 }
 
-// endRequest drops a request from its lease. sh.mu must be held.
-func (sh *shared) endRequest(hl heldLease, now time.Time) {
+// endRequest drops a request from its lease, and wakes the background
+// work if the lease is closed (its room can shrink). sh.mu must be held.
+func (sh *shared) endRequest(hl heldLease) {
 	hl.l.inflight--
-	if hl.l.inflight > 0 {
-		return
-	}
+	hl.l.enqueued = hl.l.enqueued.addSat(hl.cost)
 	if s := sh.slices[hl.key]; s == nil || s.cur != hl.l {
-		hl.l.drained = now
+		sh.wake()
 	}
 }
 
 // releaseShared ends hold h on shared budgets without a record; rates
 // gives back its request and tokens.
 func (b *Budgets) releaseShared(h *hold, rates bool) {
-	now := b.Now()
 	b.sh.mu.Lock()
 	for _, hl := range h.leases {
 		hl.l.used = hl.l.used.addSat(-hl.est)
-		b.sh.endRequest(hl, now)
+		b.sh.endRequest(hl)
 	}
 	h.leases = nil
 	b.sh.mu.Unlock()

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -384,5 +385,89 @@ func TestSharedLimitsReachOtherInstances(t *testing.T) {
 	}
 	if lim, ok := ins[1].Budgets().Limits(ScopeKey, "key_2"); !ok || lim.Total != claudeCost/2 {
 		t.Errorf("Limits on the other instance = %+v, %v", lim, ok)
+	}
+}
+
+// TestSharedBudgetHeldBackShare spends a small budget from three
+// instances, with requests whose estimates hold: no request is refused
+// before the spend and the requests in flight come within the documented
+// share of the limit (1/32 per instance, plus one request's estimate that
+// did not fit), since a closed slice gives back its unused room at once
+// and the rest once its records are in the spend. Before, closed slices
+// counted in full for up to a second after their requests' costs were
+// in the spend, and budgets refused at about half their limit.
+func TestSharedBudgetHeldBackShare(t *testing.T) {
+	const instances, workers = 3, 4
+	ctx := context.Background()
+	key := store.Subject{Scope: store.ScopeKey, ID: "key_1"}
+	limit := claudeCost * 320 // slices of 10 requests
+	ins := newInstances(t, instances, 5*time.Second, map[store.Subject]store.Limits{key: {Currency: "USD", Total: int64(limit)}})
+	share := limit/sliceParts*instances + claudeCost
+	var admitted, inflight, settled atomic.Int64
+	var mu sync.Mutex
+	var early []string
+	var firstRefusal Amount
+	var wg sync.WaitGroup
+	stop := time.Now().Add(20 * time.Second)
+	for _, in := range ins {
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var refusedSince time.Time
+				for time.Now().Before(stop) {
+					// Counted before Admit: a request admitted on another
+					// goroutine meanwhile counts too, never one too few.
+					inflight.Add(1)
+					res, aerr := in.Admit(ctx, Subject{KeyID: "key_1"}, "claude-x", claudeUsage)
+					if aerr != nil {
+						used := Amount(settled.Load()+inflight.Load()) * claudeCost
+						inflight.Add(-1)
+						mu.Lock()
+						if firstRefusal == 0 || used < firstRefusal {
+							firstRefusal = used
+						}
+						mu.Unlock()
+						if used < limit-share {
+							mu.Lock()
+							early = append(early, fmt.Sprintf("refused at %s spent or in flight", used))
+							mu.Unlock()
+						}
+						if refusedSince.IsZero() {
+							refusedSince = time.Now()
+						} else if time.Since(refusedSince) > 2*time.Second {
+							return
+						}
+						time.Sleep(5 * time.Millisecond)
+						continue
+					}
+					refusedSince = time.Time{}
+					admitted.Add(1)
+					time.Sleep(20 * time.Millisecond)
+					// As the gateway's handlers: the answer ends once its
+					// record is in the database.
+					if _, err := res.SettleDurable(ctx, Record{Endpoint: "chat", Usage: claudeUsage, Source: SourceReported, Status: 200, Outcome: OutcomeOK}, 10*time.Second); err != nil {
+						t.Error(err)
+					}
+					settled.Add(1)
+					inflight.Add(-1)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, in := range ins {
+		if err := in.Ledger().Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := spent(t, ins[0].db, key)
+	t.Logf("admitted %d, spent %s of %s; %d refusals before %s; first refusal at %s", admitted.Load(), got, limit, len(early), limit-share, firstRefusal)
+	if len(early) > 0 {
+		t.Errorf("%d refusals came more than 3/32 of the limit and one request (%s) before the limit %s: %v",
+			len(early), share, limit, early[:min(len(early), 5)])
+	}
+	if got > limit || limit-got >= claudeCost {
+		t.Errorf("spent %s of %s, want the whole budget less than one request", got, limit)
 	}
 }

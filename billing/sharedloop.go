@@ -9,7 +9,8 @@ import (
 )
 
 // sharedLoop extends and releases slices, hands rate corrections to the
-// backend and reloads the limits, every sharedTick until ctx ends.
+// backend and reloads the limits, every sharedTick until ctx ends; woken
+// by a closed slice (sh.kick), it returns closed slices' room at once.
 func (b *Budgets) sharedLoop(ctx context.Context) {
 	defer close(b.sh.done)
 	t := time.NewTicker(b.sh.tick)
@@ -19,6 +20,9 @@ func (b *Budgets) sharedLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-b.sh.kick:
+			b.returnRoom(ctx)
+			continue
 		case <-t.C:
 		}
 		now := b.Now()
@@ -31,35 +35,18 @@ func (b *Budgets) sharedLoop(ctx context.Context) {
 	}
 }
 
-// maintainSlices closes idle slices, releases drained ones (after the
-// ledger flushed their records) and extends the others.
+// maintainSlices closes idle slices, returns the room of closed ones
+// (returnRoom) and extends the others.
 func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 	sh := b.sh
-	type closedLease struct {
-		s *slice
-		l *lease
-	}
-	var release []closedLease
 	var extend []*lease
 	sh.mu.Lock()
 	for _, s := range sh.slices {
 		if s.cur != nil && s.cur.inflight == 0 && now.Sub(s.lastUse) >= sh.ttl/3 {
 			l := s.cur
 			s.cur = nil
-			sh.closeLease(s, l, now)
+			s.closed = append(s.closed, l)
 		}
-		kept := s.closed[:0]
-		for _, l := range s.closed {
-			// A lease drained before this tick: its records were enqueued
-			// before the flush below (settling precedes enqueuing by
-			// nanoseconds, a tick is a second).
-			if l.inflight == 0 && !l.drained.IsZero() && now.Sub(l.drained) >= sh.tick/2 {
-				release = append(release, closedLease{s, l})
-				continue
-			}
-			kept = append(kept, l)
-		}
-		s.closed = kept
 		for _, l := range append([]*lease{s.cur}, s.closed...) {
 			if l != nil && l.l.Expires.Sub(now) < sh.ttl*2/3 {
 				extend = append(extend, l)
@@ -81,22 +68,7 @@ func (b *Budgets) maintainSlices(ctx context.Context, now time.Time) {
 		}
 		sh.mu.Unlock()
 	}
-	if len(release) == 0 {
-		return
-	}
-	if err := sh.flush(ctx); err != nil {
-		// The records may not be counted yet: keep the leases (and their
-		// overage) until a later flush succeeds.
-		sh.mu.Lock()
-		for _, c := range release {
-			c.s.closed = append(c.s.closed, c.l)
-		}
-		sh.mu.Unlock()
-		return
-	}
-	for _, c := range release {
-		_ = b.s.Release(ctx, c.l.l.ID)
-	}
+	b.returnRoom(ctx)
 }
 
 // reloadLimits reads every subject's limits from the backend, so that

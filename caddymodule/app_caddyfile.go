@@ -68,6 +68,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			kind chat|messages|image|video|embedding
 //			sizes <width>x<height> [...]
 //			typical_duration <duration>
+//			max_output_tokens <n>
 //		}]
 //		tasks {
 //			ttl <duration>
@@ -320,6 +321,8 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
 		case "typical_duration":
 			m.TypicalDuration, err = parseDuration(d)
+		case "max_output_tokens":
+			m.MaxOutputTokens, err = parsePositiveInt(d)
 		default:
 			return d.Errf("unrecognized model option %q", d.Val())
 		}

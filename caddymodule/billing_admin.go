@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -186,6 +187,15 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
 			return err
 		}
+		var pt *billing.PriceTable
+		if app := running.Load(); app != nil {
+			pt = app.prices
+		}
+		if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
+			return apiErr(http.StatusBadRequest, err)
+		} else if err != nil {
+			return apiErr(http.StatusInternalServerError, err)
+		}
 		if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
 			return apiErr(http.StatusBadRequest, err)
 		}
@@ -277,7 +287,7 @@ func budgetCommand() *cobra.Command {
 		}
 	}
 	set := &cobra.Command{
-		Use:   "set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>]",
+		Use:   "set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>] [--max-parallel <n>]",
 		Short: "Sets limits (replacing earlier ones); amounts are decimals such as 12.50",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -296,6 +306,7 @@ func budgetCommand() *cobra.Command {
 			}
 			lim.RPM, _ = cmd.Flags().GetInt64("rpm")
 			lim.TPM, _ = cmd.Flags().GetInt64("tpm")
+			lim.MaxParallel, _ = cmd.Flags().GetInt64("max-parallel")
 			body, _ := json.Marshal(lim)
 			var out billing.BudgetStatus
 			if err := adminCall(cmd, http.MethodPut, path, body, &out); err != nil {
@@ -310,6 +321,7 @@ func budgetCommand() *cobra.Command {
 	set.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
 	set.Flags().Int64("rpm", 0, "Requests per minute")
 	set.Flags().Int64("tpm", 0, "Tokens per minute")
+	set.Flags().Int64("max-parallel", 0, "Requests in flight at once (per instance)")
 	get := &cobra.Command{Use: "get --user <u> | --key <id>", Short: "Shows limits and spend", Args: cobra.NoArgs, RunE: show(http.MethodGet)}
 	del := &cobra.Command{Use: "delete --user <u> | --key <id>", Short: "Lifts the limits", Args: cobra.NoArgs, RunE: show(http.MethodDelete)}
 	addTarget(get)

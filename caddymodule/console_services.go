@@ -313,6 +313,11 @@ func (s consoleServices) SetBudget(ctx context.Context, scope billing.Scope, id 
 	if err != nil {
 		return err
 	}
+	if err := checkLimits(ctx, st, s.app.prices, scope, id, lim); errors.Is(err, errBadLimits) {
+		return console.Invalid(err)
+	} else if err != nil {
+		return err
+	}
 	if err := st.budgets.SetLimits(ctx, scope, id, lim); err != nil {
 		return console.Invalid(err)
 	}

@@ -117,19 +117,39 @@ func TestConsoleServicesLedger(t *testing.T) {
 	if rep := reps[1]; len(rep.Rows) != 1 || rep.Rows[0].User != "carol" || rep.Rows[0].Requests != 4 {
 		t.Errorf("carol's usage by user: %+v", rep)
 	}
+	// Limits of unknown users and keys, and in unknown currencies, would
+	// limit nothing: refused.
+	for i, tc := range []struct {
+		scope billing.Scope
+		id    string
+		lim   billing.Limits
+	}{
+		{billing.ScopeUser, "erin", billing.Limits{RPM: 3}},
+		{billing.ScopeKey, "key_nonexistent", billing.Limits{TPM: 3}},
+		{billing.ScopeUser, "carol", billing.Limits{Currency: "XYZ", RPM: 3}},
+		{billing.ScopeUser, "carol", billing.Limits{Total: 1}}, // no price file
+	} {
+		if err := s.SetBudget(ctx, tc.scope, tc.id, tc.lim); !errors.Is(err, console.ErrInvalid) {
+			t.Errorf("Test %d: limits %+v of %s %s: %v, want an ErrInvalid", i, tc.lim, tc.scope, tc.id, err)
+		}
+	}
+	_, erins, err := s.Create(ctx, "erin", console.NewKey{Name: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.SetBudget(ctx, billing.ScopeUser, "erin", billing.Limits{RPM: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetBudget(ctx, billing.ScopeKey, "key_d", billing.Limits{Monthly: -1}); !errors.Is(err, console.ErrInvalid) {
+	if err := s.SetBudget(ctx, billing.ScopeKey, erins.ID, billing.Limits{Monthly: -1}); !errors.Is(err, console.ErrInvalid) {
 		t.Errorf("a negative monthly limit: %v, want an ErrInvalid", err)
 	}
-	if err := s.SetBudget(ctx, billing.ScopeKey, "key_d", billing.Limits{TPM: 900}); err != nil {
+	if err := s.SetBudget(ctx, billing.ScopeKey, erins.ID, billing.Limits{TPM: 900}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := s.Budgets(ctx); len(b) != 2 || b[1].Scope != billing.ScopeKey || b[1].Limits.TPM != 900 {
 		t.Errorf("budgets after a key's rate limit: %+v", b)
 	}
-	if err := s.DeleteBudget(ctx, billing.ScopeKey, "key_d"); err != nil {
+	if err := s.DeleteBudget(ctx, billing.ScopeKey, erins.ID); err != nil {
 		t.Fatal(err)
 	}
 	// The operators' search finds every user's records, or one key's

@@ -100,7 +100,7 @@ func (a *App) observeRefusal(mr *airmetrics.Route, operation string, err error) 
 // refusalReason classifies an error the gateway answered by itself.
 func refusalReason(e *apierror.Error) string {
 	switch {
-	case e.Type == apierror.TypeInsufficient:
+	case e.Type == apierror.TypeInsufficient, e.Code != nil && *e.Code == "budget_currency_unconvertible":
 		return airmetrics.ReasonBudget
 	case e.Type == apierror.TypeRateLimit:
 		return airmetrics.ReasonRateLimit

@@ -127,6 +127,12 @@ type ModelConfig struct {
 	// TypicalDuration is how long the model's videos usually take; it
 	// drives the progress of tasks whose upstream reports none.
 	TypicalDuration caddy.Duration `json:"typical_duration,omitempty"`
+	// MaxOutputTokens is the most output a request to the model may
+	// produce: budgets reserve the cost of this much output for a request
+	// that sets no max_tokens (max_completion_tokens, max_output_tokens).
+	// Default: providers.DefaultMaxOutputTokens for chat, messages and
+	// responses (16,384).
+	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
 }
 
 // buildRoutes turns the provider and model config into a routing table.
@@ -176,6 +182,7 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			Kind:            mc.Kind,
 			Sizes:           mc.Sizes,
 			TypicalDuration: time.Duration(mc.TypicalDuration),
+			MaxOutputTokens: int64(mc.MaxOutputTokens),
 			Fallbacks:       mc.Fallbacks,
 			Policy:          mc.LBPolicy,
 		}

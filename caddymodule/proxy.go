@@ -154,7 +154,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.refuse(w, r, mr, aerr)
 	}
 	subject := billing.Subject{User: key.User, KeyID: key.ID}
-	estimate := chatproxy.EstimateRequest(in)
+	estimate := chatproxy.EstimateRequest(in, route.MaxOutputTokens)
 	if h.spec.noOutput {
 		estimate.Output = 0
 	}
@@ -177,7 +177,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Provider: route.Provider.Name,
 	}
 	intent := rec
-	intent.Usage = chatproxy.EstimateRequest(in)
+	intent.Usage = chatproxy.EstimateRequest(in, 0)
 	intent.Usage.Output = 0
 	if h.spec.unbilled {
 		return h.serveUnbilled(w, r, reservation, upstreamBody, rebody, rb, in, route, injected, requestID)

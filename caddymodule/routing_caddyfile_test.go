@@ -28,6 +28,7 @@ func TestModelToSyntax(t *testing.T) {
 			to azure gpt-4o-prod weight 1 rpm 100
 			fallback claude-sonnet
 			lb_policy least_requests
+			max_output_tokens 64000
 		}
 		model mini openai gpt-4o-mini
 	}`)
@@ -38,7 +39,7 @@ func TestModelToSyntax(t *testing.T) {
 	m := a.Models[0]
 	want := []*DeploymentConfig{{Provider: "openai", UpstreamModel: "gpt-4o", Weight: 3, Keys: []int{0, 1}},
 		{Provider: "azure", UpstreamModel: "gpt-4o-prod", Weight: 1, RPM: 100}}
-	if !reflect.DeepEqual(m.Deployments, want) || !reflect.DeepEqual(m.Fallbacks, []string{"claude-sonnet"}) || m.LBPolicy != "least_requests" {
+	if !reflect.DeepEqual(m.Deployments, want) || !reflect.DeepEqual(m.Fallbacks, []string{"claude-sonnet"}) || m.LBPolicy != "least_requests" || m.MaxOutputTokens != 64000 {
 		t.Errorf("model %+v", m)
 	}
 	if mini := a.Models[1]; mini.Provider != "openai" || mini.UpstreamModel != "gpt-4o-mini" || len(mini.Deployments) != 0 {
@@ -53,6 +54,7 @@ func TestModelToSyntax(t *testing.T) {
 		"air {\nmodel m\n}",
 		"air {\nmodel m p {\nto q\n}\n}",
 		"air {\nmodel m {\nto p weight x\n}\n}",
+		"air {\nmodel m p {\nmax_output_tokens 0\n}\n}",
 		"air {\nprovider p {\nprotocol openai\nbase_url http://a\ntry_timeout 0s\n}\n}",
 	} {
 		if err := new(App).UnmarshalCaddyfile(caddyfile.NewTestDispenser(bad)); err == nil {

@@ -116,7 +116,7 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 
 // printBudgets prints the users and keys with limits as a table.
 func printBudgets(w io.Writer, list []billing.BudgetEntry) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCOPE\tID\tCURRENCY\tMONTHLY\tTOTAL\tRPM\tTPM\tSPENT THIS MONTH\tSPENT IN ALL")
+	fmt.Fprintln(tw, "SCOPE\tID\tCURRENCY\tMONTHLY\tTOTAL\tRPM\tTPM\tPARALLEL\tSPENT THIS MONTH\tSPENT IN ALL")
 	for _, e := range list {
 		var l billing.Limits
 		if e.Limits != nil {
@@ -130,8 +130,8 @@ func printBudgets(w io.Writer, list []billing.BudgetEntry) {
 			}
 			month, total = strings.Join(m, ", "), strings.Join(t, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Scope, e.ID, orDash(l.Currency), limitText(l.Monthly), limitText(l.Total),
-			rateText(l.RPM), rateText(l.TPM), month, total)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Scope, e.ID, orDash(l.Currency), limitText(l.Monthly), limitText(l.Total),
+			rateText(l.RPM), rateText(l.TPM), rateText(l.MaxParallel), month, total)
 	}
 	_ = tw.Flush()
 }

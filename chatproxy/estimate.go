@@ -107,18 +107,15 @@ func anthropicOutputBytes(resp gjson.Result) int {
 	return n
 }
 
-// defaultOutputEstimate is the output a request without max_tokens is
-// assumed to produce when budgets reserve its cost before it runs.
-const defaultOutputEstimate = 1024
-
 // EstimateRequest is what in is expected to use, for budget admission
-// before the upstream answers: its prompt estimate, and max_tokens (or a
-// default) of output, at most billing.MaxTokenCount.
-func EstimateRequest(in Inspected) billing.Usage {
+// before the upstream answers: its prompt estimate, and max_tokens of
+// output or, when the request sets none, ceiling (the model's
+// max_output_tokens), at most billing.MaxTokenCount.
+func EstimateRequest(in Inspected, ceiling int64) billing.Usage {
 	u := estimate(int64(in.PromptBytes), 0)
 	u.Output = in.MaxTokens
 	if u.Output <= 0 {
-		u.Output = defaultOutputEstimate
+		u.Output = ceiling
 	}
 	return u.Bounded()
 }

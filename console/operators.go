@@ -27,6 +27,7 @@ type operatorsData struct {
 type budgetForm struct {
 	Scope, ID                          string
 	Monthly, Total, Currency, RPM, TPM string
+	MaxParallel                        string
 }
 
 // formOf fills a form with a user's or key's limits.
@@ -48,6 +49,7 @@ func formOf(scope billing.Scope, id string, lim *billing.Limits) budgetForm {
 		return strconv.FormatInt(n, 10)
 	}
 	f.Monthly, f.Total, f.Currency, f.RPM, f.TPM = amount(lim.Monthly), amount(lim.Total), lim.Currency, count(lim.RPM), count(lim.TPM)
+	f.MaxParallel = count(lim.MaxParallel)
 	return f
 }
 
@@ -91,10 +93,11 @@ func (h *Handler) showOperators(w http.ResponseWriter, r *http.Request, status i
 }
 
 // postedBudget reads the limits form: scope (user or key), id, monthly,
-// total, currency, rpm, tpm; empty fields are no limit.
+// total, currency, rpm, tpm, max_parallel_requests; empty fields are no
+// limit.
 func postedBudget(r *http.Request) (budgetForm, billing.Scope, billing.Limits, string) {
 	v := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
-	f := budgetForm{Scope: v("scope"), ID: v("id"), Monthly: v("monthly"), Total: v("total"), Currency: v("currency"), RPM: v("rpm"), TPM: v("tpm")}
+	f := budgetForm{Scope: v("scope"), ID: v("id"), Monthly: v("monthly"), Total: v("total"), Currency: v("currency"), RPM: v("rpm"), TPM: v("tpm"), MaxParallel: v("max_parallel_requests")}
 	if f.ID == "" && f.Scope == "" {
 		// The form of older pages: a user only.
 		f.Scope, f.ID = string(billing.ScopeUser), v("user")
@@ -124,7 +127,7 @@ func postedBudget(r *http.Request) (budgetForm, billing.Scope, billing.Limits, s
 	for _, n := range []struct {
 		name, val string
 		dst       *int64
-	}{{"rpm", f.RPM, &lim.RPM}, {"tpm", f.TPM, &lim.TPM}} {
+	}{{"rpm", f.RPM, &lim.RPM}, {"tpm", f.TPM, &lim.TPM}, {"parallel", f.MaxParallel, &lim.MaxParallel}} {
 		if n.val == "" {
 			continue
 		}

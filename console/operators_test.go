@@ -76,16 +76,16 @@ func TestOperatorsSetChangeRemoveKeyLimits(t *testing.T) {
 	post := func(path string, form url.Values) int {
 		return do(h, "alice", "POST", path, withToken(h, "alice", form), sameOrigin...).Code
 	}
-	if c := post("/console/operators/budgets", url.Values{"scope": {"key"}, "id": {"key_x"}, "rpm": {"7"}, "tpm": {"9000"}, "total": {"2.50"}}); c != http.StatusSeeOther {
+	if c := post("/console/operators/budgets", url.Values{"scope": {"key"}, "id": {"key_x"}, "rpm": {"7"}, "tpm": {"9000"}, "total": {"2.50"}, "max_parallel_requests": {"3"}}); c != http.StatusSeeOther {
 		t.Fatalf("setting a key's rate limits: %d", c)
 	}
-	if lim := f.budgets["key:key_x"]; lim.RPM != 7 || lim.TPM != 9000 || lim.Total != 2_500_000_000 {
+	if lim := f.budgets["key:key_x"]; lim.RPM != 7 || lim.TPM != 9000 || lim.Total != 2_500_000_000 || lim.MaxParallel != 3 {
 		t.Errorf("key_x's limits: %+v", lim)
 	}
 	// The page lists them and fills the form to change them.
 	body := do(h, "alice", "GET", "/console/operators?scope=key&id=key_x", nil).Body.String()
-	for _, want := range []string{`data-scope="key" data-id="key_x"`, `<td class="rpm">7</td>`, `<td class="tpm">9000</td>`,
-		`name="rpm" inputmode="numeric" size="6" value="7"`, `name="total" inputmode="decimal" value="2.500000000"`, `<option value="key" selected>`} {
+	for _, want := range []string{`data-scope="key" data-id="key_x"`, `<td class="rpm">7</td>`, `<td class="tpm">9000</td>`, `<td class="parallel">3</td>`,
+		`name="max_parallel_requests" inputmode="numeric" size="4" value="3"`, `name="rpm" inputmode="numeric" size="6" value="7"`, `name="total" inputmode="decimal" value="2.500000000"`, `<option value="key" selected>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the operators' page lacks %q", want)
 		}

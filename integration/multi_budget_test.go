@@ -36,6 +36,9 @@ const (
 // addr and returns a key of the user.
 func setBudget(t *testing.T, addr string) string {
 	t.Helper()
+	// The user exists once it has a key: limits of unknown users are
+	// refused.
+	key, _ := adminKey(t, addr, multiBudgetUser)
 	req, err := http.NewRequest(http.MethodPut, "http://"+addr+"/air/budgets/user/"+multiBudgetUser, strings.NewReader(`{"total":"`+multiBudgetLimit+`"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +52,6 @@ func setBudget(t *testing.T, addr string) string {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("setting the budget through %s: %d", addr, resp.StatusCode)
 	}
-	key, _ := adminKey(t, addr, multiBudgetUser)
 	return key
 }
 

@@ -123,7 +123,21 @@ type Route struct {
 	// TypicalDuration is how long a video usually takes to generate; it is
 	// used to derive progress when the upstream reports none.
 	TypicalDuration time.Duration
+	// MaxOutputTokens is the model's output ceiling: the output a request
+	// without max_tokens is reserved at. NewTable sets
+	// DefaultMaxOutputTokens when it is zero.
+	MaxOutputTokens int64
 }
+
+// DefaultMaxOutputTokens is the output ceiling of a model that sets none.
+// A request without max_tokens reserves the cost of this much output while
+// it runs. 16,384 is the largest default output of the common chat models
+// (OpenAI's GPT-4o family and Anthropic's Claude 3.5 family cap at 16,384
+// or less; reasoning and long-output models allow more and should set
+// max_output_tokens), so a request that sets no bound is reserved at what
+// it can most often really cost, where the former 1,024 let one reasoning
+// request cost 50 times its reservation.
+const DefaultMaxOutputTokens = 16384
 
 // IsGlob reports whether the route's pattern is a glob rather than an id.
 func (r *Route) IsGlob() bool { return strings.ContainsAny(r.Pattern, "*?[") }
@@ -167,6 +181,12 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		}
 		if r.Kind == "" {
 			r.Kind = DefaultKind(r.Provider.Protocol)
+		}
+		if r.MaxOutputTokens < 0 {
+			return nil, fmt.Errorf("model %q: max_output_tokens must be positive", r.Pattern)
+		}
+		if r.MaxOutputTokens == 0 {
+			r.MaxOutputTokens = DefaultMaxOutputTokens
 		}
 		switch r.Kind {
 		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding:

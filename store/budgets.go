@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"math"
+	"math/big"
 	"time"
 )
 
@@ -36,6 +38,8 @@ type Limits struct {
 	RPM int64
 	// TPM bounds tokens per minute.
 	TPM int64
+	// MaxParallel bounds requests in flight at once, per instance.
+	MaxParallel int64
 }
 
 // Spend periods: a calendar month in MonthLayout (UTC), or PeriodTotal.
@@ -105,17 +109,54 @@ type Budgets interface {
 	// without a limit in currency is granted want. Concurrent Reserves,
 	// from any number of instances, never grant together more than the
 	// room they saw. A zero-amount lease is returned without being stored.
-	Reserve(ctx context.Context, s Subject, currency string, want int64, now time.Time, ttl time.Duration) (Lease, error)
+	//
+	// Each of rates makes s's spend in its currency count, converted, in
+	// the spend that the limits bound (so that a limit bounds the spend
+	// on models priced in other currencies).
+	Reserve(ctx context.Context, s Subject, currency string, want int64, now time.Time, ttl time.Duration, rates ...Rate) (Lease, error)
 	// Extend moves the expiry of the unexpired lease id to until; an
 	// expired or released lease is ErrNotFound (its room may be taken:
 	// reserve again).
 	Extend(ctx context.Context, id string, until time.Time) error
+	// Shrink lowers the amount of lease id to amount if it is larger,
+	// giving the rest back to the budget at once (a lease closed to new
+	// requests keeps only what its requests may still add to the spend).
+	// Shrinking an unknown, expired or smaller lease is not an error; a
+	// negative amount counts as zero.
+	Shrink(ctx context.Context, id string, amount int64) error
 	// Release ends lease id. Releasing an unknown or expired lease is not
 	// an error. Release a lease only after the records charged against it
 	// are counted (Ledger.Flush), or the budget is briefly under-counted.
 	Release(ctx context.Context, id string) error
 	// Reserved is the sum of s's unexpired leases in currency at now.
 	Reserved(ctx context.Context, s Subject, currency string, now time.Time) (int64, error)
+}
+
+// Rate converts spend in Currency into the currency of a limit: an amount
+// a ≥ 0 counts as ⌈a × Num / Den⌉, exactly. Num and Den are positive
+// decimal integers.
+type Rate struct {
+	// Currency is the currency of the spend converted.
+	Currency string
+	// Num and Den are the conversion factor's numerator and denominator.
+	Num, Den string
+}
+
+// Convert returns ⌈a × Num / Den⌉ for a ≥ 0 (a negative a counts as 0),
+// saturating at the largest int64; false if Num or Den is malformed.
+func (r Rate) Convert(a int64) (int64, bool) {
+	num, ok1 := new(big.Int).SetString(r.Num, 10)
+	den, ok2 := new(big.Int).SetString(r.Den, 10)
+	if !ok1 || !ok2 || num.Sign() <= 0 || den.Sign() <= 0 {
+		return 0, false
+	}
+	n := num.Mul(num, big.NewInt(max(a, 0)))
+	n.Add(n, den).Sub(n, big.NewInt(1))
+	n.Quo(n, den)
+	if !n.IsInt64() {
+		return math.MaxInt64, true
+	}
+	return n.Int64(), true
 }
 
 // RateLimits are token buckets shared by every instance of a backend: a

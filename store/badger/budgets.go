@@ -44,12 +44,12 @@ func decodeLimits(v []byte) (store.Limits, error) {
 	if err := json.Unmarshal(v, &j); err != nil {
 		return store.Limits{}, err
 	}
-	return store.Limits{Currency: j.Currency, Monthly: int64(j.Monthly), Total: int64(j.Total), RPM: j.RPM, TPM: j.TPM}, nil
+	return store.Limits{Currency: j.Currency, Monthly: int64(j.Monthly), Total: int64(j.Total), RPM: j.RPM, TPM: j.TPM, MaxParallel: j.MaxParallel}, nil
 }
 
 // SetLimits implements store.Budgets.
 func (r *Budgets) SetLimits(ctx context.Context, s store.Subject, l store.Limits) error {
-	val, err := json.Marshal(limitsJSON{Currency: l.Currency, Monthly: nanos(l.Monthly), Total: nanos(l.Total), RPM: l.RPM, TPM: l.TPM})
+	val, err := json.Marshal(limitsJSON{Currency: l.Currency, Monthly: nanos(l.Monthly), Total: nanos(l.Total), RPM: l.RPM, TPM: l.TPM, MaxParallel: l.MaxParallel})
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func leasePrefix(s store.Subject, currency string) string {
 func lockKey(prefix string) []byte { return []byte("b/v/" + prefix) }
 
 // Reserve implements store.Budgets.
-func (r *Budgets) Reserve(ctx context.Context, s store.Subject, currency string, want int64, now time.Time, ttl time.Duration) (store.Lease, error) {
+func (r *Budgets) Reserve(ctx context.Context, s store.Subject, currency string, want int64, now time.Time, ttl time.Duration, rates ...store.Rate) (store.Lease, error) {
 	prefix := leasePrefix(s, currency)
 	var lease store.Lease
 	err := r.db.update(ctx, func(txn *badger.Txn) error {
@@ -106,7 +106,7 @@ func (r *Budgets) Reserve(ctx context.Context, s store.Subject, currency string,
 		if err := touch(txn, prefix); err != nil {
 			return err
 		}
-		room, limited, err := r.room(txn, s, currency, now)
+		room, limited, err := r.room(txn, s, currency, now, rates)
 		if err != nil {
 			return err
 		}
@@ -148,9 +148,10 @@ func putLease(txn *badger.Txn, id string, amount int64, expires time.Time) error
 }
 
 // room returns how much of s's budget in currency is left at now (spend
-// limits minus spend minus unexpired leases, saturating: a spend at the
-// largest int64 leaves no room) and whether any spend limit applies.
-func (r *Budgets) room(txn *badger.Txn, s store.Subject, currency string, now time.Time) (int64, bool, error) {
+// limits minus spend, in currency and converted by rates, minus unexpired
+// leases, saturating: a spend at the largest int64 leaves no room) and
+// whether any spend limit applies.
+func (r *Budgets) room(txn *badger.Txn, s store.Subject, currency string, now time.Time, rates []store.Rate) (int64, bool, error) {
 	item, err := txn.Get(limitsKey(s))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return 0, false, nil
@@ -184,6 +185,17 @@ func (r *Budgets) room(txn *badger.Txn, s store.Subject, currency string, now ti
 		spent, err := readCounter(txn, spendKey(s, currency, p.period))
 		if err != nil {
 			return 0, false, err
+		}
+		for _, rt := range rates {
+			other, err := readCounter(txn, spendKey(s, rt.Currency, p.period))
+			if err != nil {
+				return 0, false, err
+			}
+			conv, ok := rt.Convert(other)
+			if !ok {
+				return 0, false, fmt.Errorf("malformed rate %+v", rt)
+			}
+			spent = store.AddSat(spent, conv)
 		}
 		room = min(room, store.SubSat(p.limit, store.AddSat(spent, reserved)))
 	}
@@ -254,6 +266,31 @@ func (r *Budgets) Extend(ctx context.Context, id string, until time.Time) error 
 			return err
 		}
 		return putLease(txn, id, l.Amount, until)
+	})
+}
+
+// Shrink implements store.Budgets.
+func (r *Budgets) Shrink(ctx context.Context, id string, amount int64) error {
+	return r.db.update(ctx, func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixLeases + id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var l leaseJSON
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &l) }); err != nil {
+			return err
+		}
+		amount = max(amount, 0)
+		if l.Amount <= amount {
+			return nil
+		}
+		if err := touch(txn, leaseLock(id)); err != nil {
+			return err
+		}
+		return putLease(txn, id, amount, time.Unix(0, l.Expires))
 	})
 }
 

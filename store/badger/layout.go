@@ -214,4 +214,6 @@ type limitsJSON struct {
 	Total    nanos  `json:"total,omitempty"`
 	RPM      int64  `json:"rpm,omitempty"`
 	TPM      int64  `json:"tpm,omitempty"`
+	// MaxParallel is store.Limits.MaxParallel.
+	MaxParallel int64 `json:"max_parallel,omitempty"`
 }

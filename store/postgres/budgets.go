@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,7 @@ type Budgets struct {
 
 // Limits implements store.Budgets.
 func (b *Budgets) Limits(ctx context.Context, fn func(store.Subject, store.Limits) error) error {
-	rows, err := b.db.pool.Query(ctx, `SELECT scope, subject, currency, monthly, total, rpm, tpm FROM air_limits ORDER BY scope, subject`)
+	rows, err := b.db.pool.Query(ctx, `SELECT scope, subject, currency, monthly, total, rpm, tpm, max_parallel FROM air_limits ORDER BY scope, subject`)
 	if err != nil {
 		return err
 	}
@@ -34,7 +35,7 @@ func (b *Budgets) Limits(ctx context.Context, fn func(store.Subject, store.Limit
 	for rows.Next() {
 		var s store.Subject
 		var l store.Limits
-		if err := rows.Scan(&s.Scope, &s.ID, &l.Currency, &l.Monthly, &l.Total, &l.RPM, &l.TPM); err != nil {
+		if err := rows.Scan(&s.Scope, &s.ID, &l.Currency, &l.Monthly, &l.Total, &l.RPM, &l.TPM, &l.MaxParallel); err != nil {
 			return err
 		}
 		if err := fn(s, l); err != nil {
@@ -49,11 +50,11 @@ func (b *Budgets) Limits(ctx context.Context, fn func(store.Subject, store.Limit
 
 // SetLimits implements store.Budgets.
 func (b *Budgets) SetLimits(ctx context.Context, s store.Subject, l store.Limits) error {
-	_, err := b.db.pool.Exec(ctx, `INSERT INTO air_limits (scope, subject, currency, monthly, total, rpm, tpm)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	_, err := b.db.pool.Exec(ctx, `INSERT INTO air_limits (scope, subject, currency, monthly, total, rpm, tpm, max_parallel)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (scope, subject) DO UPDATE SET currency = EXCLUDED.currency, monthly = EXCLUDED.monthly,
-			total = EXCLUDED.total, rpm = EXCLUDED.rpm, tpm = EXCLUDED.tpm`,
-		string(s.Scope), s.ID, l.Currency, l.Monthly, l.Total, l.RPM, l.TPM)
+			total = EXCLUDED.total, rpm = EXCLUDED.rpm, tpm = EXCLUDED.tpm, max_parallel = EXCLUDED.max_parallel`,
+		string(s.Scope), s.ID, l.Currency, l.Monthly, l.Total, l.RPM, l.TPM, l.MaxParallel)
 	return err
 }
 
@@ -86,10 +87,17 @@ func (b *Budgets) Spend(ctx context.Context, fn func(store.Spend) error) error {
 }
 
 // Reserve implements store.Budgets.
-func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string, want int64, now time.Time, ttl time.Duration) (store.Lease, error) {
+func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string, want int64, now time.Time, ttl time.Duration, rates ...store.Rate) (store.Lease, error) {
 	lease := store.Lease{Subject: s, Currency: currency, Expires: now.Add(ttl)}
 	if want <= 0 {
 		return lease, nil
+	}
+	curs, nums, dens := make([]string, len(rates)), make([]string, len(rates)), make([]string, len(rates))
+	for i, r := range rates {
+		if _, ok := r.Convert(0); !ok {
+			return store.Lease{}, fmt.Errorf("malformed rate %+v", r)
+		}
+		curs[i], nums[i], dens[i] = r.Currency, r.Num, r.Den
 	}
 	err := retryTx(ctx, b.db, func(tx pgx.Tx) error {
 		lease.ID, lease.Amount = "", 0
@@ -109,11 +117,20 @@ func (b *Budgets) Reserve(ctx context.Context, s store.Subject, currency string,
 		grant := want
 		if monthly > 0 || total > 0 {
 			var reserved, spentMonth, spentTotal int64
-			err := tx.QueryRow(ctx, `SELECT
+			// Spend in other currencies counts converted, rounded up
+			// exactly: div(a×num + den − 1, den) = ⌈a×num/den⌉ for a ≥ 0.
+			err := tx.QueryRow(ctx, `WITH r(cur, num, den) AS (
+					SELECT * FROM unnest($6::text[], $7::numeric[], $8::numeric[])
+					UNION ALL SELECT $3, 1, 1),
+				sp AS (
+					SELECT s.period, div(greatest(s.amount, 0)::numeric * r.num + r.den - 1, r.den) AS amount
+					FROM air_spend s JOIN r ON s.currency = r.cur
+					WHERE s.scope = $1 AND s.subject = $2 AND s.period IN ($5, 'total'))
+				SELECT
 				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_leases WHERE scope = $1 AND subject = $2 AND currency = $3 AND expires > $4),
-				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = $5),
-				(SELECT air_sat(coalesce(sum(amount), 0)) FROM air_spend WHERE scope = $1 AND subject = $2 AND currency = $3 AND period = 'total')`,
-				string(s.Scope), s.ID, currency, now, store.MonthOf(now)).Scan(&reserved, &spentMonth, &spentTotal)
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM sp WHERE period = $5),
+				(SELECT air_sat(coalesce(sum(amount), 0)) FROM sp WHERE period = 'total')`,
+				string(s.Scope), s.ID, currency, now, store.MonthOf(now), curs, nums, dens).Scan(&reserved, &spentMonth, &spentTotal)
 			if err != nil {
 				return err
 			}
@@ -150,6 +167,12 @@ func (b *Budgets) Extend(ctx context.Context, id string, until time.Time) error 
 		return store.ErrNotFound
 	}
 	return nil
+}
+
+// Shrink implements store.Budgets.
+func (b *Budgets) Shrink(ctx context.Context, id string, amount int64) error {
+	_, err := b.db.pool.Exec(ctx, `UPDATE air_leases SET amount = greatest($2::bigint, 0) WHERE id = $1 AND amount > greatest($2::bigint, 0)`, id, amount)
+	return err
 }
 
 // Release implements store.Budgets.

@@ -21,14 +21,14 @@ func RunBudgets(t *testing.T, b Backend) {
 	alice := store.Subject{Scope: store.ScopeUser, ID: "alice"}
 	key := store.Subject{Scope: store.ScopeKey, ID: "key_1"}
 	free := store.Subject{Scope: store.ScopeUser, ID: "free"}
-	must(t, bud.SetLimits(ctx, alice, store.Limits{Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000}))
+	must(t, bud.SetLimits(ctx, alice, store.Limits{Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000, MaxParallel: 4}))
 	must(t, bud.SetLimits(ctx, key, store.Limits{Total: 300}))
 	must(t, bud.SetLimits(ctx, free, store.Limits{RPM: 5}))
 	must(t, bud.SetLimits(ctx, key, store.Limits{Total: 400})) // replaces
 	got := map[store.Subject]store.Limits{}
 	must(t, bud.Limits(ctx, func(s store.Subject, l store.Limits) error { got[s] = l; return nil }))
 	want := map[store.Subject]store.Limits{
-		alice: {Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000},
+		alice: {Currency: "USD", Monthly: 1000, Total: 5000, RPM: 60, TPM: 1000, MaxParallel: 4},
 		key:   {Total: 400},
 		free:  {RPM: 5},
 	}
@@ -100,6 +100,29 @@ func RunBudgets(t *testing.T, b Backend) {
 	if err := bud.Extend(ctx, "no-such-lease", now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Extend(unknown) = %v, want ErrNotFound", err)
 	}
+	// Shrink gives a lease's unused part back at once, keeps its expiry,
+	// and never grows it.
+	room := func() int64 {
+		t.Helper()
+		got, err := bud.Reserve(ctx, key, "USD", 1_000_000, now, time.Minute)
+		must(t, err)
+		must(t, bud.Release(ctx, got.ID))
+		return got.Amount
+	}
+	before := room()
+	must(t, bud.Shrink(ctx, l.ID, 20))
+	must(t, bud.Shrink(ctx, l.ID, 30))
+	if r, err := bud.Reserved(ctx, key, "USD", later); err != nil || r != 20 {
+		t.Errorf("Reserved of a lease shrunk to 20 = %d, %v; want 20", r, err)
+	}
+	if after := room(); after != before+30 {
+		t.Errorf("room after Shrink = %d, want %d + the 30 given back", after, before)
+	}
+	must(t, bud.Shrink(ctx, l.ID, -5))
+	if r, err := bud.Reserved(ctx, key, "USD", later); err != nil || r != 0 {
+		t.Errorf("Reserved of a lease shrunk below zero = %d, %v; want 0", r, err)
+	}
+	must(t, bud.Shrink(ctx, "no-such-lease", 0))
 	must(t, bud.DeleteLimits(ctx, free))
 	must(t, bud.DeleteLimits(ctx, free))
 	got = map[store.Subject]store.Limits{}
@@ -107,7 +130,33 @@ func RunBudgets(t *testing.T, b Backend) {
 	if _, ok := got[free]; ok || len(got) != 2 {
 		t.Errorf("Limits after DeleteLimits = %v", got)
 	}
+	t.Run("other currencies count at their rates", func(t *testing.T) { reserveWithRates(t, h, bud) })
 	t.Run("concurrent reserves never overgrant", func(t *testing.T) { concurrentReserves(t, bud) })
+}
+
+// reserveWithRates checks that Reserve counts a subject's spend in other
+// currencies converted by the rates it is given, rounded up.
+func reserveWithRates(t *testing.T, h *holder, bud store.Budgets) {
+	ctx := context.Background()
+	s := store.Subject{Scope: store.ScopeUser, ID: "rated"}
+	must(t, bud.SetLimits(ctx, s, store.Limits{Currency: "USD", Total: 1000}))
+	now := time.Now()
+	must(t, h.r.Ledger.Append(ctx, []store.Record{
+		{ID: "rated-1", Time: now.UTC(), User: "rated", Model: "m", Priced: true, Currency: "CNY", Cost: 1001},
+		{ID: "rated-2", Time: now.UTC(), User: "rated", Model: "m", Priced: true, Currency: "EUR", Cost: 100},
+	}))
+	must(t, h.r.Ledger.Flush(ctx))
+	// 1001 CNY × 0.14 = 140.14 → 141; EUR has no rate given: not counted.
+	l, err := bud.Reserve(ctx, s, "USD", 5000, now, time.Minute, store.Rate{Currency: "CNY", Num: "14", Den: "100"})
+	if err != nil || l.Amount != 1000-141 {
+		t.Errorf("Reserve with a CNY rate = %+v, %v; want %d", l, err, 1000-141)
+	}
+	if l.ID != "" {
+		must(t, bud.Release(ctx, l.ID))
+	}
+	if _, err := bud.Reserve(ctx, s, "USD", 5, now, time.Minute, store.Rate{Currency: "CNY", Num: "x", Den: "1"}); err == nil {
+		t.Error("Reserve with a malformed rate succeeded")
+	}
 }
 
 // concurrentReserves races reservations on one budget and checks that
