@@ -63,7 +63,7 @@ func TestKeysListShowsLimits(t *testing.T) {
 		"GET /air/keys": `[{"id":"key_a","user":"alice","created_at":"2026-11-01T00:00:00Z","state":"active"},
 			{"id":"key_b","user":"bob","created_at":"2026-11-01T00:00:00Z","state":"active"}]`,
 		"GET /air/budgets/": `[{"scope":"user","id":"alice","limits":{"currency":"USD","total":"9"},"month":"2026-11","spend":[]},
-			{"scope":"key","id":"key_a","limits":{"currency":"USD","total":"5.5","rpm":60},"month":"2026-11","spend":[]}]`,
+			{"scope":"key","id":"key_a","limits":{"currency":"USD","total":"5.5","rpm":60,"max_parallel_requests":4},"month":"2026-11","spend":[]}]`,
 	})
 	out, err := runAir(t, h, "keys", "list")
 	if err != nil {
@@ -73,7 +73,7 @@ func TestKeysListShowsLimits(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[0], "LIMIT") {
 		t.Fatalf("listing:\n%s", out)
 	}
-	if !strings.Contains(lines[1], "5.50 USD total, 60 rpm") {
+	if !strings.Contains(lines[1], "5.50 USD total, 60 rpm, 4 parallel") {
 		t.Errorf("key_a's line lacks its limit: %q", lines[1])
 	}
 	if strings.Contains(lines[2], "USD") || strings.Contains(lines[2], "9") {

@@ -37,7 +37,8 @@ func printKeys(w io.Writer, ks []keys.Key, limits map[string]billing.Limits) err
 }
 
 // limitsText is l in one column: its spend limits with their currency and
-// its rate limits, such as "5 USD total, 1 USD/month, 60 rpm", or "-".
+// its rate and concurrency limits, such as "5.00 USD total, 1.00
+// USD/month, 60 rpm, 4 parallel", or "-".
 func limitsText(l billing.Limits) string {
 	var parts []string
 	cur := l.Currency
@@ -55,6 +56,9 @@ func limitsText(l billing.Limits) string {
 	}
 	if l.TPM > 0 {
 		parts = append(parts, fmt.Sprintf("%d tpm", l.TPM))
+	}
+	if l.MaxParallel > 0 {
+		parts = append(parts, fmt.Sprintf("%d parallel", l.MaxParallel))
 	}
 	if len(parts) == 0 {
 		return "-"
