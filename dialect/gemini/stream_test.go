@@ -40,7 +40,9 @@ func describe(ev *dialect.Event) string {
 	case dialect.EventBlockStop:
 		return fmt.Sprintf("stop %d", ev.Index)
 	case dialect.EventStop:
-		return fmt.Sprintf("end %s usage=%v %+v", ev.StopReason, ev.HasUsage, ev.Usage)
+		u := ev.Usage
+		return fmt.Sprintf("end %s usage=%v {Input:%d CacheCreation:%d CacheCreation1h:%d CacheRead:%d Output:%d Reasoning:%d}",
+			ev.StopReason, ev.HasUsage, u.Input, u.CacheCreation, u.CacheCreation1h, u.CacheRead, u.Output, u.Reasoning)
 	case dialect.EventError:
 		return fmt.Sprintf("error %d %s %s", ev.Err.Status, ev.Err.Kind, ev.Err.Message)
 	}
