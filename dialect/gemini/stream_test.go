@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect"
 )
 
@@ -76,7 +75,7 @@ func TestStreamEvents(t *testing.T) {
 		fmt.Sprintf("block 4 kind=%d id= name= sig=", dialect.BlockText),
 		fmt.Sprintf("delta 4 kind=%d %q", dialect.DeltaText, "Bye."),
 		"stop 4",
-		fmt.Sprintf("end tool_use usage=true %+v", billing.Usage{Input: 200, CacheRead: 800, Output: 250, Reasoning: 200}),
+		"end tool_use usage=true {Input:200 CacheCreation:0 CacheCreation1h:0 CacheRead:800 Output:250 Reasoning:200}",
 	}
 	for _, step := range []int{len(sseStream), 1, 13} {
 		got := decodeAll(sseStream, step)
