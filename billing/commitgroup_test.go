@@ -260,4 +260,3 @@ func TestLedgerCommitGroupSplitBatch(t *testing.T) {
 		t.Error("the failed batch's records were not written once the storage took records again")
 	}
 }
-

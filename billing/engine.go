@@ -55,7 +55,7 @@ type Reservation struct {
 
 	once  sync.Once
 	rec   Record
-	ack *ack // the state of SettleDurable's record
+	ack   *ack // the state of SettleDurable's record
 	fresh bool
 	err   error
 }

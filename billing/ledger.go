@@ -48,8 +48,8 @@ type Ledger struct {
 	// deferred is repo as a store.DeferredSync, nil if it is not one: then
 	// every Durability is strict.
 	deferred store.DeferredSync
-	intents store.Intents
-	log     *zap.Logger
+	intents  store.Intents
+	log      *zap.Logger
 	// commitInterval is the least time between two syncs (see
 	// DefaultCommitInterval), lastSync when the last began and lastBatch
 	// when the writer's last batch began (unix nanoseconds).

@@ -122,7 +122,7 @@ type Journal struct {
 	fileMu  sync.Mutex
 	syncing map[*os.File]int // running Syncs, per file
 	retired []*os.File       // finished segments that running Syncs still use
-	buf  []byte   // the writer's frame buffer, reused
+	buf     []byte           // the writer's frame buffer, reused
 
 	repair     Repair  // what Open repaired
 	rotateNext bool    // the next append starts a new segment
