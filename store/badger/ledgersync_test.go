@@ -45,7 +45,6 @@ func copyTree(t *testing.T, dir string) string {
 	return dst
 }
 
-
 // TestWriteSurvivesKill checks Write's guarantee: once it returned, its
 // records are in the journal as a kill of the process leaves it (no sync
 // needed), and a ledger opened on that journal counts them.
