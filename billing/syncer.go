@@ -186,3 +186,12 @@ func (l *Ledger) syncOnce(ids []string, flushed []chan struct{}) error {
 	}
 	return err
 }
+
+// Durability returns the Durability of the records written from now on:
+// strict when the backend cannot write without a sync.
+func (l *Ledger) Durability() Durability {
+	if l.strict() {
+		return DurabilityStrict
+	}
+	return DurabilityJournaled
+}
