@@ -1,12 +1,17 @@
 package caddymodule
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
 // TestLedgerDurabilityConfig checks ledger_durability in the Caddyfile and
@@ -71,3 +76,47 @@ func TestLedgerDurabilityApplied(t *testing.T) {
 		t.Errorf("after a reload without ledger_durability: %v, want journaled", got)
 	}
 }
+
+// gatherRecorder is an intent log that records the gather delay it is
+// given, as postgres.Intents.SetGather.
+type gatherRecorder struct {
+	store.Intents
+	gather time.Duration
+}
+
+func (g *gatherRecorder) SetGather(d time.Duration) { g.gather = d }
+
+// TestIntentGatherFollowsDurability checks the gather delay of the
+// PostgreSQL intent log: none in journaled mode (an intent never waits for
+// a gather before its upstream call), postgres.IntentGather in strict
+// mode, and intent_gather when the config sets it.
+func TestIntentGatherFollowsDurability(t *testing.T) {
+	ms := func(n int) *caddy.Duration { d := caddy.Duration(time.Duration(n) * time.Millisecond); return &d }
+	for i, tc := range []struct {
+		durability string
+		gather     *caddy.Duration
+		want       time.Duration
+	}{
+		{"", nil, 0},
+		{durabilityJournaled, nil, 0},
+		{durabilityStrict, nil, postgres.IntentGather},
+		{durabilityJournaled, ms(5), 5 * time.Millisecond},
+		{durabilityStrict, ms(0), 0},
+	} {
+		rec := &gatherRecorder{gather: -1}
+		l := billing.NewLedger(nopLedger{}, rec, nil)
+		st := &state{repos: store.Repos{Intents: rec}, ledger: l}
+		(&App{LedgerDurability: tc.durability, Storage: &Storage{Backend: backendPostgres, IntentGather: tc.gather}}).applyDurability(st)
+		_ = l.Close()
+		if rec.gather != tc.want {
+			t.Errorf("Test %d: gather %v, want %v", i, rec.gather, tc.want)
+		}
+	}
+}
+
+// nopLedger is a store.Ledger that takes every record and keeps none.
+type nopLedger struct{ store.Ledger }
+
+func (nopLedger) Append(context.Context, []store.Record) error { return nil }
+func (nopLedger) Flush(context.Context) error                  { return nil }
+func (nopLedger) Err() error                                   { return nil }

@@ -74,11 +74,18 @@ func (l *Ledger) Write(ctx context.Context, recs []store.Record) error {
 }
 
 // Sync implements store.DeferredSync: one synchronous commit of a
-// transaction that does nothing but take a transaction id, which makes
-// the server flush its WAL up to that commit, and so every asynchronous
-// commit before it.
+// transaction that writes WAL (a no-op update of the instance's lease
+// row: a transaction that writes none commits without a flush), which
+// makes the server flush its WAL up to that commit, and so every
+// asynchronous commit before it. As for Append, how durable that is
+// follows the server's synchronous_commit. If the lease row is gone
+// (another instance took this one for dead), the heartbeat's upsert
+// writes it again.
 func (l *Ledger) Sync(ctx context.Context) error {
-	_, err := l.db.pool.Exec(ctx, `SELECT txid_current()`)
+	tag, err := l.db.pool.Exec(ctx, `UPDATE air_instances SET expires = expires WHERE id = $1`, l.db.instance)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = l.db.heartbeat(ctx)
+	}
 	return err
 }
 
