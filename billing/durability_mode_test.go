@@ -102,6 +102,10 @@ func TestJournaledReleasesBeforeSync(t *testing.T) {
 	if n := s.writes.Load(); n < 2 {
 		t.Fatalf("%d writes, want r1's and at least one more during the held sync", n)
 	}
+	// The health check and the backlog see records that wait for a sync.
+	if st := l.Stats(); st.Queued != 2 || st.OldestQueued <= 0 {
+		t.Errorf("stats during a held sync: queued %d, oldest %v; want r2 and r3 waiting for the next sync", st.Queued, st.OldestQueued)
+	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	err := l.Flush(short)
 	cancel()

@@ -207,11 +207,13 @@ func (l *Ledger) signal() {
 	}
 }
 
-// Queued is the number of records waiting for the writer.
+// Queued is the number of records waiting for the writer, or, written in
+// journaled mode, for their sync.
 func (l *Ledger) Queued() int {
+	unsynced, _ := l.sync.unsynced()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.records
+	return l.records + unsynced
 }
 
 // Backlogged reports why new billable work should wait: more than

@@ -55,7 +55,10 @@ type syncer struct {
 	mu      sync.Mutex
 	ids     []string
 	flushed []chan struct{}
-	closing bool
+	// since is when the oldest of ids was handed over, zero when ids is
+	// empty; retryAt when a sync may be tried again after a failure.
+	since, retryAt time.Time
+	closing        bool
 	wake    chan struct{} // has a value when there may be work
 	done    chan struct{} // closed when the syncer stopped
 }
@@ -69,10 +72,24 @@ func (s *syncer) init() {
 // whose records were all written (or failed) before.
 func (s *syncer) add(ids []string, flushed []chan struct{}) {
 	s.mu.Lock()
+	if len(s.ids) == 0 && len(ids) > 0 {
+		s.since = time.Now()
+	}
 	s.ids = append(s.ids, ids...)
 	s.flushed = append(s.flushed, flushed...)
 	s.mu.Unlock()
 	s.signal()
+}
+
+// unsynced returns how many written records wait for a sync, and how long
+// the oldest of them has waited.
+func (s *syncer) unsynced() (int, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ids) == 0 {
+		return 0, 0
+	}
+	return len(s.ids), time.Since(s.since)
 }
 
 // pending reports whether records wait for a sync.
@@ -135,7 +152,14 @@ func (l *Ledger) runSyncer() {
 			continue
 		}
 		if !marked && !closing {
-			if wait := time.Until(time.Unix(0, l.lastSync.Load()+l.commitInterval.Load())); wait > 0 {
+			s.mu.Lock()
+			retryAt := s.retryAt
+			s.mu.Unlock()
+			wait := time.Until(time.Unix(0, l.lastSync.Load()+l.commitInterval.Load()))
+			if w := time.Until(retryAt); w > wait {
+				wait = w // a failed sync is tried again after retryInterval
+			}
+			if wait > 0 {
 				timer.Reset(wait)
 				select {
 				case <-timer.C:
@@ -150,10 +174,10 @@ func (l *Ledger) runSyncer() {
 			}
 		}
 		s.mu.Lock()
-		ids, flushed := s.ids, s.flushed
-		s.ids, s.flushed = nil, nil
+		ids, flushed, since := s.ids, s.flushed, s.since
+		s.ids, s.flushed, s.since = nil, nil, time.Time{}
 		s.mu.Unlock()
-		if err := l.syncOnce(ids, flushed); err != nil && closing {
+		if err := l.syncOnce(ids, flushed, since); err != nil && closing {
 			// The writer has stopped: the records are written, and the
 			// next start (Badger) or the server's WAL writer
 			// (PostgreSQL) makes them durable.
@@ -162,21 +186,23 @@ func (l *Ledger) runSyncer() {
 	}
 }
 
-// syncOnce syncs the backend for the records ids, written before, then
-// resolves their intents and serves the flush markers flushed. It returns
-// the sync's error.
-func (l *Ledger) syncOnce(ids []string, flushed []chan struct{}) error {
+// syncOnce syncs the backend for the records ids, written before (the
+// oldest handed over at since), then resolves their intents and serves
+// the flush markers flushed. It returns the sync's error; the records of a
+// failed sync wait for the next one, retryInterval later.
+func (l *Ledger) syncOnce(ids []string, flushed []chan struct{}, since time.Time) error {
 	t := time.Now()
 	l.lastSync.Store(t.UnixNano())
 	err := l.deferred.Sync(context.Background())
 	switch {
 	case err != nil:
 		l.log.Error("syncing ledger records; tried again with the next sync", zap.Int("records", len(ids)), zap.Error(err))
-		if l.repo.Err() == nil {
-			l.sync.mu.Lock()
-			l.sync.ids = append(ids, l.sync.ids...)
-			l.sync.mu.Unlock()
+		l.sync.mu.Lock()
+		l.sync.retryAt = time.Now().Add(retryInterval)
+		if l.repo.Err() == nil && len(ids) > 0 {
+			l.sync.ids, l.sync.since = append(ids, l.sync.ids...), since
 		}
+		l.sync.mu.Unlock()
 	case len(ids) > 0:
 		l.stats.synced(len(ids), time.Since(t))
 		l.intents.Resolve(ids)

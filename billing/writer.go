@@ -316,7 +316,8 @@ func (l *Ledger) writeBatch(recs []*Record) error {
 
 // LedgerStats is the writer's state, for health checks and metrics.
 type LedgerStats struct {
-	// Queued is the number of records waiting for the writer.
+	// Queued is the number of records waiting for the writer, or,
+	// written in journaled mode, for their sync.
 	Queued int
 	// OldestQueued is how long the oldest of them has waited; zero when
 	// none waits. Records the writer took and is writing do not count.
@@ -366,12 +367,13 @@ func (l *Ledger) SetSyncObserver(f func(time.Duration)) {
 	l.stats.observe.Store(&f)
 }
 
-// Lag is the age of the oldest record waiting for the writer, zero when
-// none waits.
+// Lag is the age of the oldest record waiting for the writer or, written
+// in journaled mode, for its sync; zero when none waits.
 func (l *Ledger) Lag() time.Duration {
+	_, unsynced := l.sync.unsynced()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lagLocked()
+	return max(l.lagLocked(), unsynced)
 }
 
 // lagLocked is Lag with l.mu held.
@@ -386,8 +388,9 @@ func (l *Ledger) lagLocked() time.Duration {
 
 // Stats returns the writer's state.
 func (l *Ledger) Stats() LedgerStats {
+	unsynced, syncLag := l.sync.unsynced()
 	l.mu.Lock()
-	queued, lag := l.records, l.lagLocked()
+	queued, lag := l.records+unsynced, max(l.lagLocked(), syncLag)
 	l.mu.Unlock()
 	st := LedgerStats{
 		Queued:       queued,
