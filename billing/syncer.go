@@ -59,8 +59,8 @@ type syncer struct {
 	// empty; retryAt when a sync may be tried again after a failure.
 	since, retryAt time.Time
 	closing        bool
-	wake    chan struct{} // has a value when there may be work
-	done    chan struct{} // closed when the syncer stopped
+	wake           chan struct{} // has a value when there may be work
+	done           chan struct{} // closed when the syncer stopped
 }
 
 // init makes s ready.
