@@ -240,8 +240,9 @@ func (q *RecordQuery) Matches(rec *Record) bool {
 //     crash of the process (kill -9) and of the machine as far as the
 //     backend's storage syncs (Badger: the journal is fdatasync'ed per
 //     batch; PostgreSQL: the transaction committed). A client's last byte
-//     waits for this, so a backend must make a batch cheap: one sync or
-//     one transaction for all records of a call.
+//     waits for this in ledger_durability strict (for DeferredSync.Write
+//     in journaled, the default), so a backend must make a batch cheap:
+//     one sync or one transaction for all records of a call.
 //   - Consistency: the aggregates (Usage) and spend counters
 //     (Budgets.Spend) count exactly the records that Records returns,
 //     each once, once Flush has returned. An implementation may count
