@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -171,8 +172,8 @@ func (r *Reservation) Intend(rec Record) error {
 // passes first, the error tells the caller to give its client an error
 // instead of the answer, and the record is written with outcome withheld,
 // unbilled (see OutcomeWithheld): a client is never billed for an answer
-// it was refused. If ctx ends first (the client left), the record is
-// written as it was settled.
+// it was refused; the record returned is then the withheld one. If ctx
+// ends first (the client left), the record is written as it was settled.
 func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.Duration) (Record, error) {
 	r.once.Do(func() {
 		r.rec = r.price(rec)
@@ -186,7 +187,15 @@ func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.D
 		// is no record to wait for.
 		return r.rec, errNotDurable
 	}
-	return r.rec, r.ack.wait(ctx, wait)
+	err := r.ack.wait(ctx, wait)
+	if errors.Is(err, errNotDurable) {
+		// Withheld: the record is written so, and so is what the caller
+		// logs and counts.
+		out := r.rec
+		withhold(&out)
+		return out, err
+	}
+	return r.rec, err
 }
 
 // errNotDurable reports a record the storage did not take in time.

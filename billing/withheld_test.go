@@ -87,9 +87,12 @@ func TestSettleDurableWithheldNotBilled(t *testing.T) {
 	l, g := newGatedLedger(t, false)
 	l.SetCommitInterval(0)
 	failFirst(g, 1000, errors.New("database down"))
-	_, err := settleOn(t, l, Record{ID: "r1", Outcome: OutcomeOK, Usage: Usage{Input: 1000, Output: 50}}, 100*time.Millisecond)
+	got, err := settleOn(t, l, Record{ID: "r1", Outcome: OutcomeOK, Usage: Usage{Input: 1000, Output: 50}}, 100*time.Millisecond)
 	if err == nil {
 		t.Fatal("an answer whose record the storage refuses was released")
+	}
+	if got.Outcome != OutcomeWithheld || got.Cost != 0 {
+		t.Errorf("SettleDurable returned %+v with its error, want the withheld record that is written (logs and metrics use it)", got)
 	}
 	g.mu.Lock()
 	g.failIf = nil
