@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-air/caddy-air/internal/pgtest"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
+	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
 // syncGated is a Badger ledger whose syncs can be held: Sync (the syncer
@@ -163,5 +165,75 @@ func TestJournaledNotPaced(t *testing.T) {
 	}
 	if got := countRecords(t, l); got != 3 {
 		t.Errorf("%d records after Flush, want 3", got)
+	}
+}
+
+// countingStore counts the calls of each kind that reach a store, to tell
+// which path the writer takes.
+type countingStore struct {
+	store.Ledger
+	ds                     store.DeferredSync
+	appends, writes, syncs atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, recs []store.Record) error {
+	c.appends.Add(1)
+	return c.Ledger.Append(ctx, recs)
+}
+
+func (c *countingStore) Write(ctx context.Context, recs []store.Record) error {
+	c.writes.Add(1)
+	return c.ds.Write(ctx, recs)
+}
+
+func (c *countingStore) Sync(ctx context.Context) error {
+	c.syncs.Add(1)
+	return c.ds.Sync(ctx)
+}
+
+// TestPostgresDurabilitySwitch checks the two durabilities on PostgreSQL:
+// journaled writes records with the asynchronous commit (Write) and syncs
+// in the background, strict appends them with a synchronous one, and a
+// switch between them (a config reload) takes effect for the next record;
+// every record is stored and counted once.
+func TestPostgresDurabilitySwitch(t *testing.T) {
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, postgres.Options{DSN: pgtest.DSN(t), Retention: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	repos := db.Repos()
+	c := &countingStore{Ledger: repos.Ledger, ds: repos.Ledger.(store.DeferredSync)}
+	l := NewLedger(c, repos.Intents, nil)
+	t.Cleanup(func() { _ = l.Close() })
+	settle := func(id string) {
+		t.Helper()
+		if err := l.enqueueDurable(testRecord(id, 1)).wait(ctx, 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	settle("j1")
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.writes.Load() != 1 || c.appends.Load() != 0 || c.syncs.Load() < 1 {
+		t.Fatalf("journaled: %d writes, %d appends, %d syncs; want 1 write, no append, a sync", c.writes.Load(), c.appends.Load(), c.syncs.Load())
+	}
+	l.SetDurability(DurabilityStrict)
+	settle("s1")
+	if c.writes.Load() != 1 || c.appends.Load() != 1 {
+		t.Fatalf("strict: %d writes, %d appends; want the record appended", c.writes.Load(), c.appends.Load())
+	}
+	l.SetDurability(DurabilityJournaled)
+	settle("j2")
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.writes.Load() != 2 {
+		t.Errorf("journaled again: %d writes, want 2", c.writes.Load())
+	}
+	if got := totalIn(report(t, l, ReportFilter{}), "USD"); got.Requests != 3 {
+		t.Errorf("%d records counted, want 3", got.Requests)
 	}
 }
