@@ -137,7 +137,8 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 // Enqueue queues rec for the writer and returns at once; it never blocks
 // and never drops a record. rec is appended: its ID must be new, like a
 // request's random ID. done, if not nil, is called from the writer once
-// rec is durable, or with the error that kept it from being so; a record
+// rec is written as the Durability says (in the journal, or synced), or
+// with the error that kept it from being so; a record
 // whose write failed stays queued and is written with a later batch,
 // without a second call of done. After Close, Enqueue writes rec at once,
 // and a failure is logged with the record's user, key and cost.
