@@ -3,10 +3,16 @@ package billing
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caddy-air/caddy-air/internal/pgtest"
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
 // failFirst makes g's next n Appends fail with err, and reports (on the
@@ -115,5 +121,94 @@ func TestSettleDurableWithheldNotBilled(t *testing.T) {
 	}
 	if !Unbilled(recs[0].Outcome) {
 		t.Error("outcome withheld is billed")
+	}
+}
+
+// blipStore is a PostgreSQL ledger whose first write is preceded by a
+// restart-like blip: every other connection of the database is
+// terminated, as a server restart does, so that the write fails on a dead
+// connection of the pool.
+type blipStore struct {
+	store.Ledger
+	ds     store.DeferredSync
+	admin  *pgx.Conn
+	once   sync.Once
+	failed atomic.Int64
+}
+
+func (b *blipStore) blip(ctx context.Context) {
+	b.once.Do(func() {
+		_, _ = b.admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	})
+}
+
+func (b *blipStore) Write(ctx context.Context, recs []store.Record) error {
+	b.blip(ctx)
+	err := b.ds.Write(ctx, recs)
+	if err != nil {
+		b.failed.Add(1)
+	}
+	return err
+}
+
+func (b *blipStore) Append(ctx context.Context, recs []store.Record) error {
+	b.blip(ctx)
+	err := b.Ledger.Append(ctx, recs)
+	if err != nil {
+		b.failed.Add(1)
+	}
+	return err
+}
+
+func (b *blipStore) Sync(ctx context.Context) error { return b.ds.Sync(ctx) }
+
+// TestSettleDurablePostgresBlip checks the commit-group fix on a real
+// PostgreSQL (issue #30): a record whose write fails because the
+// database's connections went away, as in a restart, is written by the
+// writer's retry while its answer waits, and is billed once, as answered.
+func TestSettleDurablePostgresBlip(t *testing.T) {
+	for _, mode := range []Durability{DurabilityJournaled, DurabilityStrict} {
+		t.Run(mode.String(), func(t *testing.T) { testPostgresBlip(t, mode) })
+	}
+}
+
+func testPostgresBlip(t *testing.T, mode Durability) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, Retention: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(ctx) })
+	repos := db.Repos()
+	// Warm the pool: the blip kills connections it holds.
+	warm := testRecord("warm", 1)
+	if err := repos.Ledger.Append(ctx, []store.Record{warm.toStore()}); err != nil {
+		t.Fatal(err)
+	}
+	bs := &blipStore{Ledger: repos.Ledger, ds: repos.Ledger.(store.DeferredSync), admin: admin}
+	l := NewLedger(bs, repos.Intents, nil)
+	t.Cleanup(func() { _ = l.Close() })
+	l.SetDurability(mode)
+	l.SetCommitInterval(0)
+	got, err := settleOn(t, l, Record{ID: "r1", Outcome: OutcomeOK, Usage: Usage{Input: 1000, Output: 50}}, 10*time.Second)
+	if err != nil {
+		t.Fatalf("an answer whose record's write met a database blip got %v, want it written by a retry within 10 s", err)
+	}
+	if bs.failed.Load() == 0 {
+		t.Fatal("the blip did not fail the first write: the test did not test the retry")
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Get(ctx, "r1")
+	if err != nil || rec.Outcome != OutcomeOK || rec.Cost == 0 || rec.Cost != got.Cost {
+		t.Errorf("record %+v, %v; want r1 stored once, ok, billed %v", rec, err, got.Cost)
 	}
 }
