@@ -173,6 +173,29 @@ func constantRate(ctx context.Context, client *http.Client, r request, rate int,
 	return c.result(elapsed)
 }
 
+// closedLoop sends r from conns connections for d, closed loop: each
+// sends its next request as soon as its last answer ended, as clients do
+// that wait for an answer before they ask again (an agent chaining calls).
+// Its throughput is what the proxy's latency allows. Each request may take
+// at most timeout.
+func closedLoop(ctx context.Context, client *http.Client, r request, conns int, d, timeout time.Duration) result {
+	var c collector
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(end) {
+				rctx, cancel := context.WithTimeout(ctx, timeout)
+				c.add(do(rctx, client, r, nil))
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return c.result(time.Since(start))
+}
+
 // openLoop calls send, each call in its own goroutine, rate times a second
 // for d (rate*d calls in all), open loop: a call starts when due whether or
 // not earlier ones returned, with at most maxInFlight running (beyond that

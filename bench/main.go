@@ -54,8 +54,12 @@ type options struct {
 	airOptions     string
 	pgOptions      string
 	metricsOff     bool
-	quiet          bool
-	idle           time.Duration
+	// strict adds caddy-air with ledger_durability strict as a target.
+	strict bool
+	// conns is the number of connections of the closed-loop scenarios.
+	conns int
+	quiet bool
+	idle  time.Duration
 	// Scenario 7.
 	mediaSize        int // MiB
 	mediaConcurrency int
@@ -94,6 +98,8 @@ func parseFlags() options {
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.StringVar(&o.pgOptions, "pg-options", "", "Caddyfile `text` for the block of scenario pg's `storage postgres` line, e.g. \"intent_gather 20ms\"")
 	flag.BoolVar(&o.metricsOff, "metrics-off", false, "also run caddy-air with `metrics off` as a third target, to measure what its metrics cost")
+	flag.BoolVar(&o.strict, "strict", false, "also run caddy-air with `ledger_durability strict` as another target, so that the table shows both durabilities")
+	flag.IntVar(&o.conns, "conns", 50, "connections of the closed-loop scenarios 9 and 10, each sending its next request when its last answer ended")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to measure both processes' CPU with no load, after they start (0: not at all)")
 	flag.IntVar(&o.mediaSize, "media-size", 50, "MiB of the media file of scenario 7")
@@ -142,6 +148,8 @@ func (o options) validate() error {
 		return errors.New("-duration must be in (0, 5m] and -warmup in [0, 1m]")
 	case o.streamLife <= 0 || o.streamLife > 5*time.Minute || o.streamDelay <= 0 || o.ramp <= 0 || o.ramp >= o.streamLife:
 		return errors.New("-stream-life must be in (0, 5m], -stream-delay positive, -ramp in (0, stream-life)")
+	case o.conns < 1 || o.conns > 2000:
+		return errors.New("-conns must be in [1, 2000]")
 	case o.profileSeconds < 1 || o.profileSeconds > 120:
 		return errors.New("-profile-seconds must be in [1, 120]")
 	case o.profileLoad != 2 && (o.profileLoad < 4 || o.profileLoad > 6):

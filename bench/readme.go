@@ -49,13 +49,16 @@ func writeResults(path, key string, when time.Time, host, params, tbl, verdict s
 
 // defaultScenarios is -scenarios' default: a run of these writes the main
 // results section.
-const defaultScenarios = "1,2,3,4,5,6,7"
+const defaultScenarios = "1,2,3,4,5,6,7,9,10"
 
 // sectionKey names the README section of a run of the scenarios in want:
 // "" for the default set, else their sorted list ("4,5,6,7", "pg").
 func sectionKey(want map[int]bool, pg bool) string {
 	var ids []string
-	for id := 1; id <= 7; id++ {
+	for id := 1; id <= 10; id++ {
+		if id == chaosScenario {
+			continue
+		}
 		if want[id] {
 			ids = append(ids, strconv.Itoa(id))
 		}

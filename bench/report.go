@@ -55,7 +55,27 @@ const (
 	airLabel  = "caddy-air"
 	// noMetricsLabel is caddy-air with `metrics off` (-metrics-off).
 	noMetricsLabel = "caddy-air, metrics off"
+	// strictLabel is caddy-air with `ledger_durability strict` (-strict);
+	// airLabel runs the default, journaled.
+	strictLabel = "caddy-air, strict"
 )
+
+// airVariants returns the labels of the caddy-air targets of sc that the
+// main table shows: the default, and strict durability when it ran.
+func airVariants(sc *scenario) []string {
+	out := []string{airLabel}
+	if _, ok := sc.Runs[strictLabel]; ok {
+		out = append(out, strictLabel)
+	}
+	return out
+}
+
+// minClosedLoopRatio is the least throughput of caddy-air in the default
+// durability against bare Caddy in the closed-loop scenarios (issue #30).
+const minClosedLoopRatio = 0.9
+
+// closedLoopScenario reports whether scenario id is a closed-loop one.
+func closedLoopScenario(id int) bool { return id == 9 || id == 10 }
 
 // The issue's targets.
 const (
@@ -90,6 +110,14 @@ func streamOverhead(bare, air summary, streams int) (delta, raw float64) {
 	return delta, raw
 }
 
+// signed formats x with prec decimals and its sign, or "n/a" for NaN.
+func signed(x float64, prec int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.*f", prec, x)
+}
+
 // f formats x with prec decimals, or "n/a" for NaN.
 func f(x float64, prec int) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -98,32 +126,42 @@ func f(x float64, prec int) string {
 	return fmt.Sprintf("%.*f", prec, x)
 }
 
-// table renders the results as Markdown.
+// table renders the results as Markdown. +p50 and +p99 are the latency
+// each caddy-air target adds to bare Caddy's (the difference of the
+// medians).
 func table(scenarios []*scenario) string {
 	var b strings.Builder
-	b.WriteString("| Scenario | Target | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | VmHWM MiB | errors |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| Scenario | Target | req/s | p50 ms | p99 ms | +p50 ms | +p99 ms | CPU µs/req | peak RSS MiB | VmHWM MiB | errors |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, sc := range scenarios {
-		bare, air := summarize(sc.Runs[bareLabel]), summarize(sc.Runs[airLabel])
+		bare := summarize(sc.Runs[bareLabel])
 		lat := 2
 		if sc.ID == 3 {
 			lat = 0
 		}
-		for i, x := range []struct {
-			label string
-			s     summary
-		}{{bareLabel, bare}, {airLabel, air}} {
-			title := ""
-			if i == 0 {
-				title = sc.Title
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", title, x.label,
-				f(x.s.RPS, 0), f(x.s.P50, lat), f(x.s.P99, lat), f(x.s.CPU, 0),
-				f(x.s.PeakRSS, 1), f(x.s.HWM, 1), x.s.Errors)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | | | %s | %s | %s | %d |\n", sc.Title, bareLabel,
+			f(bare.RPS, 0), f(bare.P50, lat), f(bare.P99, lat), f(bare.CPU, 0),
+			f(bare.PeakRSS, 1), f(bare.HWM, 1), bare.Errors)
+		variants := airVariants(sc)
+		for _, label := range variants {
+			s := summarize(sc.Runs[label])
+			fmt.Fprintf(&b, "| | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", label,
+				f(s.RPS, 0), f(s.P50, lat), f(s.P99, lat), signed(s.P50-bare.P50, lat), signed(s.P99-bare.P99, lat),
+				f(s.CPU, 0), f(s.PeakRSS, 1), f(s.HWM, 1), s.Errors)
 		}
-		fmt.Fprintf(&b, "| | **ratio** | %s | %s | %s | **%s** | **%s** | %s | |\n",
-			f(ratio(air.RPS, bare.RPS), 2), f(ratio(air.P50, bare.P50), 2), f(ratio(air.P99, bare.P99), 2),
-			f(ratio(air.CPU, bare.CPU), 2), f(ratio(air.PeakRSS, bare.PeakRSS), 2), f(ratio(air.HWM, bare.HWM), 2))
+		for _, label := range variants {
+			s := summarize(sc.Runs[label])
+			name := "**ratio**"
+			if len(variants) > 1 {
+				name = "**ratio**, " + strings.TrimPrefix(label, "caddy-air, ")
+				if label == airLabel {
+					name = "**ratio**, journaled"
+				}
+			}
+			fmt.Fprintf(&b, "| | %s | %s | %s | %s | | | **%s** | **%s** | %s | |\n", name,
+				f(ratio(s.RPS, bare.RPS), 2), f(ratio(s.P50, bare.P50), 2), f(ratio(s.P99, bare.P99), 2),
+				f(ratio(s.CPU, bare.CPU), 2), f(ratio(s.PeakRSS, bare.PeakRSS), 2), f(ratio(s.HWM, bare.HWM), 2))
+		}
 	}
 	b.WriteString(metricsCost(scenarios))
 	b.WriteString(peakSplit(scenarios))
@@ -199,6 +237,14 @@ func verdicts(scenarios []*scenario) string {
 		}
 		if sc.Media != nil {
 			b.WriteString(mediaVerdicts(sc, check))
+		}
+		if closedLoopScenario(sc.ID) {
+			r := ratio(air.RPS, bare.RPS)
+			fmt.Fprintf(&b, "- Scenario %d closed-loop throughput: %s× bare (target ≥ %.1f×): %s\n", sc.ID, f(r, 2), minClosedLoopRatio, check(r >= minClosedLoopRatio))
+			if st, ok := sc.Runs[strictLabel]; ok {
+				s := summarize(st)
+				fmt.Fprintf(&b, "  - strict durability: %s× bare, p50 %s ms, p99 %s ms\n", f(ratio(s.RPS, bare.RPS), 2), signed(s.P50-bare.P50, 2), signed(s.P99-bare.P99, 2))
+			}
 		}
 		if sc.ID == 3 {
 			delta, _ := streamOverhead(bare, air, sc.Streams)

@@ -54,7 +54,9 @@ func TestReplaceKeyedSection(t *testing.T) {
 		pg   bool
 		key  string
 	}{
-		{map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true}, false, ""},
+		{map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 9: true, 10: true}, false, ""},
+		{map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true}, false, "1,2,3,4,5,6,7"},
+		{map[int]bool{9: true, 10: true}, false, "9,10"},
 		{map[int]bool{4: true, 5: true, 6: true, 7: true}, false, "4,5,6,7"},
 		{map[int]bool{}, true, "pg"},
 	} {
@@ -202,5 +204,44 @@ func TestMetricsCost(t *testing.T) {
 	sc := &scenario{ID: 2, Runs: map[string][]run{bareLabel: runs(time.Second), airLabel: runs(time.Second)}}
 	if got := verdicts([]*scenario{sc}) + table([]*scenario{sc}); strings.Contains(got, "metrics") {
 		t.Errorf("metrics cost reported without a metrics-off target:\n%s", got)
+	}
+}
+
+// TestTableShowsBothDurabilities checks the main table of a run with
+// -strict: a row per durability, the latency each adds to bare Caddy's,
+// a ratio row each, and the closed-loop verdict on the default one.
+func TestTableShowsBothDurabilities(t *testing.T) {
+	runs := func(lat time.Duration, ok int) []run {
+		lats := make([]time.Duration, 100)
+		for i := range lats {
+			lats[i] = lat
+		}
+		r := run{CPU: 100 * time.Millisecond, result: result{OK: ok, Elapsed: time.Second, Latencies: lats}}
+		return []run{r, r, r}
+	}
+	sc := &scenario{ID: 9, Title: "9. closed loop", Runs: map[string][]run{
+		bareLabel:   runs(time.Millisecond, 5000),
+		airLabel:    runs(1500*time.Microsecond, 4800),
+		strictLabel: runs(21*time.Millisecond, 2000),
+	}}
+	tbl, v := table([]*scenario{sc}), verdicts([]*scenario{sc})
+	for _, want := range []string{
+		"| +p50 ms | +p99 ms |",
+		"| | caddy-air | 4800 | 1.50 | 1.50 | +0.50 | +0.50 |",
+		"| | caddy-air, strict | 2000 | 21.00 | 21.00 | +20.00 | +20.00 |",
+		"| | **ratio**, journaled | 0.96 |",
+		"| | **ratio**, strict | 0.40 |",
+	} {
+		if !strings.Contains(tbl, want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl)
+		}
+	}
+	for _, want := range []string{
+		"Scenario 9 closed-loop throughput: 0.96× bare (target ≥ 0.9×): PASS",
+		"strict durability: 0.40× bare, p50 +20.00 ms",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, v)
+		}
 	}
 }

@@ -22,6 +22,8 @@ func (t *target) Label() string {
 		return airLabel
 	case noMetricsName:
 		return noMetricsLabel
+	case strictName:
+		return strictLabel
 	}
 	return "bare Caddy"
 }
@@ -144,6 +146,39 @@ func (b *bench) rateScenario(ctx context.Context, id int, title string, body []b
 			req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream, MinEvents: minEvents}
 			r, _, err := measure(t, func() result {
 				return constantRate(ctx, t.client, req, rate, b.opts.duration, b.opts.inflight, 30*time.Second)
+			})
+			if err != nil {
+				return nil, err
+			}
+			b.logf("scenario %d round %d %-10s %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  CPU %6.0f µs/req  peak RSS %6.1f MiB  errors %d %s",
+				id, i+1, t.Label(), r.RPS(), ms(percentile(r.Latencies, 0.5)), ms(percentile(r.Latencies, 0.99)),
+				r.CPUPerRequest(), mib(r.PeakRSS), r.Errors, r.FirstError)
+			sc.Runs[t.Label()] = append(sc.Runs[t.Label()], r)
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	return sc, nil
+}
+
+// closedScenario runs a closed-loop scenario (closedLoop, b.opts.conns
+// connections) for every round and target.
+func (b *bench) closedScenario(ctx context.Context, id int, title string, body []byte, stream bool, minEvents int) (*scenario, error) {
+	sc := &scenario{ID: id, Title: title, Runs: map[string][]run{}}
+	conns := b.opts.conns
+	for _, t := range b.targets {
+		req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream, MinEvents: minEvents}
+		if res := closedLoop(ctx, t.client, req, conns, b.opts.warmup, 30*time.Second); res.Errors > 0 {
+			return nil, fmt.Errorf("scenario %d: warm-up against %s: %d errors, first: %s", id, t.Label(), res.Errors, res.FirstError)
+		}
+	}
+	for i := range b.opts.rounds {
+		for _, t := range b.order(i) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			req := request{URL: t.proc.URL("/v1/chat/completions"), Key: t.key, Body: body, Stream: stream, MinEvents: minEvents}
+			r, _, err := measure(t, func() result {
+				return closedLoop(ctx, t.client, req, conns, b.opts.duration, 30*time.Second)
 			})
 			if err != nil {
 				return nil, err

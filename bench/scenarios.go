@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -12,8 +13,9 @@ func parseScenarios(list string) (want map[int]bool, pg bool, err error) {
 	want = map[int]bool{}
 	for _, s := range strings.Split(list, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "1", "2", "3", "4", "5", "6", "7", "8":
-			want[int(s[0]-'0')] = true
+		case "1", "2", "3", "4", "5", "6", "7", "8", "9", "10":
+			n, _ := strconv.Atoi(s)
+			want[n] = true
 		case "chaos":
 			want[chaosScenario] = true
 		case "pg":
@@ -25,9 +27,9 @@ func parseScenarios(list string) (want map[int]bool, pg bool, err error) {
 	return want, pg, nil
 }
 
-// runScenarios runs the numbered scenarios 1 to 7 that are wanted, in
-// order, and the profiling run when a profile was asked for (after
-// scenario 2). mediaDir is caddy-air's media folder, which bare Caddy's
+// runScenarios runs the numbered scenarios 1 to 7, 9 and 10 that are
+// wanted, 9 and 10 (closed loop) after 2, and the profiling run when a
+// profile was asked for (after them). mediaDir is caddy-air's media folder, which bare Caddy's
 // file_server serves in scenario 7.
 func (b *bench) runScenarios(ctx context.Context, want map[int]bool, mediaDir string) ([]*scenario, error) {
 	o := b.opts
@@ -44,6 +46,22 @@ func (b *bench) runScenarios(ctx context.Context, want map[int]bool, mediaDir st
 	if want[2] {
 		title := fmt.Sprintf("2. chat, SSE 20 chunks, %d req/s", o.streamRate)
 		sc, err := b.rateScenario(ctx, 2, title, streamBody, true, o.streamRate, 20)
+		if err != nil {
+			return nil, err
+		}
+		scenarios = append(scenarios, sc)
+	}
+	if want[9] {
+		title := fmt.Sprintf("9. chat, JSON, closed loop, %d connections", o.conns)
+		sc, err := b.closedScenario(ctx, 9, title, chatBody(false, ""), false, 0)
+		if err != nil {
+			return nil, err
+		}
+		scenarios = append(scenarios, sc)
+	}
+	if want[10] {
+		title := fmt.Sprintf("10. chat, SSE 20 chunks, closed loop, %d connections", o.conns)
+		sc, err := b.closedScenario(ctx, 10, title, streamBody, true, 20)
 		if err != nil {
 			return nil, err
 		}

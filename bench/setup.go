@@ -12,7 +12,8 @@ import (
 
 // startTargets serves the mock provider on loopback and starts the Caddy
 // processes under test in front of it: bare Caddy, caddy-air and, with
-// -metrics-off, caddy-air with `metrics off`; it creates their keys. It
+// -metrics-off, caddy-air with `metrics off`, with -strict caddy-air with
+// `ledger_durability strict`; it creates their keys. It
 // returns the bench over those targets, the upstream's port and a function
 // that stops everything it started, to call whatever the error.
 func startTargets(ctx context.Context, o options, tmp string, logf func(string, ...any)) (b *bench, upPort int, stopAll func(), err error) {
@@ -47,6 +48,14 @@ func startTargets(ctx context.Context, o options, tmp string, logf func(string, 
 		}
 		stops = append(stops, noMetrics.Stop)
 		procs = append(procs, noMetrics)
+	}
+	if o.strict {
+		strict, err := newAirProcess(o.caddyBin, tmp, strictName, upPort, "", o.airOptions+"\n\t\tledger_durability strict")
+		if err != nil {
+			return nil, 0, stopAll, err
+		}
+		stops = append(stops, strict.Stop)
+		procs = append(procs, strict)
 	}
 	for _, p := range procs {
 		logf("starting %s Caddy on 127.0.0.1:%d (admin %d)", p.Name, p.Port, p.AdminPort)
@@ -112,8 +121,12 @@ func newBareProcessOn(bin, tmp, name string, port, admin, upPort int) (*caddyPro
 	})
 }
 
-// noMetricsName names the caddy-air process with `metrics off`.
-const noMetricsName = "air-nometrics"
+// noMetricsName names the caddy-air process with `metrics off`, and
+// strictName the one with `ledger_durability strict`.
+const (
+	noMetricsName = "air-nometrics"
+	strictName    = "air-strict"
+)
 
 // newAirProcess prepares another caddy-air process, on fresh ports, with
 // storage as in newAirProcessOn.

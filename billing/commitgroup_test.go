@@ -122,24 +122,23 @@ func TestLedgerFlushMarkersNotPaced(t *testing.T) {
 // record's Append returned.
 func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 	l, g := newGatedLedger(t, true)
-	first, _ := l.enqueueDurable(testRecord("r0", 1))
+	first := l.enqueueDurable(testRecord("r0", 1))
 	<-g.entered // the writer is committing r0 and holds the gate
 	const n = 50
-	groups := make([]*commitGroup, n)
-	pos := make([]int, n)
-	for i := range groups {
-		groups[i], pos[i] = l.enqueueDurable(testRecord(fmt.Sprintf("r%02d", i+1), 1))
+	acks := make([]*ack, n)
+	for i := range acks {
+		acks[i] = l.enqueueDurable(testRecord(fmt.Sprintf("r%02d", i+1), 1))
 	}
-	for i, grp := range groups {
-		if grp != groups[0] {
+	for i, a := range acks {
+		if a.group.Load() != acks[0].group.Load() {
 			t.Fatalf("record %d of the waiting batch got a commit group of its own", i+1)
 		}
-		if grp == first {
+		if a.group.Load() == first.group.Load() {
 			t.Fatal("a record queued after the writer took its batch joined that batch's group")
 		}
 	}
 	g.gate <- struct{}{} // r0 commits
-	if err := first.wait(context.Background(), time.Minute, 0); err != nil {
+	if err := first.wait(context.Background(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if !g.isDurable("r0") {
@@ -147,7 +146,7 @@ func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 	}
 	<-g.entered // the writer took the waiting records as one batch
 	select {
-	case <-groups[0].done:
+	case <-acks[0].group.Load().done:
 		t.Fatal("waiters released before their batch committed")
 	default:
 	}
@@ -156,7 +155,7 @@ func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			id := fmt.Sprintf("r%02d", i+1)
-			if err := groups[i].wait(context.Background(), time.Minute, pos[i]); err != nil {
+			if err := acks[i].wait(context.Background(), time.Minute); err != nil {
 				t.Errorf("%s: %v", id, err)
 			}
 			if !g.isDurable(id) {
@@ -173,33 +172,6 @@ func TestLedgerCommitGroupReleasesBatch(t *testing.T) {
 	g.mu.Unlock()
 	if appends != 2 {
 		t.Errorf("%d appends, want 2 (r0, then the %d waiting records together)", appends, n)
-	}
-}
-
-// TestLedgerCommitGroupFailure checks that a failed commit tells every
-// waiter of its batch, and that the records stay queued: they are written
-// once the storage takes them.
-func TestLedgerCommitGroupFailure(t *testing.T) {
-	l, g := newGatedLedger(t, false)
-	broken := errors.New("disk gone")
-	g.mu.Lock()
-	g.fail = broken
-	g.mu.Unlock()
-	grp, pos := l.enqueueDurable(testRecord("r1", 1))
-	if err := grp.wait(context.Background(), time.Minute, pos); !errors.Is(err, broken) {
-		t.Fatalf("waiter of a failed batch got %v, want %v", err, broken)
-	}
-	if g.isDurable("r1") {
-		t.Fatal("a failed append made r1 durable")
-	}
-	g.mu.Lock()
-	g.fail = nil
-	g.mu.Unlock()
-	if err := l.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !g.isDurable("r1") {
-		t.Error("r1 was not written once the storage took records again")
 	}
 }
 
@@ -226,8 +198,9 @@ func TestSettleDurableWaitsForGroup(t *testing.T) {
 // TestLedgerCommitGroupSplitBatch checks a commit group too large for one
 // batch whose second batch fails: the waiters of the first batch are told
 // that their records are durable (they are: a client must get the answer
-// its record bills, not an error), those of the second get the failure,
-// and their records are written once the storage takes them again.
+// its record bills, not an error), those of the second are not released
+// by the failure but wait for the retry, which writes their records once
+// the storage takes them again.
 func TestLedgerCommitGroupSplitBatch(t *testing.T) {
 	l, g := newGatedLedger(t, true)
 	broken := errors.New("disk gone")
@@ -241,42 +214,47 @@ func TestLedgerCommitGroupSplitBatch(t *testing.T) {
 		return nil
 	}
 	g.mu.Unlock()
-	first, _ := l.enqueueDurable(testRecord("r0", 1))
+	first := l.enqueueDurable(testRecord("r0", 1))
 	<-g.entered // the writer holds r0's batch: the next records queue up
-	groups := make([]*commitGroup, n)
-	pos := make([]int, n)
+	acks := make([]*ack, n)
 	for i := range n {
-		groups[i], pos[i] = l.enqueueDurable(testRecord(fmt.Sprintf("q%04d", i), 1))
-		if groups[i] != groups[0] {
+		acks[i] = l.enqueueDurable(testRecord(fmt.Sprintf("q%04d", i), 1))
+		if acks[i].group.Load() != acks[0].group.Load() {
 			t.Fatalf("record %d got a commit group of its own", i)
 		}
 	}
+	grp := acks[0].group.Load()
 	g.gate <- struct{}{} // r0
-	if err := first.wait(context.Background(), time.Minute, 0); err != nil {
+	if err := first.wait(context.Background(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	<-g.entered
 	g.gate <- struct{}{} // the first maxBatch records
 	<-g.entered
 	g.gate <- struct{}{} // the last 10, which fail
+	<-grp.done           // the attempt is over
 	for i := range n {
-		err := groups[i].wait(context.Background(), time.Minute, pos[i])
 		id := fmt.Sprintf("q%04d", i)
+		state := acks[i].state.Load()
 		switch {
-		case i < maxBatch && err != nil:
-			t.Fatalf("%s, durable in the first batch, was told %v", id, err)
+		case i < maxBatch && state != ackWritten:
+			t.Fatalf("%s, durable in the first batch, is in state %d", id, state)
 		case i < maxBatch && !g.isDurable(id):
 			t.Fatalf("%s was told durable but its batch did not commit", id)
-		case i >= maxBatch && !errors.Is(err, broken):
-			t.Fatalf("%s, in the failed batch, was told %v, want %v", id, err, broken)
+		case i >= maxBatch && state != ackQueued:
+			t.Fatalf("%s, in the failed batch, is in state %d, want queued for a retry", id, state)
+		case i >= maxBatch && acks[i].group.Load() == grp:
+			t.Fatalf("%s, in the failed batch, still waits for the failed attempt", id)
 		}
 	}
 	g.mu.Lock()
 	g.failIf = nil
 	g.mu.Unlock()
 	g.open()
-	if err := l.Flush(context.Background()); err != nil {
-		t.Fatal(err)
+	for i := maxBatch; i < n; i++ {
+		if err := acks[i].wait(context.Background(), time.Minute); err != nil {
+			t.Fatalf("q%04d: %v after the storage took records again", i, err)
+		}
 	}
 	if !g.isDurable(last) {
 		t.Error("the failed batch's records were not written once the storage took records again")

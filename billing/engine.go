@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -55,8 +56,7 @@ type Reservation struct {
 
 	once  sync.Once
 	rec   Record
-	group *commitGroup // the batch of SettleDurable's record
-	pos   int          // the record's position in group
+	ack   *ack // the state of SettleDurable's record
 	fresh bool
 	err   error
 }
@@ -165,27 +165,40 @@ func (r *Reservation) Intend(rec Record) error {
 	return nil
 }
 
-// SettleDurable is Settle that waits until the record is durable (synced
-// to disk), ctx ends, or wait passes, whichever comes first. A caller holds
-// back the last bytes of its response until it returns nil, so that a
-// client never holds a complete answer whose record could still be lost.
-// On an error the record stays queued and is written when the storage
-// takes it.
+// SettleDurable is Settle that waits until the record is written as the
+// ledger's Durability says (in the journal, or synced), ctx ends, or wait
+// passes, whichever comes first. A caller holds back the last bytes of
+// its response until it returns nil, so that a client never holds a
+// complete answer whose record could still be lost. Failed writes do not
+// end the wait: the writer tries the record again within it. If wait
+// passes first, the error tells the caller to give its client an error
+// instead of the answer, and the record is written with outcome withheld,
+// unbilled (see OutcomeWithheld): a client is never billed for an answer
+// it was refused; the record returned is then the withheld one. If ctx
+// ends first (the client left), the record is written as it was settled.
 func (r *Reservation) SettleDurable(ctx context.Context, rec Record, wait time.Duration) (Record, error) {
 	r.once.Do(func() {
 		r.rec = r.price(rec)
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, true)
 		}
-		r.group, r.pos = r.e.ledger.enqueueDurable(r.rec)
+		r.ack = r.e.ledger.enqueueDurable(r.rec)
 		r.ended()
 	})
-	if r.group == nil {
+	if r.ack == nil {
 		// Ended before without waiting (Settle, Charge, Release): there
-		// is no batch to wait for.
+		// is no record to wait for.
 		return r.rec, errNotDurable
 	}
-	return r.rec, r.group.wait(ctx, wait, r.pos)
+	err := r.ack.wait(ctx, wait)
+	if errors.Is(err, errNotDurable) {
+		// Withheld: the record is written so, and so is what the caller
+		// logs and counts.
+		out := r.rec
+		withhold(&out)
+		return out, err
+	}
+	return r.rec, err
 }
 
 // ended tells shared budgets that the reservation's record is in the

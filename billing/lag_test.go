@@ -12,6 +12,8 @@ func TestLedgerOldestQueued(t *testing.T) {
 	// The next sync may begin only a second after the last one began: a
 	// record queued right after a sync waits in the queue meanwhile.
 	l.SetCommitInterval(time.Second)
+	// Strict mode paces the writer's batches (journaled writes at once).
+	l.SetDurability(DurabilityStrict)
 	first := make(chan error, 1)
 	l.Enqueue(testRecord("r1", 1), func(err error) { first <- err })
 	if err := <-first; err != nil {

@@ -24,13 +24,18 @@ const DefaultRetention = 90 * 24 * time.Hour
 // idempotently by ID (Write).
 //
 // Durability is group commit: a single writer goroutine hands every record
-// queued since its last batch to the backend in one store.Ledger.Append,
-// which makes them durable together (one journal sync on Badger, one
-// transaction on a database); then it reports them durable: all the
-// waiters of the batch at once, by closing its commit group
-// (Reservation.SettleDurable, whose caller holds a client's last byte
-// until then), and Enqueue's done of each record. The backend counts the
-// records in its aggregates and spend (store.Ledger says how).
+// queued since its last batch to the backend in one call; then it reports
+// them written: all the waiters of the batch at once, by closing its
+// commit group (Reservation.SettleDurable, whose caller holds a client's
+// last byte until then), and Enqueue's done of each record. What
+// "written" means is the ledger's Durability: in strict mode the call is
+// store.Ledger.Append, which makes the batch durable against a crash of
+// the machine (one journal sync on Badger, one synchronous transaction on
+// a database); in journaled mode (the default) it is
+// store.DeferredSync.Write, durable against a kill of the process, and a
+// syncer goroutine (syncer.go) syncs in the background. The backend
+// counts the records in its aggregates and spend (store.Ledger says how);
+// Flush waits until they are synced and counted in either mode.
 //
 // Before a request reaches an upstream its intent is recorded (Intend);
 // the writer resolves it once the request's record is durable, and a
@@ -39,13 +44,23 @@ const DefaultRetention = 90 * 24 * time.Hour
 // A Ledger is long-lived: create one per backend and Close it to drain it
 // before the backend is closed.
 type Ledger struct {
-	repo    store.Ledger
-	intents store.Intents
-	log     *zap.Logger
-	// commitInterval is the least time between two batches (see
-	// DefaultCommitInterval), and lastSync when the last began (unix
-	// nanoseconds).
-	commitInterval, lastSync atomic.Int64
+	repo store.Ledger
+	// deferred is repo as a store.DeferredSync, nil if it is not one: then
+	// every Durability is strict.
+	deferred store.DeferredSync
+	intents  store.Intents
+	log      *zap.Logger
+	// commitInterval is the least time between two syncs (see
+	// DefaultCommitInterval), lastSync when the last began and lastBatch
+	// when the writer's last batch began (unix nanoseconds).
+	commitInterval, lastSync, lastBatch atomic.Int64
+	// durability is the Durability of the records written from now on.
+	durability atomic.Int32
+	// retryGroup is the commit group of the records in the writer's
+	// retry list (their next attempt); only the writer uses it.
+	retryGroup *commitGroup
+	// sync is the syncer of Durability journaled (syncer.go).
+	sync syncer
 
 	mu     sync.Mutex // guards closed, queue, records and group
 	closed bool
@@ -64,8 +79,11 @@ type Ledger struct {
 
 // job is a queued record, or a flush marker when flushed is set.
 type job struct {
-	rec     *Record
-	done    func(err error)
+	rec  *Record
+	done func(err error)
+	// ack is the state of a record whose settler waits for it
+	// (enqueueDurable), nil for others.
+	ack     *ack
 	flushed chan struct{}
 	// queued is when rec was enqueued (see Lag).
 	queued time.Time
@@ -96,7 +114,10 @@ func NewLedger(repo store.Ledger, intents store.Intents, log *zap.Logger) *Ledge
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	l.deferred, _ = repo.(store.DeferredSync)
 	l.commitInterval.Store(int64(DefaultCommitInterval))
+	l.sync.init()
+	go l.runSyncer()
 	go l.run()
 	return l
 }
@@ -116,7 +137,8 @@ func (l *Ledger) Write(ctx context.Context, rec Record) (bool, error) {
 // Enqueue queues rec for the writer and returns at once; it never blocks
 // and never drops a record. rec is appended: its ID must be new, like a
 // request's random ID. done, if not nil, is called from the writer once
-// rec is durable, or with the error that kept it from being so; a record
+// rec is written as the Durability says (in the journal, or synced), or
+// with the error that kept it from being so; a record
 // whose write failed stays queued and is written with a later batch,
 // without a second call of done. After Close, Enqueue writes rec at once,
 // and a failure is logged with the record's user, key and cost.
@@ -138,30 +160,35 @@ func (l *Ledger) Enqueue(rec Record, done func(err error)) {
 	}
 }
 
-// enqueueDurable is Enqueue for a caller that waits for rec to be durable:
-// it returns the commit group of the batch that will hold rec and rec's
-// position in it, with which the group's wait reports when rec is
-// durable. Every record of a batch shares its group, so the writer wakes
-// all their waiters with one close. A record whose write failed stays
-// queued as with Enqueue; its group reports the failure.
-func (l *Ledger) enqueueDurable(rec Record) (*commitGroup, int) {
+// enqueueDurable is Enqueue for a caller that waits for rec to be
+// written (durable as the ledger's Durability says): it returns rec's
+// ack, whose wait reports when it is. The records queued between two
+// batches share the batch's commit group, so the writer wakes all their
+// waiters with one close. A record whose write failed stays queued as
+// with Enqueue, and its waiter waits for the next try.
+func (l *Ledger) enqueueDurable(rec Record) *ack {
 	now := time.Now()
 	rec.fillDefaults(now)
 	l.mu.Lock()
 	if !l.closed {
-		pos := len(l.queue)
-		l.queue = append(l.queue, job{rec: &rec, queued: now})
-		l.records++
 		if l.group == nil {
 			l.group = newCommitGroup()
 		}
-		g := l.group
+		a := newAck(l.group)
+		l.queue = append(l.queue, job{rec: &rec, ack: a, queued: now})
+		l.records++
 		l.mu.Unlock()
 		l.signal()
-		return g, pos
+		return a
 	}
 	l.mu.Unlock()
-	return finished(l.writeNow(&rec)), 0
+	a := newAck(nil)
+	if l.writeNow(&rec) == nil {
+		a.state.Store(ackWritten)
+	} else {
+		a.state.Store(ackWithheld)
+	}
+	return a
 }
 
 // writeNow writes rec at once, for a closed ledger, and logs a failure.
@@ -181,11 +208,13 @@ func (l *Ledger) signal() {
 	}
 }
 
-// Queued is the number of records waiting for the writer.
+// Queued is the number of records waiting for the writer, or, written in
+// journaled mode, for their sync.
 func (l *Ledger) Queued() int {
+	unsynced, _ := l.sync.unsynced()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.records
+	return l.records + unsynced
 }
 
 // Backlogged reports why new billable work should wait: more than

@@ -27,6 +27,8 @@ func TestLedgerSyncObserverAndLag(t *testing.T) {
 	// Flush raced: the flush marker could be served in a batch of its own
 	// an interval later, and r2 then went out at once.)
 	l.SetCommitInterval(500 * time.Millisecond)
+	// Strict mode paces the writer's batches (journaled writes at once).
+	l.SetDurability(DurabilityStrict)
 	written := make(chan error, 1)
 	l.Enqueue(Record{ID: "r1", User: "u", Model: "m"}, func(err error) { written <- err })
 	if err := <-written; err != nil {

@@ -87,12 +87,13 @@ func (pt *PriceTable) priceModel(rec *Record) string {
 // Unbilled reports the outcomes recorded at no cost: an upstream that did
 // not answer within its timeout, upstreams that could not be reached after
 // the request was sent, a request interrupted by the gateway's own stop,
-// and a background response never seen finished. Their usage is an
-// estimate (none for the last), kept so that an operator can reconcile it
-// with the provider's bill.
+// a background response never seen finished, and an answer withheld
+// because its record was not written in time. Their usage is kept (an
+// estimate, none for a background response) so that an operator can
+// reconcile it with the provider's bill.
 func Unbilled(outcome string) bool {
 	return outcome == OutcomeTimeout || outcome == OutcomeUnavailable || outcome == OutcomeInterrupted ||
-		outcome == OutcomeUnfinished
+		outcome == OutcomeUnfinished || outcome == OutcomeWithheld
 }
 
 // quote prices usage and units of model served at serviceTier.

@@ -44,7 +44,20 @@ const (
 	// max_age, or no longer known to the upstream). It has no usage and is
 	// not billed (see Unbilled).
 	OutcomeUnfinished = "unfinished"
+	// OutcomeWithheld is an answer whose end the gateway withheld because
+	// its record was not written in time (the client got
+	// ledger_unavailable instead, and may retry): the record keeps the
+	// usage, tier and currency, so that an operator sees the provider's
+	// charge, and is not billed (see Unbilled).
+	OutcomeWithheld = "withheld"
 )
+
+// withhold turns rec, settled but not written when its client was given
+// an error instead of the answer, into the record of a withheld answer:
+// outcome withheld, no cost; usage, tier and currency stay.
+func withhold(rec *Record) {
+	rec.Outcome, rec.Cost = OutcomeWithheld, 0
+}
 
 // Record is the ledger entry of one settled request or task. It is written
 // exactly once: a second write with the same ID is a no-op.

@@ -11,17 +11,24 @@ import (
 )
 
 // run is the writer: it hands queued records to the backend in batches,
-// one store.Ledger.Append each (group commit), and reports them durable,
-// until the ledger is closed and its queue is empty.
+// one store.Ledger.Append (Durability strict) or store.DeferredSync.Write
+// (journaled) each, and reports them written, until the ledger is closed
+// and its queue is empty; then it stops the syncer and waits for its last
+// sync.
 //
-// A batch holds every record queued since the previous one. Syncs are
-// paced (take): a batch of records waits until the commit interval has
-// passed since the last sync began, so that at a high rate many records
-// share one sync, while a lone record on an idle ledger is written at
-// once. A batch of flush markers alone has nothing to sync and is served
-// at once. A client's last byte waits for its record's sync.
+// A batch holds every record queued since the previous one. In strict
+// mode batches are paced (take): a batch of records waits until the
+// commit interval has passed since the last sync began, so that at a high
+// rate many records share one sync, while a lone record on an idle ledger
+// is written at once; a client's last byte waits for its record's sync.
+// In journaled mode a batch is written as soon as the writer is free (the
+// records that queued during the previous write make the next batch), its
+// waiters are released once the write returned, and the syncer syncs in
+// the background. A batch of flush markers alone has nothing to write and
+// is served at once.
 func (l *Ledger) run() {
 	defer close(l.done)
+	defer l.stopSyncer()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
@@ -41,12 +48,7 @@ func (l *Ledger) run() {
 				spare = jobs
 				break
 			}
-			var err error
-			var durable int
-			retry, durable, err = l.writeJobs(jobs, retry)
-			if g != nil {
-				g.finish(err, durable)
-			}
+			retry = l.writeJobs(jobs, retry, g)
 			clear(jobs)
 			spare = jobs[:0]
 			if len(jobs) == 0 {
@@ -68,18 +70,32 @@ func (l *Ledger) run() {
 	}
 }
 
-// take waits until the next batch may be committed and takes the queue
-// for it, leaving spare (emptied) in its place, with the commit group of
-// its waiters and whether the ledger is closed. A batch that will commit
-// records (retrying says earlier ones are to be tried again) waits for
-// the commit interval since the last sync began; records queued meanwhile
-// join it. A queue of flush markers alone is taken at once: it has
-// nothing to sync, and pacing it would hold Flush (reports, a config
-// stop) for an interval for nothing.
+// take waits until the next batch may be written and takes the queue for
+// it, leaving spare (emptied) in its place, with the commit group of its
+// waiters and whether the ledger is closed. In strict mode a batch that
+// will commit records waits for the commit interval since the last sync
+// began; records queued meanwhile join it. A batch that retries records
+// whose write failed (retrying) waits for the commit interval since the
+// last batch began, in either mode, so that a storage that fails is not
+// tried in a tight loop. A queue of flush markers alone is taken at once:
+// it has nothing to write, and pacing it would hold Flush (reports, a
+// config stop) for an interval for nothing.
 func (l *Ledger) take(spare []job, retrying bool) ([]job, *commitGroup, bool) {
 	l.mu.Lock()
-	for l.records > 0 || retrying {
-		wait := time.Until(time.Unix(0, l.lastSync.Load()+l.commitInterval.Load()))
+	for {
+		var since int64
+		switch {
+		case l.strict() && l.records > 0:
+			since = l.lastSync.Load()
+		case retrying:
+			since = l.lastBatch.Load()
+		default:
+			since = -1
+		}
+		if since < 0 {
+			break
+		}
+		wait := time.Until(time.Unix(0, since+l.commitInterval.Load()))
 		if wait <= 0 {
 			break
 		}
@@ -101,14 +117,16 @@ func (l *Ledger) idle() bool {
 }
 
 // DefaultCommitInterval is the least time between the starts of two
-// batches, and so of two journal syncs on Badger: records that arrive meanwhile wait and share the next
-// sync. A sync costs about 300 µs of CPU on this project's virtual disks
-// whatever it carries, so syncing each request alone costs more than a
-// bare reverse proxy spends on the request itself. Spacing syncs by 25 ms
-// bounds them to 40 a second, about 1.2% of a core whatever the load, for
-// at most 25 ms more before a response's last bytes (half of it on
-// average under load; an idle ledger syncs a lone record at once). See
-// bench/README.md for the measured trade-off.
+// journal syncs on Badger (two synchronous commits on PostgreSQL): records
+// written meanwhile share the next sync. A sync costs about 300 µs of CPU
+// on this project's virtual disks whatever it carries, so syncing each
+// request alone costs more than a bare reverse proxy spends on the
+// request itself. Spacing syncs by 25 ms bounds them to 40 a second,
+// about 1.2% of a core whatever the load. In Durability journaled the
+// syncs run in the background and an answer does not wait for them; in
+// strict each answer waits for its batch's sync: up to 25 ms more before
+// its last bytes (half of it on average under load; an idle ledger syncs
+// a lone record at once). See bench/README.md for the measured trade-off.
 const DefaultCommitInterval = 25 * time.Millisecond
 
 // SetCommitInterval sets the least time between the starts of two syncs
@@ -132,42 +150,52 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// writeJobs commits the records of retry (earlier failures, already
+// writeJobs writes the records of retry (earlier failures, already
 // reported) and jobs in batches of maxBatch, reports each job's record to
-// its callback, serves the flush markers once every record is committed,
-// and returns the records to try again, how many of the first jobs are
-// durable before the first failed batch that held records of jobs, and
-// that batch's error (what the commit group of jobs reports: a waiter is
-// told its record is durable if it is, though a later batch failed).
-func (l *Ledger) writeJobs(jobs, retry []job) ([]job, int, error) {
+// its callback and its ack, serves the flush markers once every record is
+// written (at once in strict mode; after the next sync in journaled
+// mode), and returns the records to try again. g is the commit group of
+// jobs' waiters, finished once every batch was tried, along with the
+// group of retry's waiters; the waiters of records that failed get the
+// group of their next try first.
+func (l *Ledger) writeJobs(jobs, retry []job, g *commitGroup) []job {
 	all := append(retry, jobs...)
-	fresh := len(retry) // all[fresh:] are jobs
+	strict := l.strict()
 	var failed []job
 	var first error
-	durable := 0
+	var next *commitGroup // the retry group of this attempt's failures
+	var written []string  // journaled: the records the syncer must resolve
 	markers, logged := 0, false
+	l.lastBatch.Store(time.Now().UnixNano())
 	for at := 0; at < len(all); {
 		n := min(len(all)-at, maxBatch)
 		batch := all[at : at+n]
 		recs := make([]*Record, 0, n)
 		for i := range batch {
-			if batch[i].rec != nil {
-				recs = append(recs, batch[i].rec)
+			j := &batch[i]
+			if j.rec == nil {
+				continue
+			}
+			if j.ack != nil && !j.ack.take() {
+				// Its client was given an error: not billed as answered.
+				withhold(j.rec)
+			}
+			recs = append(recs, j.rec)
+		}
+		var err error
+		if strict {
+			err = l.appendBatch(recs)
+			if err == nil && len(recs) > 0 {
+				l.intents.Resolve(appendIDs(nil, recs))
+			}
+		} else {
+			err = l.writeBatch(recs)
+			if err == nil {
+				written = appendIDs(written, recs)
 			}
 		}
-		err := l.appendBatch(recs)
-		if err == nil && len(recs) > 0 {
-			ids := make([]string, len(recs))
-			for i, rec := range recs {
-				ids[i] = rec.ID
-			}
-			l.intents.Resolve(ids)
-		}
-		if err != nil && first == nil && at+n > fresh {
+		if err != nil && first == nil {
 			first = err
-		}
-		if first == nil {
-			durable = max(at+n-fresh, 0)
 		}
 		if err != nil && !logged {
 			logged = true
@@ -180,7 +208,16 @@ func (l *Ledger) writeJobs(jobs, retry []job) ([]job, int, error) {
 				continue
 			}
 			if err != nil {
-				failed = append(failed, job{rec: j.rec})
+				if j.ack != nil {
+					if next == nil {
+						next = newCommitGroup()
+					}
+					j.ack.group.Store(next)
+					j.ack.state.CompareAndSwap(ackTaken, ackQueued)
+				}
+				failed = append(failed, job{rec: j.rec, ack: j.ack})
+			} else if j.ack != nil {
+				j.ack.state.CompareAndSwap(ackTaken, ackWritten)
 			}
 			if j.done != nil {
 				j.done(err)
@@ -188,17 +225,23 @@ func (l *Ledger) writeJobs(jobs, retry []job) ([]job, int, error) {
 		}
 		at += n
 	}
+	var flushed []chan struct{}
 	if markers > 0 {
-		// One count serves every marker: each asks for the records
-		// queued before it, all committed (or failed) by now.
-		if err := l.repo.Flush(context.Background()); err != nil {
-			l.log.Error("counting ledger records; tried again later, and at the next start", zap.Error(err))
-		}
+		flushed = make([]chan struct{}, 0, markers)
 		for i := range all {
 			if all[i].flushed != nil {
-				close(all[i].flushed)
+				flushed = append(flushed, all[i].flushed)
 			}
 		}
+	}
+	if strict && !l.sync.pending() {
+		if len(flushed) > 0 {
+			// One count serves every marker: each asks for the records
+			// queued before it, all committed (or failed) by now.
+			l.countFlushed(flushed)
+		}
+	} else if len(written) > 0 || len(flushed) > 0 {
+		l.sync.add(written, flushed)
 	}
 	if over := len(failed) - maxRetry; over > 0 {
 		for _, j := range failed[:over] {
@@ -206,7 +249,33 @@ func (l *Ledger) writeJobs(jobs, retry []job) ([]job, int, error) {
 		}
 		failed = failed[over:]
 	}
-	return failed, durable, first
+	if old := l.retryGroup; old != nil {
+		old.finish(first)
+	}
+	l.retryGroup = next
+	if g != nil {
+		g.finish(first)
+	}
+	return failed
+}
+
+// countFlushed counts the records written so far in the backend's
+// aggregates (store.Ledger.Flush) and serves the flush markers flushed.
+func (l *Ledger) countFlushed(flushed []chan struct{}) {
+	if err := l.repo.Flush(context.Background()); err != nil {
+		l.log.Error("counting ledger records; tried again later, and at the next start", zap.Error(err))
+	}
+	for _, ch := range flushed {
+		close(ch)
+	}
+}
+
+// appendIDs appends the IDs of recs to ids.
+func appendIDs(ids []string, recs []*Record) []string {
+	for _, rec := range recs {
+		ids = append(ids, rec.ID)
+	}
+	return ids
 }
 
 // appendBatch makes recs durable in one store.Ledger.Append.
@@ -227,9 +296,28 @@ func (l *Ledger) appendBatch(recs []*Record) error {
 	return nil
 }
 
+// writeBatch writes recs in one store.DeferredSync.Write (Durability
+// journaled): they survive a kill of the process once it returns, and
+// the syncer makes them durable.
+func (l *Ledger) writeBatch(recs []*Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	batch := make([]store.Record, len(recs))
+	for i, rec := range recs {
+		batch[i] = rec.toStore()
+	}
+	if err := l.deferred.Write(context.Background(), batch); err != nil {
+		return err
+	}
+	l.stats.written.Add(int64(len(recs)))
+	return nil
+}
+
 // LedgerStats is the writer's state, for health checks and metrics.
 type LedgerStats struct {
-	// Queued is the number of records waiting for the writer.
+	// Queued is the number of records waiting for the writer, or,
+	// written in journaled mode, for their sync.
 	Queued int
 	// OldestQueued is how long the oldest of them has waited; zero when
 	// none waits. Records the writer took and is writing do not count.
@@ -251,6 +339,9 @@ type LedgerStats struct {
 // ledgerStats are the counters behind LedgerStats.
 type ledgerStats struct {
 	batches, records, lastSync atomic.Int64
+	// written counts the records written without a sync (Durability
+	// journaled); records counts them once synced.
+	written atomic.Int64
 	// observe, if set, is told of every sync (SetSyncObserver).
 	observe atomic.Pointer[func(time.Duration)]
 }
@@ -276,12 +367,13 @@ func (l *Ledger) SetSyncObserver(f func(time.Duration)) {
 	l.stats.observe.Store(&f)
 }
 
-// Lag is the age of the oldest record waiting for the writer, zero when
-// none waits.
+// Lag is the age of the oldest record waiting for the writer or, written
+// in journaled mode, for its sync; zero when none waits.
 func (l *Ledger) Lag() time.Duration {
+	_, unsynced := l.sync.unsynced()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lagLocked()
+	return max(l.lagLocked(), unsynced)
 }
 
 // lagLocked is Lag with l.mu held.
@@ -296,8 +388,9 @@ func (l *Ledger) lagLocked() time.Duration {
 
 // Stats returns the writer's state.
 func (l *Ledger) Stats() LedgerStats {
+	unsynced, syncLag := l.sync.unsynced()
 	l.mu.Lock()
-	queued, lag := l.records, l.lagLocked()
+	queued, lag := l.records+unsynced, max(l.lagLocked(), syncLag)
 	l.mu.Unlock()
 	st := LedgerStats{
 		Queued:       queued,

@@ -60,11 +60,21 @@ type App struct {
 	Prices string `json:"prices,omitempty"`
 	// LedgerRetention is how long ledger records are kept. Default: 90 days.
 	LedgerRetention caddy.Duration `json:"ledger_retention,omitempty"`
+	// LedgerDurability is how durable a request's ledger record is before
+	// the end of its answer is sent: "journaled" (default) waits until
+	// the record is written to the journal (Badger) or committed with
+	// synchronous_commit off (PostgreSQL), which survives any death of the
+	// gateway's process, and syncs in the background; "strict" waits for
+	// the sync (fdatasync, or a synchronous commit), which survives a
+	// crash of the machine too, at the cost of up to a commit interval
+	// more before each answer's end.
+	LedgerDurability string `json:"ledger_durability,omitempty"`
 	// LedgerCommitInterval is the least time between two syncs of the
-	// ledger's journal: the records of requests that end meanwhile share
-	// the next sync, and their responses' last bytes wait for it. Zero
-	// syncs every group of records at once (more CPU, less latency).
-	// Default: 25ms.
+	// ledger's journal (synchronous commits on PostgreSQL): the records
+	// written meanwhile share the next sync. In strict durability the
+	// responses' last bytes wait for it. Zero syncs every group of
+	// records at once (more CPU, less latency in strict mode). Default:
+	// 25ms.
 	LedgerCommitInterval *caddy.Duration `json:"ledger_commit_interval,omitempty"`
 	// MaxRequestBody is the largest request body accepted, in bytes.
 	// Default: 16 MiB. Larger bodies get 413.
@@ -212,6 +222,12 @@ func (a *App) Validate() error {
 	if err := a.validateStorage(); err != nil {
 		return err
 	}
+	if _, err := a.durability(); err != nil {
+		return err
+	}
+	if a.LedgerCommitInterval != nil && *a.LedgerCommitInterval < 0 {
+		return errors.New("ledger_commit_interval must not be negative")
+	}
 	if a.MaxRequestBody < 0 {
 		return errors.New("max_request_body must be positive")
 	}
@@ -264,11 +280,7 @@ func (a *App) Start() error {
 	}
 	st := val.(*state)
 	st.guard.minFree.Store(a.MinFreeSpace)
-	commitInterval := billing.DefaultCommitInterval
-	if a.LedgerCommitInterval != nil {
-		commitInterval = time.Duration(*a.LedgerCommitInterval)
-	}
-	st.ledger.SetCommitInterval(commitInterval)
+	a.applyDurability(st)
 	st.ledger.SetSyncObserver(a.commitObserver())
 	rt, err := a.startRuntime(st)
 	if err != nil {

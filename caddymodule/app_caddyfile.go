@@ -34,6 +34,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		}
 //		prices <file.json>
 //		ledger_retention <duration>
+//		ledger_durability journaled|strict
 //		ledger_commit_interval <duration>
 //		max_request_body <size>
 //		min_free_space <size>
@@ -146,6 +147,13 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "ledger_retention":
 			a.LedgerRetention, err = parseDuration(d)
+		case "ledger_durability":
+			if !d.AllArgs(&a.LedgerDurability) {
+				return d.ArgErr()
+			}
+			if _, derr := a.durability(); derr != nil {
+				return d.Err(derr.Error())
+			}
 		case "ledger_commit_interval":
 			var s string
 			if !d.AllArgs(&s) {

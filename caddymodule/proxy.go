@@ -244,7 +244,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		zap.Int64("air_output_tokens", res.Usage.Output),
 		zap.String("air_usage_source", string(res.Source)),
 		zap.String("air_cost", rec.Cost.String()),
-		zap.String("air_outcome", res.Outcome),
+		zap.String("air_outcome", rec.Outcome), // res.Outcome, or withheld
 	)
 	q = airmetrics.Request{
 		Outcome: metricsOutcome(res.Outcome), Status: res.Status,

@@ -29,7 +29,8 @@ type Storage struct {
 	// that arrive meanwhile share the next commit, and those requests
 	// wait up to this long more before their upstream call (an idle
 	// instance commits at once). Zero commits as soon as the previous
-	// commit ended. Default: 20ms.
+	// commit ended. Default: zero with ledger_durability journaled (the
+	// default), 20ms with strict.
 	IntentGather *caddy.Duration `json:"intent_gather,omitempty"`
 
 	// dsn is DSN with its placeholders replaced.

@@ -38,6 +38,10 @@ type killRound struct {
 //   - no id has two records, and the usage report adds up to the records;
 //   - a record of an id the upstream never saw is an interrupted one: the
 //     kill fell between the intent's sync and the send.
+//
+// The config leaves ledger_durability at its default, journaled (issue
+// #30): an answer's end waits for its record's journal write, not its
+// sync, and a kill must still lose none.
 func TestFaultKill(t *testing.T) {
 	rounds := faultRounds(3, 10)
 	const user = "killed"

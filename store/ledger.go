@@ -264,8 +264,9 @@ func (q *RecordQuery) Matches(rec *Record) bool {
 //     crash of the process (kill -9) and of the machine as far as the
 //     backend's storage syncs (Badger: the journal is fdatasync'ed per
 //     batch; PostgreSQL: the transaction committed). A client's last byte
-//     waits for this, so a backend must make a batch cheap: one sync or
-//     one transaction for all records of a call.
+//     waits for this in ledger_durability strict (for DeferredSync.Write
+//     in journaled, the default), so a backend must make a batch cheap:
+//     one sync or one transaction for all records of a call.
 //   - Consistency: the aggregates (Usage) and spend counters
 //     (Budgets.Spend) count exactly the records that Records returns,
 //     each once, once Flush has returned. An implementation may count
@@ -322,6 +323,28 @@ type Ledger interface {
 	// Close counts what is left and releases the ledger. Calls after Close
 	// fail.
 	Close() error
+}
+
+// DeferredSync is a Ledger that can make records survive a kill of the
+// process before it makes them survive a crash of the machine: the
+// billing writer's ledger_durability journaled, where an answer's end
+// waits for Write and syncs run in the background.
+type DeferredSync interface {
+	// Write is Append without the wait for the machine-crash durability:
+	// when it returns nil its records survive a kill of the process, an
+	// OOM kill or a panic (Badger: written to the journal with a write,
+	// not synced; PostgreSQL: committed with synchronous_commit off). Its
+	// other terms are Append's. Records written are counted in the
+	// aggregates and spend once a Sync covered them (Badger), or at once
+	// (PostgreSQL); Flush counts only what a Sync covered.
+	Write(ctx context.Context, recs []Record) error
+	// Sync makes every record written before the call durable against a
+	// crash of the machine (Badger: one fdatasync of the journal;
+	// PostgreSQL: a synchronous commit, which flushes the WAL of every
+	// earlier commit). It may run concurrently with Write and must not
+	// hold it up for the time the disk takes. An error that Err reports
+	// from then on stops the ledger.
+	Sync(ctx context.Context) error
 }
 
 // Intents keeps, for every request about to reach an upstream, the record

@@ -26,7 +26,10 @@ const DefaultRetention = 90 * 24 * time.Hour
 // which it counts records.
 //
 // Append writes its records to the journal in one write and syncs it once
-// (fdatasync) before it returns: that is the durability of a batch. The
+// (fdatasync) before it returns: that is the durability of a batch. Write
+// (ledger_durability journaled) writes them without the sync, and Sync,
+// run by the billing writer's syncer in the background, syncs whatever
+// was written before it; only synced records are counted (see Write). The
 // journal is the source of truth: the DB counts records after them, in one
 // transaction for all records appended within countLinger, and a record
 // the DB has not counted when the process stops (a crash, kill -9, a
@@ -54,6 +57,19 @@ type Ledger struct {
 	uncountedAt []journal.Pos
 	rescan      bool        // uncounted was dropped: count from the journal instead
 	countTimer  *time.Timer // armed while records wait to be counted
+
+	// unsynced are the records that Write put in the journal and no sync
+	// has covered yet, at unsyncedAt; synced is where the journal is
+	// known to be on disk. Only synced records are counted (see Write).
+	unsynced   []*store.Record
+	unsyncedAt []journal.Pos
+	synced     journal.Pos
+	// writes counts the records Write put in the journal, promoted
+	// those of them handed to the count: unsynced holds the rest.
+	writes, promoted uint64
+	// syncMu serializes Syncs (not Writes: a Sync holds commitMu only
+	// before and after the disk's work).
+	syncMu sync.Mutex
 
 	countedMu sync.RWMutex
 	counted   journal.Pos // where the records the DB counts end; readers see no further
@@ -109,7 +125,13 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 		return nil, err
 	}
 	logRepair(log, "ledger journal", j.Repair())
-	l := &Ledger{db: db, j: j, retention: retention, log: log}
+	// Records a killed process wrote without a sync (Write) are in the
+	// page cache: made durable before they are counted.
+	if err := j.Sync(); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("ledger: syncing the journal: %w", err)
+	}
+	l := &Ledger{db: db, j: j, retention: retention, log: log, synced: j.End()}
 	if err := buildUserIndex(context.Background(), db, log); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -118,7 +140,7 @@ func OpenLedger(db KV, dir string, retention time.Duration, log *zap.Logger) (*L
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	if err := l.recover(context.Background()); err != nil {
+	if err := l.recover(context.Background(), l.synced); err != nil {
 		_ = j.Close()
 		return nil, fmt.Errorf("ledger: %w", err)
 	}

@@ -49,7 +49,7 @@ func (l *Ledger) Flush(ctx context.Context) error {
 // countLocked counts in the DB the records appended but not counted yet.
 // l.commitMu must be held.
 func (l *Ledger) countLocked(ctx context.Context) error {
-	end := l.j.End()
+	end := l.synced
 	if end == l.countedEnd() {
 		l.uncounted, l.uncountedAt = l.uncounted[:0], l.uncountedAt[:0]
 		return nil
@@ -57,7 +57,7 @@ func (l *Ledger) countLocked(ctx context.Context) error {
 	if l.rescan {
 		// The records are no longer in memory: count them from the
 		// journal, as at a start.
-		if err := l.recover(ctx); err != nil {
+		if err := l.recover(ctx, end); err != nil {
 			return err
 		}
 		l.rescan, l.uncounted, l.uncountedAt = false, l.uncounted[:0], l.uncountedAt[:0]
@@ -160,9 +160,10 @@ func (l *Ledger) countedEnd() journal.Pos {
 }
 
 // recover counts in the DB the journal's records after the position the
-// DB counts up to: those appended before a crash or a kill that came
-// before their DB transaction committed.
-func (l *Ledger) recover(ctx context.Context) error {
+// DB counts up to and before end (synced: see Write): those appended
+// before a crash or a kill that came before their DB transaction
+// committed.
+func (l *Ledger) recover(ctx context.Context, end journal.Pos) error {
 	var from journal.Pos
 	v, err := l.db.Get(ctx, []byte(keyJournalCount))
 	switch {
@@ -173,7 +174,6 @@ func (l *Ledger) recover(ctx context.Context) error {
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
-	end := l.j.End()
 	if end.Less(from) {
 		// The journal lost its tail, in a crash of the machine, or its
 		// files: the DB counts records that are gone. The scan below

@@ -28,10 +28,12 @@ func (l *Ledger) Append(_ context.Context, recs []store.Record) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	pos, _, err := l.appendLocked(ptrs, false)
+	pos, end, err := l.appendLocked(ptrs, false)
 	if err != nil {
 		return err
 	}
+	// The sync covered the records that Write put before these.
+	l.promoteLocked(len(l.unsynced), end)
 	if !l.rescan {
 		l.uncounted = append(l.uncounted, ptrs...)
 		l.uncountedAt = append(l.uncountedAt, pos...)
@@ -75,7 +77,15 @@ func (l *Ledger) commit(ctx context.Context, recs []*store.Record) ([]bool, erro
 		return nil, err
 	}
 	// Index lookups and the cut-back below need every earlier record
-	// counted.
+	// counted, and so synced: records that Write put in the journal are
+	// synced here (Insert is rare: a task's charge).
+	if len(l.unsynced) > 0 {
+		end := l.j.End()
+		if err := l.syncJournal(); err != nil {
+			return nil, err
+		}
+		l.promoteLocked(len(l.unsynced), end)
+	}
 	if err := l.countLocked(ctx); err != nil {
 		return nil, err
 	}
@@ -102,6 +112,7 @@ func (l *Ledger) commit(ctx context.Context, recs []*store.Record) ([]bool, erro
 		}
 		return nil, err
 	}
+	l.synced = end
 	l.setCounted(end)
 	l.maybeExpire()
 	return fresh, nil
@@ -112,6 +123,43 @@ func (l *Ledger) commit(ctx context.Context, recs []*store.Record) ([]bool, erro
 // dropped the pages, and nothing written since the last good sync can be
 // trusted to be on disk (PostgreSQL learned this the hard way).
 func (l *Ledger) appendLocked(recs []*store.Record, indexed bool) ([]journal.Pos, journal.Pos, error) {
+	pos, end, err := l.writeLocked(recs, indexed)
+	if err != nil {
+		return nil, journal.Pos{}, err
+	}
+	if err := l.syncJournal(); err != nil {
+		return nil, journal.Pos{}, err
+	}
+	return pos, end, nil
+}
+
+// syncJournal syncs the journal, and stops the ledger if that fails (see
+// appendLocked). l.commitMu need not be held; l.broken is set under it.
+func (l *Ledger) syncJournal() error {
+	return l.syncJournalWith(func(f func()) { f() })
+}
+
+// syncJournalWith is syncJournal for a caller that does not hold
+// l.commitMu: locked runs its function with it held.
+func (l *Ledger) syncJournalWith(locked func(func())) error {
+	err := l.j.Sync()
+	if err == nil {
+		return nil
+	}
+	var broken error
+	locked(func() {
+		if l.broken == nil {
+			l.broken = fmt.Errorf("ledger stopped: syncing the journal failed; restart the gateway once the storage is healthy: %w", err)
+			l.log.Error("ledger stopped", zap.Error(l.broken))
+		}
+		broken = l.broken
+	})
+	return broken
+}
+
+// writeLocked encodes recs and appends them to the journal in one write,
+// without a sync.
+func (l *Ledger) writeLocked(recs []*store.Record, indexed bool) ([]journal.Pos, journal.Pos, error) {
 	now := time.Now()
 	// The entries are encoded one after the other into one buffer, which
 	// the next batch reuses: Append copies them into its frames.
@@ -125,16 +173,7 @@ func (l *Ledger) appendLocked(recs []*store.Record, indexed bool) ([]journal.Pos
 	if cap(buf) <= 4<<20 {
 		l.enc = buf
 	}
-	pos, end, err := l.j.Append(entries)
-	if err != nil {
-		return nil, journal.Pos{}, err
-	}
-	if err := l.j.Sync(); err != nil {
-		l.broken = fmt.Errorf("ledger stopped: syncing the journal failed; restart the gateway once the storage is healthy: %w", err)
-		l.log.Error("ledger stopped", zap.Error(l.broken))
-		return nil, journal.Pos{}, l.broken
-	}
-	return pos, end, nil
+	return l.j.Append(entries)
 }
 
 // unwritten returns the records of recs whose IDs are neither in the ID

@@ -73,8 +73,8 @@ type Intents struct {
 	closed  bool
 	commits atomic.Int64 // statements that committed intents
 	// gather is the least time between the starts of two commits of
-	// new intents (Options.IntentGather).
-	gather time.Duration
+	// new intents (Options.IntentGather, SetGather), in nanoseconds.
+	gather atomic.Int64
 	// conn is the writer's connection (see write); only the writer
 	// goroutine uses it.
 	conn *pgx.Conn
@@ -103,10 +103,18 @@ type intentBatch struct {
 
 func newIntents(db *DB, gather time.Duration) *Intents {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Intents{db: db, gather: gather, instance: []byte(db.instance), kick: make(chan struct{}, 1), resolved: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
+	in := &Intents{db: db, instance: []byte(db.instance), kick: make(chan struct{}, 1), resolved: make(chan struct{}, 1), done: make(chan struct{}), stop: cancel}
+	in.gather.Store(int64(gather))
 	go in.run(ctx)
 	return in
 }
+
+// SetGather sets the least time between the starts of two commits of new
+// intents from the next commit on (zero: each commit starts as soon as the
+// previous one ended, so an intent waits for at most one commit in
+// progress and its own). The gateway sets it from ledger_durability and
+// intent_gather at every config load.
+func (in *Intents) SetGather(d time.Duration) { in.gather.Store(int64(max(d, 0))) }
 
 // Add implements store.Intents: it returns once the intent is committed,
 // or with an error after intentWait.

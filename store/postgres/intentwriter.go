@@ -41,7 +41,7 @@ func (in *Intents) run(ctx context.Context) {
 		case <-t.C:
 			armed = false
 		case <-in.kick:
-			if wait := in.gather - time.Since(last); wait > 0 {
+			if wait := time.Duration(in.gather.Load()) - time.Since(last); wait > 0 {
 				gather.Reset(wait)
 				select {
 				case <-ctx.Done():

@@ -74,6 +74,37 @@ func (l *Ledger) Append(ctx context.Context, recs []store.Record) error {
 	return err
 }
 
+// Write implements store.DeferredSync: Append whose transaction commits
+// with synchronous_commit off (set for that transaction alone, within the
+// statement: still one round trip). It returns once the server has the
+// records, without waiting for their WAL flush: they survive any death of
+// the gateway, and a crash of the database server loses at most what its
+// WAL writer had not flushed (wal_writer_delay, 200 ms by default, up to
+// three times that), or less with the billing writer's Syncs.
+func (l *Ledger) Write(ctx context.Context, recs []store.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	_, err := l.insertWith(ctx, recs, ledgerAsyncStatement, insertLedgerAsync)
+	return err
+}
+
+// Sync implements store.DeferredSync: one synchronous commit of a
+// transaction that writes WAL (a no-op update of the instance's lease
+// row: a transaction that writes none commits without a flush), which
+// makes the server flush its WAL up to that commit, and so every
+// asynchronous commit before it. As for Append, how durable that is
+// follows the server's synchronous_commit. If the lease row is gone
+// (another instance took this one for dead), the heartbeat's upsert
+// writes it again.
+func (l *Ledger) Sync(ctx context.Context) error {
+	tag, err := l.db.pool.Exec(ctx, `UPDATE air_instances SET expires = expires WHERE id = $1`, l.db.instance)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = l.db.heartbeat(ctx)
+	}
+	return err
+}
+
 // Insert implements store.Ledger.
 func (l *Ledger) Insert(ctx context.Context, rec store.Record) (bool, error) {
 	n, err := l.insert(ctx, []store.Record{rec})
@@ -84,9 +115,14 @@ func (l *Ledger) Insert(ctx context.Context, rec store.Record) (bool, error) {
 // insertLedger), retried on deadlocks and serialization failures, and
 // returns how many were new.
 func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
+	return l.insertWith(ctx, recs, ledgerStatement, insertLedger)
+}
+
+// insertWith is insert with the statement sql, prepared as name.
+func (l *Ledger) insertWith(ctx context.Context, recs []store.Record, name, sql string) (int, error) {
 	arg := appendLedgerRecords(make([]byte, 0, 64+400*len(recs)), recs)
 	for attempt := 1; ; attempt++ {
-		n, err := l.insertOnce(ctx, arg)
+		n, err := l.insertOnce(ctx, arg, name, sql)
 		if err == nil || attempt >= maxTxAttempts || !retryable(err) {
 			return n, err
 		}
@@ -98,22 +134,26 @@ func (l *Ledger) insert(ctx context.Context, recs []store.Record) (int, error) {
 	}
 }
 
-// ledgerStatement is the name of insertLedger on the pool's connections.
-const ledgerStatement = "air_insert_ledger"
+// ledgerStatement is the name of insertLedger on the pool's connections,
+// ledgerAsyncStatement that of insertLedgerAsync.
+const (
+	ledgerStatement      = "air_insert_ledger"
+	ledgerAsyncStatement = "air_insert_ledger_async"
+)
 
 // insertOnce runs insertLedger once, on a connection of the pool where it
 // is prepared (once per connection), with its one parameter in text
 // form: the JSON that appendLedgerRecords wrote, with no encoding by pgx.
-func (l *Ledger) insertOnce(ctx context.Context, arg []byte) (int, error) {
+func (l *Ledger) insertOnce(ctx context.Context, arg []byte, name, sql string) (int, error) {
 	conn, err := l.db.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Release()
-	if _, err := conn.Conn().Prepare(ctx, ledgerStatement, insertLedger); err != nil {
+	if _, err := conn.Conn().Prepare(ctx, name, sql); err != nil {
 		return 0, err
 	}
-	res := conn.Conn().PgConn().ExecPrepared(ctx, ledgerStatement, [][]byte{arg}, nil, nil).Read()
+	res := conn.Conn().PgConn().ExecPrepared(ctx, name, [][]byte{arg}, nil, nil).Read()
 	if res.Err != nil {
 		return 0, res.Err
 	}
@@ -171,5 +211,6 @@ func (l *Ledger) Err() error { return nil }
 // Close implements store.Ledger; the pool is closed by the DB.
 func (l *Ledger) Close() error { return nil }
 
-// Interface guard.
+// Interface guards.
 var _ store.Ledger = (*Ledger)(nil)
+var _ store.DeferredSync = (*Ledger)(nil)

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 )
 
 // Append writes entries at the end of the journal, in one write when they
@@ -92,16 +93,18 @@ func (j *Journal) rotateFor(size int64) error {
 		if j.allocated > last.size {
 			err = errors.Join(err, j.file.Truncate(last.size))
 		}
-		if err = errors.Join(err, j.file.Sync(), j.file.Close()); err != nil {
+		if err = errors.Join(err, j.file.Sync(), j.retire(j.file)); err != nil {
 			return fmt.Errorf("journal: closing a segment: %w", err)
 		}
-		j.file = nil
 	}
 	f, err := os.OpenFile(j.path(next), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: starting a segment: %w", err)
 	}
-	j.file, j.allocated = f, 0
+	j.fileMu.Lock()
+	j.file = f
+	j.fileMu.Unlock()
+	j.allocated = 0
 	j.rotateNext = false
 	j.mu.Lock()
 	j.segs = append(j.segs, next)
@@ -156,14 +159,42 @@ func (j *Journal) cut(off, end int64) error {
 
 // Sync flushes the last segment to disk: its data alone (fdatasync) while
 // its entries stay within its preallocated size, everything otherwise.
+// Every entry appended before Sync was called is durable when it returns
+// nil (a segment finished meanwhile was synced when the next one
+// started).
+//
+// Sync may run concurrently with Append, Truncate and Close, from another
+// goroutine: it holds no lock of the writer's while the disk works, so
+// the writer appends on during a sync. A segment finished during a Sync
+// is closed when that Sync ends.
 func (j *Journal) Sync() error {
-	if j.file == nil {
+	j.fileMu.Lock()
+	f := j.file
+	if f == nil {
+		j.fileMu.Unlock()
 		return nil
 	}
-	if j.opts.Preallocate > 0 {
-		return fdatasync(j.file)
+	if j.syncing == nil {
+		j.syncing = map[*os.File]int{}
 	}
-	return j.file.Sync()
+	j.syncing[f]++
+	j.fileMu.Unlock()
+	var err error
+	if j.opts.Preallocate > 0 {
+		err = fdatasync(f)
+	} else {
+		err = f.Sync()
+	}
+	j.fileMu.Lock()
+	defer j.fileMu.Unlock()
+	if j.syncing[f]--; j.syncing[f] == 0 {
+		delete(j.syncing, f)
+		if i := slices.Index(j.retired, f); i >= 0 {
+			j.retired = slices.Delete(j.retired, i, i+1)
+			err = errors.Join(err, f.Close())
+		}
+	}
+	return err
 }
 
 // preallocate makes sure that the last segment's file is long enough for

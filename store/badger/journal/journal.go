@@ -37,7 +37,9 @@
 // Read that meets damage first records and reports it as Scan does.
 //
 // A Journal allows one writer (Append, Truncate) and any number of
-// concurrent readers (Scan, Read).
+// concurrent readers (Scan, Read). Sync may run concurrently with the
+// writer, from another goroutine: a syncer in the background never holds
+// up the next Append for the time of its fdatasync (see Sync).
 package journal
 
 import (
@@ -113,7 +115,14 @@ type Journal struct {
 	mu   sync.RWMutex // guards segs and the size of the last one
 	segs []segment
 	file *os.File // the last segment, open for appending; nil until the first append
-	buf  []byte   // the writer's frame buffer, reused
+	// fileMu guards the swaps of file (a new segment, Close) against
+	// Sync, and syncing and retired: a segment finished while a Sync of
+	// it runs is closed by that Sync once it is done, not by the writer,
+	// which does not wait for it.
+	fileMu  sync.Mutex
+	syncing map[*os.File]int // running Syncs, per file
+	retired []*os.File       // finished segments that running Syncs still use
+	buf     []byte           // the writer's frame buffer, reused
 
 	repair     Repair  // what Open repaired
 	rotateNext bool    // the next append starts a new segment
@@ -184,12 +193,26 @@ func (j *Journal) endLocked() Pos {
 	return Pos{Segment: last.seq, Offset: last.size}
 }
 
-// Close syncs and closes the journal.
+// Close syncs and closes the journal. It must not run concurrently with
+// Append; a concurrent Sync is allowed.
 func (j *Journal) Close() error {
 	if j.file == nil {
 		return nil
 	}
-	err := errors.Join(j.unmap(), j.file.Sync(), j.file.Close())
+	f := j.file
+	err := errors.Join(j.unmap(), f.Sync())
+	return errors.Join(err, j.retire(f))
+}
+
+// retire takes f, the finished last segment, out of use: j.file becomes
+// nil, and f is closed now, or by the last Sync that still uses it.
+func (j *Journal) retire(f *os.File) error {
+	j.fileMu.Lock()
+	defer j.fileMu.Unlock()
 	j.file = nil
-	return err
+	if j.syncing[f] > 0 {
+		j.retired = append(j.retired, f)
+		return nil
+	}
+	return f.Close()
 }

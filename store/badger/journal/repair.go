@@ -75,7 +75,9 @@ func (j *Journal) repairLast() error {
 		_ = f.Close()
 		return fmt.Errorf("journal: %w", err)
 	}
+	j.fileMu.Lock()
 	j.file = f
+	j.fileMu.Unlock()
 	return nil
 }
 
