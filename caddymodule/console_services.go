@@ -108,6 +108,51 @@ func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 	return err
 }
 
+// Budget implements console.KeyService: the user's own limits and spend,
+// as GET /air/budgets/user/{id} reports them.
+func (s consoleServices) Budget(_ context.Context, user string) (billing.BudgetStatus, error) {
+	st, err := s.state()
+	if err != nil {
+		return billing.BudgetStatus{}, err
+	}
+	return st.budgets.Status(billing.ScopeUser, user), nil
+}
+
+// AllKeys implements console.OperatorService: GET /air/keys.
+func (s consoleServices) AllKeys(ctx context.Context) ([]console.Key, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.keys.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Key, len(list))
+	for i, k := range list {
+		out[i] = consoleKey(st, k)
+	}
+	return out, nil
+}
+
+// CreateKeyFor implements console.OperatorService: POST /air/keys.
+func (s consoleServices) CreateKeyFor(ctx context.Context, user string, o console.NewKey) (string, console.Key, error) {
+	return s.Create(ctx, user, o)
+}
+
+// RevokeKey implements console.OperatorService: DELETE /air/keys/{id}.
+func (s consoleServices) RevokeKey(ctx context.Context, id string) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	_, err = st.keys.Revoke(ctx, id)
+	if errors.Is(err, keys.ErrNoSuchKey) {
+		return console.ErrNotFound
+	}
+	return err
+}
+
 // Reports implements console.UsageService: the reports of GET /air/usage,
 // after the records already settled are written (one flush and one read
 // for all of them).

@@ -63,7 +63,11 @@ func TestConsoleRefusesUnsafeKeyName(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no CSRF token on the keys page:\n%s", w.Body)
 	}
-	form := url.Values{"csrf_token": {m[1]}, "name": {unsafeName}}
+	ft := regexp.MustCompile(`name="form_token" value="([^"]+)"`).FindStringSubmatch(w.Body.String())
+	if ft == nil {
+		t.Fatalf("no form token on the keys page:\n%s", w.Body)
+	}
+	form := url.Values{"csrf_token": {m[1]}, "form_token": {ft[1]}, "name": {unsafeName}}
 	r := httptest.NewRequest(http.MethodPost, "http://gw.example/console/keys", strings.NewReader(form.Encode()))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.Header.Set("Origin", "http://gw.example")

@@ -277,3 +277,36 @@ func (f *fakeServices) Providers() []ProviderView {
 			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://y", Key: 1, Breaker: "open", Reason: "breaker_open", Attempts: 5, Failures: 5},
 		}}}
 }
+
+func (f *fakeServices) Budget(_ context.Context, user string) (billing.BudgetStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := billing.BudgetStatus{Month: "2026-11"}
+	if lim, ok := f.budgets[budgetID(billing.ScopeUser, user)]; ok {
+		st.Limits = &lim
+	}
+	return st, nil
+}
+
+func (f *fakeServices) AllKeys(context.Context) ([]Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys), nil
+}
+
+func (f *fakeServices) CreateKeyFor(ctx context.Context, user string, o NewKey) (string, Key, error) {
+	return f.Create(ctx, user, o)
+}
+
+func (f *fakeServices) RevokeKey(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.keys {
+		if f.keys[i].ID == id {
+			now := time.Now()
+			f.keys[i].RevokedAt, f.keys[i].State = &now, "revoked"
+			return nil
+		}
+	}
+	return ErrNotFound
+}

@@ -101,6 +101,9 @@ type KeyService interface {
 	// Revoke revokes user's key id; ErrNotFound if user has no such key
 	// (another user's key included).
 	Revoke(ctx context.Context, user, id string) error
+	// Budget returns user's own limits and spend (the user-level limits
+	// an operator set), so that a user learns them before a 429.
+	Budget(ctx context.Context, user string) (billing.BudgetStatus, error)
 }
 
 // UsageService reports usage from the ledger: Reports are the reports
@@ -222,6 +225,14 @@ type OperatorService interface {
 	// ExportRecordsCSV writes every record q selects to w as CSV (GET
 	// /air/records?format=csv).
 	ExportRecordsCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error
+	// AllKeys lists every user's keys (GET /air/keys).
+	AllKeys(ctx context.Context) ([]Key, error)
+	// CreateKeyFor makes a key for user (POST /air/keys) and returns its
+	// secret, shown once. An error about the options wraps ErrInvalid.
+	CreateKeyFor(ctx context.Context, user string, o NewKey) (secret string, k Key, err error)
+	// RevokeKey revokes any user's key id (DELETE /air/keys/{id});
+	// ErrNotFound if there is no such key.
+	RevokeKey(ctx context.Context, id string) error
 	// Prices returns the price table as loaded.
 	Prices() PriceView
 	// Providers lists providers and their models.

@@ -47,8 +47,8 @@ func TestConsoleFitsAPhone(t *testing.T) {
 		user, password string
 		pages          []string
 	}{
-		{demoUser, demoPassword, []string{"keys", "usage", "tasks", "playground"}},
-		{adminUser, adminPassword, []string{"keys", "operators", "operators/ledger"}},
+		{demoUser, demoPassword, []string{"keys", "usage", "tasks", "playground", "signout"}},
+		{adminUser, adminPassword, []string{"keys", "operators", "operators/keys", "operators/spend", "operators/ledger"}},
 	} {
 		tab := b.tab(who.user, who.password)
 		for _, size := range []struct {

@@ -1,0 +1,124 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddy-air/caddy-air/billing"
+)
+
+// keyRows returns the key ids of a keys table, in order.
+func keyRows(body string) []string {
+	var ids []string
+	for _, m := range regexp.MustCompile(`data-key-id="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+func TestAllKeysSearchCreateRevoke(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	_, _, _ = f.Create(t.Context(), "bob", NewKey{Name: "zeta", Models: []string{"claude-*"}}) // key_bob_1
+	_, _, _ = f.Create(t.Context(), "carol", NewKey{Name: "Alpha"})                            // key_carol_2
+	_, _, _ = f.Create(t.Context(), "bob", NewKey{})                                           // key_bob_3
+
+	w := do(h, "alice", "GET", "/console/operators/keys", nil)
+	if got := strings.Join(keyRows(w.Body.String()), ","); got != "key_carol_2,key_bob_1,key_bob_3" {
+		t.Errorf("every key by name, unnamed last: got %s", got)
+	}
+	for i, tc := range []struct{ query, want string }{
+		{"q=claude", "key_bob_1"},
+		{"q=CAROL", "key_carol_2"},
+		{"q=key_bob_3", "key_bob_3"},
+		{"q=nobody", ""},
+	} {
+		w := do(h, "alice", "GET", "/console/operators/keys?"+tc.query, nil)
+		if got := strings.Join(keyRows(w.Body.String()), ","); got != tc.want {
+			t.Errorf("Test %d: search %s: got %q, want %q", i, tc.query, got, tc.want)
+		}
+	}
+
+	// An operator creates a key for dave: the redirect shows its secret
+	// once, to the operator.
+	w = do(h, "alice", "POST", "/console/operators/keys", withToken(h, "alice", url.Values{"user": {"dave"}, "name": {"ci"}, "models": {"gpt-4o, o3"}}), sameOrigin...)
+	page := follow(t, h, "alice", w)
+	if !strings.Contains(page.Body.String(), "sk-air-secret-dave-4") || !strings.Contains(page.Body.String(), `data-user="dave"`) {
+		t.Fatalf("the new key of dave and its secret are not shown:\n%s", page.Body)
+	}
+	if o := f.created[len(f.created)-1]; o.Name != "ci" || strings.Join(o.Models, ",") != "gpt-4o,o3" {
+		t.Errorf("created %+v, want name ci and models gpt-4o, o3", o)
+	}
+	if again := do(h, "alice", "GET", "/console/operators/keys", nil); strings.Contains(again.Body.String(), "sk-air-secret") {
+		t.Error("the secret is shown a second time")
+	}
+	if w := do(h, "alice", "POST", "/console/operators/keys", withToken(h, "alice", url.Values{"name": {"x"}}), sameOrigin...); w.Code != http.StatusBadRequest ||
+		!strings.Contains(w.Body.String(), "name the user") {
+		t.Errorf("a key for no user: %d, want 400 that says so", w.Code)
+	}
+
+	// Revoking another user's key.
+	if w := do(h, "alice", "GET", "/console/operators/keys/key_carol_2/revoke", nil); !strings.Contains(w.Body.String(), `action="/console/operators/keys/key_carol_2/revoke"`) {
+		t.Errorf("the confirmation does not post to the operators' revoke: %s", w.Body)
+	}
+	if w := do(h, "alice", "POST", "/console/operators/keys/key_carol_2/revoke", withToken(h, "alice", nil), sameOrigin...); w.Code != http.StatusSeeOther || !f.revoked("key_carol_2") {
+		t.Errorf("revoking carol's key: %d, revoked %v", w.Code, f.revoked("key_carol_2"))
+	}
+	if w := do(h, "alice", "POST", "/console/operators/keys/key_none/revoke", withToken(h, "alice", nil), sameOrigin...); w.Code != http.StatusNotFound {
+		t.Errorf("revoking no key: %d, want 404", w.Code)
+	}
+	if got := strings.Join(keyRows(do(h, "alice", "GET", "/console/operators/keys?state=revoked", nil).Body.String()), ","); got != "key_carol_2" {
+		t.Errorf("revoked keys: %q", got)
+	}
+}
+
+func TestKeysPageShowsUserLimits(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	if w := do(h, "bob", "GET", "/console/keys", nil); !strings.Contains(w.Body.String(), "No limits are set for you") {
+		t.Errorf("no limits: %s", w.Body)
+	}
+	f.budgets[budgetID(billing.ScopeUser, "bob")] = billing.Limits{Currency: "USD", Monthly: 25_000_000_000, RPM: 60}
+	w := do(h, "bob", "GET", "/console/keys", nil)
+	if !strings.Contains(w.Body.String(), "25.00 USD a month, 60 requests a minute") {
+		t.Errorf("bob's limits are not shown:\n%s", w.Body)
+	}
+}
+
+func TestSignOutAndFavicon(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	w := do(h, "bob", "GET", "/console/keys", nil)
+	for _, want := range []string{`href="/console/signout"`, `rel="icon" href="/console/static/favicon.svg"`} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	w = do(h, "bob", "GET", "/console/signout/now", nil)
+	if w.Code != http.StatusUnauthorized || !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), `Basic realm="restricted"`) ||
+		!strings.Contains(w.Body.String(), `id="signed-out"`) {
+		t.Errorf("sign-out: %d %q, want 401 with a Basic challenge and the signed-out page", w.Code, w.Header().Get("WWW-Authenticate"))
+	}
+}
+
+func TestSpendPageAcrossUsers(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	w := do(h, "alice", "GET", "/console/operators/spend?since=2026-11-01&until=2026-11-27", nil)
+	if w.Code != http.StatusOK {
+		t.Fatalf("spend: %d %s", w.Code, w.Body)
+	}
+	for _, flt := range f.filters {
+		if flt.User != "" {
+			t.Errorf("the spend page read one user's usage: %+v", flt)
+		}
+	}
+	for _, id := range []string{`id="spend-by-user"`, `id="spend-by-model-table"`, `id="spend-by-key-table"`} {
+		if !strings.Contains(w.Body.String(), id) {
+			t.Errorf("the spend page lacks %s", id)
+		}
+	}
+}
