@@ -52,6 +52,7 @@ func (h *Auth) Provision(ctx caddy.Context) (err error) {
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st := h.app.current()
 	if st == nil || !st.drain.enter() {
+		h.app.observeRefusal(nil, r.URL.Path, errNotStarted)
 		return respondError(w, r, errNotStarted)
 	}
 	// Every exchange of a key passes here: it keeps the state open until
@@ -62,6 +63,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return h.reject(w, r, err)
 	}
 	if e := checkContentType(r); e != nil {
+		h.app.observeRefusal(nil, r.URL.Path, e)
 		return respondError(w, r, e)
 	}
 	caddyhttp.SetVar(r.Context(), varKey, k)
@@ -92,7 +94,9 @@ func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 		// Anthropic's clients send their key as x-api-key.
 		msg = "missing API key: send it as 'x-api-key: sk-air-…'"
 	}
-	return respondError(w, r, apierror.Unauthorized(msg))
+	e := apierror.Unauthorized(msg)
+	h.app.observeRefusal(nil, r.URL.Path, e)
+	return respondError(w, r, e)
 }
 
 // secretOf returns the API key a request presents.

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"io/fs"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -83,23 +84,28 @@ func (a *App) metricsRoute(model string) *airmetrics.Route {
 }
 
 // observeRefusal records a request refused with err, on its model's route
-// when known.
-func (a *App) observeRefusal(mr *airmetrics.Route, operation string, err error) {
+// when known; endpoint is the ledger endpoint name or the request's path
+// (airmetrics.Endpoint).
+func (a *App) observeRefusal(mr *airmetrics.Route, endpoint string, err error) {
 	if a.metrics == nil {
 		return
 	}
 	e := asAPIError(err)
 	reason := refusalReason(e)
 	if mr != nil {
-		mr.Reject(e.Status, reason)
+		mr.Reject(endpoint, e.Status, reason)
 		return
 	}
-	a.metrics.Reject(operation, e.Status, reason)
+	a.metrics.Reject(endpoint, e.Status, reason)
 }
 
 // refusalReason classifies an error the gateway answered by itself.
 func refusalReason(e *apierror.Error) string {
 	switch {
+	case e.Status == http.StatusUnauthorized:
+		return airmetrics.ReasonAuth
+	case e.Status == http.StatusForbidden:
+		return airmetrics.ReasonForbidden
 	case e.Type == apierror.TypeInsufficient:
 		return airmetrics.ReasonBudget
 	case e.Type == apierror.TypeRateLimit:

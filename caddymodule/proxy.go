@@ -310,7 +310,7 @@ func (h *proxyHandler) refuse(w http.ResponseWriter, r *http.Request, mr *airmet
 
 // observe records a request that reached the proxy, once it ended.
 func (h *proxyHandler) observe(mr *airmetrics.Route, q *airmetrics.Request, start time.Time) {
-	q.Duration = sinceStart(start)
+	q.Duration, q.Endpoint = sinceStart(start), h.spec.endpoint
 	mr.Observe(q)
 }
 

@@ -145,7 +145,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	}
 	err = writeJSON(w, http.StatusAccepted, task.CreateView())
 	if mr != nil {
-		q := airmetrics.Request{Outcome: airmetrics.OutcomeOK, Status: http.StatusAccepted, Duration: sinceStart(arrived),
+		q := airmetrics.Request{Endpoint: airmetrics.EndpointTasks, Outcome: airmetrics.OutcomeOK, Status: http.StatusAccepted, Duration: sinceStart(arrived),
 			User: key.User, KeyID: key.ID}
 		if task.Status == tasks.StatusFailed {
 			q.Outcome = airmetrics.OutcomeUpstreamError
