@@ -140,6 +140,23 @@ func (s consoleServices) CreateKeyFor(ctx context.Context, user string, o consol
 	return s.Create(ctx, user, o)
 }
 
+// UpdateKey implements console.OperatorService: PATCH /air/keys/{id}.
+func (s consoleServices) UpdateKey(ctx context.Context, id string, e console.KeyEdit) (console.Key, error) {
+	st, err := s.state()
+	if err != nil {
+		return console.Key{}, err
+	}
+	c := keys.Change{Name: &e.Name, Models: &e.Models, ExpiresAt: e.ExpiresAt, NoExpiry: e.ExpiresAt == nil}
+	k, err := st.keys.Update(ctx, id, c)
+	if errors.Is(err, keys.ErrNoSuchKey) {
+		return console.Key{}, console.ErrNotFound
+	}
+	if err != nil {
+		return console.Key{}, console.Invalid(err)
+	}
+	return consoleKey(st, k), nil
+}
+
 // RevokeKey implements console.OperatorService: DELETE /air/keys/{id}.
 func (s consoleServices) RevokeKey(ctx context.Context, id string) error {
 	st, err := s.state()

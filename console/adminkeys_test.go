@@ -122,3 +122,46 @@ func TestSpendPageAcrossUsers(t *testing.T) {
 		}
 	}
 }
+
+func TestEditKeyModelsAndExpiry(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	_, _, _ = f.Create(t.Context(), "bob", NewKey{Name: "ci", Models: []string{"gpt-4o"}})
+	page := do(h, "alice", "GET", "/console/operators/keys/key_bob_1/edit", nil)
+	if !strings.Contains(page.Body.String(), `value="gpt-4o"`) || !strings.Contains(page.Body.String(), `value="ci"`) {
+		t.Fatalf("the form is not filled with the key's:\n%s", page.Body)
+	}
+	w := do(h, "alice", "POST", "/console/operators/keys/key_bob_1/edit",
+		withToken(h, "alice", url.Values{"name": {"ci-2"}, "models": {"claude-*, o3"}, "expires": {"2099-12-31"}}), sameOrigin...)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("saving: %d %s", w.Code, w.Body)
+	}
+	k := f.keys[0]
+	if k.Name != "ci-2" || strings.Join(k.Models, ",") != "claude-*,o3" || k.ExpiresAt == nil || k.ExpiresAt.Format("2006-01-02 15:04") != "2100-01-01 00:00" {
+		t.Errorf("after the edit: %+v", k)
+	}
+	// The form shows the chosen day again, and clears to every model and
+	// no expiry.
+	if page := do(h, "alice", "GET", "/console/operators/keys/key_bob_1/edit", nil); !strings.Contains(page.Body.String(), `value="2099-12-31"`) {
+		t.Errorf("the expiry is not shown as the chosen day:\n%s", page.Body)
+	}
+	do(h, "alice", "POST", "/console/operators/keys/key_bob_1/edit", withToken(h, "alice", url.Values{"name": {"ci-2"}}), sameOrigin...)
+	if k := f.keys[0]; len(k.Models) != 0 || k.ExpiresAt != nil {
+		t.Errorf("after clearing: %+v", k)
+	}
+	for i, tc := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"expires": {"2001-01-01"}}, "today or later"},
+		{url.Values{"models": {"bad["}}, "bad glob"},
+	} {
+		w := do(h, "alice", "POST", "/console/operators/keys/key_bob_1/edit", withToken(h, "alice", tc.form), sameOrigin...)
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("Test %d: %d, want 400 with %q", i, w.Code, tc.want)
+		}
+	}
+	if w := do(h, "alice", "GET", "/console/operators/keys/key_none/edit", nil); w.Code != http.StatusNotFound {
+		t.Errorf("editing no key: %d", w.Code)
+	}
+}

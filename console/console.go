@@ -123,6 +123,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /operators/keys", h.admin(h.createKeyFor))
 	m.HandleFunc("GET /operators/keys/{id}/revoke", h.admin(h.confirmRevokeAny))
 	m.HandleFunc("POST /operators/keys/{id}/revoke", h.admin(h.revokeAnyKey))
+	m.HandleFunc("GET /operators/keys/{id}/edit", h.admin(h.editKeyPage))
+	m.HandleFunc("POST /operators/keys/{id}/edit", h.admin(h.editKey))
 	m.HandleFunc("GET /operators/spend", h.admin(h.spendPage))
 	m.HandleFunc("GET /signout", h.signoutPage)
 	m.HandleFunc("GET /signout/now", h.signoutNow)

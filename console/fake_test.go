@@ -298,6 +298,21 @@ func (f *fakeServices) CreateKeyFor(ctx context.Context, user string, o NewKey) 
 	return f.Create(ctx, user, o)
 }
 
+func (f *fakeServices) UpdateKey(_ context.Context, id string, e KeyEdit) (Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if slices.Contains(e.Models, "bad[") {
+		return Key{}, Invalid(errors.New("models: bad glob"))
+	}
+	for i := range f.keys {
+		if f.keys[i].ID == id {
+			f.keys[i].Name, f.keys[i].Models, f.keys[i].ExpiresAt = e.Name, e.Models, e.ExpiresAt
+			return f.keys[i], nil
+		}
+	}
+	return Key{}, ErrNotFound
+}
+
 func (f *fakeServices) RevokeKey(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

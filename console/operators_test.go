@@ -32,6 +32,8 @@ func TestOperatorRoutesAccess(t *testing.T) {
 		{"GET", "/console/operators/keys/key_bob_1/revoke", nil, http.StatusOK},
 		{"POST", "/console/operators/keys/key_bob_1/revoke", url.Values{}, http.StatusSeeOther},
 		{"GET", "/console/operators/spend", nil, http.StatusOK},
+		{"GET", "/console/operators/keys/key_bob_1/edit", nil, http.StatusOK},
+		{"POST", "/console/operators/keys/key_bob_1/edit", url.Values{"name": {"renamed"}}, http.StatusSeeOther},
 	}
 	for i, rt := range routes {
 		f := newFake()
@@ -54,7 +56,7 @@ func TestOperatorRoutesAccess(t *testing.T) {
 		if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), "req_search") || strings.Contains(w.Body.String(), "budget-list") {
 			t.Errorf("Test %d: %s %s as bob: %d, want 403 and nothing shown", i, rt.method, rt.path, w.Code)
 		}
-		if len(f.searches) != 0 || len(f.exports) != 0 || len(f.budgets) != 0 || len(f.created) != 1 || f.revoked("key_bob_1") {
+		if len(f.searches) != 0 || len(f.exports) != 0 || len(f.budgets) != 0 || len(f.created) != 1 || f.revoked("key_bob_1") || f.keys[0].Name != "bob's" {
 			t.Errorf("Test %d: bob reached the operators' services: %d searches, %d exports, budgets %v", i, len(f.searches), len(f.exports), f.budgets)
 		}
 		if rt.method == "POST" {
@@ -67,7 +69,7 @@ func TestOperatorRoutesAccess(t *testing.T) {
 			if w := do(h, "alice", rt.method, rt.path, form("alice"), "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); w.Code != http.StatusForbidden {
 				t.Errorf("Test %d: %s from another site: %d, want 403", i, rt.path, w.Code)
 			}
-			if len(f.budgets) != 0 || len(f.created) != 1 || f.revoked("key_bob_1") {
+			if len(f.budgets) != 0 || len(f.created) != 1 || f.revoked("key_bob_1") || f.keys[0].Name != "bob's" {
 				t.Errorf("Test %d: a refused post changed budgets or keys: %v, %d keys created", i, f.budgets, len(f.created))
 			}
 		}

@@ -90,6 +90,17 @@ type NewKey struct {
 	Limit string
 }
 
+// KeyEdit is what an operator changes of a key: each field replaces the
+// key's.
+type KeyEdit struct {
+	// Name is the key's label.
+	Name string
+	// Models are the model ids or globs the key may use (empty: all).
+	Models []string
+	// ExpiresAt is when the key stops working (nil: never).
+	ExpiresAt *time.Time
+}
+
 // KeyService lists, creates and revokes the signed-in user's API keys:
 // every method takes the user, and none reaches another user's keys.
 type KeyService interface {
@@ -233,6 +244,10 @@ type OperatorService interface {
 	// RevokeKey revokes any user's key id (DELETE /air/keys/{id});
 	// ErrNotFound if there is no such key.
 	RevokeKey(ctx context.Context, id string) error
+	// UpdateKey replaces the name, models and expiry of any user's key id
+	// (PATCH /air/keys/{id}); ErrNotFound if there is no such key, and an
+	// error about e wraps ErrInvalid.
+	UpdateKey(ctx context.Context, id string, e KeyEdit) (Key, error)
 	// Prices returns the price table as loaded.
 	Prices() PriceView
 	// Providers lists providers and their models.
