@@ -262,6 +262,9 @@ func (r *Route) StreamClosed() {
 // Provider names the route's provider.
 func (r *Route) Provider() string { return r.provider }
 
+// Model is the route's model label: the configured model id or glob.
+func (r *Route) Model() string { return r.model }
+
 // endpointOf returns the endpoint label of name, the route's usual one
 // for "".
 func (r *Route) endpointOf(name string) string {

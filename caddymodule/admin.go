@@ -34,6 +34,7 @@ var running atomic.Pointer[App]
 //	DELETE /air/keys/<id>       → revokes the key
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
+//	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -52,6 +53,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/health", Handler: caddy.AdminHandlerFunc(a.handleHealth)},
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
+		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
 	}, a.billingRoutes()...)
 }
 

@@ -50,9 +50,10 @@ func (h *Auth) Provision(ctx caddy.Context) (err error) {
 
 // ServeHTTP authenticates the request and passes it on.
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	requestIDOf(w, r)
 	st := h.app.current()
 	if st == nil || !st.drain.enter() {
-		h.app.observeRefusal(nil, r.URL.Path, errNotStarted)
+		h.app.observeRefusal(w, r, nil, r.URL.Path, errNotStarted)
 		return respondError(w, r, errNotStarted)
 	}
 	// Every exchange of a key passes here: it keeps the state open until
@@ -63,7 +64,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return h.reject(w, r, err)
 	}
 	if e := checkContentType(r); e != nil {
-		h.app.observeRefusal(nil, r.URL.Path, e)
+		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
 		return respondError(w, r, e)
 	}
 	caddyhttp.SetVar(r.Context(), varKey, k)
@@ -95,7 +96,7 @@ func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 		msg = "missing API key: send it as 'x-api-key: sk-air-…'"
 	}
 	e := apierror.Unauthorized(msg)
-	h.app.observeRefusal(nil, r.URL.Path, e)
+	h.app.observeRefusal(w, r, nil, r.URL.Path, e)
 	return respondError(w, r, e)
 }
 

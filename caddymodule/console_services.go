@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -107,6 +108,18 @@ func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 	}
 	return err
 }
+
+// Refused implements console.UsageService: the user's entries of the
+// refusals log.
+func (consoleServices) Refused(user string, limit int) []refusals.Entry {
+	if user == "" {
+		return nil
+	}
+	return recentRefusals.List(refusals.Filter{User: user, Limit: limit})
+}
+
+// Refusals implements console.OperatorService: GET /air/refusals.
+func (consoleServices) Refusals(f refusals.Filter) []refusals.Entry { return recentRefusals.List(f) }
 
 // Budget implements console.KeyService: the user's own limits and spend,
 // as GET /air/budgets/user/{id} reports them.

@@ -69,7 +69,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	arrived := time.Now()
 	var mr *airmetrics.Route // the model's metrics, once known
 	refuse := func(err error) error {
-		h.app.observeRefusal(mr, airmetrics.EndpointImages, err)
+		h.app.observeRefusal(w, r, mr, airmetrics.EndpointImages, err)
 		return respondError(w, r, err)
 	}
 	if r.Method != http.MethodPost {

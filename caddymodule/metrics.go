@@ -83,14 +83,19 @@ func (a *App) metricsRoute(model string) *airmetrics.Route {
 	return a.metrics.Route(route.Pattern)
 }
 
-// observeRefusal records a request refused with err, on its model's route
-// when known; endpoint is the ledger endpoint name or the request's path
-// (airmetrics.Endpoint).
-func (a *App) observeRefusal(mr *airmetrics.Route, endpoint string, err error) {
-	if a.metrics == nil {
+// observeRefusal records r, refused with err, in the metrics (on its
+// model's route when known) and in the refusals log; endpoint is the
+// ledger endpoint name or the request's path (airmetrics.Endpoint).
+func (a *App) observeRefusal(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, endpoint string, err error) {
+	e := asAPIError(err)
+	code := ""
+	if e.Code != nil {
+		code = *e.Code
+	}
+	recordRefusal(w, r, mr, endpoint, e.Status, code, e.Message)
+	if a == nil || a.metrics == nil {
 		return
 	}
-	e := asAPIError(err)
 	reason := refusalReason(e)
 	if mr != nil {
 		mr.Reject(endpoint, e.Status, reason)

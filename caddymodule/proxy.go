@@ -165,7 +165,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	requestID := newRequestID()
+	requestID := requestIDOf(w, r)
 	start := time.Now().UTC()
 	rec := billing.Record{
 		ID:       requestID,
@@ -304,7 +304,7 @@ func servedBy(rec *billing.Record, t *routing.Target) {
 // refuse answers a request the gateway refuses by itself with err, as
 // respondError does, and counts it in the metrics.
 func (h *proxyHandler) refuse(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, err error) error {
-	h.app.observeRefusal(mr, h.spec.endpoint, err)
+	h.app.observeRefusal(w, r, mr, h.spec.endpoint, err)
 	return respondError(w, r, err)
 }
 

@@ -102,7 +102,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	arrived := time.Now()
 	var mr *airmetrics.Route // the model's metrics, once known
 	refuse := func(err error) error {
-		h.app.observeRefusal(mr, "tasks", err)
+		h.app.observeRefusal(w, r, mr, "tasks", err)
 		return respondError(w, r, err)
 	}
 	rb, err := readBody(w, r, h.app.MaxRequestBody)

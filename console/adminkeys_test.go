@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/refusals"
 )
 
 // keyRows returns the key ids of a keys table, in order.
@@ -163,5 +164,40 @@ func TestEditKeyModelsAndExpiry(t *testing.T) {
 	}
 	if w := do(h, "alice", "GET", "/console/operators/keys/key_none/edit", nil); w.Code != http.StatusNotFound {
 		t.Errorf("editing no key: %d", w.Code)
+	}
+}
+
+func TestRefusedRequestsFoundByID(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	f.refusals.Add(refusals.Entry{ID: "req_anon", Endpoint: "chat_completions", Status: 401, Code: "invalid_api_key", Message: "unknown API key"})
+	f.refusals.Add(refusals.Entry{ID: "req_bob", User: "bob", KeyID: "key_b", Endpoint: "messages", Model: "claude-x", Status: 429, Code: "rate_limit_exceeded", Message: "too many requests"})
+	f.refusals.Add(refusals.Entry{ID: "req_carol", User: "carol", Endpoint: "images", Status: 400, Message: "bad size"})
+	rows := func(body string) string {
+		var ids []string
+		for _, m := range regexp.MustCompile(`<tr data-request-id="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+			ids = append(ids, m[1])
+		}
+		return strings.Join(ids, ",")
+	}
+	for i, tc := range []struct{ query, want string }{
+		{"", "req_carol,req_bob,req_anon"},
+		{"?id=req_anon", "req_anon"},
+		{"?user=bob", "req_bob"},
+		{"?id=req_none", ""},
+	} {
+		w := do(h, "alice", "GET", "/console/operators/refusals"+tc.query, nil)
+		if got := rows(w.Body.String()); w.Code != http.StatusOK || got != tc.want {
+			t.Errorf("Test %d: %s: %d %q, want %q", i, tc.query, w.Code, got, tc.want)
+		}
+	}
+	if w := do(h, "alice", "GET", "/console/operators/refusals?id=req_bob", nil); !strings.Contains(w.Body.String(), "too many requests") ||
+		!strings.Contains(w.Body.String(), "rate_limit_exceeded") {
+		t.Errorf("the refusal's reason is not shown:\n%s", w.Body)
+	}
+	// A user sees their own refusals on the usage page, nobody else's.
+	w := do(h, "bob", "GET", "/console/usage", nil)
+	if got := rows(w.Body.String()); !strings.Contains(got, "req_bob") || strings.Contains(got, "req_carol") || strings.Contains(got, "req_anon") {
+		t.Errorf("bob's usage page lists refusals %q", got)
 	}
 }

@@ -126,6 +126,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /operators/keys/{id}/edit", h.admin(h.editKeyPage))
 	m.HandleFunc("POST /operators/keys/{id}/edit", h.admin(h.editKey))
 	m.HandleFunc("GET /operators/spend", h.admin(h.spendPage))
+	m.HandleFunc("GET /operators/refusals", h.admin(h.refusalsPage))
 	m.HandleFunc("GET /signout", h.signoutPage)
 	m.HandleFunc("GET /signout/now", h.signoutNow)
 	h.mux = m

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -33,10 +34,12 @@ type fakeServices struct {
 	chats       []string
 	// searches are the operators' ledger searches.
 	searches []billing.RecordQuery
+	// refusals are the refused requests.
+	refusals *refusals.Log
 }
 
 func newFake() *fakeServices {
-	return &fakeServices{budgets: map[string]billing.Limits{}}
+	return &fakeServices{budgets: map[string]billing.Limits{}, refusals: refusals.New(10)}
 }
 
 func (f *fakeServices) services() Services {
@@ -312,6 +315,12 @@ func (f *fakeServices) UpdateKey(_ context.Context, id string, e KeyEdit) (Key, 
 	}
 	return Key{}, ErrNotFound
 }
+
+func (f *fakeServices) Refused(user string, limit int) []refusals.Entry {
+	return f.refusals.List(refusals.Filter{User: user, Limit: limit})
+}
+
+func (f *fakeServices) Refusals(flt refusals.Filter) []refusals.Entry { return f.refusals.List(flt) }
 
 func (f *fakeServices) RevokeKey(_ context.Context, id string) error {
 	f.mu.Lock()

@@ -32,6 +32,7 @@ func TestOperatorRoutesAccess(t *testing.T) {
 		{"GET", "/console/operators/keys/key_bob_1/revoke", nil, http.StatusOK},
 		{"POST", "/console/operators/keys/key_bob_1/revoke", url.Values{}, http.StatusSeeOther},
 		{"GET", "/console/operators/spend", nil, http.StatusOK},
+		{"GET", "/console/operators/refusals?id=req_1", nil, http.StatusOK},
 		{"GET", "/console/operators/keys/key_bob_1/edit", nil, http.StatusOK},
 		{"POST", "/console/operators/keys/key_bob_1/edit", url.Values{"name": {"renamed"}}, http.StatusSeeOther},
 	}

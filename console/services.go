@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -129,6 +130,10 @@ type UsageService interface {
 	Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error)
 	// ExportCSV writes every record of q.User that q selects to w as CSV.
 	ExportCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error
+	// Refused returns up to limit of user's requests the gateway refused
+	// by itself lately (GET /air/refusals?user=), newest first: they
+	// have no ledger record.
+	Refused(user string, limit int) []refusals.Entry
 }
 
 // TaskService lists a user's tasks.
@@ -248,6 +253,9 @@ type OperatorService interface {
 	// (PATCH /air/keys/{id}); ErrNotFound if there is no such key, and an
 	// error about e wraps ErrInvalid.
 	UpdateKey(ctx context.Context, id string, e KeyEdit) (Key, error)
+	// Refusals returns the requests the gateway refused by itself lately
+	// that f selects, newest first (GET /air/refusals).
+	Refusals(f refusals.Filter) []refusals.Entry
 	// Prices returns the price table as loaded.
 	Prices() PriceView
 	// Providers lists providers and their models.

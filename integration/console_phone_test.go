@@ -45,6 +45,10 @@ func TestConsoleFitsAPhone(t *testing.T) {
 			}
 		}
 	}
+	// A refused request, for the refusals lists.
+	if st, _, _ := postChat(t, "sk-air-not-a-key-of-this-gateway-000000000000", `{"model":"mock-gpt","messages":[]}`); st != http.StatusUnauthorized {
+		t.Fatalf("a wrong key: %d", st)
+	}
 	b := newBrowser(t)
 	console := baseURL + "/console"
 	for _, who := range []struct {
@@ -52,7 +56,7 @@ func TestConsoleFitsAPhone(t *testing.T) {
 		pages          []string
 	}{
 		{demoUser, demoPassword, []string{"keys", "usage", "tasks", "playground", "signout"}},
-		{adminUser, adminPassword, []string{"keys", "operators", "operators/keys", "operators/keys/" + firstID + "/edit", "operators/spend", "operators/ledger"}},
+		{adminUser, adminPassword, []string{"keys", "operators", "operators/keys", "operators/keys/" + firstID + "/edit", "operators/spend", "operators/ledger", "operators/refusals"}},
 	} {
 		tab := b.tab(who.user, who.password)
 		for _, size := range []struct {
