@@ -222,7 +222,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// No upstream saw the request: nothing to bill.
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
-		q.Outcome, q.Status = metricsOutcome(res.Outcome), res.Status
+		q.Outcome, q.Status, q.User, q.KeyID = metricsOutcome(res.Outcome), res.Status, key.User, key.ID
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome

@@ -108,3 +108,31 @@ func TestMetricsCountEveryKindAndOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsPerUserNoUpstream: with per_user, a request no upstream could
+// take is counted under its user and key, not under an empty user.
+func TestMetricsPerUserNoUpstream(t *testing.T) {
+	opts := gatewayOptions{
+		Extra:     "metrics {\n\t\t\tper_user\n\t\t}",
+		Providers: "provider dead {\n\t\t\tprotocol openai\n\t\t\tbase_url http://127.0.0.1:1/v1\n\t\t\tapi_key k\n\t\t}",
+		Models:    "model dead-model dead",
+	}
+	startGateway(t, opts)
+	key, keyID := createKey(t, "stranded")
+	before := scrapeMetrics(t)
+	status, _, raw := postChat(t, key, `{"model":"dead-model","messages":[{"role":"user","content":"x"}]}`)
+	if status < 500 {
+		t.Fatalf("no upstream: %d %s", status, raw)
+	}
+	var after scrape
+	eventually(t, 5*time.Second, "the request is counted", func() bool {
+		after = scrapeMetrics(t)
+		return after.delta(before, "air_user_requests_total") >= 1
+	})
+	if d := after.delta(before, "air_user_requests_total", `user="stranded"`, `key_id="`+keyID+`"`); d != 1 {
+		t.Errorf("air_user_requests_total of the user grew by %v, want 1", d)
+	}
+	if d := after.delta(before, "air_user_requests_total"); d != 1 {
+		t.Errorf("air_user_requests_total grew by %v in all, want 1 (none under an empty user)", d)
+	}
+}
