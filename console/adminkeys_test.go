@@ -113,8 +113,8 @@ func TestSpendPageAcrossUsers(t *testing.T) {
 		t.Fatalf("spend: %d %s", w.Code, w.Body)
 	}
 	for _, flt := range f.filters {
-		if flt.User != "" {
-			t.Errorf("the spend page read one user's usage: %+v", flt)
+		if flt.User != "" && flt.By != billing.ByDay {
+			t.Errorf("the spend page's tables read one user's usage: %+v", flt)
 		}
 	}
 	for _, id := range []string{`id="spend-by-user"`, `id="spend-by-model-table"`, `id="spend-by-key-table"`} {
@@ -199,5 +199,38 @@ func TestRefusedRequestsFoundByID(t *testing.T) {
 	w := do(h, "bob", "GET", "/console/usage", nil)
 	if got := rows(w.Body.String()); !strings.Contains(got, "req_bob") || strings.Contains(got, "req_carol") || strings.Contains(got, "req_anon") {
 		t.Errorf("bob's usage page lists refusals %q", got)
+	}
+}
+
+func TestSpendChartsTopUsersAndTheRest(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	w := do(h, "alice", "GET", "/console/operators/spend", nil)
+	if w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	var read []string
+	for _, flt := range f.filters {
+		if flt.User != "" {
+			read = append(read, flt.User)
+		}
+	}
+	if got := strings.Join(read, ","); got != "u1,u2,u3,u4,u5,u6,u7" {
+		t.Errorf("read the days of %s, want the 7 top spenders", got)
+	}
+	body := w.Body.String()
+	i := strings.Index(body, `id="spend-by-user-charts"`)
+	if i < 0 {
+		t.Fatal("no chart by user")
+	}
+	charts := body[i:]
+	charts = charts[:strings.Index(charts, `id="spend-by-key"`)]
+	for _, want := range []string{"> u1</li>", "> u7</li>", "> (other users)</li>"} {
+		if !strings.Contains(charts, want) {
+			t.Errorf("the user charts' legend lacks %q", want)
+		}
+	}
+	if strings.Contains(charts, "> u8</li>") {
+		t.Error("u8 has a series of its own")
 	}
 }

@@ -123,6 +123,16 @@ func (f *fakeServices) report(flt billing.ReportFilter) *billing.Report {
 		row = billing.ReportRow{KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
 	case billing.ByDayKey:
 		row = billing.ReportRow{Day: day, KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
+	case billing.ByDay:
+		row = billing.ReportRow{Day: day, Currency: "USD", Priced: true}
+	case billing.ByUser:
+		// Nine users, u1 spending the most.
+		rep := &billing.Report{}
+		for i := 1; i <= 9; i++ {
+			rep.Rows = append(rep.Rows, billing.ReportRow{User: fmt.Sprintf("u%d", i), Currency: "USD", Priced: true,
+				Totals: billing.Totals{Requests: 1, Cost: billing.Amount(1000 - i)}})
+		}
+		return rep
 	}
 	row.Requests, row.Usage.Input, row.Usage.Output, row.Cost = 3, 120, 45, 1234567
 	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}
