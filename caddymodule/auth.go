@@ -63,14 +63,15 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if err != nil {
 		return h.reject(w, r, err)
 	}
-	if e := checkContentType(r); e != nil {
-		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
-		return respondError(w, r, e)
-	}
 	caddyhttp.SetVar(r.Context(), varKey, k)
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
 	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
 	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
+	if e := checkContentType(r); e != nil {
+		// The key is valid: the refusal names its user.
+		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
+		return respondError(w, r, e)
+	}
 	return next.ServeHTTP(w, r)
 }
 
