@@ -52,3 +52,16 @@ func TestLogConcurrentAdds(t *testing.T) {
 		t.Errorf("%d entries, want 100", n)
 	}
 }
+
+// BenchmarkAdd is the cost of recording one refusal, as a flood of bad
+// keys makes them from every core.
+func BenchmarkAdd(b *testing.B) {
+	l := New(1000)
+	e := Entry{ID: "req_0123456789abcdef01234567", Endpoint: "chat_completions", Status: 401, Code: "invalid_api_key", Message: "unknown API key"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Add(e)
+		}
+	})
+}
