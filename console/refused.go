@@ -14,8 +14,6 @@ const refusalsShown = 50
 type refusalsData struct {
 	ID, User string
 	Entries  []refusals.Entry
-	// Size is how many refusals an instance keeps.
-	Size int
 }
 
 // refusalsPage lists the requests the gateway refused by itself (no
@@ -23,7 +21,7 @@ type refusalsData struct {
 // request id a client quotes or by user.
 func (h *Handler) refusalsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := refusalsData{ID: strings.TrimSpace(q.Get("id")), User: strings.TrimSpace(q.Get("user")), Size: refusalsShown}
+	d := refusalsData{ID: strings.TrimSpace(q.Get("id")), User: strings.TrimSpace(q.Get("user"))}
 	d.Entries = h.cfg.Services.Operators.Refusals(refusals.Filter{ID: d.ID, User: d.User, Limit: refusalsShown})
 	h.render(w, r, http.StatusOK, "refusals", "Refused requests", d)
 }
