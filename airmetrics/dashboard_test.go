@@ -156,3 +156,22 @@ func TestMetricNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardTokenStackCountsEachTokenOnce: the stacked tokens panel
+// leaves reasoning out (it is part of output), so its stack is the total
+// of the ledger's tokens.
+func TestDashboardTokenStackCountsEachTokenOnce(t *testing.T) {
+	n := 0
+	for where, expr := range dashboardQueries(t) {
+		if !strings.Contains(expr, "gen_ai_client_token_usage_sum") || !strings.Contains(expr, "by (gen_ai_token_type)") {
+			continue
+		}
+		n++
+		if !strings.Contains(expr, `gen_ai_token_type!="reasoning"`) {
+			t.Errorf("%s stacks reasoning on output, which includes it: %s", where, expr)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no panel charts tokens by type")
+	}
+}

@@ -53,6 +53,11 @@ const (
 	ReasonStorageFull    = "storage_full"
 	ReasonInvalidRequest = "invalid_request"
 	ReasonUnavailable    = "unavailable"
+	// ReasonAuth is a request without a valid API key (401).
+	ReasonAuth = "auth"
+	// ReasonForbidden is a request its key may not make (403: a model
+	// outside the key's scope).
+	ReasonForbidden = "forbidden"
 )
 
 // Metrics holds every collector. Create it once per process with New and
@@ -123,8 +128,8 @@ func New() *Metrics {
 		}, genAILabels),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "air_requests_total",
-			Help: "Requests by operation, provider, model, outcome and HTTP status.",
-		}, []string{"operation", "provider", "model", "outcome", "status"}),
+			Help: "Requests that reached a handler, refusals included, by GenAI operation, endpoint, provider, model, outcome and HTTP status.",
+		}, []string{"operation", "endpoint", "provider", "model", "outcome", "status"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "air_cost_total",
 			Help: "Cost recorded in the ledger, in currency units.",

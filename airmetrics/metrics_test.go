@@ -117,8 +117,11 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 	})
 	r.Unpriced([]string{"web_search", "audio_input"}) // a task's or background response's charge
 	r.Observe(&Request{Outcome: OutcomeTimeout, Status: 504, Duration: 30 * time.Second, User: "alice", KeyID: "key_1"})
-	r.Reject(429, ReasonBudget)
+	r.Reject("messages", 429, ReasonBudget)
 	o.Reject("chat", 404, ReasonInvalidRequest)
+	o.Reject("/v1/images/generations", 401, ReasonAuth)
+	o.Route("gpt-x").Observe(&Request{Endpoint: "responses", Outcome: OutcomeOK, Status: 200, Duration: time.Second})
+	o.Route("img").Observe(&Request{Endpoint: "images", Outcome: OutcomeOK, Status: 200, Duration: time.Second})
 	o.Attempt("anthropic", ResultStatus5xx, true)
 	o.Attempt("anthropic", ResultOK, false)
 	o.TaskStatus("image", "succeeded")
@@ -132,7 +135,7 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		return State{LedgerQueued: 3, LedgerLagSeconds: 0.5, LedgerUnreadable: 2, StoreBytes: 4096, FreeBytes: 1 << 30, MarginBytes: 64 << 20}, true
 	})
 	f := gather(t, reg)
-	gen := map[string]string{lOperation: "messages", lProvider: "anthropic", lReqModel: "claude-y", lRespModel: "claude-y-2026"}
+	gen := map[string]string{lOperation: "chat", lProvider: "anthropic", lReqModel: "claude-y", lRespModel: "claude-y-2026"}
 	with := func(k, v string) map[string]string {
 		out := map[string]string{k: v}
 		for kk, vv := range gen {
@@ -155,10 +158,15 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		{"gen_ai_server_request_duration_seconds", with(lErrorType, "timeout"), hsum, 30},
 		{"gen_ai_server_time_to_first_token_seconds", gen, hsum, 1},
 		{"gen_ai_server_time_per_output_token_seconds", gen, hsum, 0.1},
-		{"air_requests_total", map[string]string{"operation": "messages", "model": "claude-y", "outcome": "ok", "status": "200"}, counter, 1},
+		{"air_requests_total", map[string]string{"operation": "chat", "endpoint": "messages", "model": "claude-y", "outcome": "ok", "status": "200"}, counter, 1},
+		{"air_requests_total", map[string]string{"operation": "chat", "endpoint": "responses", "model": "gpt-x", "outcome": "ok", "status": "200"}, counter, 1},
+		{"air_requests_total", map[string]string{"operation": "generate_content", "endpoint": "images", "model": "img", "outcome": "ok", "status": "200"}, counter, 1},
+		{"gen_ai_server_request_duration_seconds", map[string]string{lOperation: "generate_content", lReqModel: "img", lErrorType: ""}, hsum, 1},
+		{"air_requests_total", map[string]string{"operation": "generate_content", "endpoint": "images", "model": Unknown, "outcome": "rejected", "status": "401"}, counter, 1},
+		{"air_rejections_total", map[string]string{"reason": "auth"}, counter, 1},
 		{"air_requests_total", map[string]string{"model": "claude-y", "outcome": "timeout", "status": "504"}, counter, 1},
 		{"air_requests_total", map[string]string{"model": "claude-y", "outcome": "rejected", "status": "429"}, counter, 1},
-		{"air_requests_total", map[string]string{"operation": "chat", "provider": Unknown, "model": Unknown, "outcome": "rejected", "status": "404"}, counter, 1},
+		{"air_requests_total", map[string]string{"operation": "chat", "endpoint": "chat_completions", "provider": Unknown, "model": Unknown, "outcome": "rejected", "status": "404"}, counter, 1},
 		{"air_cost_total", map[string]string{"currency": "USD", "provider": "anthropic", "model": "claude-y"}, counter, 1.2345},
 		{"air_unpriced_charges_total", map[string]string{"provider": "anthropic", "model": "claude-y", "charge": "web_search"}, counter, 2},
 		{"air_unpriced_charges_total", map[string]string{"provider": "anthropic", "model": "claude-y", "charge": "audio_input"}, counter, 1},
@@ -167,7 +175,7 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		{"air_upstream_retries_total", map[string]string{"provider": "anthropic", "result": "status_5xx"}, counter, 1},
 		{"air_upstream_retries_total", map[string]string{"provider": "anthropic", "result": "ok"}, counter, 0},
 		{"air_rejections_total", map[string]string{"reason": "budget"}, counter, 1},
-		{"air_open_streams", map[string]string{"operation": "messages", "provider": "anthropic"}, gauge, 1},
+		{"air_open_streams", map[string]string{"operation": "chat", "provider": "anthropic"}, gauge, 1},
 		{"air_ledger_commit_duration_seconds", nil, hsum, 0.002},
 		{"air_ledger_queue_depth", nil, gauge, 3},
 		{"air_ledger_lag_seconds", nil, gauge, 0.5},
@@ -283,5 +291,25 @@ func BenchmarkObserve(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+func TestEndpointLabelsAreBounded(t *testing.T) {
+	for i, tc := range []struct{ in, endpoint, operation string }{
+		{"chat", "chat_completions", "chat"},
+		{"/v1/chat/completions", "chat_completions", "chat"},
+		{"/v1/messages", "messages", "chat"},
+		{"/v1/messages/count_tokens", "count_tokens", "count_tokens"},
+		{"/v1/responses/resp_123/cancel", "responses", "chat"},
+		{"embeddings", "embeddings", "embeddings"},
+		{"/v1/images/generations", "images", "generate_content"},
+		{"/v1/tasks/task_1", "tasks", "generate_content"},
+		{"/v1/models/gpt-4o", "models", "list_models"},
+		{"/v1/secret-path-of-a-scanner", "other", "other"},
+		{"/etc/passwd", "other", "other"},
+	} {
+		if ep := Endpoint(tc.in); ep != tc.endpoint || Operation(ep) != tc.operation {
+			t.Errorf("Test %d: %q: endpoint %q operation %q, want %q %q", i, tc.in, ep, Operation(ep), tc.endpoint, tc.operation)
+		}
 	}
 }

@@ -18,7 +18,8 @@ type Model struct {
 	// ResponseModel is the gen_ai_response_model label: the model name sent
 	// upstream, or Pattern when none is configured.
 	ResponseModel string
-	// Operation is the model's kind: chat, messages, image or video.
+	// Operation is the model's kind (chat, messages, embedding, image or
+	// video): its streams are counted under its GenAI operation.
 	Operation string
 }
 
@@ -69,53 +70,83 @@ func (o *Observer) Route(pattern string) *Route {
 }
 
 // Reject records a request refused before its model was routed: its model
-// and provider are "unknown".
-func (o *Observer) Reject(operation string, status int, reason string) {
+// and provider are "unknown". endpoint is a ledger endpoint name or the
+// request's path (see Endpoint).
+func (o *Observer) Reject(endpoint string, status int, reason string) {
 	if o == nil {
 		return
 	}
-	o.m.requests.WithLabelValues(operation, Unknown, Unknown, OutcomeRejected, strconv.Itoa(status)).Inc()
+	ep := Endpoint(endpoint)
+	o.m.requests.WithLabelValues(Operation(ep), ep, Unknown, Unknown, OutcomeRejected, strconv.Itoa(status)).Inc()
 	o.m.rejections.WithLabelValues(reason).Inc()
 }
 
 // Route holds the resolved label children of one configured model.
 type Route struct {
-	o                          *Observer
-	operation, provider, model string
-	tokens                     [len(tokenTypes)]prometheus.Observer
-	durationOK                 prometheus.Observer
-	ttft, tpot                 prometheus.Observer
-	openStreams                prometheus.Gauge
-	mu                         sync.Mutex
-	requests                   atomic.Pointer[map[requestKey]prometheus.Counter]
-	durationErr                atomic.Pointer[map[string]prometheus.Observer]
-	costs                      atomic.Pointer[map[string]prometheus.Counter]
-	respModel                  string
+	o                         *Observer
+	provider, model, endpoint string
+	openStreams               prometheus.Gauge
+	mu                        sync.Mutex
+	requests                  atomic.Pointer[map[requestKey]prometheus.Counter]
+	ops                       atomic.Pointer[map[string]*opMetrics]
+	durationErr               atomic.Pointer[map[string]prometheus.Observer]
+	costs                     atomic.Pointer[map[string]prometheus.Counter]
+	respModel                 string
+}
+
+// opMetrics are the gen_ai_* children of a route for one operation.
+type opMetrics struct {
+	tokens     [len(tokenTypes)]prometheus.Observer
+	durationOK prometheus.Observer
+	ttft, tpot prometheus.Observer
 }
 
 // requestKey selects a child of air_requests_total within a route.
 type requestKey struct {
-	outcome string
-	status  int
+	endpoint, outcome string
+	status            int
 }
 
-func newRoute(o *Observer, operation, provider, model, resp string) *Route {
+// kindEndpoints are the endpoint a model kind is usually called on, whose
+// series a route resolves in advance.
+var kindEndpoints = map[string]string{"chat": EndpointChatCompletions, "messages": EndpointMessages,
+	"embedding": EndpointEmbeddings, "image": EndpointImages, "video": EndpointTasks}
+
+func newRoute(o *Observer, kind, provider, model, resp string) *Route {
 	m := o.m
-	r := &Route{o: o, operation: operation, provider: provider, model: model, respModel: resp}
-	for i, tt := range tokenTypes {
-		r.tokens[i] = m.tokenUsage.WithLabelValues(operation, provider, model, resp, tt)
+	ep := kindEndpoints[kind]
+	if ep == "" {
+		ep = EndpointOther
 	}
-	r.durationOK = m.duration.WithLabelValues(operation, provider, model, resp, "")
-	r.ttft = m.ttft.WithLabelValues(operation, provider, model, resp)
-	r.tpot = m.tpot.WithLabelValues(operation, provider, model, resp)
-	r.openStreams = m.openStreams.WithLabelValues(operation, provider)
+	r := &Route{o: o, provider: provider, model: model, respModel: resp, endpoint: ep}
+	op := kindOperation(kind)
+	r.openStreams = m.openStreams.WithLabelValues(op, provider)
+	r.ops.Store(&map[string]*opMetrics{op: r.newOp(op)})
 	reqs := map[requestKey]prometheus.Counter{
-		{OutcomeOK, 200}: m.requests.WithLabelValues(operation, provider, model, OutcomeOK, "200"),
+		{ep, OutcomeOK, 200}: m.requests.WithLabelValues(Operation(ep), ep, provider, model, OutcomeOK, "200"),
 	}
 	r.requests.Store(&reqs)
 	r.durationErr.Store(&map[string]prometheus.Observer{})
 	r.costs.Store(&map[string]prometheus.Counter{})
 	return r
+}
+
+// newOp resolves the gen_ai_* children of operation op.
+func (r *Route) newOp(op string) *opMetrics {
+	m := r.o.m
+	om := &opMetrics{}
+	for i, tt := range tokenTypes {
+		om.tokens[i] = m.tokenUsage.WithLabelValues(op, r.provider, r.model, r.respModel, tt)
+	}
+	om.durationOK = m.duration.WithLabelValues(op, r.provider, r.model, r.respModel, "")
+	om.ttft = m.ttft.WithLabelValues(op, r.provider, r.model, r.respModel)
+	om.tpot = m.tpot.WithLabelValues(op, r.provider, r.model, r.respModel)
+	return om
+}
+
+// op returns the gen_ai_* children of operation op.
+func (r *Route) op(op string) *opMetrics {
+	return loadOrAdd(&r.mu, &r.ops, op, func() *opMetrics { return r.newOp(op) })
 }
 
 // Tokens are a request's tokens in disjoint buckets (as billing.Usage).
@@ -125,6 +156,10 @@ type Tokens struct {
 
 // Request is what happened to one request, for Observe.
 type Request struct {
+	// Endpoint is the ledger endpoint name or the path the request came
+	// on (see Endpoint); "" is the endpoint the route's model kind is
+	// usually called on.
+	Endpoint string
 	// Outcome is one of the Outcome* constants.
 	Outcome string
 	// Status is the HTTP status the client got.
@@ -153,31 +188,34 @@ func (r *Route) Observe(q *Request) {
 	if r == nil {
 		return
 	}
-	r.request(q.Outcome, q.Status).Inc()
+	ep := r.endpointOf(q.Endpoint)
+	r.request(ep, q.Outcome, q.Status).Inc()
+	opName := Operation(ep)
+	om := r.op(opName)
 	secs := q.Duration.Seconds()
 	if q.Outcome == OutcomeOK {
-		r.durationOK.Observe(secs)
+		om.durationOK.Observe(secs)
 	} else {
-		r.durationFor(q.Outcome).Observe(secs)
+		r.durationFor(opName, q.Outcome).Observe(secs)
 	}
 	t := &q.Tokens
 	if t.Input > 0 || t.Output > 0 || t.CacheRead > 0 || t.CacheCreation > 0 {
-		r.tokens[0].Observe(float64(t.Input))
-		r.tokens[1].Observe(float64(t.Output))
+		om.tokens[0].Observe(float64(t.Input))
+		om.tokens[1].Observe(float64(t.Output))
 		if t.CacheRead > 0 {
-			r.tokens[2].Observe(float64(t.CacheRead))
+			om.tokens[2].Observe(float64(t.CacheRead))
 		}
 		if t.CacheCreation > 0 {
-			r.tokens[3].Observe(float64(t.CacheCreation))
+			om.tokens[3].Observe(float64(t.CacheCreation))
 		}
 		if t.Reasoning > 0 {
-			r.tokens[4].Observe(float64(t.Reasoning))
+			om.tokens[4].Observe(float64(t.Reasoning))
 		}
 	}
 	if q.FirstByte > 0 {
-		r.ttft.Observe(q.FirstByte.Seconds())
+		om.ttft.Observe(q.FirstByte.Seconds())
 		if q.Outcome == OutcomeOK && t.Output > 1 {
-			r.tpot.Observe((q.Duration - q.FirstByte).Seconds() / float64(t.Output-1))
+			om.tpot.Observe((q.Duration - q.FirstByte).Seconds() / float64(t.Output-1))
 		}
 	}
 	if q.Currency != "" && q.CostNanos != 0 {
@@ -212,12 +250,13 @@ func (r *Route) Charge(currency string, nanos int64, user, keyID string) {
 	}
 }
 
-// Reject records a request on the route that the gateway refused.
-func (r *Route) Reject(status int, reason string) {
+// Reject records a request on the route, which came on endpoint (see
+// Endpoint), that the gateway refused.
+func (r *Route) Reject(endpoint string, status int, reason string) {
 	if r == nil {
 		return
 	}
-	r.request(OutcomeRejected, status).Inc()
+	r.request(r.endpointOf(endpoint), OutcomeRejected, status).Inc()
 	r.o.m.rejections.WithLabelValues(reason).Inc()
 }
 
@@ -238,9 +277,22 @@ func (r *Route) StreamClosed() {
 // Provider names the route's provider.
 func (r *Route) Provider() string { return r.provider }
 
-// request returns the child of air_requests_total for outcome and status.
-func (r *Route) request(outcome string, status int) prometheus.Counter {
-	k := requestKey{outcome, status}
+// Model is the route's model label: the configured model id or glob.
+func (r *Route) Model() string { return r.model }
+
+// endpointOf returns the endpoint label of name, the route's usual one
+// for "".
+func (r *Route) endpointOf(name string) string {
+	if name == "" {
+		return r.endpoint
+	}
+	return Endpoint(name)
+}
+
+// request returns the child of air_requests_total for endpoint, outcome
+// and status.
+func (r *Route) request(endpoint, outcome string, status int) prometheus.Counter {
+	k := requestKey{endpoint, outcome, status}
 	if c, ok := (*r.requests.Load())[k]; ok {
 		return c
 	}
@@ -250,7 +302,7 @@ func (r *Route) request(outcome string, status int) prometheus.Counter {
 	if c, ok := old[k]; ok {
 		return c
 	}
-	c := r.o.m.requests.WithLabelValues(r.operation, r.provider, r.model, outcome, strconv.Itoa(status))
+	c := r.o.m.requests.WithLabelValues(Operation(endpoint), endpoint, r.provider, r.model, outcome, strconv.Itoa(status))
 	next := make(map[requestKey]prometheus.Counter, len(old)+1)
 	for kk, v := range old {
 		next[kk] = v
@@ -260,10 +312,11 @@ func (r *Route) request(outcome string, status int) prometheus.Counter {
 	return c
 }
 
-// durationFor returns the duration child for a failed outcome.
-func (r *Route) durationFor(errorType string) prometheus.Observer {
-	return loadOrAdd(&r.mu, &r.durationErr, errorType, func() prometheus.Observer {
-		return r.o.m.duration.WithLabelValues(r.operation, r.provider, r.model, r.respModel, errorType)
+// durationFor returns the duration child of operation op for a failed
+// outcome.
+func (r *Route) durationFor(op, errorType string) prometheus.Observer {
+	return loadOrAdd(&r.mu, &r.durationErr, op+"\x00"+errorType, func() prometheus.Observer {
+		return r.o.m.duration.WithLabelValues(op, r.provider, r.model, r.respModel, errorType)
 	})
 }
 

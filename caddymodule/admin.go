@@ -30,9 +30,11 @@ var running atomic.Pointer[App]
 //
 //	POST   /air/keys            {"user","name","expires_at"|"expires_in"} → the new key, once
 //	GET    /air/keys[?user=]    → the keys, without secrets
+//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry"} → the changed key
 //	DELETE /air/keys/<id>       → revokes the key
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
+//	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -51,6 +53,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/health", Handler: caddy.AdminHandlerFunc(a.handleHealth)},
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
+		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
 	}, a.billingRoutes()...)
 }
 
@@ -127,10 +130,22 @@ func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := strings.TrimPrefix(r.URL.Path, "/air/keys/")
-	if r.Method != http.MethodDelete {
+	var k *keys.Key
+	switch r.Method {
+	case http.MethodDelete:
+		k, err = st.keys.Revoke(r.Context(), id)
+	case http.MethodPatch:
+		var c keys.Change
+		if err := decodeAdminBody(w, r, &c, true, "key change"); err != nil {
+			return err
+		}
+		k, err = st.keys.Update(r.Context(), id, c)
+		if err != nil && !errors.Is(err, keys.ErrNoSuchKey) {
+			return apiErr(http.StatusBadRequest, err)
+		}
+	default:
 		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
-	k, err := st.keys.Revoke(r.Context(), id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return apiErr(http.StatusNotFound, fmt.Errorf("no key with id %q", id))
 	}

@@ -50,8 +50,10 @@ func (h *Auth) Provision(ctx caddy.Context) (err error) {
 
 // ServeHTTP authenticates the request and passes it on.
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	requestIDOf(w, r)
 	st := h.app.current()
 	if st == nil || !st.drain.enter() {
+		h.app.observeRefusal(w, r, nil, r.URL.Path, errNotStarted)
 		return respondError(w, r, errNotStarted)
 	}
 	// Every exchange of a key passes here: it keeps the state open until
@@ -61,13 +63,15 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if err != nil {
 		return h.reject(w, r, err)
 	}
-	if e := checkContentType(r); e != nil {
-		return respondError(w, r, e)
-	}
 	caddyhttp.SetVar(r.Context(), varKey, k)
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
 	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
 	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
+	if e := checkContentType(r); e != nil {
+		// The key is valid: the refusal names its user.
+		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
+		return respondError(w, r, e)
+	}
 	return next.ServeHTTP(w, r)
 }
 
@@ -92,7 +96,9 @@ func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 		// Anthropic's clients send their key as x-api-key.
 		msg = "missing API key: send it as 'x-api-key: sk-air-…'"
 	}
-	return respondError(w, r, apierror.Unauthorized(msg))
+	e := apierror.Unauthorized(msg)
+	h.app.observeRefusal(w, r, nil, r.URL.Path, e)
+	return respondError(w, r, e)
 }
 
 // secretOf returns the API key a request presents.

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -9,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/providers"
@@ -68,6 +70,7 @@ func (h *CountTokens) Provision(ctx caddy.Context) error {
 // an upstream saw it, and is given back whole otherwise.
 func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, reservation *billing.Reservation,
 	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
+	start := time.Now()
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol:     h.spec.protocol,
 		Operation:    h.spec.endpoint,
@@ -92,6 +95,8 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model),
 		zap.String("air_provider", res.Provider), zap.String("air_outcome", res.Outcome))
+	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: metricsOutcome(res.Outcome),
+		Status: res.Status, Duration: sinceStart(start)})
 	return h.finish(w, r, res.Held, nil)
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -18,6 +19,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -64,45 +66,52 @@ func (h *Images) Provision(ctx caddy.Context) (err error) {
 
 // ServeHTTP creates an image task and answers its images.
 func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	arrived := time.Now()
+	var mr *airmetrics.Route // the model's metrics, once known
+	refuse := func(err error) error {
+		h.app.observeRefusal(w, r, mr, airmetrics.EndpointImages, err)
+		return respondError(w, r, err)
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
+		return refuse(apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
 	}
 	key, st, rt, aerr := h.app.caller(r)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return refuse(aerr)
 	}
 	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
-		return respondError(w, r, err)
+		return refuse(err)
 	}
 	defer rb.release()
 	body := rb.Bytes()
 	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
-		return respondError(w, r, apierror.InvalidBody(err))
+		return refuse(apierror.InvalidBody(err))
 	}
 	// A member the gateway reads (n, response_format…) appears once,
 	// before the budget is reserved by n.
 	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
-		return respondError(w, r, aerr)
+		return refuse(aerr)
 	}
 	format, passThrough, aerr := h.check(body)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return refuse(aerr)
 	}
 	create := rt.tasks.CreateImagesHeld
 	if !passThrough {
 		create = rt.tasks.CreateHeld
 		if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
-			return respondError(w, r, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+			return refuse(apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 		}
 	}
 	model := gjson.GetBytes(body, "model").Str
+	mr = h.app.metricsRoute(model)
 	if aerr := allowModel(key, model); aerr != nil {
-		return respondError(w, r, aerr)
+		return refuse(aerr)
 	}
 	if aerr := st.guard.check(); aerr != nil {
-		return respondError(w, r, aerr)
+		return refuse(aerr)
 	}
 	// The task service reserves the n images asked for once the body is
 	// valid, and charges the images generated in their place before it
@@ -110,10 +119,15 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	admit := h.app.admitTask(r.Context(), rt.billing, billing.Subject{User: key.User, KeyID: key.ID})
 	task, aerr := create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return refuse(aerr)
 	}
+	q := airmetrics.Request{Endpoint: airmetrics.EndpointImages, Outcome: airmetrics.OutcomeOK, Status: http.StatusOK,
+		User: task.User, KeyID: task.KeyID}
+	defer func() { q.Duration = sinceStart(arrived); mr.Observe(&q) }()
 	if task.Status != tasks.StatusSucceeded || task.Output == nil {
-		return respondError(w, r, taskError(task))
+		e := taskError(task)
+		q.Outcome, q.Status = airmetrics.OutcomeUpstreamError, e.Status
+		return respondError(w, r, e)
 	}
 	urls := task.Output.ImageURLs
 	if len(urls) == 0 && task.Output.ImageURL != "" {

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"io/fs"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -82,24 +83,34 @@ func (a *App) metricsRoute(model string) *airmetrics.Route {
 	return a.metrics.Route(route.Pattern)
 }
 
-// observeRefusal records a request refused with err, on its model's route
-// when known.
-func (a *App) observeRefusal(mr *airmetrics.Route, operation string, err error) {
-	if a.metrics == nil {
+// observeRefusal records r, refused with err, in the metrics (on its
+// model's route when known) and in the refusals log; endpoint is the
+// ledger endpoint name or the request's path (airmetrics.Endpoint).
+func (a *App) observeRefusal(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, endpoint string, err error) {
+	e := asAPIError(err)
+	code := ""
+	if e.Code != nil {
+		code = *e.Code
+	}
+	recordRefusal(w, r, mr, endpoint, e.Status, code, e.Message)
+	if a == nil || a.metrics == nil {
 		return
 	}
-	e := asAPIError(err)
 	reason := refusalReason(e)
 	if mr != nil {
-		mr.Reject(e.Status, reason)
+		mr.Reject(endpoint, e.Status, reason)
 		return
 	}
-	a.metrics.Reject(operation, e.Status, reason)
+	a.metrics.Reject(endpoint, e.Status, reason)
 }
 
 // refusalReason classifies an error the gateway answered by itself.
 func refusalReason(e *apierror.Error) string {
 	switch {
+	case e.Status == http.StatusUnauthorized:
+		return airmetrics.ReasonAuth
+	case e.Status == http.StatusForbidden:
+		return airmetrics.ReasonForbidden
 	case e.Type == apierror.TypeInsufficient, e.Code != nil && *e.Code == "budget_currency_unconvertible":
 		return airmetrics.ReasonBudget
 	case e.Type == apierror.TypeRateLimit:

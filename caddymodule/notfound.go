@@ -32,10 +32,17 @@ func (NotFound) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// ServeHTTP answers 404.
+// ServeHTTP answers 404, with the gateway's request id, and records the
+// refusal (metrics, refusals log).
 func (NotFound) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	return respondError(w, r, apierror.New(http.StatusNotFound, apierror.TypeInvalidRequest, "unknown_url",
-		"Invalid URL ("+r.Method+" "+r.URL.Path+")"))
+	e := apierror.New(http.StatusNotFound, apierror.TypeInvalidRequest, "unknown_url",
+		"Invalid URL ("+r.Method+" "+r.URL.Path+")")
+	if a := running.Load(); a != nil {
+		a.observeRefusal(w, r, nil, r.URL.Path, e)
+	} else {
+		recordRefusal(w, r, nil, r.URL.Path, e.Status, "unknown_url", e.Message)
+	}
+	return respondError(w, r, e)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

@@ -165,7 +165,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	requestID := newRequestID()
+	requestID := requestIDOf(w, r)
 	start := time.Now().UTC()
 	rec := billing.Record{
 		ID:       requestID,
@@ -222,7 +222,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// No upstream saw the request: nothing to bill.
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
-		q.Outcome, q.Status = metricsOutcome(res.Outcome), res.Status
+		q.Outcome, q.Status, q.User, q.KeyID = metricsOutcome(res.Outcome), res.Status, key.User, key.ID
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
@@ -304,13 +304,13 @@ func servedBy(rec *billing.Record, t *routing.Target) {
 // refuse answers a request the gateway refuses by itself with err, as
 // respondError does, and counts it in the metrics.
 func (h *proxyHandler) refuse(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, err error) error {
-	h.app.observeRefusal(mr, h.spec.endpoint, err)
+	h.app.observeRefusal(w, r, mr, h.spec.endpoint, err)
 	return respondError(w, r, err)
 }
 
 // observe records a request that reached the proxy, once it ended.
 func (h *proxyHandler) observe(mr *airmetrics.Route, q *airmetrics.Request, start time.Time) {
-	q.Duration = sinceStart(start)
+	q.Duration, q.Endpoint = sinceStart(start), h.spec.endpoint
 	mr.Observe(q)
 }
 

@@ -215,7 +215,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
-	requestID := newRequestID()
+	requestID := requestIDOf(w, r)
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: method,
 		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,

@@ -102,7 +102,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	arrived := time.Now()
 	var mr *airmetrics.Route // the model's metrics, once known
 	refuse := func(err error) error {
-		h.app.observeRefusal(mr, "tasks", err)
+		h.app.observeRefusal(w, r, mr, "tasks", err)
 		return respondError(w, r, err)
 	}
 	rb, err := readBody(w, r, h.app.MaxRequestBody)
@@ -145,7 +145,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	}
 	err = writeJSON(w, http.StatusAccepted, task.CreateView())
 	if mr != nil {
-		q := airmetrics.Request{Outcome: airmetrics.OutcomeOK, Status: http.StatusAccepted, Duration: sinceStart(arrived),
+		q := airmetrics.Request{Endpoint: airmetrics.EndpointTasks, Outcome: airmetrics.OutcomeOK, Status: http.StatusAccepted, Duration: sinceStart(arrived),
 			User: key.User, KeyID: key.ID}
 		if task.Status == tasks.StatusFailed {
 			q.Outcome = airmetrics.OutcomeUpstreamError

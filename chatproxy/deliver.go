@@ -27,14 +27,19 @@ var accountHeaders = map[string]bool{
 // copyHeader copies to dst the upstream response headers a client may use:
 // content type and encoding, request ids, rate limits, retry-after and the
 // provider's own openai-* / anthropic-* headers, except accountHeaders.
+// The provider's request ids are renamed X-Upstream-Request-Id and
+// Upstream-Request-Id: X-Request-Id and Request-Id are the gateway's.
 // Hop-by-hop headers are never copied. Content-Length is copied only when
 // withLength is true, i.e. when the body passes through unchanged.
 func copyHeader(dst, src http.Header, withLength bool) {
 	for k, v := range src {
 		switch {
 		case accountHeaders[k]:
-		case k == "Content-Type", k == "Content-Encoding", k == "Cache-Control",
-			k == "X-Request-Id", k == "Request-Id", k == "Retry-After",
+		case k == "X-Request-Id":
+			dst["X-Upstream-Request-Id"] = v
+		case k == "Request-Id":
+			dst["Upstream-Request-Id"] = v
+		case k == "Content-Type", k == "Content-Encoding", k == "Cache-Control", k == "Retry-After",
 			strings.HasPrefix(k, "Openai-"), strings.HasPrefix(k, "Anthropic-"), strings.HasPrefix(k, "X-Ratelimit-"):
 			dst[k] = v
 		case k == "Content-Length" && withLength:

@@ -1,6 +1,7 @@
 package chatproxy
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -57,9 +58,18 @@ func TestAccountHeadersDropped(t *testing.T) {
 					t.Errorf("the client got %s: %s", k, v)
 				}
 			}
+			// The provider's request ids are renamed: X-Request-Id and
+			// Request-Id are the gateway's.
+			renamed := map[string]string{"X-Request-Id": "X-Upstream-Request-Id", "Request-Id": "Upstream-Request-Id"}
 			for i := 6; i+1 < len(upstreamHeaders); i += 2 {
-				if got := rec.Header().Get(upstreamHeaders[i]); got != upstreamHeaders[i+1] {
-					t.Errorf("the client got %s %q, want %q", upstreamHeaders[i], got, upstreamHeaders[i+1])
+				name := cmp.Or(renamed[upstreamHeaders[i]], upstreamHeaders[i])
+				if got := rec.Header().Get(name); got != upstreamHeaders[i+1] {
+					t.Errorf("the client got %s %q, want %q", name, got, upstreamHeaders[i+1])
+				}
+			}
+			for k := range renamed {
+				if v := rec.Header().Get(k); v != "" {
+					t.Errorf("the provider's %s reached the client as %s: %s", k, k, v)
 				}
 			}
 		})

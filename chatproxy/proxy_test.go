@@ -140,7 +140,7 @@ func TestServeJSON(t *testing.T) {
 		t.Errorf("client got %d %q", rec.Code, rec.Body.String())
 	}
 	for k, want := range map[string]string{
-		"X-Request-Id": "up-1", "Openai-Processing-Ms": "12", "X-Ratelimit-Remaining-Requests": "99",
+		"X-Upstream-Request-Id": "up-1", "X-Request-Id": "", "Openai-Processing-Ms": "12", "X-Ratelimit-Remaining-Requests": "99",
 		"X-Internal-Secret": "", "Content-Length": strconv.Itoa(len(chatJSON)), "Content-Type": "application/json",
 	} {
 		if got := rec.Header().Get(k); got != want {
@@ -305,7 +305,7 @@ func TestServeAnthropicJSON(t *testing.T) {
 	if string(up.bodies[0]) != strings.Replace(body, `"claude"`, `"claude-sonnet-4-5"`, 1) {
 		t.Errorf("upstream body %s", up.bodies[0])
 	}
-	if rec.Body.String() != anthropicJSON || rec.Header().Get("Request-Id") != "req_up" || rec.Header().Get("Anthropic-Ratelimit-Tokens-Remaining") != "5" {
+	if rec.Body.String() != anthropicJSON || rec.Header().Get("Upstream-Request-Id") != "req_up" || rec.Header().Get("Anthropic-Ratelimit-Tokens-Remaining") != "5" {
 		t.Errorf("client got %v %s", rec.Header(), rec.Body.String())
 	}
 	if want := (billing.Usage{Input: 21, CacheCreation: 1000, CacheRead: 2000, Output: 50}); res.Usage != want || res.Source != billing.SourceReported {
@@ -353,7 +353,7 @@ func TestServeUpstreamErrorPassThrough(t *testing.T) {
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL, other.URL), body, ""))
-	if rec.Code != 400 || rec.Body.String() != errBody || rec.Header().Get("X-Request-Id") != "r9" {
+	if rec.Code != 400 || rec.Body.String() != errBody || rec.Header().Get("X-Upstream-Request-Id") != "r9" {
 		t.Errorf("client got %d %s", rec.Code, rec.Body.String())
 	}
 	if up.count() != 1 || other.count() != 0 {

@@ -71,6 +71,7 @@ type bySeries struct {
 var (
 	seriesModel = bySeries{"model", func(r *billing.ReportRow) string { return r.Model }}
 	seriesKey   = bySeries{"key", func(r *billing.ReportRow) string { return r.KeyID }}
+	seriesUser  = bySeries{"user", func(r *billing.ReportRow) string { return r.User }}
 )
 
 // usageCharts draws the report's cost (in its first priced currency) and

@@ -119,6 +119,16 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /operators/budgets/delete", h.admin(h.deleteBudget))
 	m.HandleFunc("GET /operators/ledger", h.admin(h.ledgerPage))
 	m.HandleFunc("GET /operators/ledger.csv", h.admin(h.ledgerCSV))
+	m.HandleFunc("GET /operators/keys", h.admin(h.allKeysPage))
+	m.HandleFunc("POST /operators/keys", h.admin(h.createKeyFor))
+	m.HandleFunc("GET /operators/keys/{id}/revoke", h.admin(h.confirmRevokeAny))
+	m.HandleFunc("POST /operators/keys/{id}/revoke", h.admin(h.revokeAnyKey))
+	m.HandleFunc("GET /operators/keys/{id}/edit", h.admin(h.editKeyPage))
+	m.HandleFunc("POST /operators/keys/{id}/edit", h.admin(h.editKey))
+	m.HandleFunc("GET /operators/spend", h.admin(h.spendPage))
+	m.HandleFunc("GET /operators/refusals", h.admin(h.refusalsPage))
+	m.HandleFunc("GET /signout", h.signoutPage)
+	m.HandleFunc("GET /signout/now", h.signoutNow)
 	h.mux = m
 }
 
@@ -131,12 +141,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, user string)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
-	if user == "" {
+	static := strings.HasPrefix(r.URL.Path, h.cfg.Prefix+"/static/")
+	if user == "" && !(static && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
+		// The page says what the console is and how to sign in; it
+		// shows no data, and its styles and icon are public.
 		hd.Set("Cache-Control", "no-store")
-		http.Error(w, "401 unauthorized: sign in first", http.StatusUnauthorized)
+		h.render(w, r, http.StatusUnauthorized, "welcome", "Sign in", nil)
 		return
 	}
-	if !strings.HasPrefix(r.URL.Path, h.cfg.Prefix+"/static/") {
+	if !static {
 		hd.Set("Cache-Control", "no-store")
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

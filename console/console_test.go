@@ -82,7 +82,8 @@ func TestAnonymousGetsNothing(t *testing.T) {
 	_, _, _ = f.Create(t.Context(), "alice", NewKey{Name: "prod"})
 	for i, tc := range []struct{ method, path string }{
 		{"GET", "/console/keys"}, {"GET", "/console/usage"}, {"GET", "/console/tasks"}, {"GET", "/console/playground"},
-		{"GET", "/console/operators"}, {"POST", "/console/keys"}, {"GET", "/console/static/console.js"}, {"GET", "/console/"},
+		{"GET", "/console/operators"}, {"POST", "/console/keys"}, {"GET", "/console/"}, {"GET", "/console/operators/keys"},
+		{"GET", "/console/signout"},
 	} {
 		w := do(h, "", tc.method, tc.path, nil, sameOrigin...)
 		if w.Code != http.StatusUnauthorized {
@@ -94,6 +95,19 @@ func TestAnonymousGetsNothing(t *testing.T) {
 		if w.Header().Get("X-Frame-Options") != "DENY" || w.Header().Get("Content-Security-Policy") == "" {
 			t.Errorf("Test %d: security headers missing on a 401: %v", i, w.Header())
 		}
+		if b := w.Body.String(); !strings.Contains(b, `id="sign-in-needed"`) || strings.Contains(b, "<nav") {
+			t.Errorf("Test %d: anonymous %s: want the sign-in page without navigation: %s", i, tc.path, b)
+		}
+	}
+	// The styles and the icon of the sign-in page are public; a post is
+	// not.
+	for _, p := range []string{"/console/static/console.css", "/console/static/favicon.svg"} {
+		if w := do(h, "", "GET", p, nil); w.Code != http.StatusOK {
+			t.Errorf("anonymous GET %s: %d, want 200", p, w.Code)
+		}
+	}
+	if w := do(h, "", "POST", "/console/static/console.css", nil, sameOrigin...); w.Code != http.StatusUnauthorized {
+		t.Errorf("anonymous POST to a static file: %d, want 401", w.Code)
 	}
 	if len(f.keys) != 1 {
 		t.Errorf("an anonymous post created a key: %d keys", len(f.keys))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -33,10 +34,12 @@ type fakeServices struct {
 	chats       []string
 	// searches are the operators' ledger searches.
 	searches []billing.RecordQuery
+	// refusals are the refused requests.
+	refusals *refusals.Log
 }
 
 func newFake() *fakeServices {
-	return &fakeServices{budgets: map[string]billing.Limits{}}
+	return &fakeServices{budgets: map[string]billing.Limits{}, refusals: refusals.New(10)}
 }
 
 func (f *fakeServices) services() Services {
@@ -120,6 +123,16 @@ func (f *fakeServices) report(flt billing.ReportFilter) *billing.Report {
 		row = billing.ReportRow{KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
 	case billing.ByDayKey:
 		row = billing.ReportRow{Day: day, KeyID: "key-of-" + flt.User, Currency: "USD", Priced: true}
+	case billing.ByDay:
+		row = billing.ReportRow{Day: day, Currency: "USD", Priced: true}
+	case billing.ByUser:
+		// Nine users, u1 spending the most.
+		rep := &billing.Report{}
+		for i := 1; i <= 9; i++ {
+			rep.Rows = append(rep.Rows, billing.ReportRow{User: fmt.Sprintf("u%d", i), Currency: "USD", Priced: true,
+				Totals: billing.Totals{Requests: 1, Cost: billing.Amount(1000 - i)}})
+		}
+		return rep
 	}
 	row.Requests, row.Usage.Input, row.Usage.Output, row.Cost = 3, 120, 45, 1234567
 	return &billing.Report{Rows: []billing.ReportRow{row}, Totals: []billing.ReportTotal{{Currency: "USD", Totals: row.Totals}}}
@@ -278,4 +291,58 @@ func (f *fakeServices) Providers() []ProviderView {
 			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://x", Breaker: "closed", Available: true, Attempts: 4, Failures: 1},
 			{Provider: "mock", Deployment: "mock/gpt", BaseURL: "http://y", Key: 1, Breaker: "open", Reason: "breaker_open", Attempts: 5, Failures: 5},
 		}}}
+}
+
+func (f *fakeServices) Budget(_ context.Context, user string) (billing.BudgetStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := billing.BudgetStatus{Month: "2026-11"}
+	if lim, ok := f.budgets[budgetID(billing.ScopeUser, user)]; ok {
+		st.Limits = &lim
+	}
+	return st, nil
+}
+
+func (f *fakeServices) AllKeys(context.Context) ([]Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys), nil
+}
+
+func (f *fakeServices) CreateKeyFor(ctx context.Context, user string, o NewKey) (string, Key, error) {
+	return f.Create(ctx, user, o)
+}
+
+func (f *fakeServices) UpdateKey(_ context.Context, id string, e KeyEdit) (Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if slices.Contains(e.Models, "bad[") {
+		return Key{}, Invalid(errors.New("models: bad glob"))
+	}
+	for i := range f.keys {
+		if f.keys[i].ID == id {
+			f.keys[i].Name, f.keys[i].Models, f.keys[i].ExpiresAt = e.Name, e.Models, e.ExpiresAt
+			return f.keys[i], nil
+		}
+	}
+	return Key{}, ErrNotFound
+}
+
+func (f *fakeServices) Refused(user string, limit int) []refusals.Entry {
+	return f.refusals.List(refusals.Filter{User: user, Limit: limit})
+}
+
+func (f *fakeServices) Refusals(flt refusals.Filter) []refusals.Entry { return f.refusals.List(flt) }
+
+func (f *fakeServices) RevokeKey(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.keys {
+		if f.keys[i].ID == id {
+			now := time.Now()
+			f.keys[i].RevokedAt, f.keys[i].State = &now, "revoked"
+			return nil
+		}
+	}
+	return ErrNotFound
 }

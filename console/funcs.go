@@ -32,6 +32,10 @@ var funcs = template.FuncMap{
 	"taskUnit": func(task string) string {
 		return map[string]string{"image": "image", "video_second": "second of video", "video_task": "task"}[task]
 	},
+	"keyStates": func() []string { return []string{"active", "expired", "revoked"} },
+	"sumTable": func(id, name, by string, rep *billing.Report) map[string]any {
+		return map[string]any{"ID": id, "Name": name, "By": by, "Report": rep}
+	},
 	"intOr": func(n int64) string {
 		if n == 0 {
 			return ""

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
@@ -25,6 +26,8 @@ type keysData struct {
 	FormToken string
 	// Notice is a message that is not an error.
 	Notice string
+	// Budget is the user's own limits and spend.
+	Budget billing.BudgetStatus
 }
 
 // maxKeyName bounds a key's name, in characters: the key service's
@@ -58,6 +61,10 @@ func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 	}
 	slices.SortFunc(list, func(a, b Key) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	d.Keys = list
+	if d.Budget, err = h.cfg.Services.Keys.Budget(r.Context(), userOf(r)); err != nil {
+		h.internal(w, r, "reading your limits", err)
+		return
+	}
 	if d.Created != nil {
 		for i := range list {
 			if list[i].ID == d.Created.ID {
@@ -160,7 +167,8 @@ func (h *Handler) confirmRevoke(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, "reading a key", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "revoke", "Revoke key", k)
+	h.render(w, r, http.StatusOK, "revoke", "Revoke key", revokeData{Key: k, Action: h.cfg.Prefix + "/keys/" + k.ID + "/revoke",
+		Back: h.cfg.Prefix + "/keys"})
 }
 
 // revokeKey revokes one of the user's keys.

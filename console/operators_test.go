@@ -26,10 +26,20 @@ func TestOperatorRoutesAccess(t *testing.T) {
 		{"GET", "/console/operators/ledger.csv", nil, http.StatusOK},
 		{"POST", "/console/operators/budgets", url.Values{"scope": {"key"}, "id": {"key_x"}, "rpm": {"7"}}, http.StatusSeeOther},
 		{"POST", "/console/operators/budgets/delete", url.Values{"scope": {"key"}, "id": {"key_x"}}, http.StatusSeeOther},
+		{"GET", "/console/operators/keys", nil, http.StatusOK},
+		{"GET", "/console/operators/keys?q=bob&state=active", nil, http.StatusOK},
+		{"POST", "/console/operators/keys", url.Values{"user": {"carol"}, "name": {"ci"}}, http.StatusSeeOther},
+		{"GET", "/console/operators/keys/key_bob_1/revoke", nil, http.StatusOK},
+		{"POST", "/console/operators/keys/key_bob_1/revoke", url.Values{}, http.StatusSeeOther},
+		{"GET", "/console/operators/spend", nil, http.StatusOK},
+		{"GET", "/console/operators/refusals?id=req_1", nil, http.StatusOK},
+		{"GET", "/console/operators/keys/key_bob_1/edit", nil, http.StatusOK},
+		{"POST", "/console/operators/keys/key_bob_1/edit", url.Values{"name": {"renamed"}}, http.StatusSeeOther},
 	}
 	for i, rt := range routes {
 		f := newFake()
 		h := newTestConsole(t, f)
+		_, _, _ = f.Create(t.Context(), "bob", NewKey{Name: "bob's"})
 		form := func(user string) url.Values {
 			if rt.form == nil {
 				return nil
@@ -47,7 +57,7 @@ func TestOperatorRoutesAccess(t *testing.T) {
 		if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), "req_search") || strings.Contains(w.Body.String(), "budget-list") {
 			t.Errorf("Test %d: %s %s as bob: %d, want 403 and nothing shown", i, rt.method, rt.path, w.Code)
 		}
-		if len(f.searches) != 0 || len(f.exports) != 0 || len(f.budgets) != 0 {
+		if len(f.searches) != 0 || len(f.exports) != 0 || len(f.budgets) != 0 || len(f.created) != 1 || f.revoked("key_bob_1") || f.keys[0].Name != "bob's" {
 			t.Errorf("Test %d: bob reached the operators' services: %d searches, %d exports, budgets %v", i, len(f.searches), len(f.exports), f.budgets)
 		}
 		if rt.method == "POST" {
@@ -60,8 +70,8 @@ func TestOperatorRoutesAccess(t *testing.T) {
 			if w := do(h, "alice", rt.method, rt.path, form("alice"), "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); w.Code != http.StatusForbidden {
 				t.Errorf("Test %d: %s from another site: %d, want 403", i, rt.path, w.Code)
 			}
-			if len(f.budgets) != 0 {
-				t.Errorf("Test %d: a refused post changed budgets: %v", i, f.budgets)
+			if len(f.budgets) != 0 || len(f.created) != 1 || f.revoked("key_bob_1") || f.keys[0].Name != "bob's" {
+				t.Errorf("Test %d: a refused post changed budgets or keys: %v, %d keys created", i, f.budgets, len(f.created))
 			}
 		}
 		if w := do(h, "alice", rt.method, rt.path, form("alice"), sameOrigin...); w.Code != rt.admin {

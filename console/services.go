@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -90,6 +91,17 @@ type NewKey struct {
 	Limit string
 }
 
+// KeyEdit is what an operator changes of a key: each field replaces the
+// key's.
+type KeyEdit struct {
+	// Name is the key's label.
+	Name string
+	// Models are the model ids or globs the key may use (empty: all).
+	Models []string
+	// ExpiresAt is when the key stops working (nil: never).
+	ExpiresAt *time.Time
+}
+
 // KeyService lists, creates and revokes the signed-in user's API keys:
 // every method takes the user, and none reaches another user's keys.
 type KeyService interface {
@@ -101,6 +113,9 @@ type KeyService interface {
 	// Revoke revokes user's key id; ErrNotFound if user has no such key
 	// (another user's key included).
 	Revoke(ctx context.Context, user, id string) error
+	// Budget returns user's own limits and spend (the user-level limits
+	// an operator set), so that a user learns them before a 429.
+	Budget(ctx context.Context, user string) (billing.BudgetStatus, error)
 }
 
 // UsageService reports usage from the ledger: Reports are the reports
@@ -115,6 +130,10 @@ type UsageService interface {
 	Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error)
 	// ExportCSV writes every record of q.User that q selects to w as CSV.
 	ExportCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error
+	// Refused returns up to limit of user's requests the gateway refused
+	// by itself lately (GET /air/refusals?user=), newest first: they
+	// have no ledger record.
+	Refused(user string, limit int) []refusals.Entry
 }
 
 // TaskService lists a user's tasks.
@@ -222,6 +241,21 @@ type OperatorService interface {
 	// ExportRecordsCSV writes every record q selects to w as CSV (GET
 	// /air/records?format=csv).
 	ExportRecordsCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error
+	// AllKeys lists every user's keys (GET /air/keys).
+	AllKeys(ctx context.Context) ([]Key, error)
+	// CreateKeyFor makes a key for user (POST /air/keys) and returns its
+	// secret, shown once. An error about the options wraps ErrInvalid.
+	CreateKeyFor(ctx context.Context, user string, o NewKey) (secret string, k Key, err error)
+	// RevokeKey revokes any user's key id (DELETE /air/keys/{id});
+	// ErrNotFound if there is no such key.
+	RevokeKey(ctx context.Context, id string) error
+	// UpdateKey replaces the name, models and expiry of any user's key id
+	// (PATCH /air/keys/{id}); ErrNotFound if there is no such key, and an
+	// error about e wraps ErrInvalid.
+	UpdateKey(ctx context.Context, id string, e KeyEdit) (Key, error)
+	// Refusals returns the requests the gateway refused by itself lately
+	// that f selects, newest first (GET /air/refusals).
+	Refusals(f refusals.Filter) []refusals.Entry
 	// Prices returns the price table as loaded.
 	Prices() PriceView
 	// Providers lists providers and their models.

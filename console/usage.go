@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/refusals"
 )
 
 // Usage page defaults and bounds.
@@ -57,9 +58,12 @@ type usageData struct {
 	KeyCostChart  *chart
 	KeyTokenChart *chart
 	Ledger        *billing.RecordPage
-	FirstPage     string
-	NextPage      string
-	CSV           string
+	// Refused are the user's latest requests the gateway refused by
+	// itself, which have no ledger record.
+	Refused   []refusals.Entry
+	FirstPage string
+	NextPage  string
+	CSV       string
 }
 
 // parseUsageFilter reads the page's parameters; the default range is the
@@ -136,7 +140,7 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, "reading the ledger", err)
 		return
 	}
-	d := usageData{Filter: f, Report: rep, ByKey: byKey, Ledger: page}
+	d := usageData{Filter: f, Report: rep, ByKey: byKey, Ledger: page, Refused: h.cfg.Services.Usage.Refused(userOf(r), 20)}
 	d.CostChart, d.TokenChart = usageCharts(rep, f.since, f.until, seriesModel)
 	d.KeyCostChart, d.KeyTokenChart = usageCharts(byDayKey, f.since, f.until, seriesKey)
 	q := f.query()

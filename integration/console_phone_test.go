@@ -21,12 +21,16 @@ func TestConsoleFitsAPhone(t *testing.T) {
 	startGateway(t, gatewayOptions{Site: consoleSite, Prices: string(prices)})
 	// Something to show: keys with long names and limits, usage over two
 	// models, an image task.
+	var firstID string
 	for i, name := range []string{"a-key-with-a-rather-long-name-for-a-phone", "ci"} {
 		var k struct{ ID, Key string }
 		if st := adminJSON(t, http.MethodPost, "/air/keys", fmt.Sprintf(`{"user":%q,"name":%q}`, demoUser, name), &k); st != http.StatusCreated {
 			t.Fatalf("creating key %q: %d", name, st)
 		}
 		secret, id := k.Key, k.ID
+		if i == 0 {
+			firstID = id
+		}
 		if st := adminJSON(t, http.MethodPut, "/air/budgets/key/"+id, `{"total":"5.00","rpm":60,"tpm":100000}`, nil); st != http.StatusOK {
 			t.Fatalf("key %d's budget: %d", i, st)
 		}
@@ -41,14 +45,18 @@ func TestConsoleFitsAPhone(t *testing.T) {
 			}
 		}
 	}
+	// A refused request, for the refusals lists.
+	if st, _, _ := postChat(t, "sk-air-not-a-key-of-this-gateway-000000000000", `{"model":"mock-gpt","messages":[]}`); st != http.StatusUnauthorized {
+		t.Fatalf("a wrong key: %d", st)
+	}
 	b := newBrowser(t)
 	console := baseURL + "/console"
 	for _, who := range []struct {
 		user, password string
 		pages          []string
 	}{
-		{demoUser, demoPassword, []string{"keys", "usage", "tasks", "playground"}},
-		{adminUser, adminPassword, []string{"keys", "operators", "operators/ledger"}},
+		{demoUser, demoPassword, []string{"keys", "usage", "tasks", "playground", "signout"}},
+		{adminUser, adminPassword, []string{"keys", "operators", "operators/keys", "operators/keys/" + firstID + "/edit", "operators/spend", "operators/ledger", "operators/refusals"}},
 	} {
 		tab := b.tab(who.user, who.password)
 		for _, size := range []struct {

@@ -40,6 +40,11 @@ const consoleSite = `
 			admins admin
 		}
 	}
+	handle_errors 401 {
+		handle /console/* {
+			air_console
+		}
+	}
 `
 
 // browser is a headless Chromium; each tab signs in as one user.

@@ -66,8 +66,8 @@ func TestMessagesPassThrough(t *testing.T) {
 	if status != http.StatusOK || string(body) != messagesResponse {
 		t.Fatalf("status %d, body\n%s\nwant\n%s", status, body, messagesResponse)
 	}
-	if hdr.Get("request-id") != "req_upstream" {
-		t.Errorf("upstream request-id header not passed on: %v", hdr)
+	if hdr.Get("upstream-request-id") != "req_upstream" || !strings.HasPrefix(hdr.Get("request-id"), "req_") || hdr.Get("request-id") == "req_upstream" {
+		t.Errorf("want the gateway's request-id and the provider's as upstream-request-id: %v", hdr)
 	}
 	if got := up.lastBody(t); !bytes.Equal(got, []byte(messagesBody)) {
 		t.Fatalf("upstream received\n%s\nwant\n%s", got, messagesBody)

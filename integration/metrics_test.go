@@ -216,14 +216,14 @@ func TestMetricsScrape(t *testing.T) {
 		want []string
 		val  float64
 	}{
-		{"air_requests_total", []string{`operation="chat"`, `provider="met"`, `model="met-model"`, `outcome="ok"`, `status="200"`}, 3},
+		{"air_requests_total", []string{`operation="chat"`, `endpoint="chat_completions"`, `provider="met"`, `model="met-model"`, `outcome="ok"`, `status="200"`}, 3},
 		{"air_requests_total", []string{`operation="chat"`, `model="met-model"`, `outcome="rejected"`, `status="429"`}, 1},
 		{"air_requests_total", []string{`operation="chat"`, `provider="unknown"`, `model="unknown"`, `outcome="rejected"`, `status="404"`}, 1},
-		{"air_requests_total", []string{`operation="messages"`, `provider="met-anthropic"`, `model="met-claude"`, `outcome="ok"`}, 1},
+		{"air_requests_total", []string{`operation="chat"`, `endpoint="messages"`, `provider="met-anthropic"`, `model="met-claude"`, `outcome="ok"`}, 1},
 		{"air_requests_total", []string{`provider="met-retry"`, `outcome="ok"`}, 1},
 		{"air_requests_total", []string{`provider="met-slow"`, `outcome="partial"`, `status="200"`}, 1},
-		{"air_requests_total", []string{`operation="image"`, `model="mock-image"`, `outcome="ok"`, `status="202"`}, 1},
-		{"air_requests_total", []string{`operation="video"`, `model="mock-video"`, `outcome="ok"`, `status="202"`}, 1},
+		{"air_requests_total", []string{`operation="generate_content"`, `endpoint="tasks"`, `model="mock-image"`, `outcome="ok"`, `status="202"`}, 1},
+		{"air_requests_total", []string{`operation="generate_content"`, `endpoint="tasks"`, `model="mock-video"`, `outcome="ok"`, `status="202"`}, 1},
 		{"air_rejections_total", []string{`reason="rate_limit"`}, 1},
 		{"air_rejections_total", []string{`reason="invalid_request"`}, 1},
 		{"air_upstream_attempts_total", []string{`provider="met-retry"`, `result="status_429"`}, 1},
@@ -237,7 +237,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"gen_ai_server_time_to_first_token_seconds_count", []string{`gen_ai_request_model="met-slow"`}, 1},
 		{"gen_ai_server_time_per_output_token_seconds_count", []string{`gen_ai_request_model="met-model"`}, 1},
 		{"gen_ai_client_token_usage_count", []string{`gen_ai_request_model="met-retry"`, `gen_ai_response_model="rec-model"`, `gen_ai_token_type="input"`}, 1},
-		{"gen_ai_client_token_usage_sum", []string{`gen_ai_operation_name="messages"`, `gen_ai_provider_name="met-anthropic"`, `gen_ai_token_type="output"`}, float64(ledgerSum(recs, "met-claude", func(r ledgerRecord) int64 { return r.Usage.Output }))},
+		{"gen_ai_client_token_usage_sum", []string{`gen_ai_operation_name="chat"`, `gen_ai_provider_name="met-anthropic"`, `gen_ai_token_type="output"`}, float64(ledgerSum(recs, "met-claude", func(r ledgerRecord) int64 { return r.Usage.Output }))},
 		{"air_tasks_total", []string{`kind="image"`, `status="running"`}, 1},
 		{"air_tasks_total", []string{`kind="image"`, `status="succeeded"`}, 1},
 		{"air_tasks_total", []string{`kind="video"`, `status="running"`}, 1},

@@ -30,6 +30,18 @@ type Key struct {
 	LastUsedAt *time.Time
 }
 
+// KeyChange is what Keys.Update sets of a key; each field replaces the
+// key's.
+type KeyChange struct {
+	// Name is the key's label.
+	Name string
+	// Models are the model ids or globs the key may use; empty: every
+	// model.
+	Models []string
+	// ExpiresAt is when the key stops working; nil: never.
+	ExpiresAt *time.Time
+}
+
 // Keys keeps API keys.
 //
 // A key created through any instance is found by ByHash on every instance
@@ -52,6 +64,12 @@ type Keys interface {
 	// key keeps the first time and changes nothing. An unknown id is
 	// ErrNotFound.
 	Revoke(ctx context.Context, id string, at time.Time) (Key, error)
+	// Update replaces key id's name, models and expiry with ch's and
+	// returns the key. Every instance's cache drops the key:
+	// Revocations reports its hash, as for a revocation, so that the
+	// change applies to the next request everywhere. An unknown id is
+	// ErrNotFound.
+	Update(ctx context.Context, id string, ch KeyChange) (Key, error)
 	// Touch records when keys were last used: for each id in used, the
 	// key's LastUsedAt becomes the later of its value and the given time.
 	// Unknown ids are skipped. All of used is written in one batch.

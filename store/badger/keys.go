@@ -167,6 +167,49 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 	return out, nil
 }
 
+// Update implements store.Keys: the key is rewritten in one transaction,
+// and the watchers of this process drop it from their caches.
+func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
+	var out store.Key
+	err := r.db.Update(ctx, func(tx Txn) error {
+		hb, err := tx.Get([]byte(keyIDPrefix + id))
+		if err != nil {
+			return err
+		}
+		h := string(hb)
+		val, err := tx.Get([]byte(keyHashPrefix + h))
+		if err != nil {
+			return fmt.Errorf("reading key %s: %w", id, err)
+		}
+		var sk storedKey
+		if err := json.Unmarshal(val, &sk); err != nil {
+			return fmt.Errorf("decoding key %s: %w", id, err)
+		}
+		sk.Name, sk.Models, sk.ExpiresAt = ch.Name, ch.Models, ch.ExpiresAt
+		if sk.ExpiresAt != nil {
+			e := sk.ExpiresAt.UTC()
+			sk.ExpiresAt = &e
+		}
+		if len(sk.Models) == 0 {
+			sk.Models = nil
+		}
+		if val, err = json.Marshal(sk); err != nil {
+			return err
+		}
+		out = sk.key(h)
+		return tx.Set([]byte(keyHashPrefix+h), val, 0)
+	})
+	if err != nil {
+		return store.Key{}, err
+	}
+	r.mu.Lock()
+	for _, fn := range r.watchers {
+		fn(out.Hash)
+	}
+	r.mu.Unlock()
+	return out, nil
+}
+
 // Touch implements store.Keys: one transaction rewrites the keys whose
 // last use moves forward.
 func (r *Keys) Touch(ctx context.Context, used map[string]time.Time) error {

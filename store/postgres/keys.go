@@ -116,6 +116,25 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 	return out, err
 }
 
+// Update implements store.Keys. It sets revoked_seen, which marks a
+// change every instance's cache must see (a revocation or an update), and
+// notifies every instance in the same transaction; a listener that
+// reconnects reads it again.
+func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
+	var out store.Key
+	err := pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
+		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET name = $2, models = $3, expires_at = $4, revoked_seen = clock_timestamp()
+			WHERE id = $1 RETURNING `+keyColumns, id, ch.Name, nonNilStrings(ch.Models), utcPtr(ch.ExpiresAt)))
+		if err != nil {
+			return err
+		}
+		out = k
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, revokeChannel, k.Hash)
+		return err
+	})
+	return out, err
+}
+
 // nonNilStrings returns s, or an empty slice for nil (a NOT NULL array).
 func nonNilStrings(s []string) []string {
 	if s == nil {

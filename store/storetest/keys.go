@@ -84,6 +84,32 @@ func RunKeys(t *testing.T, b Backend) {
 	case <-time.After(time.Second):
 		t.Error("the revocation was not reported within 1 s")
 	}
+	// An update changes name, models and expiry, and every cache hears
+	// of it.
+	later := exp.Add(24 * time.Hour)
+	upd, err := k.Update(ctx, "key_a1", store.KeyChange{Name: "desk", Models: []string{"gpt-4o", "claude-*"}, ExpiresAt: &later})
+	if err != nil || upd.Name != "desk" || !equal(upd.Models, []string{"gpt-4o", "claude-*"}) || upd.ExpiresAt == nil || !upd.ExpiresAt.Equal(later) ||
+		upd.User != "alice" || upd.Hash != "h-a1" || upd.RevokedAt != nil {
+		t.Fatalf("Update = %+v, %v", upd, err)
+	}
+	select {
+	case h := <-reported:
+		if h != "h-a1" {
+			t.Errorf("update reported %q, want h-a1", h)
+		}
+	case <-time.After(time.Second):
+		t.Error("the update was not reported within 1 s")
+	}
+	if got, _ := k.ByHash(ctx, "h-a1"); got.Name != "desk" || !equal(got.Models, []string{"gpt-4o", "claude-*"}) || got.ExpiresAt == nil || !got.ExpiresAt.Equal(later) {
+		t.Errorf("ByHash after Update = %+v", got)
+	}
+	if upd, err := k.Update(ctx, "key_a1", store.KeyChange{}); err != nil || upd.Name != "" || len(upd.Models) != 0 || upd.ExpiresAt != nil {
+		t.Errorf("clearing name, models and expiry: %+v, %v", upd, err)
+	}
+	<-reported
+	if _, err := k.Update(ctx, "key_missing", store.KeyChange{Name: "x"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Update(missing) = %v, want ErrNotFound", err)
+	}
 	again, err := k.Revoke(ctx, "key_b1", first.Add(time.Hour))
 	if err != nil || again.RevokedAt == nil || !again.RevokedAt.Equal(first) {
 		t.Errorf("second Revoke = %+v, %v; want the first time kept", again, err)
