@@ -110,6 +110,11 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 	if aerr == errStorage {
 		return nil, aerr
 	}
+	if aerr == nil && !key.Allows(ref.Model) {
+		// A response of a model outside the key's scope is not the key's
+		// to continue: it answers as one that does not exist.
+		aerr = errResponseNotFound(in.PreviousResponseID)
+	}
 	if aerr != nil {
 		return nil, apierror.NotFound("previous_response_not_found",
 			fmt.Sprintf("Previous response with id '%s' not found.", in.PreviousResponseID)).WithParam("previous_response_id")
@@ -208,6 +213,12 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 			ref.Unbilled = false
 		}
 	}
+	// Each call reaches the provider: it is admitted against the key's
+	// and its user's limits like count_tokens, and bills nothing itself.
+	reservation, aerr := rt.billing.Admit(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, ref.Model, billing.Usage{})
+	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
 	path := "/responses/" + url.PathEscape(id)
 	if sub != "" {
 		path += "/" + sub
@@ -222,6 +233,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		Attempts: []providers.Attempt{a},
 	})
 	defer res.Close()
+	if res.Reached || res.Wrote {
+		reservation.ReleaseCost()
+	} else {
+		reservation.Release()
+	}
 	var err error
 	if ref.Unbilled && sub != "input_items" && responses.Finished(res.ResponseStatus) {
 		err = h.billBackground(r.Context(), rt, id, ref, &res)
