@@ -130,7 +130,7 @@ func (t *tap) responsesEvent(payload []byte) {
 	case evCompleted, evIncomplete, evFailed:
 		resp := root.Get("response")
 		t.responseObject(resp)
-		t.usageFrom(resp.Get("usage"))
+		t.usageFrom(usageMember(resp, "usage"))
 		t.terminal = true
 		t.upstreamError = t.upstreamError || typ == evFailed
 	case evError:

@@ -54,6 +54,9 @@ type tap struct {
 // doneData is the data of an OpenAI stream's final event.
 var doneData = []byte("[DONE]")
 
+// usageKey is the key of a usage member, as it appears in a chunk.
+var usageKey = []byte(`"usage"`)
+
 // maxPrefix bounds the chunk prefix a tap keeps.
 const maxPrefix = 1 << 10
 
@@ -138,7 +141,13 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 		if st := gjson.GetBytes(payload, "service_tier"); st.Type == gjson.String {
 			t.serviceTier = st.Str
 		}
-		if nu, err := billing.NormalizeOpenAI(usage); err == nil {
+		raw := usage
+		if bytes.Count(payload, usageKey) > 1 || repeats(gjson.Parse(str(usage)), maxUsageDepth) {
+			raw = []byte(usageMember(gjson.Parse(str(payload)), "usage").Raw)
+		}
+		if nu, err := billing.NormalizeOpenAI(raw); err == nil && (!t.reported || nu.Total() >= t.usage.Total()) {
+			// A stream that reports its usage more than once is billed
+			// its largest report (cumulative reports grow).
 			t.usage, t.reported = nu, true
 		}
 	}
@@ -158,7 +167,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 		if t.meta != nil {
 			t.meta.setModel(root.Get("message.model").Str)
 		}
-		if u := root.Get("message.usage"); u.IsObject() {
+		if u := usageMember(root.Get("message"), "usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
 			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
 				t.usage, t.started = nu, true
@@ -168,7 +177,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 		if t.meta != nil {
 			t.meta.addFinish(root.Get("delta.stop_reason").Str)
 		}
-		if u := root.Get("usage"); u.IsObject() {
+		if u := usageMember(root, "usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
 			t.mergeDelta(u)
 		}
@@ -223,7 +232,7 @@ func (t *tap) body(b []byte, complete bool) {
 		return
 	}
 	root := gjson.Parse(str(b))
-	t.usageFrom(root.Get("usage"))
+	t.usageFrom(usageMember(root, "usage"))
 	if t.proto == Anthropic {
 		t.anthropicServiceTier(root.Get("usage"))
 	} else if st := root.Get("service_tier"); st.Type == gjson.String {
