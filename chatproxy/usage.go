@@ -66,8 +66,20 @@ const maxPrefix = 1 << 10
 func (t *tap) ended() bool { return t.terminal || t.upstreamError }
 
 // event processes one whole SSE event and returns the bytes to forward:
-// ev itself, ev edited in place, or nil to drop it.
+// ev itself, ev edited in place, nil to drop it, or, for the upstream's
+// error event, that event scrubbed (scrubEvent).
 func (t *tap) event(ev []byte) []byte {
+	was := t.upstreamError
+	out := t.read(ev)
+	if !was && t.upstreamError && out != nil {
+		return scrubEvent(t.proto, out)
+	}
+	return out
+}
+
+// read processes one whole SSE event and returns the bytes to forward:
+// ev itself, ev edited in place, or nil to drop it.
+func (t *tap) read(ev []byte) []byte {
 	a, b, multi := dataField(ev)
 	if a < 0 {
 		return ev
