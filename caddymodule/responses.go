@@ -213,9 +213,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 			ref.Unbilled = false
 		}
 	}
-	// Each call reaches the provider: it is admitted against the key's
-	// and its user's limits like count_tokens, and bills nothing itself.
-	reservation, aerr := rt.billing.Admit(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, ref.Model, billing.Usage{})
+	reservation, aerr := admitStored(r.Context(), rt, key, ref.Model, method)
 	if aerr != nil {
 		return respondError(w, r, aerr)
 	}
@@ -233,9 +231,9 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		Attempts: []providers.Attempt{a},
 	})
 	defer res.Close()
-	if res.Reached || res.Wrote {
+	if reservation != nil && (res.Reached || res.Wrote) {
 		reservation.ReleaseCost()
-	} else {
+	} else if reservation != nil {
 		reservation.Release()
 	}
 	var err error
@@ -245,6 +243,23 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
 		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))
 	return h.finish(w, r, res.Held, err)
+}
+
+// admitStored admits a retrieval of a stored response (GET, HEAD, and
+// input_items), which reaches the provider and bills nothing itself,
+// against the key's and its user's rate limits, like count_tokens: nil and
+// 429 over them. A spent budget does not refuse it (the response was paid
+// for; it then goes through uncounted), and a cancel or a DELETE, which
+// ends work, is never refused: both give a nil reservation.
+func admitStored(ctx context.Context, rt *runtime, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
+	if method != http.MethodGet {
+		return nil, nil
+	}
+	res, aerr := rt.billing.Admit(ctx, billing.Subject{User: key.User, KeyID: key.ID}, model, billing.Usage{})
+	if aerr != nil && aerr.Code != nil && *aerr.Code == "insufficient_quota" {
+		return nil, nil
+	}
+	return res, aerr
 }
 
 // billBackground writes the ledger record of a background response that
