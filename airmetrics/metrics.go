@@ -178,7 +178,7 @@ func New() *Metrics {
 		}, []string{"provider", "deployment", "base_url", "key"}),
 		keysOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "air_upstream_keys_rejected_total",
-			Help: "Provider keys taken out of rotation after a 401, 402, 403 or quota error, by provider and key index.",
+			Help: "Provider keys taken out of rotation after a 401, 402 or quota error, by provider and key index.",
 		}, []string{"provider", "key"}),
 		cooldowns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "air_upstream_cooldowns_total",

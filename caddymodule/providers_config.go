@@ -59,8 +59,9 @@ type ProviderConfig struct {
 	// Cooldown is how long an upstream that answered 429 without
 	// Retry-After is out of rotation. Default: 5s.
 	Cooldown caddy.Duration `json:"cooldown,omitempty"`
-	// KeyCooldown is how long a key the provider rejected (401, 402, 403,
-	// quota spent) is out of rotation. Default: 10m.
+	// KeyCooldown is how long a key the provider rejected (401, 402,
+	// quota spent; not 403, which refuses one request) is out of
+	// rotation. Default: 10m.
 	KeyCooldown caddy.Duration `json:"key_cooldown,omitempty"`
 	// MaxConcurrent bounds the requests in flight per base URL × key.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`

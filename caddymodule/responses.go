@@ -110,6 +110,11 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 	if aerr == errStorage {
 		return nil, aerr
 	}
+	if aerr == nil && !key.Allows(ref.Model) {
+		// A response of a model outside the key's scope is not the key's
+		// to continue: it answers as one that does not exist.
+		aerr = errResponseNotFound(in.PreviousResponseID)
+	}
 	if aerr != nil {
 		return nil, apierror.NotFound("previous_response_not_found",
 			fmt.Sprintf("Previous response with id '%s' not found.", in.PreviousResponseID)).WithParam("previous_response_id")
@@ -208,6 +213,10 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 			ref.Unbilled = false
 		}
 	}
+	reservation, aerr := admitStored(r.Context(), rt, key, ref.Model, method)
+	if aerr != nil {
+		return respondError(w, r, aerr)
+	}
 	path := "/responses/" + url.PathEscape(id)
 	if sub != "" {
 		path += "/" + sub
@@ -223,6 +232,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		Attempts: []providers.Attempt{a},
 	})
 	defer res.Close()
+	if reservation != nil && (res.Reached || res.Wrote) {
+		reservation.ReleaseCost()
+	} else if reservation != nil {
+		reservation.Release()
+	}
 	var err error
 	if ref.Unbilled && sub != "input_items" && responses.Finished(res.ResponseStatus) {
 		err = h.billBackground(r.Context(), rt, id, ref, &res)
@@ -230,6 +244,23 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
 		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))
 	return h.finish(w, r, res.Held, err)
+}
+
+// admitStored admits a retrieval of a stored response (GET, HEAD, and
+// input_items), which reaches the provider and bills nothing itself,
+// against the key's and its user's rate limits, like count_tokens: nil and
+// 429 over them. A spent budget does not refuse it (the response was paid
+// for; it then goes through uncounted), and a cancel or a DELETE, which
+// ends work, is never refused: both give a nil reservation.
+func admitStored(ctx context.Context, rt *runtime, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
+	if method != http.MethodGet {
+		return nil, nil
+	}
+	res, aerr := rt.billing.Admit(ctx, billing.Subject{User: key.User, KeyID: key.ID}, model, billing.Usage{})
+	if aerr != nil && aerr.Code != nil && *aerr.Code == "insufficient_quota" {
+		return nil, nil
+	}
+	return res, aerr
 }
 
 // billBackground writes the ledger record of a background response that

@@ -61,6 +61,9 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return respondError(w, r, aerr)
 	}
 	owner := tasks.Owner{User: key.User, KeyID: key.ID}
+	if len(key.Models) > 0 {
+		owner.Scope = key.Allows // a key reads the tasks of its models only
+	}
 	id := ""
 	if i := strings.Index(r.URL.Path, "/tasks/"); i >= 0 {
 		id = r.URL.Path[i+len("/tasks/"):]

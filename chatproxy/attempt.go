@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/telemetry"
 )
@@ -159,17 +160,27 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 // passed through after the next attempts fail to connect.
 const maxFailureBody = 64 << 10
 
-// failure is a retryable upstream answer kept in case it is the last one.
+// failure is an upstream error answer: one kept in case it is the last
+// of a retried request, or one passed on at once.
 type failure struct {
 	status int
 	header http.Header
-	body   []byte
+	// raw is the body as the upstream sent it (decoded), bounded; body is
+	// what the client gets: raw rebuilt by apierror.UpstreamBody.
+	raw, body []byte
 }
 
-// readFailure keeps the status, headers and (bounded) body of resp.
-func readFailure(resp *http.Response) *failure {
+// readFailure keeps the status, headers and (bounded) body of resp, the
+// answer of attempt a to c, and makes the client's body of it: the
+// error's status, type, code, param and message, scrubbed of account ids
+// and credentials, in c's protocol shape (apierror.UpstreamBody).
+func readFailure(c *Call, a providers.Attempt, resp *http.Response) *failure {
 	f := &failure{status: resp.StatusCode, header: make(http.Header)}
+	decodeBody(resp)
 	copyHeader(f.header, resp.Header, false)
-	f.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
+	f.raw, _ = io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
+	f.body = apierror.UpstreamBody(f.status, f.raw, c.Protocol == Anthropic, a.APIKey)
+	delete(f.header, "Content-Encoding")
+	f.header["Content-Type"] = jsonType
 	return f
 }

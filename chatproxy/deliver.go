@@ -65,6 +65,17 @@ func isEventStream(ct string) bool {
 func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result, meta *respMeta) {
 	resp := at.resp
 	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
+	if resp.StatusCode >= 400 {
+		// An error answer reaches the client rebuilt and scrubbed.
+		f := readFailure(c, res.Attempt, resp)
+		res.Held = &Held{proto: c.Protocol, status: f.status, header: f.header, body: f.body}
+		res.Source, res.Outcome = billing.SourceReported, OutcomeUpstreamError
+		if r.Context().Err() != nil {
+			res.Outcome, res.Err = OutcomeCanceled, errClientGone
+			res.Held = nil
+		}
+		return
+	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	encoded := !decodeBody(resp)
 	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth, meta: meta}

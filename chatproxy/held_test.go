@@ -33,9 +33,10 @@ func TestServeHoldsTheEnd(t *testing.T) {
 		{OpenAI, answer(200, "application/json", json), "", json, 200, 200},
 		{OpenAI, sseAnswer([]string{openAI}), strings.TrimSuffix(openAI, "data: [DONE]\n\n"), "data: [DONE]\n\n", 200, 200},
 		{Anthropic, sseAnswer([]string{anthropic}), strings.TrimSuffix(anthropic, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", 200, 200},
-		// The only upstream answers 429: its answer and Retry-After are
-		// passed through.
-		{OpenAI, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"), "", `{"error":{"message":"slow down"}}`, 0, 429},
+		// The only upstream answers 429: its answer (its error's fields,
+		// apierror.UpstreamBody) and Retry-After are passed through.
+		{OpenAI, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"), "",
+			`{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":null}}`, 0, 429},
 	} {
 		up := newUpstream(t, tc.handler)
 		body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`

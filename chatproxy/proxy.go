@@ -194,16 +194,17 @@ func (r *Result) Close() { r.Held.Close() }
 // the router (package routing): the model's deployments, balanced, then
 // its fallbacks. Attempts that fail before the response headers
 // (connection refused or reset, or no headers within the provider's try
-// timeout; not its timeout) or answer 429, 5xx, 401, 402 or 403 move on
+// timeout; not its timeout) or answer 429, 5xx, 401 or 402 move on
 // to the next target, as long as nothing has been written to the client.
-// When none remains, the last attempt's answer is passed through
-// unchanged if it was a 429 or 5xx (the provider's own words and
-// Retry-After, as the API contract returns responses); 504
+// When none remains, the last attempt's answer is passed through if it
+// was a 429 or 5xx (its status, Retry-After and error, rebuilt and
+// scrubbed by apierror.UpstreamBody, as every upstream error is); 504
 // upstream_timeout if it exceeded its try timeout; else (a connection
 // failure, an upstream credential refused, or no upstream available at
 // all) the client gets 503 upstream_unavailable with Retry-After. An
 // upstream that does not answer within the provider's timeout gets 504
-// upstream_timeout. Other upstream statuses are passed through at once.
+// upstream_timeout. Other upstream statuses are passed through at once,
+// an error (400 and up, 403 included) rebuilt and scrubbed the same way.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 	res := Result{Provider: c.Provider.Name}
 	plan := p.plan(c)
@@ -272,7 +273,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		}
 		status := at.resp.StatusCode
 		if routing.Retryable(status) {
-			f := readFailure(at.resp)
+			f := readFailure(c, t.Attempt, at.resp)
 			at.close()
 			if status == http.StatusTooManyRequests || status >= 500 {
 				failed = f
@@ -280,7 +281,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			res.Err = fmt.Errorf("upstream answered %d", status)
 			last = &ended{provider: t.Provider.Name, result: routing.StatusResult(status), status: status,
 				errType: telemetry.StatusErrorType(status), err: res.Err, deferred: true,
-				outcome: routing.Outcome{Status: status, Quota: routing.QuotaError(f.body),
+				outcome: routing.Outcome{Status: status, Quota: routing.QuotaError(f.raw),
 					RetryAfter: routing.ParseRetryAfter(f.header.Get("Retry-After"), time.Now()), TTFB: time.Since(sent)}}
 			p.end(span, c, t, last)
 			continue

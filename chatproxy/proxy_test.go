@@ -391,8 +391,8 @@ func TestServeRetries(t *testing.T) {
 		// through with its Retry-After; with none (the last attempt could
 		// not connect), the client gets 503 upstream_unavailable with
 		// Retry-After: a cooldown's end, or a second.
-		{urls: []string{fail429.URL, fail500.URL}, status: 500, body: `{"error":{"message":"boom"}}`, outcome: OutcomeUpstreamError, attempts: 2, reached: true},
-		{urls: []string{fail500.URL, fail429.URL}, status: 429, body: `{"error":{"message":"slow down"}}`, outcome: OutcomeUpstreamError, attempts: 2, retryAfter: "7", reached: true},
+		{urls: []string{fail429.URL, fail500.URL}, status: 500, body: `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`, outcome: OutcomeUpstreamError, attempts: 2, reached: true},
+		{urls: []string{fail500.URL, fail429.URL}, status: 429, body: `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":null}}`, outcome: OutcomeUpstreamError, attempts: 2, retryAfter: "7", reached: true},
 		{urls: []string{fail500.URL, closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
 		{urls: []string{closedURL(), closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
 	} {

@@ -165,7 +165,7 @@ func (t *tap) responsesEvent(payload []byte) {
 	case evCompleted, evIncomplete, evFailed:
 		resp := root.Get("response")
 		t.responseObject(resp)
-		t.usageFrom(resp.Get("usage"))
+		t.usageFrom(usageMember(resp, "usage"))
 		t.calls.Output(rawBytes(resp.Get("output")))
 		t.terminal = true
 		t.upstreamError = t.upstreamError || typ == evFailed

@@ -64,6 +64,9 @@ type tap struct {
 // doneData is the data of an OpenAI stream's final event.
 var doneData = []byte("[DONE]")
 
+// usageKey is the key of a usage member, as it appears in a chunk.
+var usageKey = []byte(`"usage"`)
+
 // maxPrefix bounds the chunk prefix a tap keeps.
 const maxPrefix = 1 << 10
 
@@ -73,8 +76,20 @@ const maxPrefix = 1 << 10
 func (t *tap) ended() bool { return t.terminal || t.upstreamError }
 
 // event processes one whole SSE event and returns the bytes to forward:
-// ev itself, ev edited in place, or nil to drop it.
+// ev itself, ev edited in place, nil to drop it, or, for the upstream's
+// error event, that event scrubbed (scrubEvent).
 func (t *tap) event(ev []byte) []byte {
+	was := t.upstreamError
+	out := t.read(ev)
+	if !was && t.upstreamError && out != nil {
+		return scrubEvent(t.proto, out)
+	}
+	return out
+}
+
+// read processes one whole SSE event and returns the bytes to forward:
+// ev itself, ev edited in place, or nil to drop it.
+func (t *tap) read(ev []byte) []byte {
 	a, b, multi := dataField(ev)
 	if a < 0 {
 		return ev
@@ -148,7 +163,13 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 		if st := gjson.GetBytes(payload, "service_tier"); st.Type == gjson.String {
 			t.serviceTier = st.Str
 		}
-		if nu, err := billing.NormalizeOpenAI(usage); err == nil {
+		raw := usage
+		if bytes.Count(payload, usageKey) > 1 || repeats(gjson.Parse(str(usage)), maxUsageDepth) {
+			raw = []byte(usageMember(gjson.Parse(str(payload)), "usage").Raw)
+		}
+		if nu, err := billing.NormalizeOpenAI(raw); err == nil && (!t.reported || nu.Total() >= t.usage.Total()) {
+			// A stream that reports its usage more than once is billed
+			// its largest report (cumulative reports grow).
 			t.usage, t.reported = nu, true
 		}
 	}
@@ -169,7 +190,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 			t.meta.setModel(root.Get("message.model").Str)
 		}
 		t.anthropicContainer(root.Get("message.container"))
-		if u := root.Get("message.usage"); u.IsObject() {
+		if u := usageMember(root.Get("message"), "usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
 			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
 				t.usage, t.started = nu, true
@@ -180,7 +201,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 			t.meta.addFinish(root.Get("delta.stop_reason").Str)
 		}
 		t.anthropicContainer(root.Get("delta.container"))
-		if u := root.Get("usage"); u.IsObject() {
+		if u := usageMember(root, "usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
 			t.mergeDelta(u)
 		}
@@ -248,7 +269,7 @@ func (t *tap) body(b []byte, complete bool) {
 		return
 	}
 	root := gjson.Parse(str(b))
-	t.usageFrom(root.Get("usage"))
+	t.usageFrom(usageMember(root, "usage"))
 	if t.proto == Anthropic {
 		t.anthropicServiceTier(root.Get("usage"))
 		t.anthropicContainer(root.Get("container"))

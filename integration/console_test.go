@@ -32,9 +32,10 @@ const (
 // users' hashes.
 const consoleSite = `
 	handle /console/* {
+		air_signin_limit
 		basic_auth {
-			demo $2a$14$YO7uyvV9B.4hQL9.6RnphO.kpnt1y2XtiZS7D6OZRhjbOLKRyBUfa
-			admin $2a$14$Plo2xT3vNpZMC8NWPvNRMOrPbs76/dXMHprMrfMnVQU/sJtR/dvRC
+			demo $2a$11$Jr.wdZNkM46ccJ2WdRLTA.YZT45qr/Z.OPDZMq5sc/a5G3Uyf83eq
+			admin $2a$11$qCx5LqWOJErmcbuRUPXJHuGrH2/zqLAkrA4qpI1GEQG9.sXooXFnq
 		}
 		air_console {
 			admins admin

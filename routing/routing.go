@@ -57,8 +57,9 @@ type Options struct {
 	// Cooldown is how long an upstream that answered 429 without
 	// Retry-After is out of rotation. Default: DefaultCooldown.
 	Cooldown time.Duration
-	// KeyCooldown is how long a key the provider rejected (401, 403, 402 or
-	// a quota error) is out of rotation. Default: DefaultKeyCooldown.
+	// KeyCooldown is how long a key the provider rejected (401, 402 or a
+	// quota error; see KeyRejected) is out of rotation. Default:
+	// DefaultKeyCooldown.
 	KeyCooldown time.Duration
 	// MaxConcurrent bounds the requests in flight per upstream (base URL ×
 	// key); zero is no bound.

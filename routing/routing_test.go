@@ -240,6 +240,29 @@ func TestRejectedKeyLeavesRotation(t *testing.T) {
 	}
 }
 
+// A 403 refuses one request, not the key: the key stays in rotation, the
+// breaker does not count it, and the request is not retried.
+func TestForbiddenKeepsTheKey(t *testing.T) {
+	f := newFixture(t, "", [2]int{1, 0}, Options{KeyCooldown: time.Hour, MinRequests: 1, FailureRate: 0.5}, false)
+	f.route.Deployments = f.route.Deployments[:1]
+	u := upstreamOf(f, "a", 0)
+	for range 3 {
+		f.r.acquire(u, f.clock.Now(), 0)
+		(&Target{Upstream: u, r: f.r}).Done(Outcome{Status: http.StatusForbidden})
+	}
+	if ok, reason := u.available(f.clock.Now()); !ok {
+		t.Fatalf("after three 403s the upstream is out of rotation: %s", reason)
+	}
+	if Retryable(http.StatusForbidden) {
+		t.Error("a 403 is retried on the provider's other keys")
+	}
+	for _, s := range []int{http.StatusUnauthorized, http.StatusPaymentRequired} {
+		if !Retryable(s) || !KeyRejected(s) {
+			t.Errorf("%d: retryable %v, key rejected %v; want both", s, Retryable(s), KeyRejected(s))
+		}
+	}
+}
+
 func TestPlanRetriesFallsBackAndGivesUp(t *testing.T) {
 	f := newFixture(t, providers.PolicyRoundRobin, [2]int{1, 1}, Options{}, true)
 	p := f.r.Plan(Request{Route: f.route})

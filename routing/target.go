@@ -65,13 +65,22 @@ type Outcome struct {
 
 // Retryable reports an answer status after which the request moves on to
 // another attempt, when nothing was written to the client: 429, 5xx, and
-// the statuses of a key the provider refuses (401, 402, 403).
+// the statuses that blame the key itself (KeyRejected). A 403 is not one:
+// it refuses this request (a model the account may not use, a region),
+// and it goes back to its client.
 func Retryable(status int) bool {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusForbidden:
-		return true
-	}
-	return status >= 500
+	return status == http.StatusTooManyRequests || status >= 500 || KeyRejected(status)
+}
+
+// KeyRejected reports a status that is evidence about the provider key
+// rather than the request: 401 (the key is invalid or revoked) and 402
+// (the key's account cannot pay). Such a key leaves rotation for every
+// request. A 403 is not evidence: providers answer it for one request
+// (OpenAI's "project does not have access to model", DashScope's
+// Model.AccessDenied), so one client could otherwise take every key out
+// of service for everyone.
+func KeyRejected(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusPaymentRequired
 }
 
 // Done records how the attempt ended: a breaker or a cooldown may change,
@@ -94,7 +103,7 @@ func (t *Target) Done(o Outcome) {
 	switch {
 	case o.Canceled:
 		u.unprobe()
-	case o.Status == http.StatusUnauthorized || o.Status == http.StatusForbidden || o.Status == http.StatusPaymentRequired || o.Quota:
+	case KeyRejected(o.Status) || o.Quota:
 		r.rejectKey(u, now, o.Status)
 	case o.Status == http.StatusTooManyRequests:
 		d := o.RetryAfter

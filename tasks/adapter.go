@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -277,7 +278,7 @@ func transportError(ctx context.Context, err error) *upstreamError {
 func httpError(status int, header http.Header, code, msg string) *upstreamError {
 	e := &upstreamError{status: status, name: errorName(status, code), msg: cleanMessage(msg)}
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized:
 		// The message may describe the gateway's own credentials.
 		e.name, e.msg = errUpstream, "the provider rejected the gateway's credentials"
 	case e.msg == "" && code != "":
@@ -328,9 +329,10 @@ func errorName(status int, code string) string {
 	return errUpstream
 }
 
-// cleanMessage trims a provider message to one bounded line.
+// cleanMessage trims a provider message to one bounded line, without the
+// account ids and credentials it may name (apierror.Scrub).
 func cleanMessage(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = apierror.Scrub(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > maxErrMessageRune {
 		s = string(r[:maxErrMessageRune]) + "…"
 	}

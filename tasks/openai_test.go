@@ -136,6 +136,9 @@ func TestOpenAIImageErrors(t *testing.T) {
 		{500, `{"error":{"message":"The server had an error.","type":"server_error","code":null}}`, "UpstreamError: server_error: The server had an error."},
 		{401, `{"error":{"message":"Incorrect API key provided: sk-upst***","type":"invalid_request_error","code":"invalid_api_key"}}`, "UpstreamError: the provider rejected the gateway's credentials"},
 		{429, `{"error":{"message":"Rate limit reached.","type":"requests","code":"rate_limit_exceeded"}}`, "RateLimited: Rate limit reached."},
+		// A 403 refuses the request: its words reach the client, scrubbed.
+		{403, `{"error":{"message":"Project proj_AbCdEf123456 in org-GhIjKl789012 cannot use dall-e-3","type":"invalid_request_error","code":"model_not_found"}}`,
+			"UpstreamError: model_not_found: Project [redacted] in [redacted] cannot use dall-e-3"},
 	} {
 		e := newEnv(t, providers.ProtocolOpenAI, &providers.Route{Pattern: "dall-e-3", Kind: providers.KindImage})
 		e.mux.HandleFunc("POST /v1/images/generations", func(w http.ResponseWriter, r *http.Request) {

@@ -34,7 +34,7 @@ type pendingAttempt struct {
 
 // submit sends the job upstream, attempt by attempt as the router plans
 // them. It moves on to the next attempt after one that got no answer at
-// all or answered 429, 5xx, 401, 402 or 403; any other answer, and a
+// all or answered 429, 5xx, 401 or 402; any other answer (403 too), and a
 // timeout, ends it. With no attempt left it returns the last attempt's
 // error, with that attempt's call (out nil), or, when none could be made,
 // an UpstreamError naming the wait and no call.

@@ -361,7 +361,7 @@ func (s *Service) Get(ctx context.Context, owner Owner, id string) (*Task, *apie
 		s.log.Error("reading task", zap.String("task", id), zap.Error(err))
 		return nil, apierror.Internal()
 	}
-	if t.User != owner.User || s.expired(t, s.now()) {
+	if !owner.reads(t) || s.expired(t, s.now()) {
 		return nil, taskNotFound(id)
 	}
 	return t, nil
@@ -409,25 +409,39 @@ func (s *Service) ListPage(ctx context.Context, owner Owner, after string, limit
 		// instant.
 		cursor = store.TaskCursor{Created: t.CreatedAt, ID: t.ID}
 	}
-	// One more than the page tells whether more follow.
-	recs, err := s.store.ListByUser(ctx, owner.User, cursor, limit+1)
-	if err != nil {
-		s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
-		return nil, apierror.Internal()
-	}
-	p := &Page{Tasks: make([]*Task, 0, min(len(recs), limit)), HasMore: len(recs) > limit}
-	if p.HasMore {
-		recs = recs[:limit]
-	}
-	for i := range recs {
-		t, err := decode(&recs[i])
+	// One more than the page tells whether more follow. Tasks the owner
+	// may not read (another model's, for a key with a scope) are skipped,
+	// reading on until the page is full or the user's tasks end.
+	p := &Page{Tasks: make([]*Task, 0, limit)}
+	for {
+		recs, err := s.store.ListByUser(ctx, owner.User, cursor, limit+1)
 		if err != nil {
-			s.log.Error("reading task", zap.String("task", recs[i].ID), zap.Error(err))
+			s.log.Error("listing tasks", zap.String("user", owner.User), zap.Error(err))
 			return nil, apierror.Internal()
 		}
-		if t.User == owner.User && !s.expired(t, now) {
+		for i := range recs {
+			t, err := decode(&recs[i])
+			if err != nil {
+				s.log.Error("reading task", zap.String("task", recs[i].ID), zap.Error(err))
+				return nil, apierror.Internal()
+			}
+			if !owner.reads(t) || s.expired(t, now) {
+				continue
+			}
+			if len(p.Tasks) == limit {
+				p.HasMore = true
+				return p, nil
+			}
 			p.Tasks = append(p.Tasks, t)
 		}
+		if len(recs) <= limit {
+			return p, nil
+		}
+		last := &recs[len(recs)-1]
+		t, err := decode(last)
+		if err != nil {
+			return nil, apierror.Internal()
+		}
+		cursor = store.TaskCursor{Created: t.CreatedAt, ID: t.ID}
 	}
-	return p, nil
 }

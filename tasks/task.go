@@ -39,6 +39,15 @@ type Owner struct {
 	User string
 	// KeyID is the public id of the API key that created the task.
 	KeyID string
+	// Scope, when set, reports the models whose tasks the owner may read
+	// (the model scope of the key that asks); a task of another model is
+	// left out of lists and answered as unknown. Nil reads all.
+	Scope func(model string) bool
+}
+
+// reads reports whether owner may read t: its user's, in its scope.
+func (o Owner) reads(t *Task) bool {
+	return t.User == o.User && (o.Scope == nil || o.Scope(t.Model))
 }
 
 // Output is the result of a succeeded task.

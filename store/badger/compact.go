@@ -54,6 +54,7 @@ func (s *DB) compactIfDue() {
 	if s.closed {
 		return
 	}
+	defer s.narrow() // the tables flushed since, and the compaction's
 	if s.level0Tables() < numLevelZeroTables {
 		return
 	}

@@ -40,6 +40,7 @@ type Options struct {
 type DB struct {
 	db   *badger.DB
 	log  *zap.Logger
+	dir  string // "" in memory
 	stop chan struct{}
 	wg   sync.WaitGroup
 
@@ -92,12 +93,18 @@ func Open(o Options) (*DB, error) {
 	}
 	if o.InMemory {
 		opts = opts.WithDir("").WithValueDir("")
+	} else if err := private(o.Dir); err != nil {
+		return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
 	}
 	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
 	}
 	s := &DB{db: db, log: log, stop: make(chan struct{}), badgerCompacts: !onDemand}
+	if !o.InMemory {
+		s.dir = o.Dir
+	}
+	s.narrow()
 	if o.GCInterval >= 0 && !o.InMemory {
 		every := o.GCInterval
 		if every == 0 {
@@ -120,6 +127,7 @@ func (s *DB) gcLoop(every time.Duration) {
 			return
 		case <-t.C:
 			s.RunGC()
+			s.narrow()
 		}
 	}
 }
@@ -230,7 +238,21 @@ func (s *DB) Close() error {
 	s.compactMu.Lock()
 	s.closed = true
 	s.compactMu.Unlock()
-	return s.db.Close()
+	err := s.db.Close()
+	s.narrow()
+	return err
+}
+
+// narrow gives the files Badger created since the last call the store's
+// file mode (see private); a failure is logged, the directory still
+// closes them to others.
+func (s *DB) narrow() {
+	if s.dir == "" {
+		return
+	}
+	if err := private(s.dir); err != nil {
+		s.log.Warn("narrowing the modes of the store's files", zap.Error(err))
+	}
 }
 
 // Badger exposes the underlying database, for tests that read raw bytes.
