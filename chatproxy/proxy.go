@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -26,7 +27,7 @@ const RequestIDHeader = "X-Air-Request-Id"
 
 // DefaultAnthropicVersion is sent upstream when an Anthropic client sends
 // no anthropic-version header.
-const DefaultAnthropicVersion = "2023-06-01"
+const DefaultAnthropicVersion = authn.DefaultAnthropicVersion
 
 // Outcomes of a proxied request, reported in Result.Outcome.
 const (

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -332,9 +333,7 @@ func cleanMessage(s string) string {
 // bearer returns the Authorization header of an attempt.
 func bearer(a providers.Attempt) http.Header {
 	h := http.Header{}
-	if a.APIKey != "" {
-		h.Set("Authorization", "Bearer "+a.APIKey)
-	}
+	authn.SetAuth(h, providers.ProtocolOpenAI, a.APIKey, nil)
 	return h
 }
 
