@@ -320,6 +320,21 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
 		case "typical_duration":
 			m.TypicalDuration, err = parseDuration(d)
+		case "drop_params":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			m.DropParams = true
+		case "max_tokens":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			n, perr := strconv.ParseInt(v, 10, 64)
+			if perr != nil || n < 1 {
+				return d.Errf("max_tokens: want a positive integer, got %q", v)
+			}
+			m.MaxTokens = n
 		default:
 			return d.Errf("unrecognized model option %q", d.Val())
 		}

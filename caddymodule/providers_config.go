@@ -127,6 +127,15 @@ type ModelConfig struct {
 	// TypicalDuration is how long the model's videos usually take; it
 	// drives the progress of tasks whose upstream reports none.
 	TypicalDuration caddy.Duration `json:"typical_duration,omitempty"`
+	// DropParams, for a chat or messages model reached from the other
+	// protocol, drops the request parameters its provider cannot honour
+	// (listed in the X-Air-Dropped-Params response header) instead of
+	// refusing the request with a 400 that names the first.
+	DropParams bool `json:"drop_params,omitempty"`
+	// MaxTokens is the max_tokens sent to an Anthropic-protocol provider
+	// when a Chat Completions client set none (Messages requires one).
+	// Default: 4096.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
 }
 
 // buildRoutes turns the provider and model config into a routing table.
@@ -178,6 +187,11 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			TypicalDuration: time.Duration(mc.TypicalDuration),
 			Fallbacks:       mc.Fallbacks,
 			Policy:          mc.LBPolicy,
+			DropParams:      mc.DropParams,
+			MaxTokens:       mc.MaxTokens,
+		}
+		if mc.MaxTokens < 0 {
+			return nil, fmt.Errorf("model %q: negative max_tokens", mc.Pattern)
 		}
 		if mc.Provider != "" {
 			p, ok := byName[mc.Provider]

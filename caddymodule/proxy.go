@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -55,7 +56,7 @@ func (Messages) CaddyModule() caddy.ModuleInfo {
 func (h *Chat) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.OpenAI, endpoint: "chat", path: "/chat/completions",
-		kind: providers.KindChat, inspect: chatproxy.InspectChat,
+		kind: providers.KindChat, inspect: chatproxy.InspectChat, client: translate.Chat,
 	})
 }
 
@@ -63,7 +64,7 @@ func (h *Chat) Provision(ctx caddy.Context) error {
 func (h *Messages) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.Anthropic, endpoint: "messages", path: "/messages",
-		kind: providers.KindMessages, inspect: chatproxy.InspectMessages,
+		kind: providers.KindMessages, inspect: chatproxy.InspectMessages, client: translate.Messages,
 	})
 }
 
@@ -80,6 +81,10 @@ type protocolSpec struct {
 	// unbilled marks an endpoint whose requests leave no ledger record
 	// (token counting); they still count against the rate limits.
 	unbilled bool
+	// client is the endpoint's protocol as package translate names it,
+	// for the endpoints whose requests may be translated to a model of
+	// the other protocol; "" for the others.
+	client string
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -145,7 +150,22 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	upstreamBody, injected, rebody, err := h.prepare(rb, body, in, route)
+	// A model of the other protocol is reached through a translation;
+	// the same protocol passes through untouched.
+	var x *translate.Exchange
+	if tr := h.translator(route); tr != nil {
+		if x, aerr = h.translated(tr, body, route); aerr != nil {
+			return h.refuse(w, r, mr, aerr)
+		}
+	}
+	var upstreamBody []byte
+	var injected bool
+	var rebody func(string) ([]byte, error)
+	if x == nil {
+		upstreamBody, injected, rebody, err = h.prepare(rb, body, in, route)
+	} else {
+		upstreamBody, rebody, err = prepareTranslated(x, route)
+	}
 	if err != nil {
 		return h.refuse(w, r, mr, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
@@ -194,11 +214,26 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if mr != nil {
 		defer h.observe(mr, &q, arrived)
 	}
-	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Protocol:     h.spec.protocol,
+	proto, path, out := h.spec.protocol, h.spec.path, w
+	var tw *translate.Writer
+	if x != nil {
+		proto, path = protocolOf(wireOf(route.Kind)), x.Path()
+		tw = x.Writer(w)
+		out = tw
+	}
+	// finish ends the answer, translated when it is.
+	finish := func(held *chatproxy.Held, settled error) error {
+		err := h.finish(out, r, held, settled)
+		if tw != nil {
+			tw.Close()
+		}
+		return err
+	}
+	res := h.proxy.Serve(out, r, &chatproxy.Call{
+		Protocol:     proto,
 		Operation:    h.spec.endpoint,
 		Provider:     route.Provider,
-		Path:         h.spec.path,
+		Path:         path,
 		Body:         upstreamBody,
 		BodyPin:      rb,
 		Inspected:    in,
@@ -221,7 +256,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
 		q.Outcome, q.Status = metricsOutcome(res.Outcome), res.Status
-		return h.finish(w, r, res.Held, nil)
+		return finish(res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
@@ -230,7 +265,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// A background response is billed once it is finished; its
 		// reservation is held until then (responses.Hold).
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
-		return h.finish(w, r, res.Held, nil)
+		return finish(res.Held, nil)
 	}
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
@@ -258,7 +293,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
-	return h.finish(w, r, res.Held, err)
+	return finish(res.Held, err)
 }
 
 // prepare makes the upstream body of the route's first deployment. A
@@ -348,7 +383,7 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 	if err != nil {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
 	}
-	if route.Kind != h.spec.kind {
+	if route.Kind != h.spec.kind && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is a %s model: use %s", model, route.Kind, endpointFor(route.Kind)))
 	}
 	return route, nil

@@ -123,6 +123,13 @@ type Route struct {
 	// TypicalDuration is how long a video usually takes to generate; it is
 	// used to derive progress when the upstream reports none.
 	TypicalDuration time.Duration
+	// DropParams makes a request translated to another protocol drop the
+	// parameters its provider cannot honour (listed in a response header)
+	// instead of being refused with a 400 naming the first.
+	DropParams bool
+	// MaxTokens is the output ceiling sent to a provider that requires one
+	// (Anthropic) when a translated request set none; zero is 4096.
+	MaxTokens int64
 }
 
 // IsGlob reports whether the route's pattern is a glob rather than an id.

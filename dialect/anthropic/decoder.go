@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/billing"
@@ -94,9 +96,9 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 		case "thinking":
 			ev.Block.Kind = dialect.BlockThinking
 		case "redacted_thinking":
-			ev.Block.Kind, ev.Block.Data = dialect.BlockRedactedThinking, cb.Get("data").Str
+			ev.Block.Kind, ev.Block.Data = dialect.BlockRedactedThinking, strings.Clone(cb.Get("data").Str)
 		case "tool_use":
-			ev.Block.Kind, ev.Block.ToolID, ev.Block.ToolName = dialect.BlockToolUse, cb.Get("id").Str, cb.Get("name").Str
+			ev.Block.Kind, ev.Block.ToolID, ev.Block.ToolName = dialect.BlockToolUse, strings.Clone(cb.Get("id").Str), strings.Clone(cb.Get("name").Str)
 		default:
 			ev.Block.Kind = dialect.BlockText // server tool blocks: shown as empty text
 		}
@@ -106,7 +108,7 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 		return true
 	case "message_start":
 		m := gjson.Get(s, "message")
-		*ev = dialect.Event{Kind: dialect.EventStart, ID: m.Get("id").Str, Model: m.Get("model").Str}
+		*ev = dialect.Event{Kind: dialect.EventStart, ID: strings.Clone(m.Get("id").Str), Model: strings.Clone(m.Get("model").Str)}
 		if u := m.Get("usage"); u.IsObject() {
 			if n, err := billing.NormalizeAnthropic([]byte(u.Raw)); err == nil {
 				d.usage, d.hasUse = n, true
@@ -116,7 +118,7 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 		return true
 	case "message_delta":
 		d.stop = stopReason(gjson.Get(s, "delta.stop_reason").Str)
-		d.stopSeq = gjson.Get(s, "delta.stop_sequence").Str
+		d.stopSeq = strings.Clone(gjson.Get(s, "delta.stop_sequence").Str)
 		if u := gjson.Get(s, "usage"); u.IsObject() {
 			d.mergeUsage(u)
 		}
@@ -138,7 +140,7 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 			status = 400
 		}
 		*ev = dialect.Event{Kind: dialect.EventError, Err: &dialect.Error{Status: status, Kind: kindOf(e.Get("type").Str, status),
-			Message: e.Get("message").Str}}
+			Message: strings.Clone(e.Get("message").Str)}}
 		return true
 	}
 	return false // ping, and events this gateway does not know

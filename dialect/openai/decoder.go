@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -106,7 +107,7 @@ func (d *decoder) chunk(data []byte) {
 	d.scratch = d.scratch[:0]
 	if !d.started {
 		d.started = true
-		d.push(dialect.Event{Kind: dialect.EventStart, ID: gjson.Get(s, "id").Str, Model: gjson.Get(s, "model").Str})
+		d.push(dialect.Event{Kind: dialect.EventStart, ID: strings.Clone(gjson.Get(s, "id").Str), Model: strings.Clone(gjson.Get(s, "model").Str)})
 	}
 	ch := gjson.Get(s, "choices.0")
 	if ch.Exists() {
@@ -124,7 +125,7 @@ func (d *decoder) chunk(data []byte) {
 			})
 		}
 		if f := ch.Get("finish_reason"); f.Type == gjson.String {
-			d.finish = f.Str
+			d.finish = strings.Clone(f.Str) // f.Str aliases the stream buffer
 		}
 	}
 	if u := gjson.Get(s, "usage"); u.IsObject() {
@@ -169,7 +170,7 @@ func (d *decoder) toolCall(data []byte, call gjson.Result) {
 		d.blocks++
 		d.tools = append(d.tools, toolSlot{index: idx, block: slot})
 		d.push(dialect.Event{Kind: dialect.EventBlockStart, Index: slot, Block: dialect.Block{Kind: dialect.BlockToolUse,
-			ToolID: call.Get("id").Str, ToolName: call.Get("function.name").Str}})
+			ToolID: strings.Clone(call.Get("id").Str), ToolName: strings.Clone(call.Get("function.name").Str)}})
 	}
 	args := call.Get("function.arguments")
 	if args.Type != gjson.String || len(args.Raw) <= 2 {
