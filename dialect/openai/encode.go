@@ -161,8 +161,25 @@ func noteCache(r *dialect.Request, bl *dialect.Block) {
 	}
 }
 
-// appendUser appends a user message's text and images as content parts.
+// appendUser appends a user message's text and images as content parts,
+// or its only text block as a string, which every OpenAI-compatible
+// service takes.
 func appendUser(b []byte, r *dialect.Request, blocks []dialect.Block) []byte {
+	var only *dialect.Block
+	for i := range blocks {
+		if blocks[i].Kind == dialect.BlockToolResult {
+			continue
+		}
+		if only != nil || blocks[i].Kind != dialect.BlockText {
+			only = nil
+			break
+		}
+		only = &blocks[i]
+	}
+	if only != nil {
+		noteCache(r, only)
+		return dialect.AppendString(b, only.Text)
+	}
 	b = append(b, '[')
 	n := 0
 	for i := range blocks {
