@@ -221,14 +221,6 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		tw = x.Writer(w)
 		out = tw
 	}
-	// finish ends the answer, translated when it is.
-	finish := func(held *chatproxy.Held, settled error) error {
-		err := h.finish(out, r, held, settled)
-		if tw != nil {
-			tw.Close()
-		}
-		return err
-	}
 	res := h.proxy.Serve(out, r, &chatproxy.Call{
 		Protocol:     proto,
 		Operation:    h.spec.endpoint,
@@ -256,7 +248,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
 		q.Outcome, q.Status = metricsOutcome(res.Outcome), res.Status
-		return finish(res.Held, nil)
+		return h.finishTranslated(out, tw, r, res.Held, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
@@ -265,7 +257,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// A background response is billed once it is finished; its
 		// reservation is held until then (responses.Hold).
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
-		return finish(res.Held, nil)
+		return h.finishTranslated(out, tw, r, res.Held, nil)
 	}
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
@@ -293,7 +285,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
-	return finish(res.Held, err)
+	return h.finishTranslated(out, tw, r, res.Held, err)
 }
 
 // prepare makes the upstream body of the route's first deployment. A

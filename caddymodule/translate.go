@@ -67,3 +67,13 @@ func prepareTranslated(x *translate.Exchange, route *providers.Route) (out []byt
 	out, err = x.Body(route.UpstreamModel)
 	return out, rebody, err
 }
+
+// finishTranslated ends the answer as finish does, then, for a translated
+// one, writes its translated end (tw nil: passed through).
+func (h *proxyHandler) finishTranslated(w http.ResponseWriter, tw *translate.Writer, r *http.Request, held *chatproxy.Held, settled error) error {
+	err := h.finish(w, r, held, settled)
+	if tw != nil {
+		tw.Close()
+	}
+	return err
+}
