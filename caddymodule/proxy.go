@@ -150,21 +150,18 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	// A model of the other protocol is reached through a translation;
-	// the same protocol passes through untouched.
-	var x *translate.Exchange
-	if tr := h.translator(route); tr != nil {
-		if x, aerr = h.translated(tr, body, route); aerr != nil {
-			return h.refuse(w, r, mr, aerr)
-		}
+	// A model of the other protocol, or a fallback of it, is reached
+	// through a translation (an attempt leg per target); the same
+	// protocol alone passes through untouched.
+	lg, aerr := h.legsFor(body, in, route)
+	if aerr != nil {
+		return h.refuse(w, r, mr, aerr)
 	}
 	var upstreamBody []byte
 	var injected bool
 	var rebody func(string) ([]byte, error)
-	if x == nil {
+	if lg == nil {
 		upstreamBody, injected, rebody, err = h.prepare(rb, body, in, route)
-	} else {
-		upstreamBody, rebody, err = prepareTranslated(x, route)
 	}
 	if err != nil {
 		return h.refuse(w, r, mr, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
@@ -214,18 +211,11 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if mr != nil {
 		defer h.observe(mr, &q, arrived)
 	}
-	proto, path, out := h.spec.protocol, h.spec.path, w
-	var tw *translate.Writer
-	if x != nil {
-		proto, path = protocolOf(wireOf(route.Kind)), x.Path()
-		tw = x.Writer(w)
-		out = tw
-	}
-	res := h.proxy.Serve(out, r, &chatproxy.Call{
-		Protocol:     proto,
+	res := h.proxy.Serve(w, r, &chatproxy.Call{
+		Protocol:     h.spec.protocol,
 		Operation:    h.spec.endpoint,
 		Provider:     route.Provider,
-		Path:         path,
+		Path:         h.spec.path,
 		Body:         upstreamBody,
 		BodyPin:      rb,
 		Inspected:    in,
@@ -237,6 +227,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Tokens:       estimate.PromptTotal() + estimate.Output,
 		BodyModel:    route.UpstreamModel,
 		Rebody:       rebody,
+		Leg:          lg.leg(w),
 	})
 	defer res.Close()
 	// No upstream request is made after Serve: the handler lets go of the
@@ -248,7 +239,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
 		q.Outcome, q.Status = metricsOutcome(res.Outcome), res.Status
-		return h.finishTranslated(out, tw, r, res.Held, nil)
+		return h.finishTranslated(r, &res, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
@@ -257,7 +248,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// A background response is billed once it is finished; its
 		// reservation is held until then (responses.Hold).
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
-		return h.finishTranslated(out, tw, r, res.Held, nil)
+		return h.finishTranslated(r, &res, nil)
 	}
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
@@ -285,7 +276,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
-	return h.finishTranslated(out, tw, r, res.Held, err)
+	return h.finishTranslated(r, &res, err)
 }
 
 // prepare makes the upstream body of the route's first deployment. A

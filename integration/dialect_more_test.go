@@ -203,3 +203,48 @@ func TestDialectUnsupportedParams(t *testing.T) {
 	}
 	waitLedger(t, "a2o-params", 1) // the refused request reached no provider
 }
+
+// TestDialectMixedFallbacks: a model falls back on a model of the other
+// protocol, reached translated; the ledger names the model that served.
+func TestDialectMixedFallbacks(t *testing.T) {
+	down := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"error":{"message":"down","type":"server_error"}}`)
+	})
+	startGateway(t, gatewayOptions{
+		Providers: providerBlock("down-anth", "anthropic", "retries 0", down) + "\n" + providerBlock("down-oa", "openai", "retries 0", down),
+		Models: "model claude-primary down-anth {\n\t\t\tfallback mock-gpt\n\t\t}\n" +
+			"\t\tmodel gpt-primary down-oa {\n\t\t\tfallback mock-claude\n\t\t}",
+	})
+	key, _ := createKey(t, "mixed")
+	// A Messages client: its own protocol first (passed through), then a
+	// chat model, translated.
+	client := anthropicClient(key)
+	m, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "claude-primary", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello fallback"))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Content[0].Text, "Hello fallback") || m.Model != "mock-gpt" || m.Usage.OutputTokens == 0 {
+		t.Fatalf("message %+v", m)
+	}
+	// A Chat Completions client, streaming, the other way round.
+	status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key,
+		`{"model":"gpt-primary","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hello again"}]}`)
+	if status != 200 || !strings.Contains(string(body), `"content":"`) || !strings.HasSuffix(string(body), "data: [DONE]\n\n") ||
+		!strings.Contains(string(body), `"finish_reason":"stop"`) {
+		t.Fatalf("stream %d:\n%s", status, body)
+	}
+	if down.hits.Load() != 2 {
+		t.Errorf("the primaries were tried %d times, want 2", down.hits.Load())
+	}
+	recs := waitLedger(t, "mixed", 2)
+	for i, want := range []struct{ endpoint, served, provider string }{{"messages", "mock-gpt", "mock"}, {"chat", "mock-claude", "mock-anthropic"}} {
+		if r := recs[i]; r.Endpoint != want.endpoint || r.ServedModel != want.served || r.Provider != want.provider || r.Outcome != "ok" || r.Usage.Output == 0 {
+			t.Errorf("Test %d: record %+v", i, r)
+		}
+	}
+}

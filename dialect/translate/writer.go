@@ -29,11 +29,13 @@ type Writer struct {
 }
 
 // Writer returns the translating writer of x's answer to w.
-func (x *Exchange) Writer(w http.ResponseWriter) *Writer {
-	if v := x.DroppedValue(); v != "" {
-		w.Header().Set(DroppedHeader, v)
+func (x *Exchange) Writer(w http.ResponseWriter) *Writer { return &Writer{w: w, x: x} }
+
+// setDropped lists the parameters left out, as the answer starts.
+func (tw *Writer) setDropped() {
+	if v := tw.x.DroppedValue(); v != "" {
+		tw.w.Header().Set(DroppedHeader, v)
 	}
-	return &Writer{w: w, x: x}
 }
 
 // Header is the client's response header.
@@ -57,6 +59,7 @@ func (tw *Writer) WriteHeader(status int) {
 		tw.dec = tw.x.t.provider.NewStreamDecoder()
 		tw.enc = tw.x.t.client.NewStreamEncoder(tw.x.req)
 		h.Del("Content-Length")
+		tw.setDropped()
 		tw.w.WriteHeader(status)
 	}
 }
@@ -110,6 +113,7 @@ func (tw *Writer) Close() {
 		return
 	}
 	status, body := tw.translateWhole()
+	tw.setDropped()
 	h := tw.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
