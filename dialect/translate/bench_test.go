@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/caddy-air/caddy-air/dialect"
@@ -84,3 +86,45 @@ func TestTranslateEventAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTranslateExchange translates a whole streamed exchange of a
+// Messages client to a chat model: its ~1 KB request, decoded and encoded,
+// and a 20-chunk answer with its usage, through the Writer.
+func BenchmarkTranslateExchange(b *testing.B) {
+	req := []byte(`{"model":"mock-gpt","max_tokens":1024,"stream":true,"system":"You are a helpful assistant that answers briefly and precisely, citing the relevant facts and nothing else.",` +
+		`"messages":[{"role":"user","content":"` + strings.Repeat("Tell me about the history of the city and its harbour. ", 14) + `"}]}`)
+	var stream strings.Builder
+	stream.WriteString(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}` + "\n\n")
+	for range 20 {
+		stream.WriteString(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"content":" deterministic"},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n")
+	}
+	stream.WriteString(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}` + "\n\n" +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[],"usage":{"prompt_tokens":200,"completion_tokens":20}}` + "\n\n" + "data: [DONE]\n\n")
+	events := strings.SplitAfter(stream.String(), "\n\n")
+	tr := For(Messages, Chat)
+	w := &discard{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		x, err := tr.Request(req, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := x.Body(""); err != nil {
+			b.Fatal(err)
+		}
+		tw := x.Writer(w)
+		tw.Header().Set("Content-Type", "text/event-stream")
+		tw.WriteHeader(200)
+		for _, e := range events {
+			_, _ = tw.Write([]byte(e))
+		}
+		tw.Close()
+	}
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
