@@ -7,11 +7,7 @@
 // spelling), so that a client can send them back on its next turn.
 package openai
 
-import (
-	"net/http"
-
-	"github.com/caddy-air/caddy-air/dialect"
-)
+import "github.com/caddy-air/caddy-air/dialect"
 
 // Path is the request path below a provider's base URL.
 const Path = "/chat/completions"
@@ -52,5 +48,4 @@ func stopReason(f string) dialect.StopReason {
 var (
 	_ dialect.ClientCodec   = Codec{}
 	_ dialect.ProviderCodec = Codec{}
-	_                       = http.StatusOK
 )

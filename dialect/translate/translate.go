@@ -132,9 +132,6 @@ func (t *Translator) Request(body []byte, o Options) (*Exchange, error) {
 // DroppedValue is the value of DroppedHeader, "" when nothing was dropped.
 func (x *Exchange) DroppedValue() string { return strings.Join(x.Dropped, ", ") }
 
-// Stream reports whether the client asked for a stream.
-func (x *Exchange) Stream() bool { return x.req.Stream }
-
 // Body returns the provider's request body for upstreamModel ("" keeps
 // the client's model name).
 func (x *Exchange) Body(upstreamModel string) ([]byte, error) {
