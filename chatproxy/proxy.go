@@ -148,9 +148,13 @@ type Call struct {
 // Leg is one attempt's protocol, path and body, and the writer its answer
 // goes to (a translating one, or the client's).
 type Leg struct {
-	Protocol   Protocol
-	Path       string
-	Body       []byte
+	// Protocol is the target's: its auth headers and usage format.
+	Protocol Protocol
+	// Path is appended to the target's base URL.
+	Path string
+	// Body is the upstream request body for the target.
+	Body []byte
+	// StripUsage is Call.StripUsage for this body.
 	StripUsage bool
 	// Writer receives the answer; nil is the client's writer.
 	Writer http.ResponseWriter
