@@ -88,7 +88,7 @@ func TestEncodeRequest(t *testing.T) {
 		"messages.2.tool_calls.0.id":         "c1", "messages.2.tool_calls.0.function.arguments": `{"a":1}`,
 		"messages.3.role": "tool", "messages.3.tool_call_id": "c1", "messages.3.content": "ok",
 		"messages.4.content": "next", "tool_choice": "required", "parallel_tool_calls": "false",
-		"stream_options.include_usage": "true", "max_tokens": "100", "temperature": "0.5",
+		"stream_options.include_usage": "true", "max_completion_tokens": "100", "temperature": "0.5",
 	} {
 		if got := gjson.GetBytes(b, path).String(); got != want {
 			t.Errorf("%s = %q, want %q in %s", path, got, want, b)

@@ -60,7 +60,8 @@ func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
 	b = append(b, ']')
 	b = appendTools(b, r)
 	if r.MaxTokens > 0 {
-		b = append(b, `,"max_tokens":`...)
+		// max_tokens is deprecated, and refused by reasoning models.
+		b = append(b, `,"max_completion_tokens":`...)
 		b = dialect.AppendInt(b, r.MaxTokens)
 	}
 	b = appendFloat(b, `,"temperature":`, r.Temperature)
