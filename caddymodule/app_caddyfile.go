@@ -331,6 +331,11 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			m.TypicalDuration, err = parseDuration(d)
 		case "max_output_tokens":
 			m.MaxOutputTokens, err = parsePositiveInt(d)
+		case "drop_params":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			m.DropParams = true
 		default:
 			return d.Errf("unrecognized model option %q", d.Val())
 		}

@@ -78,3 +78,29 @@ func TestTasksLeaseCaddyfile(t *testing.T) {
 		}
 	}
 }
+
+func TestModelTranslationOptionsCaddyfile(t *testing.T) {
+	for i, tc := range []struct {
+		input     string
+		drop      bool
+		maxTokens int64
+		wantErr   bool
+	}{
+		{"air {\n model m p {\n drop_params\n max_output_tokens 64000\n }\n}", true, 64000, false},
+		{"air {\n model m p\n}", false, 0, false},
+		{"air {\n model m p {\n drop_params yes\n }\n}", false, 0, true},
+		{"air {\n model m p {\n max_output_tokens 0\n }\n}", false, 0, true},
+		{"air {\n model m p {\n max_output_tokens lots\n }\n}", false, 0, true},
+		{"air {\n model m p {\n max_tokens 100\n }\n}", false, 0, true}, // one knob: max_output_tokens
+	} {
+		a := new(App)
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
+			continue
+		}
+		if err == nil && (a.Models[0].DropParams != tc.drop || int64(a.Models[0].MaxOutputTokens) != tc.maxTokens) {
+			t.Errorf("Test %d: drop_params %t, max_output_tokens %d", i, a.Models[0].DropParams, a.Models[0].MaxOutputTokens)
+		}
+	}
+}

@@ -134,6 +134,11 @@ type ModelConfig struct {
 	// Default: providers.DefaultMaxOutputTokens for chat, messages and
 	// responses (16,384).
 	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
+	// DropParams, for a chat or messages model reached from the other
+	// protocol, drops the request parameters its provider cannot honour
+	// (listed in the X-Air-Dropped-Params response header) instead of
+	// refusing the request with a 400 that names the first.
+	DropParams bool `json:"drop_params,omitempty"`
 }
 
 // buildRoutes turns the provider and model config into a routing table.
@@ -186,6 +191,11 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			MaxOutputTokens: int64(mc.MaxOutputTokens),
 			Fallbacks:       mc.Fallbacks,
 			Policy:          mc.LBPolicy,
+			DropParams:      mc.DropParams,
+			MaxTokens:       int64(mc.MaxOutputTokens),
+		}
+		if mc.MaxOutputTokens < 0 {
+			return nil, fmt.Errorf("model %q: negative max_output_tokens", mc.Pattern)
 		}
 		if mc.Provider != "" {
 			p, ok := byName[mc.Provider]

@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -56,7 +57,7 @@ func (Messages) CaddyModule() caddy.ModuleInfo {
 func (h *Chat) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.OpenAI, endpoint: "chat", path: "/chat/completions",
-		kind: providers.KindChat, inspect: chatproxy.InspectChat,
+		kind: providers.KindChat, inspect: chatproxy.InspectChat, client: translate.Chat,
 	})
 }
 
@@ -64,7 +65,7 @@ func (h *Chat) Provision(ctx caddy.Context) error {
 func (h *Messages) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.Anthropic, endpoint: "messages", path: "/messages",
-		kind: providers.KindMessages, inspect: chatproxy.InspectMessages,
+		kind: providers.KindMessages, inspect: chatproxy.InspectMessages, client: translate.Messages,
 	})
 }
 
@@ -81,6 +82,10 @@ type protocolSpec struct {
 	// unbilled marks an endpoint whose requests leave no ledger record
 	// (token counting); they still count against the rate limits.
 	unbilled bool
+	// client is the endpoint's protocol as package translate names it,
+	// for the endpoints whose requests may be translated to a model of
+	// the other protocol; "" for the others.
+	client string
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -146,7 +151,19 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	upstreamBody, injected, rebody, err := h.prepare(rb, body, in, route)
+	// A model of the other protocol, or a fallback of it, is reached
+	// through a translation (an attempt leg per target); the same
+	// protocol alone passes through untouched.
+	lg, aerr := h.legsFor(body, in, route)
+	if aerr != nil {
+		return h.refuse(w, r, mr, aerr)
+	}
+	var upstreamBody []byte
+	var injected bool
+	var rebody func(string) ([]byte, error)
+	if lg == nil {
+		upstreamBody, injected, rebody, err = h.prepare(rb, body, in, route)
+	}
 	if err != nil {
 		return h.refuse(w, r, mr, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
@@ -212,6 +229,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Tokens:       estimate.PromptTotal() + estimate.Output,
 		BodyModel:    route.UpstreamModel,
 		Rebody:       rebody,
+		Leg:          lg.leg(w),
 	})
 	defer res.Close()
 	// No upstream request is made after Serve: the handler lets go of the
@@ -223,7 +241,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		reservation.Release()
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", res.Outcome))
 		q.Outcome, q.Status, q.User, q.KeyID = metricsOutcome(res.Outcome), res.Status, key.User, key.ID
-		return h.finish(w, r, res.Held, nil)
+		return h.finishTranslated(r, &res, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
 	rec.ServiceTier = res.ServiceTier
@@ -232,7 +250,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		// A background response is billed once it is finished; its
 		// reservation is held until then (responses.Hold).
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
-		return h.finish(w, r, res.Held, nil)
+		return h.finishTranslated(r, &res, nil)
 	}
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
@@ -260,7 +278,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
-	return h.finish(w, r, res.Held, err)
+	return h.finishTranslated(r, &res, err)
 }
 
 // prepare makes the upstream body of the route's first deployment. A
@@ -350,7 +368,7 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 	if err != nil {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
 	}
-	if route.Kind != h.spec.kind {
+	if route.Kind != h.spec.kind && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", model, withArticle(route.Kind), endpointFor(route.Kind)))
 	}
 	return route, nil

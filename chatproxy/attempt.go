@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/telemetry"
 )
@@ -123,21 +124,7 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 	if c.RequestID != "" {
 		h[RequestIDHeader] = []string{c.RequestID}
 	}
-	if c.Protocol == Anthropic {
-		if a.APIKey != "" {
-			h["X-Api-Key"] = []string{a.APIKey}
-		}
-		if v := c.ClientHeader.Values("Anthropic-Version"); len(v) > 0 {
-			h["Anthropic-Version"] = v
-		} else {
-			h["Anthropic-Version"] = []string{DefaultAnthropicVersion}
-		}
-		if v := c.ClientHeader.Values("Anthropic-Beta"); len(v) > 0 {
-			h["Anthropic-Beta"] = v
-		}
-	} else if a.APIKey != "" {
-		h["Authorization"] = []string{"Bearer " + a.APIKey}
-	}
+	authn.SetAuth(h, c.Protocol.String(), a.APIKey, c.ClientHeader)
 	telemetry.Inject(ctx, h)
 	req.Header = h
 	rt := p.Transport

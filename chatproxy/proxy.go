@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -26,7 +27,7 @@ const RequestIDHeader = "X-Air-Request-Id"
 
 // DefaultAnthropicVersion is sent upstream when an Anthropic client sends
 // no anthropic-version header.
-const DefaultAnthropicVersion = "2023-06-01"
+const DefaultAnthropicVersion = authn.DefaultAnthropicVersion
 
 // Outcomes of a proxied request, reported in Result.Outcome.
 const (
@@ -138,6 +139,28 @@ type Call struct {
 	// Client names whose request it is (the user), so that the
 	// provider's health counts the clients its failures came from.
 	Client string
+	// Leg, when set, adapts each attempt to its target, which may speak
+	// another protocol than the client (a fallback model of the other
+	// protocol): the attempt is sent and tapped as the Leg says, in place
+	// of Protocol, Path, Body, Rebody and StripUsage, and its answer is
+	// written to the Leg's Writer. Protocol then stays the client's, the
+	// shape of the errors the proxy makes itself.
+	Leg func(t *routing.Target) (*Leg, error)
+}
+
+// Leg is one attempt's protocol, path and body, and the writer its answer
+// goes to (a translating one, or the client's).
+type Leg struct {
+	// Protocol is the target's: its auth headers and usage format.
+	Protocol Protocol
+	// Path is appended to the target's base URL.
+	Path string
+	// Body is the upstream request body for the target.
+	Body []byte
+	// StripUsage is Call.StripUsage for this body.
+	StripUsage bool
+	// Writer receives the answer; nil is the client's writer.
+	Writer http.ResponseWriter
 }
 
 // Result is what happened to a call. Serve writes at most the beginning of
@@ -184,6 +207,9 @@ type Result struct {
 	// ResponseID and ResponseStatus are a Responses answer's id and last
 	// status ("completed", "queued"...), empty when it reported none.
 	ResponseID, ResponseStatus string
+	// Writer is where Held is to be released: the client's writer, or the
+	// Leg's that wrote the answer.
+	Writer http.ResponseWriter
 }
 
 // Close releases what r holds.
@@ -206,10 +232,11 @@ func (r *Result) Close() { r.Held.Close() }
 // upstream_timeout. Other upstream statuses are passed through at once,
 // an error (400 and up, 403 included) rebuilt and scrubbed the same way.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
-	res := Result{Provider: c.Provider.Name}
+	res := Result{Provider: c.Provider.Name, Writer: w}
 	plan := p.plan(c)
 	var last *ended               // the failed attempt whose metric waits to know if another followed
 	var failed *failure           // the last attempt's answer, when it was a 429 or 5xx
+	var failedLeg legged          // the call and writer of failed
 	var tryTimedOut time.Duration // the try timeout the last attempt exceeded, 0 if it did not
 	for {
 		t, err := plan.Next(r.Context())
@@ -218,15 +245,15 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			last = nil
 		}
 		if err != nil {
-			return p.giveUp(c, &res, failed, tryTimedOut, err)
+			return p.giveUp(c, &res, failed, failedLeg, tryTimedOut, err)
 		}
 		failed = nil
 		res.Attempts, res.Provider, res.Target = t.Number, t.Provider.Name, t
-		body, berr := p.bodyFor(c, t)
+		leg, body, berr := p.legFor(c, w, t)
 		if berr != nil {
 			t.Done(routing.Outcome{Canceled: true})
 			res.Err = berr
-			return p.giveUp(c, &res, nil, 0, berr)
+			return p.giveUp(c, &res, nil, legged{}, 0, berr)
 		}
 		timeout := t.Provider.Timeout
 		if timeout <= 0 {
@@ -235,7 +262,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		ctx, span := startAttempt(r.Context(), c, t)
 		ctx, headers := t.Try(ctx)
 		sent := time.Now()
-		at := p.send(ctx, c, body, t.Attempt, timeout)
+		at := p.send(ctx, leg.c, body, t.Attempt, timeout)
 		if !headers() && at.err == nil {
 			at.err = routing.ErrTryTimeout // the answer came as the bound passed: dropped all the same
 		}
@@ -276,7 +303,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 			f := readFailure(c, t.Attempt, at.resp)
 			at.close()
 			if status == http.StatusTooManyRequests || status >= 500 {
-				failed = f
+				failed, failedLeg = f, leg
 			}
 			res.Err = fmt.Errorf("upstream answered %d", status)
 			last = &ended{provider: t.Provider.Name, result: routing.StatusResult(status), status: status,
@@ -292,8 +319,8 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 		if span.IsRecording() {
 			meta = new(respMeta)
 		}
-		res.Attempt = t.Attempt
-		p.deliver(w, r, c, at, &res, meta)
+		res.Attempt, res.Writer = t.Attempt, leg.w
+		p.deliver(leg.w, r, leg.c, at, &res, meta)
 		at.close()
 		p.end(span, c, t, &ended{provider: t.Provider.Name, result: routing.StatusResult(status), res: &res, meta: meta,
 			outcome: routing.Outcome{Status: status, TTFB: ttfb}})
@@ -306,11 +333,12 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
 // upstream_timeout when the last attempt exceeded its try timeout,
 // tryTimedOut; else 503 upstream_unavailable with the Retry-After the
 // router gives.
-func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, tryTimedOut time.Duration, err error) Result {
+func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, fl legged, tryTimedOut time.Duration, err error) Result {
 	var un *routing.Unavailable
 	if failed != nil && errors.As(err, &un) {
 		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
-		res.Held = &Held{proto: c.Protocol, status: failed.status, header: failed.header, body: failed.body}
+		res.Held = &Held{proto: fl.c.Protocol, status: failed.status, header: failed.header, body: failed.body}
+		res.Writer = fl.w
 		return *res
 	}
 	res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
@@ -336,6 +364,32 @@ func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, tryTimedOut time.D
 	e.RetryAfter = un.RetryAfterSeconds()
 	res.Held = heldError(c.Protocol, e)
 	return *res
+}
+
+// legged is an attempt's call and the writer of its answer.
+type legged struct {
+	c *Call
+	w http.ResponseWriter
+}
+
+// legFor is what an attempt to t sends and where its answer goes: c, its
+// body and w, or, when c has a Leg, the Leg's protocol, path, body and
+// writer, in a copy of c.
+func (p *Proxy) legFor(c *Call, w http.ResponseWriter, t *routing.Target) (legged, []byte, error) {
+	if c.Leg == nil {
+		body, err := p.bodyFor(c, t)
+		return legged{c, w}, body, err
+	}
+	l, err := c.Leg(t)
+	if err != nil {
+		return legged{c, w}, nil, err
+	}
+	cc := *c
+	cc.Protocol, cc.Path, cc.Body, cc.StripUsage, cc.Rebody = l.Protocol, l.Path, l.Body, l.StripUsage, nil
+	if l.Writer != nil {
+		w = l.Writer
+	}
+	return legged{&cc, w}, l.Body, nil
 }
 
 // bodyFor is the body to send to t: c.Body, or, for a target that takes

@@ -40,8 +40,9 @@ type ClientCodec interface {
 	DecodeRequest(body []byte) (*Request, error)
 	// EncodeResponse appends the client's answer for r to dst.
 	EncodeResponse(dst []byte, r *Response) ([]byte, error)
-	// NewStreamEncoder returns an encoder of one streamed answer.
-	NewStreamEncoder() StreamEncoder
+	// NewStreamEncoder returns an encoder of one streamed answer to the
+	// client's request r.
+	NewStreamEncoder(r *Request) StreamEncoder
 	// EncodeError returns the status and body of e in the client's shape.
 	EncodeError(e *Error) (int, []byte)
 }

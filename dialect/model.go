@@ -195,6 +195,9 @@ type Request struct {
 	Stop []string
 	// Stream asks for the answer as a stream of events.
 	Stream bool
+	// StreamUsage asks for the usage at the end of a stream (OpenAI's
+	// stream_options.include_usage; Anthropic streams always carry it).
+	StreamUsage bool
 	// ResponseFormat asks for JSON output, nil if unset.
 	ResponseFormat *ResponseFormat
 	// Reasoning configures reasoning, nil if unset.
@@ -204,8 +207,35 @@ type Request struct {
 	// Unsupported names the parameters of the client's request that the
 	// model cannot express, in the order found. The gateway answers 400
 	// naming the first, unless the route drops them (drop_params), in
-	// which case they are listed in a response header.
+	// which case they are listed in a response header. Both the client's
+	// codec (what the neutral model cannot carry) and the provider's (what
+	// its protocol cannot express) add to it.
 	Unsupported []string
+	// Dropped names what a provider codec left out without changing the
+	// answer's meaning (the cache breakpoints of a provider that caches by
+	// itself, reasoning history a provider takes no input for). It is
+	// listed in a response header but refuses nothing.
+	Dropped []string
+}
+
+// Unsupport records that the target cannot honour param, once.
+func (r *Request) Unsupport(param string) {
+	for _, p := range r.Unsupported {
+		if p == param {
+			return
+		}
+	}
+	r.Unsupported = append(r.Unsupported, param)
+}
+
+// Drop records that param was left out, once.
+func (r *Request) Drop(param string) {
+	for _, p := range r.Dropped {
+		if p == param {
+			return
+		}
+	}
+	r.Dropped = append(r.Dropped, param)
 }
 
 // StopReason is why the model stopped.
@@ -352,3 +382,27 @@ type Error struct {
 
 // Error implements error.
 func (e *Error) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// KindOf is the error kind an HTTP status stands for.
+func KindOf(status int) ErrorKind {
+	switch {
+	case status == 401:
+		return ErrAuthentication
+	case status == 403:
+		return ErrPermission
+	case status == 404:
+		return ErrNotFound
+	case status == 413:
+		return ErrTooLarge
+	case status == 429:
+		return ErrRateLimit
+	case status == 503 || status == 529:
+		return ErrOverloaded
+	case status == 504:
+		return ErrTimeout
+	case status >= 500:
+		return ErrServer
+	default:
+		return ErrInvalidRequest
+	}
+}

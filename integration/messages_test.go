@@ -143,7 +143,7 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 		{"", `{"model":"rec-claude","messages":[{"role":"user","content":"x"}]}`, 401, "authentication_error"},
 		{key, `{"model":"rec-claude"`, 400, "invalid_request_error"},
 		{key, `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404, "not_found_error"},
-		{key, `{"model":"mock-gpt","messages":[{"role":"user","content":"x"}]}`, 400, "invalid_request_error"},
+		{key, `{"model":"mock-embed","messages":[{"role":"user","content":"x"}]}`, 400, "invalid_request_error"},
 	} {
 		status, _, body := call(t, http.MethodPost, "/v1/messages", "", tc.body, "x-api-key", tc.key, "anthropic-version", "2023-06-01")
 		var e struct {

@@ -28,6 +28,9 @@ type msgRequest struct {
 	tool       bool
 	toolName   string
 	toolSchema gjson.Result
+	// badSignature marks a thinking block sent back without the
+	// signature the mock gave it.
+	badSignature bool
 }
 
 // breakpoint is a block carrying cache_control: the prompt up to and
@@ -115,6 +118,9 @@ func (h *Handler) readPrompt(req *msgRequest, system, messages gjson.Result) {
 			t := b.Get("thinking").Str
 			req.inputBytes += len(t)
 			ph.WriteString(t)
+			if b.Get("signature").Str != mockSignature(t) {
+				req.badSignature = true
+			}
 		default:
 			ph.WriteString(b.Raw)
 		}
@@ -282,10 +288,15 @@ func (h *Handler) answerMessages(req *msgRequest) msgAnswer {
 		a.usage.output = textTokens(a.thinking) + textTokens(a.text)
 	}
 	if req.thinking {
-		sum := sha256.Sum256([]byte(a.thinking))
-		a.signature = base64.StdEncoding.EncodeToString(append(sum[:], "mock-signature"...))
+		a.signature = mockSignature(a.thinking)
 	}
 	return a
+}
+
+// mockSignature is the mock's signature of a thinking block's text.
+func mockSignature(thinking string) string {
+	sum := sha256.Sum256([]byte(thinking))
+	return base64.StdEncoding.EncodeToString(append(sum[:], "mock-signature"...))
 }
 
 // messages answers POST /v1/messages.
@@ -302,6 +313,12 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg != "" {
 		writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		return
+	}
+	if req.badSignature {
+		// As Anthropic does, a thinking block must come back with the
+		// signature it was given.
+		writeAnthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: Invalid `signature` in `thinking` block")
 		return
 	}
 	a := h.answerMessages(&req)

@@ -3,6 +3,7 @@ package mockprovider
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -261,5 +262,24 @@ func TestCountTokens(t *testing.T) {
 		"Anthropic-Version", anthropicVersion)
 	if status != http.StatusOK || gjson.Get(body, "input_tokens").Int() != 30 {
 		t.Errorf("status %d, body %s; want 30 input tokens", status, body)
+	}
+}
+
+// TestMessagesThinkingSignatureChecked: a thinking block goes back with
+// the signature it was given, or the mock refuses it as Anthropic does.
+func TestMessagesThinkingSignatureChecked(t *testing.T) {
+	h := New(Config{})
+	for i, tc := range []struct {
+		sig    string
+		status int
+	}{{mockSignature("hmm"), 200}, {"forged", 400}, {"", 400}} {
+		body := `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"` + tc.sig + `"},{"type":"text","text":"a"}]},{"role":"user","content":"again"}]}`
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body))
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("Test %d: status %d: %s", i, rec.Code, rec.Body)
+		}
 	}
 }

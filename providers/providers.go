@@ -127,6 +127,15 @@ type Route struct {
 	// without max_tokens is reserved at. NewTable sets
 	// DefaultMaxOutputTokens when it is zero.
 	MaxOutputTokens int64
+	// DropParams makes a request translated to another protocol drop the
+	// parameters its provider cannot honour (listed in a response header)
+	// instead of being refused with a 400 naming the first.
+	DropParams bool
+	// MaxTokens is the model's configured max_output_tokens, zero when
+	// the operator set none: the max_tokens sent to a provider that
+	// requires one (Anthropic) when a translated request set none (zero
+	// sends 4096, which every Claude model accepts).
+	MaxTokens int64
 }
 
 // DefaultMaxOutputTokens is the output ceiling of a model that sets none.
@@ -260,7 +269,9 @@ func (t *Table) deployments(r *Route) error {
 }
 
 // checkFallbacks checks that r's fallbacks are exact models of its kind
-// and protocol, so that the request can be sent to them unchanged.
+// and protocol, so that the request can be sent to them unchanged, or
+// chat and messages models falling back on each other, whose requests
+// are translated.
 func (t *Table) checkFallbacks(r *Route) error {
 	for _, f := range r.Fallbacks {
 		fr, ok := t.exact[f]
@@ -269,6 +280,7 @@ func (t *Table) checkFallbacks(r *Route) error {
 			return fmt.Errorf("model %q: fallback %q is not a configured model id", r.Pattern, f)
 		case fr == r:
 			return fmt.Errorf("model %q: falls back to itself", r.Pattern)
+		case translated(r.Kind) && translated(fr.Kind):
 		case fr.Kind != r.Kind || fr.Provider.Protocol != r.Provider.Protocol:
 			return fmt.Errorf("model %q: fallback %q is a %s model on a %s provider, not %s on %s",
 				r.Pattern, f, fr.Kind, fr.Provider.Protocol, r.Kind, r.Provider.Protocol)
@@ -276,6 +288,10 @@ func (t *Table) checkFallbacks(r *Route) error {
 	}
 	return nil
 }
+
+// translated reports a kind whose requests are translated to and from
+// the other chat protocol (chat ↔ messages).
+func translated(kind string) bool { return kind == KindChat || kind == KindMessages }
 
 // DefaultKind is the model kind a provider protocol serves when a route
 // names none.

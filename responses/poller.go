@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -295,9 +296,7 @@ func (p *Poller) poll(ctx context.Context, id string, ref *Ref) (observation, er
 	if err != nil {
 		return o, err
 	}
-	if a.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+a.APIKey)
-	}
+	authn.SetAuth(req.Header, providers.ProtocolOpenAI, a.APIKey, nil)
 	resp, err := p.c.Client.Do(req)
 	if err != nil {
 		return o, err

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -110,12 +111,7 @@ func probe(ctx context.Context, rt http.RoundTripper, p *providers.Provider, bas
 		return false
 	}
 	if key != "" {
-		if p.Protocol == providers.ProtocolAnthropic {
-			req.Header.Set("X-Api-Key", key)
-			req.Header.Set("Anthropic-Version", "2023-06-01")
-		} else {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
+		authn.SetAuth(req.Header, p.Protocol, key, nil)
 	}
 	resp, err := rt.RoundTrip(req)
 	if err != nil {

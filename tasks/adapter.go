@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -342,9 +343,7 @@ func cleanMessage(s string) string {
 // bearer returns the Authorization header of an attempt.
 func bearer(a providers.Attempt) http.Header {
 	h := http.Header{}
-	if a.APIKey != "" {
-		h.Set("Authorization", "Bearer "+a.APIKey)
-	}
+	authn.SetAuth(h, providers.ProtocolOpenAI, a.APIKey, nil)
 	return h
 }
 

@@ -1,0 +1,137 @@
+package caddymodule
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
+)
+
+// wireOf is the wire protocol a chat model of kind is served in: Chat
+// Completions for chat models, Messages for messages models, "" for the
+// other kinds, which no translation reaches.
+func wireOf(kind string) string {
+	switch kind {
+	case providers.KindChat:
+		return translate.Chat
+	case providers.KindMessages:
+		return translate.Messages
+	}
+	return ""
+}
+
+// translator is the translation a request to route needs: nil when the
+// endpoint's protocol is the route's (pass-through) or none exists.
+func (h *proxyHandler) translator(route *providers.Route) *translate.Translator {
+	if h.spec.client == "" {
+		return nil
+	}
+	wire := wireOf(route.Kind)
+	if wire == "" || wire == h.spec.client {
+		return nil
+	}
+	return translate.For(h.spec.client, wire)
+}
+
+// protocolOf is the proxy's protocol of a wire protocol, which selects
+// the provider's auth headers and the usage format it taps.
+func protocolOf(wire string) chatproxy.Protocol {
+	if wire == translate.Messages {
+		return chatproxy.Anthropic
+	}
+	return chatproxy.OpenAI
+}
+
+// legs are the translations of one request, by provider wire protocol,
+// for a model (or a fallback of it) of another protocol than the client's.
+type legs struct {
+	h    *proxyHandler
+	body []byte
+	in   chatproxy.Inspected
+	x    map[string]*translate.Exchange
+}
+
+// legsFor decodes body for each protocol other than the client's among
+// route and its fallbacks, or refuses it (a parameter one of them cannot
+// honour, unless its model drops it). It returns nil when every target
+// speaks the client's protocol: the request then passes through.
+func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
+	var lg *legs
+	add := func(r *providers.Route) *apierror.Error {
+		tr := h.translator(r)
+		if tr == nil {
+			return nil
+		}
+		if lg == nil {
+			lg = &legs{h: h, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+		}
+		if _, ok := lg.x[tr.Provider]; ok {
+			return nil
+		}
+		x, err := tr.Request(body, translate.Options{DropParams: r.DropParams, MaxTokens: r.MaxTokens})
+		if err != nil {
+			return translationError(err)
+		}
+		lg.x[tr.Provider] = x
+		return nil
+	}
+	if aerr := add(route); aerr != nil {
+		return nil, aerr
+	}
+	for _, f := range route.Fallbacks {
+		if fr, err := h.app.Routes().Lookup(f); err == nil {
+			if aerr := add(fr); aerr != nil {
+				return nil, aerr
+			}
+		}
+	}
+	return lg, nil
+}
+
+// translationError is the client's error for a request that cannot be
+// translated.
+func translationError(err error) *apierror.Error {
+	var ue *translate.UnsupportedError
+	if errors.As(err, &ue) {
+		return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "unsupported_parameter", err.Error()).WithParam(ue.Param)
+	}
+	return apierror.InvalidRequest("", "the request cannot be translated for this model's provider: "+err.Error())
+}
+
+// leg returns the chatproxy.Call.Leg of lg, whose translated answers go
+// to w; nil (no legs: pass-through) when lg is nil.
+func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg, error) {
+	if lg == nil {
+		return nil
+	}
+	return func(t *routing.Target) (*chatproxy.Leg, error) {
+		wire := wireOf(t.Route.Kind)
+		if x, ok := lg.x[wire]; ok {
+			b, err := x.Body(t.UpstreamModel)
+			if err != nil {
+				return nil, err
+			}
+			return &chatproxy.Leg{Protocol: protocolOf(wire), Path: x.Path(), Body: b, Writer: x.Writer(w)}, nil
+		}
+		b, injected, err := chatproxy.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
+		if err != nil {
+			return nil, err
+		}
+		return &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}, nil
+	}
+}
+
+// finishTranslated ends the answer as finish does, through the writer
+// that wrote it, and then, for a translated one, writes its translated
+// end.
+func (h *proxyHandler) finishTranslated(r *http.Request, res *chatproxy.Result, settled error) error {
+	err := h.finish(res.Writer, r, res.Held, settled)
+	if tw, ok := res.Writer.(*translate.Writer); ok {
+		tw.Close()
+	}
+	return err
+}
