@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
