@@ -165,7 +165,7 @@ func TestHostileUpstream(t *testing.T) {
 		{name: "403 with ids", path: "/v1/chat/completions", body: chat("h-403", false), status: 403,
 			client: map[string]string{"error.message": "Project [redacted] in organization [redacted] does not have access to model gpt-5",
 				"error.type": "invalid_request_error", "error.code": "model_not_found"},
-			header: map[string]string{"Openai-Organization": "", "X-Request-Id": "req_h403"}},
+			header: map[string]string{"Openai-Organization": "", "X-Upstream-Request-Id": "req_h403"}},
 		{name: "an HTML 502", path: "/v1/chat/completions", body: chat("h-502-html", false), status: 502,
 			client: map[string]string{"error.message": "the upstream provider answered HTTP 502 Bad Gateway", "error.type": "server_error"}},
 		{name: "an error event in a stream", path: "/v1/chat/completions", body: chat("h-stream-error", true), status: 200,
