@@ -43,11 +43,15 @@ type DB struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
+	// room refuses writes that the disk may not have room for (nil in
+	// memory); see room.go.
+	room *room
+
 	compactArmed atomic.Bool // a compaction check is due
 	compactMu    sync.Mutex  // held by a compaction, and by Close
 	closed       bool        // under compactMu
 	// badgerCompacts is set when Badger's own compactors run (a large
-	// store): writes arm no checks.
+	// store): the checks that writes arm only count the tables.
 	badgerCompacts bool
 }
 
@@ -98,6 +102,12 @@ func Open(o Options) (*DB, error) {
 		return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
 	}
 	s := &DB{db: db, log: log, stop: make(chan struct{}), badgerCompacts: !onDemand}
+	if !o.InMemory {
+		if s.room, err = newRoom(o.Dir, log); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
+		}
+	}
 	if o.GCInterval >= 0 && !o.InMemory {
 		every := o.GCInterval
 		if every == 0 {
@@ -128,6 +138,9 @@ func (s *DB) gcLoop(every time.Duration) {
 // is left to rewrite.
 func (s *DB) RunGC() {
 	for {
+		if err := s.room.check(0); err != nil {
+			return // it rewrites values: a write like any other
+		}
 		err := s.db.RunValueLogGC(0.5)
 		if err == nil {
 			continue
@@ -153,14 +166,21 @@ func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 	return out, err
 }
 
-// Set implements KV.
+// Set implements KV. Like every write, it returns store.ErrStorageFull,
+// without writing, when the disk may not have room for it (see room.go).
 func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
+	if err := s.room.check(0); err != nil {
+		return err
+	}
 	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return setEntry(txn, key, value, ttl) })
 }
 
 // Delete implements KV.
 func (s *DB) Delete(_ context.Context, key []byte) error {
+	if err := s.room.check(0); err != nil {
+		return err
+	}
 	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
@@ -170,6 +190,9 @@ const maxConflictRetries = 100
 
 // Update implements KV, retrying fn on transaction conflicts.
 func (s *DB) Update(ctx context.Context, fn func(Txn) error) error {
+	if err := s.room.check(0); err != nil {
+		return err
+	}
 	defer s.wrote()
 	for i := 0; ; i++ {
 		err := s.db.Update(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
