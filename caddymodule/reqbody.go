@@ -22,11 +22,8 @@ type requestBody struct {
 	n      int   // length of the body
 	charge int64 // what the budget holds for buf: its capacity
 	// want is the size of the class of the declared length, or 0: the
-	// buffer grows eightfold toward it, while the body arrives fast, and
-	// never past it.
-	want int
-	// last is what the last read into the buffer returned.
-	last  int
+	// buffer grows eightfold toward it and never past it.
+	want  int
 	refs  atomic.Int32
 	probe [1]byte // reads past a full buffer
 	// released is set once the handler let go of its hold.
@@ -68,11 +65,10 @@ func (b *requestBody) release() {
 // budget of buffered request bodies (see bodyBudget). It starts at
 // minBodyBuffer and grows only when full, so that it never holds more
 // than eight times the bytes that arrived, whatever Content-Length says:
-// a client that declares 16 MiB and sends 300 bytes holds 512 bytes, and
-// one that trickles it in holds about twice what it sent. A declared
-// length makes a body that arrives fast grow eightfold up to the length's
-// class (few copies for large bodies); otherwise it doubles. The caller
-// must release the body when its exchange ends, after the response
+// a client that declares 16 MiB and sends 300 bytes holds 512 bytes. A
+// declared length makes it grow eightfold up to the length's class (few
+// copies for large bodies); without one it doubles. The
+// caller must release the body when its exchange ends, after the response
 // is complete, whatever happened; on error there is nothing to release.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*requestBody, error) {
 	if r.ContentLength > limit {
@@ -105,12 +101,8 @@ func readError(err error, limit int64) error {
 }
 
 // declaredGrowth is how many times larger a buffer grows while the body's
-// declared length is still larger than the buffer and it arrives fast.
+// declared length is still larger than the buffer.
 const declaredGrowth = 8
-
-// fastRead is a read that shows a body arriving fast, whatever the size of
-// its buffer: a network's reads bring tens of KiB at once.
-const fastRead = 16 << 10
 
 // errTooLarge is returned by a read past its limit.
 var errTooLarge = errors.New("request body too large")
@@ -145,7 +137,6 @@ func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
 		if buf := *b.buf; b.n < len(buf) {
 			k, err := rd.Read(buf[b.n:])
 			b.n += k
-			b.last = k
 			if int64(b.n) > limit {
 				return errTooLarge
 			}
@@ -164,7 +155,7 @@ func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
 			if int64(b.n) >= limit {
 				return errTooLarge
 			}
-			if !b.grow(2*b.last >= len(*b.buf) || b.last >= fastRead) {
+			if !b.grow() {
 				return errBudget
 			}
 			(*b.buf)[b.n] = b.probe[0]
@@ -183,7 +174,7 @@ func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
 // the pools, or reports false when the budget cannot cover it.
 func (b *requestBody) reserve(n int) bool {
 	for len(*b.buf) < n {
-		if !b.grow(true) {
+		if !b.grow() {
 			return false
 		}
 	}
@@ -192,20 +183,16 @@ func (b *requestBody) reserve(n int) bool {
 
 // grow moves the body to a buffer of the next size (eight times larger, up
 // to the declared length's class, while that is still larger than the
-// buffer and the body arrives fast; otherwise nextSize), charging the
-// difference first, and returns the old buffer to its pool.
-func (b *requestBody) grow(fast bool) bool {
+// buffer; otherwise nextSize), charging the difference first, and returns
+// the old buffer to its pool.
+func (b *requestBody) grow() bool {
 	old, oldClass := b.buf, b.class
 	size := nextSize(len(*old))
-	if b.want > len(*old) && fast {
-		// The declared length is still ahead and the body arrives fast
-		// (the read that filled the buffer brought half of it, or
-		// fastRead):
-		// grow eightfold toward it. A megabyte body is copied about a
-		// seventh of its size on the way, not once over as when doubling.
-		// A body that trickles in (2,000 slow clients, issue #30) doubles
-		// instead: its buffer holds at most twice what arrived, not eight
-		// times.
+	if b.want > len(*old) {
+		// The declared length is still ahead: grow eightfold toward it.
+		// The buffer never holds more than eight times what arrived, and
+		// a megabyte body is copied about a seventh of its size on the
+		// way, not once over as when doubling.
 		size = min(declaredGrowth*len(*old), b.want)
 	}
 	more := int64(size - len(*old))

@@ -182,49 +182,6 @@ func TestReadBodyGrowth(t *testing.T) {
 	}
 }
 
-// chunkReader returns at most n bytes a read, as a client that trickles
-// its body in does.
-type chunkReader struct {
-	r io.Reader
-	n int
-}
-
-func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
-
-// TestReadBodyTrickle: a body that arrives in small reads, declaring a
-// length far beyond them, doubles its buffer instead of growing it
-// eightfold toward the declared length: 2,000 slow clients that each sent
-// 10 KB hold 16 KiB each, not 32 (issue #30). A body that arrives fast
-// still grows eightfold (TestReadBodyGrowth).
-func TestReadBodyTrickle(t *testing.T) {
-	for i, tc := range []struct {
-		size, chunk, declared int
-		wantCap               int
-	}{
-		// The first 512 bytes arrive in one read (fast: 4 KiB), then
-		// reads of 1,000 bytes double it: 8, 16 KiB.
-		{size: 10_000, chunk: 1000, declared: 16 << 20, wantCap: 16 << 10},
-		// Reads of 33 bytes (the fault suite's trickle) double from 512.
-		{size: 5000, chunk: 33, declared: 16 << 20, wantCap: 8 << 10},
-		{size: 100 << 10, chunk: 4 << 10, declared: 16 << 20, wantCap: 128 << 10},
-		// Reads of 64 KiB are a network's: 512 bytes, 4, 32, 256 KiB,
-		// then the declared class of 1 MiB, as from one read.
-		{size: 1 << 20, chunk: 64 << 10, declared: 1 << 20, wantCap: 1 << 20},
-	} {
-		bc := countBuffers(t, 64<<20)
-		data := bytes.Repeat([]byte{'x'}, tc.size)
-		b, err := readBody(httptest.NewRecorder(), postRequest(chunkReader{bytes.NewReader(data), tc.chunk}, int64(tc.declared)), 16<<20)
-		if err != nil || !bytes.Equal(b.Bytes(), data) {
-			t.Fatalf("Test %d: %v", i, err)
-		}
-		if c := cap(b.Bytes()); c != tc.wantCap {
-			t.Errorf("Test %d: %d bytes in reads of %d end in a buffer of %d bytes, want %d", i, tc.size, tc.chunk, c, tc.wantCap)
-		}
-		b.release()
-		bc.check(t, "after release")
-	}
-}
-
 func TestRequestBodyReleasedOnce(t *testing.T) {
 	bc := countBuffers(t, 1<<20)
 	b, err := readBody(httptest.NewRecorder(), postRequest(strings.NewReader("{}"), 2), 1<<10)
