@@ -247,12 +247,21 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o ScanOptions, fn func(key
 }
 
 // Close stops garbage collection and compaction and closes the database.
+// On a disk without room for Badger's last flush (room.go), it leaves the
+// database as a crash would, which loses nothing (Badger replays its
+// memtable's log at the next open), rather than let the flush fault: it
+// returns the error then, and the directory stays locked until the
+// process exits.
 func (s *DB) Close() error {
 	close(s.stop)
 	s.wg.Wait()
 	s.compactMu.Lock()
 	s.closed = true
 	s.compactMu.Unlock()
+	if err := s.room.flushable(); err != nil {
+		s.log.Error("not closing the store: its last flush has no room on the disk; the next open replays its log", zap.Error(err))
+		return err
+	}
 	return s.db.Close()
 }
 

@@ -154,6 +154,25 @@ func (r *room) check(need int64) error {
 	return nil
 }
 
+// closeRoom is the free space that Badger's flush of the memtable at Close
+// needs: a table of about MemTableSize, with room to spare.
+const closeRoom = 4 << 20
+
+// flushable returns store.ErrStorageFull when less than closeRoom is free.
+func (r *room) flushable() error {
+	if r == nil {
+		return nil
+	}
+	free, err := r.statfs(r.dir)
+	if err != nil {
+		return fmt.Errorf("%w: cannot measure the free space of %s: %v", store.ErrStorageFull, r.dir, err)
+	}
+	if free < closeRoom {
+		return fmt.Errorf("%w: %s has %s free", store.ErrStorageFull, r.dir, humanize.IBytes(uint64(max(free, 0))))
+	}
+	return nil
+}
+
 // refuse logs the first refusal of a run of them and returns err.
 func (r *room) refuse(err error) error {
 	if r.full.CompareAndSwap(false, true) {

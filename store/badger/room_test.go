@@ -42,10 +42,22 @@ func TestRoomAllocated(t *testing.T) {
 	runRoomChild(t, "allocated")
 }
 
-// runRoomChild runs TestRoomChild in mode on a fresh 64 MiB tmpfs and
-// fails with its output unless it exits cleanly.
-func runRoomChild(t *testing.T, mode string) {
-	dir := mountTmpfs(t, 64<<20)
+// TestRoomClose closes the store on a disk full to the last byte: Badger's
+// last flush would fault, so the store is left as a crash leaves it, and
+// its next open finds everything written before.
+func TestRoomClose(t *testing.T) {
+	dir := runRoomChild(t, "close")
+	db := open(t, dir)
+	defer db.Close()
+	if v, err := db.Get(context.Background(), []byte("before")); err != nil || string(v) != "1" {
+		t.Fatalf("after a close on a full disk: %q %v", v, err)
+	}
+}
+
+// runRoomChild runs TestRoomChild in mode on a fresh 64 MiB tmpfs, fails
+// with its output unless it exits cleanly, and returns the tmpfs.
+func runRoomChild(t *testing.T, mode string) (dir string) {
+	dir = mountTmpfs(t, 64<<20)
 	cmd := crashtest.Child(t, "TestRoomChild", roomChildEnv, mode+" "+dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -58,6 +70,7 @@ func runRoomChild(t *testing.T, mode string) {
 	if err != nil || !strings.Contains(out.String(), "PASS") {
 		t.Fatalf("the store's process: %v\n%s", err, tail(out.String()))
 	}
+	return dir
 }
 
 // TestRoomChild is the child of TestRoomFullDisk and TestRoomAllocated.
@@ -68,7 +81,12 @@ func TestRoomChild(t *testing.T) {
 	}
 	ctx := context.Background()
 	db := open(t, dir)
-	defer db.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			_ = db.Close()
+		}
+	}()
 	if err := db.Set(ctx, []byte("before"), []byte("1"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +129,16 @@ func TestRoomChild(t *testing.T) {
 		if got, err := db.Get(ctx, []byte("after-01996")); err != nil || !bytes.Equal(got, big) {
 			t.Fatalf("reading back after the disk was freed: %d bytes, %v", len(got), err)
 		}
+	case "close":
+		if err := db.Close(); !errors.Is(err, store.ErrStorageFull) {
+			t.Fatalf("close on a full disk: %v, want store.ErrStorageFull", err)
+		}
+		closed = true
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		// TestRoomClose reopens the store once this process has exited
+		// and released its lock.
 	case "allocated":
 		db.room.statfs = func(string) (int64, error) { return 1 << 40, nil }
 		// 600 writes of about 250 bytes stay within the first memtable
