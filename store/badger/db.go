@@ -48,6 +48,7 @@ type DB struct {
 	room *room
 
 	compactArmed atomic.Bool // a compaction check is due
+	closing      atomic.Bool // Close is under way: writes are refused
 	compactMu    sync.Mutex  // held by a compaction, and by Close
 	closed       bool        // under compactMu
 	// badgerCompacts is set when Badger's own compactors run (a large
@@ -169,7 +170,7 @@ func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 // Set implements KV. Like every write, it returns store.ErrStorageFull,
 // without writing, when the disk may not have room for it (see room.go).
 func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
-	if err := s.room.check(0); err != nil {
+	if err := s.writable(); err != nil {
 		return err
 	}
 	defer s.wrote()
@@ -178,7 +179,7 @@ func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error 
 
 // Delete implements KV.
 func (s *DB) Delete(_ context.Context, key []byte) error {
-	if err := s.room.check(0); err != nil {
+	if err := s.writable(); err != nil {
 		return err
 	}
 	defer s.wrote()
@@ -190,7 +191,7 @@ const maxConflictRetries = 100
 
 // Update implements KV, retrying fn on transaction conflicts.
 func (s *DB) Update(ctx context.Context, fn func(Txn) error) error {
-	if err := s.room.check(0); err != nil {
+	if err := s.writable(); err != nil {
 		return err
 	}
 	defer s.wrote()
@@ -246,6 +247,18 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o ScanOptions, fn func(key
 	})
 }
 
+// errClosed refuses a write that comes once Close has begun.
+var errClosed = errors.New("badger: the store is closed")
+
+// writable returns why a write must not proceed: Close has begun, or the
+// disk may not have room for it (room.go).
+func (s *DB) writable() error {
+	if s.closing.Load() {
+		return errClosed
+	}
+	return s.room.check(0)
+}
+
 // Close stops garbage collection and compaction and closes the database.
 // On a disk without room for Badger's last flush (room.go), it leaves the
 // database as a crash would, which loses nothing (Badger replays its
@@ -262,7 +275,23 @@ func (s *DB) Close() error {
 		s.log.Error("not closing the store: its last flush has no room on the disk; the next open replays its log", zap.Error(err))
 		return err
 	}
+	s.drainLevelZero()
 	return s.db.Close()
+}
+
+// drainLevelZero compacts level 0 before Badger's Close when it holds
+// numLevelZeroTablesStall tables: Badger's flush then waits for a
+// compaction, which only the store runs (compact.go), and Badger's Close,
+// which waits for the flush, would wait forever. Writes through the store
+// are refused from here on (errClosed).
+func (s *DB) drainLevelZero() {
+	s.closing.Store(true)
+	if s.badgerCompacts || s.level0Tables() < numLevelZeroTables {
+		return
+	}
+	if err := s.db.Flatten(1); err != nil {
+		s.log.Warn("badger compaction before close", zap.Error(err))
+	}
 }
 
 // Badger exposes the underlying database, for tests that read raw bytes.

@@ -216,3 +216,33 @@ func tail(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(len(lines)-30, 0):], "\n")
 }
+
+// BenchmarkSetRoom measures a write with the free-space check (a statfs
+// and two stats) and, for comparison, without it.
+func BenchmarkSetRoom(b *testing.B) {
+	for _, checked := range []bool{true, false} {
+		name := "checked"
+		if !checked {
+			name = "unchecked"
+		}
+		b.Run(name, func(b *testing.B) {
+			db, err := Open(Options{Dir: b.TempDir(), GCInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if !checked {
+				db.room = nil
+			}
+			ctx := context.Background()
+			value := bytes.Repeat([]byte("v"), 100)
+			i := 0
+			for b.Loop() {
+				i++
+				if err := db.Set(ctx, fmt.Appendf(nil, "k%d", i%1000), value, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
