@@ -22,8 +22,10 @@ import (
 // TestFaultDiskFullWrites fills the gateway's disk to the last byte and
 // then drives the writes that no free-space measure of billable requests
 // guards, only the store's own check: key creation and revocation on the
-// admin API and through the CLI, budgets and the console's key form
-// (TestFaultDiskFull drives chat and tasks). Issue #30: an independent fault kit got 201 for 7 of 8 keys
+// admin API and through the CLI, budgets, the console's key form, and
+// tasks, whose record the store refuses within the second that the
+// gateway's free-space measure of billable requests may lag (TestFaultDiskFull
+// drives chat and tasks after it). Issue #30: an independent fault kit got 201 for 7 of 8 keys
 // created on a full disk, and then the process died of SIGBUS in Badger's
 // memtable write. Every write must be refused with 507 (the API's with
 // code storage_full) and no key answered 201; the process lives; once the
@@ -37,7 +39,7 @@ func TestFaultDiskFullWrites(t *testing.T) {
 	const user = "fullwriter"
 	key := procCreateKey(t, user)
 	before := procKeyIDs(t, user)
-	writes := diskWrites(p, cfg, user, before[0])
+	writes := diskWrites(t, p, cfg, user, before[0])
 
 	filler := fillAll(t, dir)
 	t.Logf("the disk is full: %s free", mib(freeSpace(t, dir)))
@@ -122,7 +124,7 @@ type diskWrite struct {
 
 // diskWrites are the writes of TestFaultDiskFullWrites, for user and one of
 // its keys.
-func diskWrites(p *process, cfg, user, keyID string) []diskWrite {
+func diskWrites(t *testing.T, p *process, cfg, user, keyID string) []diskWrite {
 	client := &http.Client{Timeout: 20 * time.Second}
 	admin := func(method, path, body string) func() (int, string) {
 		return func() (int, string) {
@@ -131,11 +133,25 @@ func diskWrites(p *process, cfg, user, keyID string) []diskWrite {
 			return doStatus(client, req)
 		}
 	}
+	secret := procCreateKey(t, user+"-caller") // now: the disk fills later
+	task := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, p.url("/v1/tasks"), strings.NewReader(`{"model":"mock-image","prompt":"a full disk","size":"256x256"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+secret)
+		status, b := doStatus(client, req)
+		if status == http.StatusInsufficientStorage && !strings.Contains(b, `"storage_full"`) {
+			return 0, "507 without the code storage_full: " + b
+		}
+		return status, b
+	}
 	return []diskWrite{
 		{"POST /air/keys", 8, http.StatusCreated, admin(http.MethodPost, "/air/keys", fmt.Sprintf(`{"user":%q,"name":"on a full disk"}`, user))},
 		{"caddy air key create", 2, http.StatusCreated, func() (int, string) { return cliCreateKey(cfg, user) }},
 		{"PUT /air/budgets", 2, http.StatusOK, admin(http.MethodPut, "/air/budgets/user/"+user, `{"monthly":"5"}`)},
 		{"the console's key form", 2, http.StatusCreated, func() (int, string) { return consoleCreateKey(p, client) }},
+		// Within a second of the fill the gateway's free-space measure
+		// may still let a task in: the store refuses its record then.
+		{"POST /v1/tasks", 2, http.StatusAccepted, task},
 		// Last: it revokes the key that the budget write above used.
 		{"DELETE /air/keys", 2, http.StatusOK, admin(http.MethodDelete, "/air/keys/"+keyID, "")},
 	}

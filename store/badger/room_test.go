@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/caddy-air/caddy-air/internal/crashtest"
 	"github.com/caddy-air/caddy-air/store"
@@ -107,6 +108,11 @@ func TestRoomChild(t *testing.T) {
 		}
 		if err := db.Delete(ctx, []byte("before")); !errors.Is(err, store.ErrStorageFull) {
 			t.Fatalf("delete on a full disk: %v", err)
+		}
+		// The repositories that write with transactions of their own.
+		task := store.TaskRecord{ID: "task_1", User: "u", Created: time.Now(), Expires: time.Now().Add(time.Hour), Data: value}
+		if err := NewTasks(db).Insert(ctx, task); !errors.Is(err, store.ErrStorageFull) {
+			t.Fatalf("a task insert on a full disk: %v", err)
 		}
 		if _, err := db.Get(ctx, []byte("before")); err != nil {
 			t.Fatalf("a read on a full disk: %v", err)
