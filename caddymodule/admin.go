@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 func init() {
@@ -190,7 +191,12 @@ func decodeAdminBody(w http.ResponseWriter, r *http.Request, v any, strict bool,
 	return nil
 }
 
+// apiErr returns err as the admin API's error with status; a store's
+// refusal on a full disk is 507, whatever status the caller gave.
 func apiErr(status int, err error) caddy.APIError {
+	if errors.Is(err, store.ErrStorageFull) {
+		status = http.StatusInsufficientStorage
+	}
 	return caddy.APIError{HTTPStatus: status, Err: err}
 }
 

@@ -80,9 +80,9 @@ type App struct {
 	// Default: 16 MiB. Larger bodies get 413.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 	// MinFreeSpace is the free space, in bytes, that the storage's file
-	// system must keep beyond what the store's sparse files may still
-	// claim; below it new billable requests get 507 storage_full before
-	// they reach an upstream. Default: 64 MiB.
+	// system must keep beyond the store's own reserve (below which the
+	// store refuses every write); below it new billable requests get 507
+	// storage_full before they reach an upstream. Default: 64 MiB.
 	MinFreeSpace int64 `json:"min_free_space,omitempty"`
 	// MaxJSONDepth is how deeply the JSON that caddy-air reads may nest:
 	// request bodies of every endpoint and of the mock provider, admin API

@@ -37,7 +37,8 @@ type storageHealth struct {
 	Writable  bool  `json:"writable"`
 	FreeBytes int64 `json:"free_bytes"`
 	// MarginBytes is the free space kept for writes under way: the
-	// configured minimum plus what the store's sparse files may claim.
+	// configured minimum plus the store's reserve plus what sparse files
+	// may still claim.
 	MarginBytes int64 `json:"margin_bytes"`
 }
 

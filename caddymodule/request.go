@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Variable names under which air_auth leaves the caller's identity for
@@ -95,12 +96,15 @@ func respondError(w http.ResponseWriter, r *http.Request, err error) error {
 	return caddyhttp.Error(e.Status, err)
 }
 
-// asAPIError returns err as an *apierror.Error, or a bare 500 for any
-// other error.
+// asAPIError returns err as an *apierror.Error: a store's refusal on a
+// full disk is 507 storage_full, anything else a bare 500.
 func asAPIError(err error) *apierror.Error {
 	var e *apierror.Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if errors.Is(err, store.ErrStorageFull) {
+		return storageFull("its storage is full")
 	}
 	return apierror.Internal()
 }

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 func TestRespondError(t *testing.T) {
@@ -26,6 +28,8 @@ func TestRespondError(t *testing.T) {
 		{"/v1/messages", "overloaded_error", errBodiesBusy, 503},
 		{"/v1/tasks", "server_error", errors.New("disk on fire"), 500},
 		{"/v1/messages", "api_error", errors.New("disk on fire"), 500},
+		{"/v1/tasks", "server_error", fmt.Errorf("creating a task: %w: disk on fire", store.ErrStorageFull), 507},
+		{"/v1/messages", "api_error", fmt.Errorf("%w: disk on fire", store.ErrStorageFull), 507},
 	} {
 		rec := httptest.NewRecorder()
 		err := respondError(rec, httptest.NewRequest(http.MethodPost, tc.path, nil), tc.err)
@@ -44,8 +48,25 @@ func TestRespondError(t *testing.T) {
 		if typ != tc.errType {
 			t.Errorf("Test %d: error type %q, want %q: %s", i, typ, tc.errType, body)
 		}
+		if tc.status == 507 && (gjson.Get(body, "error.code").Str != "storage_full" && gjson.Get(body, "type").Str != "error" || rec.Header().Get("Retry-After") == "") {
+			t.Errorf("Test %d: a full store's refusal is not storage_full with Retry-After: %s", i, body)
+		}
 		if strings.Contains(body, "disk on fire") {
 			t.Errorf("Test %d: the body reveals an internal error: %s", i, body)
+		}
+	}
+}
+
+// TestAdminStorageFull: the admin API answers a write that the store
+// refused on a full disk with 507, whatever status the handler chose for
+// other errors (key creation answers 400 for a bad key).
+func TestAdminStorageFull(t *testing.T) {
+	for _, status := range []int{400, 500} {
+		if e := apiErr(status, fmt.Errorf("creating a key: %w", store.ErrStorageFull)); e.HTTPStatus != 507 {
+			t.Errorf("apiErr(%d, storage full) = %d, want 507", status, e.HTTPStatus)
+		}
+		if e := apiErr(status, errors.New("bad")); e.HTTPStatus != status {
+			t.Errorf("apiErr(%d, other) = %d", status, e.HTTPStatus)
 		}
 	}
 }

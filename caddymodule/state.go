@@ -114,7 +114,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		budgets:       budgets,
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
-		guard:         newStorageGuard(s.Dir, minFree, ledger.Backlogged, log.Named("storage")),
+		guard:         newStorageGuard(s.Dir, minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),
 		stop:          stop,
 		log:           log,
 	}, nil

@@ -16,8 +16,9 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 )
 
-// defaultMinFreeSpace is the free space, beyond what the store's sparse
-// files may still claim, below which new billable work is refused.
+// defaultMinFreeSpace is the free space, beyond the store's own reserve
+// and what its sparse files may still claim, below which new billable work
+// is refused.
 const defaultMinFreeSpace = 64 << 20
 
 // guardInterval is how long a measure of the free space stands: the
@@ -28,11 +29,12 @@ const guardInterval = time.Second
 // storageGuard refuses new billable work before the storage runs out: it
 // measures the free space of the storage directory's file system (if the
 // backend has one) and compares it with a margin, the configured minimum
-// plus the holes of the store's sparse files. Badger memory-maps its value
-// log and memtable files at their full size and fills them as it writes; a
-// write into a hole of a full file system kills the process with SIGBUS,
-// so those holes must stay claimable. In-flight requests finish and settle
-// into the margin; reads go on; once space is free again, writes resume
+// plus the store's own reserve plus the holes of sparse files in the
+// directory. Below the reserve the store refuses every write itself
+// (store/badger's room.go: Badger writes through memory maps, and a store
+// into a hole on a full disk kills the process with SIGBUS); the minimum
+// above it is where in-flight requests finish and settle, while new ones
+// are refused. Reads go on; once space is free again, writes resume
 // without a restart.
 //
 // It measures on demand, not on a timer: the first caller of check (or
@@ -46,6 +48,8 @@ type storageGuard struct {
 	dir     string
 	minFree atomic.Int64 // set by each config that starts
 	log     *zap.Logger
+	// reserve returns the store's own reserve (nil: none).
+	reserve func() int64
 	// backlog reports a ledger that does not keep up (nil: none).
 	backlog func() error
 
@@ -57,8 +61,8 @@ type storageGuard struct {
 }
 
 // newStorageGuard measures once.
-func newStorageGuard(dir string, minFree int64, backlog func() error, log *zap.Logger) *storageGuard {
-	g := &storageGuard{dir: dir, backlog: backlog, log: log}
+func newStorageGuard(dir string, minFree int64, reserve func() int64, backlog func() error, log *zap.Logger) *storageGuard {
+	g := &storageGuard{dir: dir, reserve: reserve, backlog: backlog, log: log}
 	g.minFree.Store(minFree)
 	g.measure()
 	return g
@@ -90,6 +94,9 @@ func (g *storageGuard) measure() {
 	} else {
 		free := int64(st.Bavail) * int64(st.Bsize)
 		margin := g.minFree.Load() + sparseHoles(g.dir)
+		if g.reserve != nil {
+			margin += g.reserve()
+		}
 		g.free.Store(free)
 		g.margin.Store(margin)
 		if free < margin {
@@ -123,8 +130,14 @@ func (g *storageGuard) check() *apierror.Error {
 	if why == nil {
 		return nil
 	}
+	return storageFull(*why)
+}
+
+// storageFull is the answer to a write refused for want of space: 507
+// storage_full, to be retried in 30 s.
+func storageFull(why string) *apierror.Error {
 	e := apierror.New(http.StatusInsufficientStorage, apierror.TypeServer, "storage_full",
-		"the gateway cannot record new requests: "+*why)
+		"the gateway cannot record new requests: "+why)
 	e.RetryAfter = 30
 	return e
 }

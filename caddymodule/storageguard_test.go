@@ -37,7 +37,7 @@ func TestSparseHoles(t *testing.T) {
 // backlogged, and accepted again once it is not, without a restart.
 func TestStorageGuard(t *testing.T) {
 	var backlog error
-	g := newStorageGuard(t.TempDir(), 1, func() error { return backlog }, zap.NewNop())
+	g := newStorageGuard(t.TempDir(), 1, nil, func() error { return backlog }, zap.NewNop())
 	if e := g.check(); e != nil {
 		t.Fatalf("refused with room to spare: %v", e)
 	}
@@ -64,7 +64,7 @@ func TestStorageGuard(t *testing.T) {
 // was idle refuses the next billable request, and one that was freed
 // accepts it.
 func TestStorageGuardMeasuresOnDemand(t *testing.T) {
-	g := newStorageGuard(t.TempDir(), 1, nil, zap.NewNop())
+	g := newStorageGuard(t.TempDir(), 1, nil, nil, zap.NewNop())
 	g.minFree.Store(1 << 62)
 	if e := g.check(); e != nil {
 		t.Fatalf("a measure that has not expired was renewed: %v", e)

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 //go:embed templates/*.html
@@ -268,9 +270,14 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 	h.render(w, r, status, "error", http.StatusText(status), msg)
 }
 
-// internal logs err and renders a 500 page that does not reveal it.
+// internal logs err and renders a 500 page that does not reveal it; a
+// write that the store refused on a full disk gets 507 and says so.
 func (h *Handler) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
 	h.cfg.Logger.Error("console: "+what, zap.Error(err))
+	if errors.Is(err, store.ErrStorageFull) {
+		h.fail(w, r, http.StatusInsufficientStorage, what+" failed: the gateway's storage is full; try again once space is freed")
+		return
+	}
 	h.fail(w, r, http.StatusInternalServerError, what+" failed; the server log has the cause")
 }
 

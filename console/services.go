@@ -10,6 +10,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -40,7 +41,14 @@ var ErrInvalid = errors.New("invalid")
 
 // Invalid marks err as caused by what the user sent: it wraps ErrInvalid
 // and err, and reads as err.
-func Invalid(err error) error { return invalidError{err} }
+// A store's refusal on a full disk (store.ErrStorageFull) is no fault of
+// the request and stays as it is: the page answers 507.
+func Invalid(err error) error {
+	if errors.Is(err, store.ErrStorageFull) {
+		return err
+	}
+	return invalidError{err}
+}
 
 // invalidError is what Invalid returns.
 type invalidError struct{ err error }

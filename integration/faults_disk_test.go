@@ -18,8 +18,8 @@ import (
 
 // Disk-full parameters: the gateway's data dir is a tmpfs of diskSize; it
 // refuses billable work with 507 once less than its margin is free
-// (`min_free_space` plus what Badger's sparse files may still claim, about
-// 34 MiB: see procMargin), and each round starts with diskHeadroom free
+// (`min_free_space` plus the store's reserve, about 16 MiB: see
+// procMargin), and each round starts with diskHeadroom free
 // above the margin. The disk leaves room for three rounds of task media.
 const (
 	diskSize     = 128 << 20

@@ -29,6 +29,11 @@ var ErrNotFound = errors.New("store: not found")
 // ErrExists is returned by inserts whose id is already taken.
 var ErrExists = errors.New("store: already exists")
 
+// ErrStorageFull is returned, wrapped with the figures, by a write that
+// the backend refused because its disk has too little free space left:
+// nothing was written. It clears by itself once space is freed.
+var ErrStorageFull = errors.New("storage full")
+
 // ErrStop may be returned by a callback given to a method that walks
 // records, to end the walk early; the method then returns nil.
 var ErrStop = errors.New("store: stop scan")
@@ -56,6 +61,10 @@ type Repos struct {
 	// Probe tests that the backend takes writes, for the health check;
 	// nil when the backend has no probe.
 	Probe Prober
+	// Reserve returns the free space, in bytes, that the backend keeps on
+	// its disk for its own writes: below it, its writes fail with
+	// ErrStorageFull. Nil when the backend keeps none.
+	Reserve func() int64
 	// Closer releases the backend once the repositories are no longer used;
 	// it closes the ledger (counting what it has not counted yet) and then
 	// the database. Drain billing.Ledger before.

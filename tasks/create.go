@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Create validates a POST /v1/tasks body and starts the task. The task is
@@ -101,6 +102,9 @@ func (s *Service) create(ctx context.Context, owner Owner, body []byte, pin Pinn
 	}
 	if err := s.insert(ctx, t); err != nil {
 		s.log.Error("storing task", zap.String("task", id), zap.Error(err))
+		if errors.Is(err, store.ErrStorageFull) {
+			return refuse(storageFull())
+		}
 		return refuse(apierror.Internal())
 	}
 	// From here the task ends by failing or succeeding, which ends the
@@ -116,6 +120,16 @@ func (s *Service) create(ctx context.Context, owner Owner, body []byte, pin Pinn
 		return s.generateImage(ctx, t, r, ad, p), nil
 	}
 	return s.startVideo(ctx, t, r, ad, p), nil
+}
+
+// storageFull is the answer to a create whose task the store refused for
+// want of disk space, before anything went upstream: 507 storage_full, as
+// the gateway's free-space guard answers.
+func storageFull() *apierror.Error {
+	e := apierror.New(http.StatusInsufficientStorage, apierror.TypeServer, "storage_full",
+		"the gateway cannot record new requests: its storage is full")
+	e.RetryAfter = 30
+	return e
 }
 
 // overloadedRetryAfter is the Retry-After of a create refused for too many

@@ -35,11 +35,10 @@ const (
 	numLevelZeroTablesStall = 8
 )
 
-// wrote arms a compaction check, unless one is armed already.
+// wrote arms a compaction check, unless one is armed already. With
+// Badger's own compactors the check only counts the tables, for the
+// reserve (room.go).
 func (s *DB) wrote() {
-	if s.badgerCompacts {
-		return
-	}
 	if s.compactArmed.CompareAndSwap(false, true) {
 		time.AfterFunc(compactCheckDelay, s.compactIfDue)
 	}
@@ -55,7 +54,16 @@ func (s *DB) compactIfDue() {
 		return
 	}
 	defer s.narrow() // the tables flushed since, and the compaction's
-	if s.level0Tables() < numLevelZeroTables {
+	if s.room != nil {
+		s.room.tables.Store(tablesSize(s.room.dir))
+	}
+	if s.badgerCompacts || s.level0Tables() < numLevelZeroTables {
+		return
+	}
+	// Flatten rewrites every table before it deletes the old ones: the
+	// reserve holds their size (room.go). With less free, the check waits
+	// for the next write, which is refused until there is room again.
+	if err := s.room.check(0); err != nil {
 		return
 	}
 	if err := s.db.Flatten(1); err != nil {

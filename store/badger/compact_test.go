@@ -98,3 +98,51 @@ func TestTablesSize(t *testing.T) {
 		t.Errorf("tablesSize of a missing folder = %d, want 0", got)
 	}
 }
+
+// TestCloseStalled closes a store whose level 0 is full
+// (numLevelZeroTablesStall tables, before the compaction check came):
+// Badger's flush then waits for a compaction that only the store runs,
+// and Badger's Close waited for the flush forever.
+func TestCloseStalled(t *testing.T) {
+	db, err := Open(Options{Dir: t.TempDir(), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No compaction check comes: as if Close came within one.
+	db.compactArmed.Store(true)
+	ctx := context.Background()
+	value := bytes.Repeat([]byte("v"), 900)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			if err := db.Set(ctx, fmt.Appendf(nil, "k%07d", i), value, 0); err != nil {
+				return // closed
+			}
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for db.level0Tables() < numLevelZeroTablesStall {
+		if time.Now().After(deadline) {
+			t.Fatalf("level 0 never reached %d tables (%d)", numLevelZeroTablesStall, db.level0Tables())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Writes go on until the next memtable waits for level 0 too.
+	time.Sleep(200 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return within 30 s with level 0 full")
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write did not return within 30 s of Close")
+	}
+}

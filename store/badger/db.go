@@ -44,11 +44,16 @@ type DB struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
+	// room refuses writes that the disk may not have room for (nil in
+	// memory); see room.go.
+	room *room
+
 	compactArmed atomic.Bool // a compaction check is due
+	closing      atomic.Bool // Close is under way: writes are refused
 	compactMu    sync.Mutex  // held by a compaction, and by Close
 	closed       bool        // under compactMu
 	// badgerCompacts is set when Badger's own compactors run (a large
-	// store): writes arm no checks.
+	// store): the checks that writes arm only count the tables.
 	badgerCompacts bool
 }
 
@@ -103,6 +108,10 @@ func Open(o Options) (*DB, error) {
 	s := &DB{db: db, log: log, stop: make(chan struct{}), badgerCompacts: !onDemand}
 	if !o.InMemory {
 		s.dir = o.Dir
+		if s.room, err = newRoom(o.Dir, log); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("opening badger store at %s: %w", o.Dir, err)
+		}
 	}
 	s.narrow()
 	if o.GCInterval >= 0 && !o.InMemory {
@@ -136,6 +145,9 @@ func (s *DB) gcLoop(every time.Duration) {
 // is left to rewrite.
 func (s *DB) RunGC() {
 	for {
+		if err := s.room.check(0); err != nil {
+			return // it rewrites values: a write like any other
+		}
 		err := s.db.RunValueLogGC(0.5)
 		if err == nil {
 			continue
@@ -161,14 +173,21 @@ func (s *DB) Get(_ context.Context, key []byte) ([]byte, error) {
 	return out, err
 }
 
-// Set implements KV.
+// Set implements KV. Like every write, it returns store.ErrStorageFull,
+// without writing, when the disk may not have room for it (see room.go).
 func (s *DB) Set(_ context.Context, key, value []byte, ttl time.Duration) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return setEntry(txn, key, value, ttl) })
 }
 
 // Delete implements KV.
 func (s *DB) Delete(_ context.Context, key []byte) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	defer s.wrote()
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
 }
@@ -178,6 +197,9 @@ const maxConflictRetries = 100
 
 // Update implements KV, retrying fn on transaction conflicts.
 func (s *DB) Update(ctx context.Context, fn func(Txn) error) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	defer s.wrote()
 	for i := 0; ; i++ {
 		err := s.db.Update(func(txn *badger.Txn) error { return fn(badgerTxn{txn}) })
@@ -231,13 +253,35 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o ScanOptions, fn func(key
 	})
 }
 
+// errClosed refuses a write that comes once Close has begun.
+var errClosed = errors.New("badger: the store is closed")
+
+// writable returns why a write must not proceed: Close has begun, or the
+// disk may not have room for it (room.go).
+func (s *DB) writable() error {
+	if s.closing.Load() {
+		return errClosed
+	}
+	return s.room.check(0)
+}
+
 // Close stops garbage collection and compaction and closes the database.
+// On a disk without room for Badger's last flush (room.go), it leaves the
+// database as a crash would, which loses nothing (Badger replays its
+// memtable's log at the next open), rather than let the flush fault: it
+// returns the error then, and the directory stays locked until the
+// process exits.
 func (s *DB) Close() error {
 	close(s.stop)
 	s.wg.Wait()
 	s.compactMu.Lock()
 	s.closed = true
 	s.compactMu.Unlock()
+	if err := s.room.flushable(); err != nil {
+		s.log.Error("not closing the store: its last flush has no room on the disk; the next open replays its log", zap.Error(err))
+		return err
+	}
+	s.drainLevelZero()
 	err := s.db.Close()
 	s.narrow()
 	return err
@@ -252,6 +296,21 @@ func (s *DB) narrow() {
 	}
 	if err := private(s.dir); err != nil {
 		s.log.Warn("narrowing the modes of the store's files", zap.Error(err))
+	}
+}
+
+// drainLevelZero compacts level 0 before Badger's Close when it holds
+// numLevelZeroTablesStall tables: Badger's flush then waits for a
+// compaction, which only the store runs (compact.go), and Badger's Close,
+// which waits for the flush, would wait forever. Writes through the store
+// are refused from here on (errClosed).
+func (s *DB) drainLevelZero() {
+	s.closing.Store(true)
+	if s.badgerCompacts || s.level0Tables() < numLevelZeroTables {
+		return
+	}
+	if err := s.db.Flatten(1); err != nil {
+		s.log.Warn("badger compaction before close", zap.Error(err))
 	}
 }
 

@@ -39,12 +39,14 @@ func OpenRepos(c Config) (store.Repos, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	media, err := mediafs.Open(mediafs.Options{Dir: filepath.Join(c.Dir, MediaDir)})
+	db, err := Open(Options{Dir: c.Dir, Logger: log.Named("badger")})
 	if err != nil {
 		return store.Repos{}, err
 	}
-	db, err := Open(Options{Dir: c.Dir, Logger: log.Named("badger")})
+	// Media leave the store's reserve alone (room.go).
+	media, err := mediafs.Open(mediafs.Options{Dir: filepath.Join(c.Dir, MediaDir), Room: func() error { return db.room.check(0) }})
 	if err != nil {
+		_ = db.Close()
 		return store.Repos{}, err
 	}
 	keys, err := OpenKeys(context.Background(), db, log.Named("keys"))
@@ -67,6 +69,7 @@ func OpenRepos(c Config) (store.Repos, error) {
 		Media:      WithLegacyMedia(media, db),
 		Responses:  NewResponses(db),
 		Probe:      prober{db},
+		Reserve:    db.room.reserve,
 		Closer:     closer{ledger, db},
 	}, nil
 }

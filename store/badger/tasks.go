@@ -74,7 +74,13 @@ func ttlUntil(t time.Time) time.Duration {
 }
 
 // update runs fn in a read-write transaction, retrying it on conflicts.
+// Like every write, it is refused when the disk may not have room for it
+// (room.go).
 func (s *DB) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	defer s.wrote()
 	for i := 0; ; i++ {
 		err := s.db.Update(fn)
 		if !errors.Is(err, badger.ErrConflict) || i >= maxConflictRetries {

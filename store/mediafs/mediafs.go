@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -49,13 +50,23 @@ type Options struct {
 	// Now returns the current time, which decides expiry; nil means
 	// time.Now.
 	Now func() time.Time
+	// Room, if set, is asked before a file is written and after each
+	// roomEvery bytes of it: an error (store.ErrStorageFull) stops the
+	// write and leaves nothing behind, so that media never take the free
+	// space that the store keeps for its own writes.
+	Room func() error
 }
+
+// roomEvery is how many bytes of a file are written between two asks of
+// Options.Room.
+const roomEvery = 1 << 20
 
 // Store is a store.MediaStore on a directory. It is safe for concurrent
 // use, also by several Stores on one directory.
 type Store struct {
-	dir string
-	now func() time.Time
+	dir  string
+	now  func() time.Time
+	room func() error
 }
 
 // Open returns the Store of o.Dir, creating the directory if needed. It
@@ -67,7 +78,7 @@ func Open(o Options) (*Store, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("mediafs: %w", err)
 	}
-	s := &Store{dir: o.Dir, now: o.Now}
+	s := &Store{dir: o.Dir, now: o.Now, room: o.Room}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -98,6 +109,9 @@ func (s *Store) Put(ctx context.Context, id string, r io.Reader, p store.MediaPu
 	if limit <= 0 {
 		limit = math.MaxInt64 - 1
 	}
+	if err := s.hasRoom(); err != nil {
+		return store.MediaInfo{}, err
+	}
 	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
 		return store.MediaInfo{}, fmt.Errorf("mediafs: %w", err)
@@ -111,9 +125,9 @@ func (s *Store) Put(ctx context.Context, id string, r io.Reader, p store.MediaPu
 		}
 	}()
 	h := sha256.New()
-	n, err := io.Copy(f, io.TeeReader(io.LimitReader(r, limit+1), h))
+	n, err := io.Copy(&roomWriter{f: f, s: s}, io.TeeReader(io.LimitReader(r, limit+1), h))
 	if err != nil {
-		return store.MediaInfo{}, err
+		return store.MediaInfo{}, full(err)
 	}
 	if n > limit {
 		return store.MediaInfo{}, store.ErrTooLarge
@@ -122,10 +136,10 @@ func (s *Store) Put(ctx context.Context, id string, r io.Reader, p store.MediaPu
 		return store.MediaInfo{}, err
 	}
 	if err := f.Sync(); err != nil {
-		return store.MediaInfo{}, fmt.Errorf("mediafs: %w", err)
+		return store.MediaInfo{}, full(fmt.Errorf("mediafs: %w", err))
 	}
 	if err := f.Close(); err != nil {
-		return store.MediaInfo{}, fmt.Errorf("mediafs: %w", err)
+		return store.MediaInfo{}, full(fmt.Errorf("mediafs: %w", err))
 	}
 	info := store.MediaInfo{
 		ContentType: p.ContentType, Size: n, SHA256: hex.EncodeToString(h.Sum(nil)),
@@ -168,9 +182,45 @@ func (s *Store) writeSidecar(id string, info store.MediaInfo) error {
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
-		return fmt.Errorf("mediafs: %w", err)
+		return full(fmt.Errorf("mediafs: %w", err))
 	}
 	return nil
+}
+
+// hasRoom asks Options.Room, if set.
+func (s *Store) hasRoom() error {
+	if s.room == nil {
+		return nil
+	}
+	return s.room()
+}
+
+// roomWriter writes to f, asking s.hasRoom after every roomEvery bytes.
+type roomWriter struct {
+	f     *os.File
+	s     *Store
+	since int64 // bytes written since the last ask
+}
+
+func (w *roomWriter) Write(b []byte) (int, error) {
+	if w.since >= roomEvery {
+		if err := w.s.hasRoom(); err != nil {
+			return 0, err
+		}
+		w.since = 0
+	}
+	n, err := w.f.Write(b)
+	w.since += int64(n)
+	return n, err
+}
+
+// full returns err wrapped as store.ErrStorageFull when it is ENOSPC (or
+// EDQUOT), err otherwise.
+func full(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", store.ErrStorageFull, err)
+	}
+	return err
 }
 
 // Open implements store.MediaStore. The content is the *os.File itself, so

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -337,4 +338,49 @@ func dirNames(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestPutRoom: a Put that Options.Room refuses, before the file or partway
+// through it, fails with store.ErrStorageFull and leaves no file behind,
+// so that media never eat into the store's reserve.
+func TestPutRoom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		allow    int // asks answered nil before the refusals
+		size     int
+		refusals int
+	}{
+		{"refused before the file", 0, 10, 1},
+		{"refused partway", 2, 5 << 20, 1},
+		{"room throughout", 100, 3 << 20, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			asks := 0
+			s, err := Open(Options{Dir: dir, Room: func() error {
+				asks++
+				if asks > tc.allow {
+					return fmt.Errorf("%w: test", store.ErrStorageFull)
+				}
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Put(context.Background(), "img1", bytes.NewReader(make([]byte, tc.size)), store.MediaPut{ContentType: "image/png"})
+			entries, _ := os.ReadDir(dir)
+			if tc.refusals == 0 {
+				if err != nil || len(entries) != 2 {
+					t.Fatalf("Put with room: %v, %d files", err, len(entries))
+				}
+				return
+			}
+			if !errors.Is(err, store.ErrStorageFull) {
+				t.Fatalf("Put: %v, want store.ErrStorageFull", err)
+			}
+			if len(entries) != 0 {
+				t.Fatalf("a refused Put left %d files", len(entries))
+			}
+		})
+	}
 }
