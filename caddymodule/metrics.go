@@ -135,6 +135,15 @@ func metricsOutcome(outcome string) string {
 // sinceStart is the duration since start, at least a nanosecond.
 func sinceStart(start time.Time) time.Duration { return max(time.Since(start), 1) }
 
+// durationMillis is d in whole milliseconds, at least 1 for a positive d:
+// a ledger record's DurationMillis, where 0 means not measured.
+func durationMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
+}
+
 // storeSizeCacheTTL is how long a measure of the storage directory's size
 // is reused: walking it on every scrape would cost a file system walk per
 // scrape.

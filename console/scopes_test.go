@@ -77,3 +77,29 @@ func TestTasksPageLinksMore(t *testing.T) {
 		t.Errorf("second tasks page: %d\n%s", w.Code, w.Body)
 	}
 }
+
+// TestRequestRowsShowStatusAndLatency checks that the user's ledger rows
+// and the operators' ledger search show each request's status and how long
+// it took, and a dash for a record whose duration was not measured.
+func TestRequestRowsShowStatusAndLatency(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	for _, tc := range []struct{ user, path, want string }{
+		{"bob", "/console/usage", `<td class="status">200</td><td class="latency">1.83 s</td>`},
+		{"bob", "/console/usage?after=c1", `<td class="status">200</td><td class="latency">—</td>`},
+		{"alice", "/console/operators/ledger", `<td class="status">502</td><td class="latency">640 ms</td>`},
+	} {
+		w := do(h, tc.user, "GET", tc.path, nil)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("%s: %d, want a row with %s:\n%s", tc.path, w.Code, tc.want, w.Body)
+		}
+	}
+}
+
+func TestLatency(t *testing.T) {
+	for ms, want := range map[int64]string{0: "—", -3: "—", 1: "1 ms", 999: "999 ms", 1000: "1.00 s", 1834: "1.83 s", 125_400: "125.40 s"} {
+		if got := latency(ms); got != want {
+			t.Errorf("latency(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

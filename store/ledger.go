@@ -79,6 +79,9 @@ type Record struct {
 	// price file had no price for ("web_search,audio_input"); "" when
 	// every charge was priced.
 	Unpriced string
+	// DurationMillis is how long the request took, in milliseconds (at
+	// least 1 when measured); 0 when it was not measured.
+	DurationMillis int64
 }
 
 // Totals sums records: the aggregate of a day, user, key, model and
