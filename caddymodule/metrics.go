@@ -104,6 +104,24 @@ func (a *App) observeRefusal(w http.ResponseWriter, r *http.Request, mr *airmetr
 	a.metrics.Reject(endpoint, e.Status, reason)
 }
 
+// countRead counts a read (a request that asks no model for work: the
+// models list or a model, a task or the task list, a stored response)
+// that was answered with status, under mr's model (nil: unknown).
+func (a *App) countRead(r *http.Request, mr *airmetrics.Route, outcome string, status int) {
+	if a == nil || a.metrics == nil {
+		return
+	}
+	a.metrics.Count(mr, r.URL.Path, outcome, status)
+}
+
+// refuseRead answers a read the gateway refuses by itself with err, as
+// respondError does, and counts it as a refusal (metrics and the
+// refusals log), under mr's model when known.
+func (a *App) refuseRead(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, err error) error {
+	a.observeRefusal(w, r, mr, r.URL.Path, err)
+	return respondError(w, r, err)
+}
+
 // refusalReason classifies an error the gateway answered by itself.
 func refusalReason(e *apierror.Error) string {
 	switch {
