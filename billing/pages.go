@@ -24,10 +24,14 @@ type RecordQuery struct {
 	// zero bound is open).
 	Since time.Time `json:"since,omitzero"`
 	Until time.Time `json:"until,omitzero"`
-	// After is the Next of the previous page; "" starts at the oldest.
+	// After is the Next of the previous page; "" starts at the oldest
+	// (the newest with Desc).
 	After string `json:"after,omitempty"`
 	// Limit is the page size, 1 to MaxPage; 0 means DefaultPage.
 	Limit int `json:"limit,omitempty"`
+	// Desc pages newest first: each page's records in the reverse of
+	// their write order, its Next toward older ones.
+	Desc bool `json:"desc,omitempty"`
 }
 
 // Page sizes of RecordQuery.
@@ -38,7 +42,8 @@ const (
 
 // RecordPage is a page of ledger records.
 type RecordPage struct {
-	// Records are in the order they were written.
+	// Records are in the order they were written (its reverse with
+	// RecordQuery.Desc).
 	Records []Record `json:"records"`
 	// HasMore says whether more records follow.
 	HasMore bool `json:"has_more"`
@@ -47,8 +52,9 @@ type RecordPage struct {
 	Next string `json:"next,omitempty"`
 }
 
-// UserRecords returns a page of q.User's records, oldest first. A page
-// reads from its cursor on, not the user's earlier records. Records
+// UserRecords returns a page of q.User's records, oldest first (newest
+// first with q.Desc). A page reads from its cursor on, not the records
+// before it in its order. Records
 // enqueued but not yet written are not included; Flush first to include
 // them.
 func (l *Ledger) UserRecords(ctx context.Context, q RecordQuery) (*RecordPage, error) {
@@ -62,7 +68,7 @@ func (l *Ledger) UserRecords(ctx context.Context, q RecordQuery) (*RecordPage, e
 		return nil, errors.New("records: limit must be from 1 to " + strconv.Itoa(MaxPage))
 	}
 	recs, next, err := l.repo.UserRecords(ctx, store.RecordQuery{User: q.User, KeyID: q.KeyID, Model: q.Model, Outcome: q.Outcome,
-		Since: q.Since, Until: q.Until, After: q.After, Limit: q.Limit})
+		Since: q.Since, Until: q.Until, After: q.After, Limit: q.Limit, Desc: q.Desc})
 	if err != nil {
 		return nil, err
 	}

@@ -51,8 +51,9 @@ func TestUsageLedgerPagesByCursor(t *testing.T) {
 		t.Errorf("second page: %d, want only the second record and no more link:\n%s", w.Code, body)
 	}
 	q := f.queries[len(f.queries)-1]
-	if q.After != "c1" || q.User != "bob" || q.Model != "m" || q.Limit != ledgerPageSize {
-		t.Errorf("second page's query %+v", q)
+	// Newest first, the first page's query and the next one's.
+	if q.After != "c1" || q.User != "bob" || q.Model != "m" || q.Limit != ledgerPageSize || !q.Desc || !f.queries[0].Desc {
+		t.Errorf("second page's query %+v (the first's %+v)", q, f.queries[0])
 	}
 	if !strings.Contains(body, `data-key-id="key-of-bob"`) {
 		t.Errorf("the page has no usage-by-key row:\n%s", body)

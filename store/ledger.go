@@ -244,10 +244,13 @@ type RecordQuery struct {
 	// zero bound is open).
 	Since, Until time.Time
 	// After is the cursor a previous page returned; "" starts at the
-	// oldest record.
+	// oldest record (the newest with Desc).
 	After string
 	// Limit is the most records to return; at least 1.
 	Limit int
+	// Desc returns the records newest first (in the reverse of their
+	// write order); its cursors page on toward older records.
+	Desc bool
 }
 
 // Matches reports whether rec is q's user's and passes q's filters
