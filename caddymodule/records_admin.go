@@ -177,10 +177,14 @@ func ledgerCommand() *cobra.Command {
 func printRecords(cmd *cobra.Command, p *billing.RecordPage) {
 	w := cmd.OutOrStdout()
 	tw := newTable(w)
-	fmt.Fprintln(tw, "TIME\tID\tUSER\tKEY\tMODEL\tOUTCOME\tINPUT\tOUTPUT\tCOST")
+	fmt.Fprintln(tw, "TIME\tID\tUSER\tKEY\tMODEL\tOUTCOME\tSTATUS\tLATENCY\tINPUT\tOUTPUT\tCOST")
 	for _, r := range p.Records {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.User, r.KeyID, r.Model, r.Outcome,
-			r.Usage.PromptTotal(), r.Usage.Output, costText(r.Priced, r.Cost, r.Currency, 0))
+		latency := "-" // not measured
+		if r.DurationMillis > 0 {
+			latency = (time.Duration(r.DurationMillis) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.User, r.KeyID, r.Model, r.Outcome,
+			r.Status, latency, r.Usage.PromptTotal(), r.Usage.Output, costText(r.Priced, r.Cost, r.Currency, 0))
 	}
 	_ = tw.Flush()
 	if p.HasMore {
