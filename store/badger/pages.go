@@ -15,8 +15,7 @@ import (
 // of the last record returned. A page walks the user's record index from
 // the cursor's stretch on and reads only the user's records from the
 // journal, until it has one beyond the page. Newest first (Desc), it walks
-// the index backwards from its end, reading the journal only below the
-// cursor.
+// the index backwards from the cursor's stretch (or its end).
 func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.Record, string, error) {
 	if q.User == "" || q.Limit < 1 {
 		return nil, "", fmt.Errorf("a page of records needs a user and a limit")
@@ -31,7 +30,7 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 	expired := time.Now().Add(-l.retention)
 	prefix := []byte(prefixUserRecords + esc(q.User) + "/")
 	opts := ScanOptions{Reverse: q.Desc}
-	if q.After != "" && !q.Desc {
+	if q.After != "" {
 		opts.Start = userRecordsKey(q.User, from)
 	}
 	// past reports whether pos lies beyond the cursor, in the page's order.
