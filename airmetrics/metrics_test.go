@@ -313,3 +313,38 @@ func TestEndpointLabelsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestCountReads: a read is counted once in air_requests_total, under its
+// model when known and unknown otherwise, and observes no duration.
+func TestCountReads(t *testing.T) {
+	m := New()
+	reg := prometheus.NewPedanticRegistry()
+	if err := m.Register(reg, false); err != nil {
+		t.Fatal(err)
+	}
+	o := m.Bind(testConfig)
+	o.Count(o.Route("img"), "/v1/tasks/task_1", OutcomeOK, 200)
+	o.Count(nil, "/v1/models", OutcomeOK, 200)
+	o.Count(o.Route("gpt-x"), "/v1/responses/resp_1", OutcomeUpstreamError, 404)
+	o.Count(nil, "/v1/tasks/task_2", OutcomeRejected, 404)
+	f := gather(t, reg)
+	for _, want := range []map[string]string{
+		{"operation": OperationGenerateContent, "endpoint": EndpointTasks, "model": "img", "provider": "openai", "outcome": OutcomeOK, "status": "200"},
+		{"operation": OperationListModels, "endpoint": EndpointModels, "model": Unknown, "provider": Unknown, "outcome": OutcomeOK, "status": "200"},
+		{"operation": OperationChat, "endpoint": EndpointResponses, "model": "gpt-x", "outcome": OutcomeUpstreamError, "status": "404"},
+		{"operation": OperationGenerateContent, "endpoint": EndpointTasks, "model": Unknown, "outcome": OutcomeRejected, "status": "404"},
+	} {
+		if v := counter(find(t, f, "air_requests_total", want)); v != 1 {
+			t.Errorf("air_requests_total%v = %v, want 1", want, v)
+		}
+	}
+	if d := f["gen_ai_server_request_duration_seconds"]; d != nil {
+		for _, s := range d.GetMetric() {
+			if s.GetHistogram().GetSampleCount() != 0 {
+				t.Errorf("a read observed a duration: %v", s)
+			}
+		}
+	}
+	var nilObserver *Observer
+	nilObserver.Count(nil, "/v1/models", OutcomeOK, 200) // metrics off: no panic
+}

@@ -24,10 +24,14 @@ type RecordQuery struct {
 	// zero bound is open).
 	Since time.Time `json:"since,omitzero"`
 	Until time.Time `json:"until,omitzero"`
-	// After is the Next of the previous page; "" starts at the oldest.
+	// After is the Next of the previous page; "" starts at the oldest
+	// (the newest with Desc).
 	After string `json:"after,omitempty"`
 	// Limit is the page size, 1 to MaxPage; 0 means DefaultPage.
 	Limit int `json:"limit,omitempty"`
+	// Desc pages newest first: each page's records in the reverse of
+	// their write order, its Next toward older ones.
+	Desc bool `json:"desc,omitempty"`
 }
 
 // Page sizes of RecordQuery.
@@ -38,7 +42,8 @@ const (
 
 // RecordPage is a page of ledger records.
 type RecordPage struct {
-	// Records are in the order they were written.
+	// Records are in the order they were written (its reverse with
+	// RecordQuery.Desc).
 	Records []Record `json:"records"`
 	// HasMore says whether more records follow.
 	HasMore bool `json:"has_more"`
@@ -47,8 +52,9 @@ type RecordPage struct {
 	Next string `json:"next,omitempty"`
 }
 
-// UserRecords returns a page of q.User's records, oldest first. A page
-// reads from its cursor on, not the user's earlier records. Records
+// UserRecords returns a page of q.User's records, oldest first (newest
+// first with q.Desc). A page reads from its cursor on, not the records
+// before it in its order. Records
 // enqueued but not yet written are not included; Flush first to include
 // them.
 func (l *Ledger) UserRecords(ctx context.Context, q RecordQuery) (*RecordPage, error) {
@@ -62,7 +68,7 @@ func (l *Ledger) UserRecords(ctx context.Context, q RecordQuery) (*RecordPage, e
 		return nil, errors.New("records: limit must be from 1 to " + strconv.Itoa(MaxPage))
 	}
 	recs, next, err := l.repo.UserRecords(ctx, store.RecordQuery{User: q.User, KeyID: q.KeyID, Model: q.Model, Outcome: q.Outcome,
-		Since: q.Since, Until: q.Until, After: q.After, Limit: q.Limit})
+		Since: q.Since, Until: q.Until, After: q.After, Limit: q.Limit, Desc: q.Desc})
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +83,16 @@ func (l *Ledger) UserRecords(ctx context.Context, q RecordQuery) (*RecordPage, e
 var csvHeader = []string{"id", "time", "endpoint", "user", "key_id", "model", "provider", "input_tokens", "cache_creation_tokens",
 	"cache_creation_1h_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens", "source", "status", "outcome",
 	"images", "video_ms", "cost", "currency", "audio_input_tokens", "audio_output_tokens", "image_input_tokens",
-	"image_output_tokens", "web_searches", "web_fetches", "file_searches", "code_sessions", "image_generation_calls", "unpriced"}
+	"image_output_tokens", "web_searches", "web_fetches", "file_searches", "code_sessions", "image_generation_calls", "unpriced",
+	"duration_ms"}
 
 // ExportCSV writes every record of q.User that q's filters select (from
 // q.After on) to w as CSV with a header line, page by page; without a
 // q.User, every user's, as SearchRecords pages them. The cost and
 // currency of a record of an unpriced model are both "unpriced", never a
 // zero cost; the last column lists, separated by ";", the charges of a
-// priced record that had no price (Record.Unpriced).
+// priced record that had no price (Record.Unpriced), and the one after
+// it how long the request took in milliseconds, empty when not measured.
 func (l *Ledger) ExportCSV(ctx context.Context, q RecordQuery, w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
@@ -121,13 +129,17 @@ func csvRow(r *Record) []string {
 	if !r.Priced {
 		cost, currency = "unpriced", "unpriced"
 	}
+	duration := ""
+	if r.DurationMillis > 0 {
+		duration = i(r.DurationMillis)
+	}
 	u := r.Usage
 	t := csvText
 	return []string{t(r.ID), r.Time.UTC().Format(time.RFC3339Nano), t(r.Endpoint), t(r.User), t(r.KeyID), t(r.Model), t(r.Provider),
 		i(u.Input), i(u.CacheCreation), i(u.CacheCreation1h), i(u.CacheRead), i(u.Output), i(u.Reasoning),
 		string(r.Source), strconv.Itoa(r.Status), t(r.Outcome), strconv.Itoa(r.Images), i(r.VideoMillis), cost, currency,
 		i(u.AudioInput), i(u.AudioOutput), i(u.ImageInput), i(u.ImageOutput), i(u.WebSearches), i(u.WebFetches),
-		i(u.FileSearches), i(u.CodeSessions), i(u.ImageCalls), strings.Join(r.Unpriced, ";")}
+		i(u.FileSearches), i(u.CodeSessions), i(u.ImageCalls), strings.Join(r.Unpriced, ";"), duration}
 }
 
 // csvText keeps a text cell from being read as a formula by a spreadsheet

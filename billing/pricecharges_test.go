@@ -88,7 +88,8 @@ func TestSettleRecordsUnpricedCharges(t *testing.T) {
 		t.Fatalf("settled %+v", rec)
 	}
 	res2, _ := e.Admit(t.Context(), Subject{User: "alice", KeyID: "k1"}, "mock-gpt", Usage{Input: 10})
-	res2.Settle(Record{Endpoint: EndpointResponses, Usage: Usage{Input: 1000, WebSearches: 2}, Outcome: OutcomeOK})
+	res2.Settle(Record{Endpoint: EndpointResponses, Usage: Usage{Input: 1000, WebSearches: 2}, Outcome: OutcomeOK,
+		DurationMillis: 2417})
 	te.flush(t)
 	var got []Record
 	if err := l.Records(t.Context(), time.Time{}, time.Time{}, func(r Record) error {
@@ -98,7 +99,7 @@ func TestSettleRecordsUnpricedCharges(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || !reflect.DeepEqual(got[0].Unpriced, []string{ChargeWebSearch}) || got[0].Usage.WebSearches != 2 ||
-		got[1].Unpriced != nil || got[1].Cost != 1000*800+2*10_000_000 {
+		got[1].Unpriced != nil || got[1].Cost != 1000*800+2*10_000_000 || got[0].DurationMillis != 0 || got[1].DurationMillis != 2417 {
 		t.Fatalf("ledger records %+v", got)
 	}
 	tot := totalIn(report(t, l, ReportFilter{}), "USD")
@@ -110,8 +111,9 @@ func TestSettleRecordsUnpricedCharges(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",web_searches,web_fetches,file_searches,code_sessions,image_generation_calls,unpriced") ||
-		!strings.HasSuffix(lines[1], ",USD,0,0,0,0,2,0,0,0,0,web_search") || !strings.HasSuffix(lines[2], ",USD,0,0,0,0,2,0,0,0,0,") {
+	// The duration is the last column, empty when not measured.
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",web_searches,web_fetches,file_searches,code_sessions,image_generation_calls,unpriced,duration_ms") ||
+		!strings.HasSuffix(lines[1], ",USD,0,0,0,0,2,0,0,0,0,web_search,") || !strings.HasSuffix(lines[2], ",USD,0,0,0,0,2,0,0,0,0,,2417") {
 		t.Fatalf("csv:\n%s", csv.String())
 	}
 }

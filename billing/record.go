@@ -114,6 +114,12 @@ type Record struct {
 	// then short of what the provider bills. A record of an unpriced model
 	// (Priced false) lists none: nothing of it is priced.
 	Unpriced []string `json:"unpriced,omitempty"`
+	// DurationMillis is how long the request took, in milliseconds: from
+	// its arrival at the gateway until its answer ended (for a task, from
+	// its create until it reached its final state). It is at least 1 when
+	// measured, and 0 (left out) when not: records written before it was
+	// kept, and background responses.
+	DurationMillis int64 `json:"duration_ms,omitempty"`
 }
 
 // applyQuote copies a quote's result into rec.
@@ -147,7 +153,7 @@ func (rec *Record) toStore() store.Record {
 		Status: rec.Status, Outcome: rec.Outcome, Images: rec.Images, VideoMillis: rec.VideoMillis,
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: int64(rec.Cost),
 		ServiceTier: rec.ServiceTier, Deployment: rec.Deployment, ServedModel: rec.ServedModel,
-		Unpriced: strings.Join(rec.Unpriced, ","),
+		Unpriced: strings.Join(rec.Unpriced, ","), DurationMillis: rec.DurationMillis,
 	}
 }
 
@@ -159,7 +165,7 @@ func recordFromStore(s *store.Record) Record {
 		Status: s.Status, Outcome: s.Outcome, Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: Amount(s.Cost),
 		ServiceTier: s.ServiceTier, Deployment: s.Deployment, ServedModel: s.ServedModel,
-		Unpriced: splitCharges(s.Unpriced),
+		Unpriced: splitCharges(s.Unpriced), DurationMillis: s.DurationMillis,
 	}
 }
 

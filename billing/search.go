@@ -32,7 +32,7 @@ const searchAggregatesPerPage = 2500
 // SearchRecords returns a page of the records q selects, like
 // UserRecords, but q.User is optional: without it the page holds every
 // user's records, user by user (users in name order, each user's records
-// oldest first), and its Since defaults to DefaultSearchDays before its
+// oldest first, or newest first with q.Desc), and its Since defaults to DefaultSearchDays before its
 // Until. It never scans the ledger: the users come from the months'
 // totals (store.Ledger.MonthTotals), a user is read only if the day
 // aggregates of the range have requests that match the key, model and

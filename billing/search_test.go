@@ -33,26 +33,33 @@ func TestSearchRecordsAcrossUsers(t *testing.T) {
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	q := RecordQuery{Model: "m1", Outcome: OutcomeFailed, Limit: 2}
-	var got []string
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("the search does not end")
+	search := func(q RecordQuery) string {
+		var got []string
+		for pages := 0; ; pages++ {
+			if pages > 5 {
+				t.Fatal("the search does not end")
+			}
+			p, err := l.SearchRecords(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range p.Records {
+				got = append(got, r.User+"/"+r.ID)
+			}
+			if !p.HasMore {
+				break
+			}
+			q.After = p.Next
 		}
-		p, err := l.SearchRecords(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range p.Records {
-			got = append(got, r.User+"/"+r.ID)
-		}
-		if !p.HasMore {
-			break
-		}
-		q.After = p.Next
+		return strings.Join(got, " ")
 	}
-	if want := "alice/r03 alice/r07 alice/r11 carol/r01 carol/r05 carol/r09"; strings.Join(got, " ") != want {
-		t.Errorf("search pages = %s, want %s", strings.Join(got, " "), want)
+	if got, want := search(RecordQuery{Model: "m1", Outcome: OutcomeFailed, Limit: 2}), "alice/r03 alice/r07 alice/r11 carol/r01 carol/r05 carol/r09"; got != want {
+		t.Errorf("search pages = %s, want %s", got, want)
+	}
+	// Newest first: each user's records in the reverse of their writes,
+	// the cursors paging on toward older ones.
+	if got, want := search(RecordQuery{Model: "m1", Outcome: OutcomeFailed, Limit: 2, Desc: true}), "alice/r11 alice/r07 alice/r03 carol/r09 carol/r05 carol/r01"; got != want {
+		t.Errorf("search pages newest first = %s, want %s", got, want)
 	}
 	// One user's search reads as UserRecords.
 	p, err := l.SearchRecords(ctx, RecordQuery{User: "dave", Outcome: OutcomeFailed})

@@ -32,7 +32,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air keys revoke <key id>
   caddy air usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
   caddy air users [--month <YYYY-MM>] [--json]
-  caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]
+  caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--newest-first] [--csv|--json]
   caddy air budget set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>] [--max-parallel <n>]
   caddy air budget get|delete --user <u> | --key <id>
   caddy air budget list [--json]

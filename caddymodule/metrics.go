@@ -104,6 +104,24 @@ func (a *App) observeRefusal(w http.ResponseWriter, r *http.Request, mr *airmetr
 	a.metrics.Reject(endpoint, e.Status, reason)
 }
 
+// countRead counts a read (a request that asks no model for work: the
+// models list or a model, a task or the task list, a stored response)
+// that was answered with status, under mr's model (nil: unknown).
+func (a *App) countRead(r *http.Request, mr *airmetrics.Route, outcome string, status int) {
+	if a == nil || a.metrics == nil {
+		return
+	}
+	a.metrics.Count(mr, r.URL.Path, outcome, status)
+}
+
+// refuseRead answers a read the gateway refuses by itself with err, as
+// respondError does, and counts it as a refusal (metrics and the
+// refusals log), under mr's model when known.
+func (a *App) refuseRead(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route, err error) error {
+	a.observeRefusal(w, r, mr, r.URL.Path, err)
+	return respondError(w, r, err)
+}
+
 // refusalReason classifies an error the gateway answered by itself.
 func refusalReason(e *apierror.Error) string {
 	switch {
@@ -134,6 +152,15 @@ func metricsOutcome(outcome string) string {
 
 // sinceStart is the duration since start, at least a nanosecond.
 func sinceStart(start time.Time) time.Duration { return max(time.Since(start), 1) }
+
+// durationMillis is d in whole milliseconds, at least 1 for a positive d:
+// a ledger record's DurationMillis, where 0 means not measured.
+func durationMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
+}
 
 // storeSizeCacheTTL is how long a measure of the storage directory's size
 // is reused: walking it on every scrape would cost a file system walk per

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
@@ -34,6 +35,7 @@ func init() {
 // for Anthropic clients). Other paths under the matcher go to the next
 // handler.
 type Models struct {
+	app     *App // counts the reads in the metrics
 	created time.Time
 	routes  *providers.Table
 	openAI  []byte
@@ -70,7 +72,7 @@ func (m *Models) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	m.created = time.Now().UTC().Truncate(time.Second)
+	m.app, m.created = app, time.Now().UTC().Truncate(time.Second)
 	m.routes = app.Routes()
 	m.openAI, m.anthr, err = m.render(nil)
 	return err
@@ -138,7 +140,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	// HEAD answers GET's headers: Go's server drops the body of a HEAD.
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", allowGet)
-		return m.fail(w, anthropic, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on "+p))
+		return m.fail(w, r, anthropic, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on "+p))
 	}
 	id := strings.TrimPrefix(rest, "/")
 	// A key restricted to some models sees only those (air_auth in front
@@ -155,6 +157,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 				return err
 			}
 		}
+		m.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
 		if anthropic {
 			return writeRawJSON(w, http.StatusOK, an)
 		}
@@ -162,22 +165,25 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	}
 	if key != nil {
 		if aerr := allowModel(key, id); aerr != nil {
-			return m.fail(w, anthropic, aerr)
+			return m.fail(w, r, anthropic, aerr)
 		}
 	}
 	route, err := m.routes.Lookup(id)
 	if err != nil {
-		return m.fail(w, anthropic, apierror.NotFound("model_not_found",
+		return m.fail(w, r, anthropic, apierror.NotFound("model_not_found",
 			fmt.Sprintf("The model '%s' does not exist or is not served here", id)).WithParam("model"))
 	}
+	m.app.countRead(r, m.app.metricsRoute(id), airmetrics.OutcomeOK, http.StatusOK)
 	if anthropic {
 		return writeJSON(w, http.StatusOK, m.anthropicModel(id))
 	}
 	return writeJSON(w, http.StatusOK, m.openAIModel(id, route))
 }
 
-// fail answers e in OpenAI's shape, or Anthropic's for its clients.
-func (m *Models) fail(w http.ResponseWriter, anthropic bool, e *apierror.Error) error {
+// fail answers e in OpenAI's shape, or Anthropic's for its clients, and
+// counts the refusal.
+func (m *Models) fail(w http.ResponseWriter, r *http.Request, anthropic bool, e *apierror.Error) error {
+	m.app.observeRefusal(w, r, nil, r.URL.Path, e)
 	if anthropic {
 		e.WriteAnthropic(w)
 	} else {

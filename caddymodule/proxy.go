@@ -252,6 +252,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
 		return h.finishTranslated(r, &res, nil)
 	}
+	rec.DurationMillis = durationMillis(sinceStart(arrived))
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r,
 		zap.String("air_request_id", requestID),

@@ -15,9 +15,17 @@ import (
 )
 
 // recordQuery reads a billing.RecordQuery from the parameters user, key,
-// model, outcome, since, until, after and limit.
+// model, outcome, since, until, after, limit and order (asc, the default,
+// or desc: newest first).
 func recordQuery(q url.Values) (billing.RecordQuery, error) {
 	rq := billing.RecordQuery{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model"), Outcome: q.Get("outcome"), After: q.Get("after")}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		rq.Desc = true
+	default:
+		return rq, fmt.Errorf("bad order %q: want asc or desc", q.Get("order"))
+	}
 	var err error
 	if rq.Since, rq.Until, err = parseRange(q); err != nil {
 		return rq, err
@@ -120,7 +128,7 @@ func ownerOfKey(ctx context.Context, st *state, q *billing.RecordQuery) error {
 
 func ledgerCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--csv|--json]",
+		Use:   "ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--newest-first] [--csv|--json]",
 		Short: "Shows a page of ledger records (one user's, or every user's), or exports them all as CSV",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -129,6 +137,10 @@ func ledgerCommand() *cobra.Command {
 				if v, _ := cmd.Flags().GetString(f); v != "" {
 					q.Set(f, v)
 				}
+			}
+			newest, _ := cmd.Flags().GetBool("newest-first")
+			if desc, _ := cmd.Flags().GetBool("desc"); desc || newest {
+				q.Set("order", "desc")
 			}
 			if asCSV, _ := cmd.Flags().GetBool("csv"); asCSV {
 				q.Set("format", "csv")
@@ -153,6 +165,8 @@ func ledgerCommand() *cobra.Command {
 	cmd.Flags().String("until", "", "End day or time, exclusive")
 	cmd.Flags().String("limit", "", fmt.Sprintf("Records per page, 1 to %d (default %d)", billing.MaxPage, billing.DefaultPage))
 	cmd.Flags().String("after", "", "The cursor a previous page printed, to show the next page")
+	cmd.Flags().Bool("newest-first", false, "Newest records first (each user's, in a search of every user); --after then pages toward older ones")
+	cmd.Flags().Bool("desc", false, "The same as --newest-first")
 	cmd.Flags().Bool("csv", false, "Export every matching record as CSV")
 	cmd.Flags().Bool("json", false, "Print JSON")
 	return cmd
@@ -163,10 +177,14 @@ func ledgerCommand() *cobra.Command {
 func printRecords(cmd *cobra.Command, p *billing.RecordPage) {
 	w := cmd.OutOrStdout()
 	tw := newTable(w)
-	fmt.Fprintln(tw, "TIME\tID\tUSER\tKEY\tMODEL\tOUTCOME\tINPUT\tOUTPUT\tCOST")
+	fmt.Fprintln(tw, "TIME\tID\tUSER\tKEY\tMODEL\tOUTCOME\tSTATUS\tLATENCY\tINPUT\tOUTPUT\tCOST")
 	for _, r := range p.Records {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.User, r.KeyID, r.Model, r.Outcome,
-			r.Usage.PromptTotal(), r.Usage.Output, costText(r.Priced, r.Cost, r.Currency, 0))
+		latency := "-" // not measured
+		if r.DurationMillis > 0 {
+			latency = (time.Duration(r.DurationMillis) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\n", r.Time.Format(time.RFC3339), r.ID, r.User, r.KeyID, r.Model, r.Outcome,
+			r.Status, latency, r.Usage.PromptTotal(), r.Usage.Output, costText(r.Priced, r.Cost, r.Currency, 0))
 	}
 	_ = tw.Flush()
 	if p.HasMore {

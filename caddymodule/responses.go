@@ -179,7 +179,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	case sub == "" && r.Method == http.MethodDelete:
 		method = http.MethodDelete
 	case sub != "" && sub != "input_items":
-		return respondError(w, r, apierror.NotFound("unknown_url", "Invalid URL ("+r.Method+" "+r.URL.Path+")"))
+		return h.app.refuseRead(w, r, nil, apierror.NotFound("unknown_url", "Invalid URL ("+r.Method+" "+r.URL.Path+")"))
 	}
 	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 		allow := method
@@ -187,23 +187,23 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 			allow = allowGet
 		}
 		w.Header().Set("Allow", allow)
-		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
+		return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
 	}
 	key, st, rt, aerr := h.app.caller(r)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	ref, aerr := lookup(r.Context(), st, key.User, id)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	if aerr := allowModel(key, ref.Model); aerr != nil {
-		return respondError(w, r, aerr)
+		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	prov := h.app.Routes().Provider(ref.Provider)
 	a, ok := ref.AttemptOf(prov)
 	if !ok {
-		return respondError(w, r, errResponseNotFound(id))
+		return h.app.refuseRead(w, r, nil, errResponseNotFound(id))
 	}
 	if method == http.MethodDelete && ref.Unbilled && rt.responses != nil {
 		// Once deleted, a finished response could no longer be billed.
@@ -213,9 +213,10 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 			ref.Unbilled = false
 		}
 	}
+	mr := h.app.metricsRoute(ref.Model)
 	reservation, aerr := admitStored(r.Context(), rt, key, ref.Model, method)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return h.app.refuseRead(w, r, mr, aerr)
 	}
 	path := "/responses/" + url.PathEscape(id)
 	if sub != "" {
@@ -243,6 +244,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
 		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))
+	status := res.Status
+	if err != nil && res.Held != nil {
+		status = http.StatusServiceUnavailable // finish answers ledger_unavailable
+	}
+	h.app.countRead(r, mr, metricsOutcome(res.Outcome), status)
 	return h.finish(w, r, res.Held, err)
 }
 

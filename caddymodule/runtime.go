@@ -178,6 +178,8 @@ func taskRecord(c tasks.Charge) billing.Record {
 		Images:      c.Images,
 		VideoMillis: c.VideoSeconds * 1000,
 		Usage:       c.Usage,
+		// How long the task took, from its create until it succeeded.
+		DurationMillis: durationMillis(c.Duration),
 	}
 }
 

@@ -58,7 +58,7 @@ func (h *Tasks) Provision(ctx caddy.Context) (err error) {
 func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	key, st, rt, aerr := h.app.caller(r)
 	if aerr != nil {
-		return respondError(w, r, aerr)
+		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	owner := tasks.Owner{User: key.User, KeyID: key.ID}
 	if len(key.Models) > 0 {
@@ -76,18 +76,20 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case read && id != "":
 		task, aerr := rt.tasks.Get(r.Context(), owner, id)
 		if aerr != nil {
-			return respondError(w, r, aerr)
+			return h.app.refuseRead(w, r, nil, aerr)
 		}
+		h.app.countRead(r, h.app.metricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
 		return writeJSON(w, http.StatusOK, task.QueryView())
 	case read:
 		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
 		if aerr != nil {
-			return respondError(w, r, aerr)
+			return h.app.refuseRead(w, r, nil, aerr)
 		}
 		page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
 		if aerr != nil {
-			return respondError(w, r, aerr)
+			return h.app.refuseRead(w, r, nil, aerr)
 		}
+		h.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
 		return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
 	default:
 		allow := "GET, HEAD, POST"
@@ -95,7 +97,7 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
+		return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
 	}
 }

@@ -145,12 +145,13 @@ func (f *fakeServices) Records(_ context.Context, q billing.RecordQuery) (*billi
 	f.queries = append(f.queries, q)
 	f.mu.Unlock()
 	rec := billing.Record{ID: "req_of_" + q.User, User: q.User, Model: "m", Priced: true, Cost: 1234567, Currency: "USD",
-		Unpriced: []string{"web_search", "audio_input"}}
+		Unpriced: []string{"web_search", "audio_input"}, Status: 200, DurationMillis: 1834}
 	switch q.After {
 	case "":
 		return &billing.RecordPage{Records: []billing.Record{rec}, HasMore: true, Next: "c1"}, nil
 	case "c1":
 		rec.ID += "_2"
+		rec.DurationMillis = 0 // not measured
 		return &billing.RecordPage{Records: []billing.Record{rec}}, nil
 	}
 	return nil, Invalid(errors.New("bad cursor"))
@@ -257,7 +258,8 @@ func (f *fakeServices) SearchRecords(_ context.Context, q billing.RecordQuery) (
 	if q.User != "" {
 		users = []string{q.User, q.User}
 	}
-	rec := billing.Record{ID: "req_search_" + users[0], User: users[0], Model: "m", Outcome: "ok", Priced: true, Cost: 1234567, Currency: "USD"}
+	rec := billing.Record{ID: "req_search_" + users[0], User: users[0], Model: "m", Outcome: "ok", Priced: true, Cost: 1234567, Currency: "USD",
+		Status: 502, DurationMillis: 640}
 	switch q.After {
 	case "":
 		return &billing.RecordPage{Records: []billing.Record{rec}, HasMore: true, Next: "s1"}, nil

@@ -18,6 +18,7 @@ var funcs = template.FuncMap{
 	"ms": func(ms int64) string {
 		return (time.Duration(ms) * time.Millisecond).String()
 	},
+	"latency": latency,
 	"limit": func(a billing.Amount) string {
 		if a == 0 {
 			return ""
@@ -68,4 +69,16 @@ func money(a billing.Amount, currency string) string {
 		return "unpriced"
 	}
 	return a.Short() + " " + currency
+}
+
+// latency shows a record's duration: milliseconds below a second, then
+// seconds to the hundredth; "—" when it was not measured (0).
+func latency(ms int64) string {
+	switch {
+	case ms <= 0:
+		return "—"
+	case ms < 1000:
+		return strconv.FormatInt(ms, 10) + " ms"
+	}
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 2, 64) + " s"
 }

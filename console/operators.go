@@ -197,7 +197,8 @@ func (h *Handler) searchFilter(r *http.Request) (usageFilter, billing.RecordQuer
 	f, msg := h.parseUsageFilter(r)
 	user := strings.TrimSpace(r.URL.Query().Get("user"))
 	q := billing.RecordQuery{User: user, Since: f.since, Until: f.until.AddDate(0, 0, 1),
-		KeyID: f.Key, Model: f.Model, Outcome: f.Outcome, After: f.After, Limit: ledgerPageSize}
+		KeyID: f.Key, Model: f.Model, Outcome: f.Outcome, After: f.After, Limit: ledgerPageSize,
+		Desc: true} // each user's newest first
 	return f, q, msg
 }
 

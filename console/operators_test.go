@@ -141,7 +141,7 @@ func TestOperatorsLedgerSearch(t *testing.T) {
 		t.Fatalf("search across users: %d\n%s", w.Code, body)
 	}
 	q := f.searches[0]
-	if q.User != "" || q.Model != "m" || q.Outcome != "ok" || q.Since.Format(dayLayout) != "2026-01-01" || q.Until.Format(dayLayout) != "2026-02-01" || q.Limit != ledgerPageSize {
+	if q.User != "" || q.Model != "m" || q.Outcome != "ok" || q.Since.Format(dayLayout) != "2026-01-01" || q.Until.Format(dayLayout) != "2026-02-01" || q.Limit != ledgerPageSize || !q.Desc {
 		t.Errorf("search query: %+v", q)
 	}
 	next := submatch(body, `href="([^"]+)" rel="next" id="ledger-next"`)

@@ -51,8 +51,9 @@ func TestUsageLedgerPagesByCursor(t *testing.T) {
 		t.Errorf("second page: %d, want only the second record and no more link:\n%s", w.Code, body)
 	}
 	q := f.queries[len(f.queries)-1]
-	if q.After != "c1" || q.User != "bob" || q.Model != "m" || q.Limit != ledgerPageSize {
-		t.Errorf("second page's query %+v", q)
+	// Newest first, the first page's query and the next one's.
+	if q.After != "c1" || q.User != "bob" || q.Model != "m" || q.Limit != ledgerPageSize || !q.Desc || !f.queries[0].Desc {
+		t.Errorf("second page's query %+v (the first's %+v)", q, f.queries[0])
 	}
 	if !strings.Contains(body, `data-key-id="key-of-bob"`) {
 		t.Errorf("the page has no usage-by-key row:\n%s", body)
@@ -75,5 +76,31 @@ func TestTasksPageLinksMore(t *testing.T) {
 	w = do(h, "bob", "GET", "/console/tasks?after=t2", nil)
 	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `data-task-id="t3"`) || strings.Contains(w.Body.String(), "tasks-more") {
 		t.Errorf("second tasks page: %d\n%s", w.Code, w.Body)
+	}
+}
+
+// TestRequestRowsShowStatusAndLatency checks that the user's ledger rows
+// and the operators' ledger search show each request's status and how long
+// it took, and a dash for a record whose duration was not measured.
+func TestRequestRowsShowStatusAndLatency(t *testing.T) {
+	f := newFake()
+	h := newTestConsole(t, f)
+	for _, tc := range []struct{ user, path, want string }{
+		{"bob", "/console/usage", `<td class="status">200</td><td class="latency">1.83 s</td>`},
+		{"bob", "/console/usage?after=c1", `<td class="status">200</td><td class="latency">—</td>`},
+		{"alice", "/console/operators/ledger", `<td class="status">502</td><td class="latency">640 ms</td>`},
+	} {
+		w := do(h, tc.user, "GET", tc.path, nil)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("%s: %d, want a row with %s:\n%s", tc.path, w.Code, tc.want, w.Body)
+		}
+	}
+}
+
+func TestLatency(t *testing.T) {
+	for ms, want := range map[int64]string{0: "—", -3: "—", 1: "1 ms", 999: "999 ms", 1000: "1.00 s", 1834: "1.83 s", 125_400: "125.40 s"} {
+		if got := latency(ms); got != want {
+			t.Errorf("latency(%d) = %q, want %q", ms, got, want)
+		}
 	}
 }

@@ -133,8 +133,9 @@ type UsageService interface {
 	// Reports sums the usage f selects, once for each grouping of by (f.By
 	// is not used), from one read; records already settled are included.
 	Reports(ctx context.Context, f billing.ReportFilter, by ...billing.GroupBy) ([]*billing.Report, error)
-	// Records returns a page of q.User's ledger records, oldest first,
-	// from the cursor q.After on. A bad cursor wraps ErrInvalid.
+	// Records returns a page of q.User's ledger records, oldest first
+	// (newest first with q.Desc), from the cursor q.After on. A bad
+	// cursor wraps ErrInvalid.
 	Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error)
 	// ExportCSV writes every record of q.User that q selects to w as CSV.
 	ExportCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error

@@ -109,6 +109,7 @@ func recordQuery(r *http.Request, f usageFilter) billing.RecordQuery {
 	return billing.RecordQuery{
 		User: userOf(r), Since: f.since, Until: f.until.AddDate(0, 0, 1),
 		Model: f.Model, KeyID: f.Key, Outcome: f.Outcome, After: f.After, Limit: ledgerPageSize,
+		Desc: true, // newest first; "More" pages toward older ones
 	}
 }
 

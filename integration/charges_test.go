@@ -144,7 +144,7 @@ func TestChargesBilled(t *testing.T) {
 		check: func(r ledgerRecord) bool { return r.Usage.WebSearches == 2 && r.Usage.ImageCalls == 1 }})
 	// The CSV export shows the marker.
 	status, _, csv := callURL(t, http.MethodGet, "http://"+adminAddr+"/air/records?user=ch-unpriced&format=csv", "", "")
-	if status != http.StatusOK || !strings.Contains(string(csv), ",web_search;image_generation\n") {
+	if status != http.StatusOK || !strings.Contains(string(csv), ",web_search;image_generation,") {
 		t.Errorf("csv: %d %s", status, csv)
 	}
 

@@ -197,19 +197,25 @@ func TestMetricsScrape(t *testing.T) {
 	if status != http.StatusAccepted {
 		t.Fatalf("video task: %d %s", status, raw)
 	}
+	polls := 0 // each GET of the task is a read, counted too
 	eventually(t, 30*time.Second, "the video task succeeds", func() bool {
+		polls++
 		_, v, _ := getTask(t, key, video.ID)
 		return v.Status == "succeeded"
 	})
 	// 2 chats, messages, retried, limited ok, canceled stream, image, video.
 	recs := waitLedger(t, user, 8)
 	// A request is counted once its answer is written: wait for all 10
-	// (the canceled stream's only once its record is settled).
+	// and the task's polls (the canceled stream's only once its record is
+	// settled).
 	var after scrape
 	eventually(t, 10*time.Second, "every request is counted", func() bool {
 		after = scrapeMetrics(t)
-		return after.delta(before, "air_requests_total") == 10
+		return after.delta(before, "air_requests_total") == float64(10+polls)
 	})
+	if d := after.delta(before, "air_requests_total", `endpoint="tasks"`, `model="mock-video"`, `outcome="ok"`, `status="200"`); d != float64(polls) {
+		t.Errorf("the video task's %d polls counted %v times", polls, d)
+	}
 
 	tests := []struct {
 		name string

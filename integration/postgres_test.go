@@ -54,15 +54,17 @@ func TestPostgresChatBilled(t *testing.T) {
 		t.Fatalf("status %d: %s", status, raw)
 	}
 	// No waiting: the answer's last byte waited for the commit.
-	var n, input, cost int64
+	var n, input, cost, duration int64
 	var outcome string
-	err = conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(input + cache_read), 0), coalesce(sum(cost), 0), coalesce(max(outcome), '')
-		FROM air_ledger WHERE user_name = 'pg-chat' AND key_id = $1`, keyID).Scan(&n, &input, &cost, &outcome)
+	err = conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(input + cache_read), 0), coalesce(sum(cost), 0), coalesce(max(outcome), ''),
+		coalesce(max(duration_ms), 0)
+		FROM air_ledger WHERE user_name = 'pg-chat' AND key_id = $1`, keyID).Scan(&n, &input, &cost, &outcome, &duration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 || input != 120 || cost <= 0 || outcome != "ok" {
-		t.Fatalf("ledger in PostgreSQL: %d records, %d prompt tokens, cost %d nanos, outcome %q; want 1, 120, > 0, ok", n, input, cost, outcome)
+	if n != 1 || input != 120 || cost <= 0 || outcome != "ok" || duration < 1 {
+		t.Fatalf("ledger in PostgreSQL: %d records, %d prompt tokens, cost %d nanos, outcome %q, %d ms; want 1, 120, > 0, ok, >= 1 ms",
+			n, input, cost, outcome, duration)
 	}
 	var requests, aggCost, spend int64
 	if err := conn.QueryRow(ctx, `SELECT requests, cost FROM air_usage WHERE user_name = 'pg-chat'`).Scan(&requests, &aggCost); err != nil || requests != 1 || aggCost != cost {
@@ -72,8 +74,8 @@ func TestPostgresChatBilled(t *testing.T) {
 		t.Errorf("spend counter %d (%v), want %d", spend, err, cost)
 	}
 	// The admin API reads the same ledger.
-	if recs := waitLedger(t, "pg-chat", 1); recs[0].Usage.Output == 0 {
-		t.Errorf("the admin API's record has no output tokens: %+v", recs[0])
+	if recs := waitLedger(t, "pg-chat", 1); recs[0].Usage.Output == 0 || recs[0].DurationMillis != duration {
+		t.Errorf("the admin API's record has no output tokens or another duration than %d ms: %+v", duration, recs[0])
 	}
 }
 

@@ -121,6 +121,8 @@ type ledgerRecord struct {
 	// Unpriced lists the charges the price file had no rule for (issue
 	// #31).
 	Unpriced []string `json:"unpriced"`
+	// DurationMillis is how long the request took (issue #35).
+	DurationMillis int64 `json:"duration_ms"`
 }
 
 // ledgerOf returns the ledger records of user, after the asynchronous

@@ -79,6 +79,9 @@ type Record struct {
 	// price file had no price for ("web_search,audio_input"); "" when
 	// every charge was priced.
 	Unpriced string
+	// DurationMillis is how long the request took, in milliseconds (at
+	// least 1 when measured); 0 when it was not measured.
+	DurationMillis int64
 }
 
 // Totals sums records: the aggregate of a day, user, key, model and
@@ -241,10 +244,13 @@ type RecordQuery struct {
 	// zero bound is open).
 	Since, Until time.Time
 	// After is the cursor a previous page returned; "" starts at the
-	// oldest record.
+	// oldest record (the newest with Desc).
 	After string
 	// Limit is the most records to return; at least 1.
 	Limit int
+	// Desc returns the records newest first (in the reverse of their
+	// write order); its cursors page on toward older records.
+	Desc bool
 }
 
 // Matches reports whether rec is q's user's and passes q's filters

@@ -73,6 +73,9 @@ type Charge struct {
 	// Usage is the token usage the provider reported for the images, zero
 	// when it reported none.
 	Usage billing.Usage
+	// Duration is how long the task took, from its create until it
+	// reached its final state; 0 when unknown.
+	Duration time.Duration
 }
 
 // Biller records the charge of a succeeded task. ChargeTask must be

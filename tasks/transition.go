@@ -128,6 +128,9 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	if t.Usage != nil {
 		c.Usage = t.Usage.Bounded()
 	}
+	if t.CompletedAt != nil && !t.CreatedAt.IsZero() {
+		c.Duration = t.CompletedAt.Sub(t.CreatedAt)
+	}
 	// The task's hold, if this service took one, becomes the charge;
 	// a retry, or a task without a hold, is charged by the Biller.
 	if h, _ := s.holds.Take(t.ID); h != nil || s.biller != nil {

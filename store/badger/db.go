@@ -224,11 +224,13 @@ func (s *DB) Scan(ctx context.Context, prefix []byte, o ScanOptions, fn func(key
 		defer it.Close()
 		seek := prefix
 		switch {
+		case bytes.Compare(o.Start, prefix) > 0:
+			// Forward, the first key at or after Start; in reverse, the
+			// last key at or before it.
+			seek = o.Start
 		case o.Reverse:
 			// Seek to the last key with the prefix: prefix followed by 0xff bytes.
 			seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-		case bytes.Compare(o.Start, prefix) > 0:
-			seek = o.Start
 		}
 		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
 			if err := ctx.Err(); err != nil {

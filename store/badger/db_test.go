@@ -83,7 +83,11 @@ func TestScanOrder(t *testing.T) {
 		{ScanOptions{Start: []byte("p/15")}, 0, "p/2,p/3,"},
 		{ScanOptions{Start: []byte("p/4")}, 0, ""},
 		{ScanOptions{Start: []byte("a")}, 0, "p/1,p/2,p/3,"},
-		{ScanOptions{Start: []byte("p/2"), Reverse: true}, 0, "p/3,p/2,p/1,"},
+		{ScanOptions{Start: []byte("p/2"), Reverse: true}, 0, "p/2,p/1,"},
+		{ScanOptions{Start: []byte("p/25"), Reverse: true}, 0, "p/2,p/1,"},
+		{ScanOptions{Start: []byte("p/9"), Reverse: true}, 0, "p/3,p/2,p/1,"},
+		{ScanOptions{Start: []byte("p/0"), Reverse: true}, 0, ""},
+		{ScanOptions{Start: []byte("a"), Reverse: true}, 0, "p/3,p/2,p/1,"},
 	} {
 		got := ""
 		n := 0

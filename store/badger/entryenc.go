@@ -76,7 +76,8 @@ func appendStored(b []byte, st *storedRecord) []byte {
 		st.WebSearches, st.WebFetches, st.FileSearches, st.CodeSessions, st.ImageCalls} {
 		b = appendCBORInt(b, n)
 	}
-	return appendCBORText(b, st.Unpriced)
+	b = appendCBORText(b, st.Unpriced)
+	return appendCBORInt(b, st.DurationMillis)
 }
 
 // appendCBORHead appends the head of a CBOR data item of major type

@@ -27,9 +27,8 @@ type ScanOptions struct {
 	Reverse bool
 	// KeysOnly skips reading values; the callback gets a nil value.
 	KeysOnly bool
-	// Start, if it sorts after the prefix, is where a forward scan begins:
-	// keys before it are skipped without being read. Reverse scans ignore
-	// it.
+	// Start, if it sorts after the prefix, is where a scan begins: keys
+	// before it (after it, in reverse) are skipped without being read.
 	Start []byte
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -13,7 +14,8 @@ import (
 // UserRecords implements store.Ledger. The cursor is the journal position
 // of the last record returned. A page walks the user's record index from
 // the cursor's stretch on and reads only the user's records from the
-// journal, until it has one beyond the page.
+// journal, until it has one beyond the page. Newest first (Desc), it walks
+// the index backwards from the cursor's stretch (or its end).
 func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.Record, string, error) {
 	if q.User == "" || q.Limit < 1 {
 		return nil, "", fmt.Errorf("a page of records needs a user and a limit")
@@ -27,13 +29,23 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 	end := l.countedEnd()
 	expired := time.Now().Add(-l.retention)
 	prefix := []byte(prefixUserRecords + esc(q.User) + "/")
-	var start []byte
+	opts := ScanOptions{Reverse: q.Desc}
 	if q.After != "" {
-		start = userRecordsKey(q.User, from)
+		opts.Start = userRecordsKey(q.User, from)
+	}
+	// past reports whether pos lies beyond the cursor, in the page's order.
+	past := func(pos journal.Pos) bool {
+		if q.After == "" {
+			return true
+		}
+		if q.Desc {
+			return pos.Less(from)
+		}
+		return from.Less(pos)
 	}
 	var out []store.Record
 	var last, next journal.Pos
-	err := l.db.Scan(ctx, prefix, ScanOptions{Start: start}, func(k, v []byte) error {
+	err := l.db.Scan(ctx, prefix, opts, func(k, v []byte) error {
 		seg, ok := parseUserRecordsKey(k)
 		if !ok {
 			return nil
@@ -42,9 +54,13 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 		if err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
+		if q.Desc {
+			slices.Sort(offs)
+			slices.Reverse(offs)
+		}
 		for _, off := range offs {
 			pos := journal.Pos{Segment: seg, Offset: off}
-			if q.After != "" && !from.Less(pos) || !pos.Less(end) {
+			if !past(pos) || !pos.Less(end) {
 				continue
 			}
 			b, err := l.j.Read(pos)

@@ -64,6 +64,9 @@ type storedRecord struct {
 	CodeSessions int64
 	ImageCalls   int64
 	Unpriced     string
+	// Appended with request latency (issue #35); older records decode it
+	// as zero (not measured).
+	DurationMillis int64
 }
 
 // storedOf returns the stored form of rec, without its ID.
@@ -82,6 +85,7 @@ func storedOf(rec *store.Record) storedRecord {
 		ImageInput: rec.Usage.ImageInput, ImageOutput: rec.Usage.ImageOutput,
 		WebSearches: rec.Usage.WebSearches, WebFetches: rec.Usage.WebFetches, FileSearches: rec.Usage.FileSearches,
 		CodeSessions: rec.Usage.CodeSessions, ImageCalls: rec.Usage.ImageCalls, Unpriced: rec.Unpriced,
+		DurationMillis: rec.DurationMillis,
 	}
 }
 
@@ -105,6 +109,7 @@ func unmarshalStored(id string, b []byte) (store.Record, error) {
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,
 		Deployment: s.Deployment, ServedModel: s.ServedModel, Unpriced: s.Unpriced,
+		DurationMillis: s.DurationMillis,
 	}, nil
 }
 

@@ -41,4 +41,14 @@ func TestUnmarshalStoredBeforeAppend(t *testing.T) {
 	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.Usage != rec.Usage || back.Unpriced != rec.Unpriced {
 		t.Fatalf("round trip of tool calls: %+v, %v", back, err)
 	}
+	// A record of the layout before the duration reads it as 0 (not
+	// measured), and it round-trips once set.
+	if rec.DurationMillis != 0 {
+		t.Fatalf("old record decoded a duration: %+v", rec)
+	}
+	rec.DurationMillis = 1834
+	st = storedOf(&rec)
+	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.DurationMillis != 1834 || back.Unpriced != rec.Unpriced {
+		t.Fatalf("round trip of the duration: %+v, %v", back, err)
+	}
 }

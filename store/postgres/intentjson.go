@@ -60,6 +60,7 @@ func appendIntent(b []byte, rec *store.Record) []byte {
 	b = appendStringField(b, "Deployment", rec.Deployment)
 	b = appendStringField(b, "ServedModel", rec.ServedModel)
 	b = appendStringField(b, "Unpriced", rec.Unpriced)
+	b = appendIntField(b, "DurationMillis", rec.DurationMillis)
 	return append(b, '}')
 }
 

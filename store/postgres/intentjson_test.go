@@ -20,7 +20,7 @@ func TestAppendIntent(t *testing.T) {
 			CodeSessions: 1, ImageCalls: 2},
 		Source: "upstream", Status: 200, Outcome: "ok", Images: 2, VideoMillis: 4000, Tier: -1, Priced: true,
 		Currency: "USD", Cost: -7, ServiceTier: "flex", Deployment: "openai/gpt-4o", ServedModel: "gpt-4o-mini",
-		Unpriced: "web_search,audio_input"}
+		Unpriced: "web_search,audio_input", DurationMillis: 1234}
 	for i, rec := range []store.Record{
 		full,
 		{},

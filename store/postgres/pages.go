@@ -3,10 +3,24 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
+)
+
+// userRecordsFilter is the WHERE clause of a page of one user's records
+// past the cursor's seq ($2), whose comparison is left to the order.
+const userRecordsFilter = `SELECT ` + ledgerColumns + `, seq FROM air_ledger
+		WHERE user_name = $1 AND ($3 = '' OR key_id = $3) AND ($4 = '' OR model = $4) AND ($5 = '' OR outcome = $5)
+			AND ($6::timestamptz IS NULL OR ts >= $6) AND ($7::timestamptz IS NULL OR ts < $7)
+			AND ($8::timestamptz IS NULL OR written >= $8)`
+
+// userRecordsAsc and userRecordsDesc read a page oldest and newest first.
+const (
+	userRecordsAsc  = userRecordsFilter + ` AND seq > $2 ORDER BY user_name, seq LIMIT $9`
+	userRecordsDesc = userRecordsFilter + ` AND seq < $2 ORDER BY user_name DESC, seq DESC LIMIT $9`
 )
 
 // UserRecords implements store.Ledger. A page is one query on the index
@@ -32,13 +46,16 @@ func (l *Ledger) UserRecords(ctx context.Context, q store.RecordQuery) ([]store.
 		until = &q.Until
 	}
 	cutoff := retentionCutoff(time.Now(), l.retention)
-	rows, err := l.db.pool.Query(ctx, `SELECT `+ledgerColumns+`, seq FROM air_ledger
-		WHERE user_name = $1 AND seq > $2
-			AND ($3 = '' OR key_id = $3) AND ($4 = '' OR model = $4) AND ($5 = '' OR outcome = $5)
-			AND ($6::timestamptz IS NULL OR ts >= $6) AND ($7::timestamptz IS NULL OR ts < $7)
-			AND ($8::timestamptz IS NULL OR written >= $8)
-		ORDER BY user_name, seq LIMIT $9`,
-		q.User, after, q.KeyID, q.Model, q.Outcome, since, until, cutoff, q.Limit+1)
+	// Newest first reads the same index backwards, below the cursor.
+	order, bound := userRecordsAsc, after
+	if q.Desc {
+		order, bound = userRecordsDesc, math.MaxInt64
+		if q.After != "" {
+			bound = after
+		}
+	}
+	rows, err := l.db.pool.Query(ctx, order,
+		q.User, bound, q.KeyID, q.Model, q.Outcome, since, until, cutoff, q.Limit+1)
 	if err != nil {
 		return nil, "", err
 	}

@@ -23,7 +23,7 @@ const (
 // one user's usage over 30 days (the aggregates, grouped by the caller by
 // day, model or key), every user's totals of this month (the users list),
 // and a page of one user's records with filters, first and
-// following. Each read must cost about the same whatever n is: it reads
+// following, oldest and newest first. Each read must cost about the same whatever n is: it reads
 // aggregates or one page, never the ledger.
 func BenchUsage(b *testing.B, r store.Repos, n int) {
 	ctx := context.Background()
@@ -85,6 +85,19 @@ func BenchUsage(b *testing.B, r store.Repos, n int) {
 	b.Run("user-records-page", func(b *testing.B) {
 		for i := range b.N {
 			q := store.RecordQuery{User: fmt.Sprintf("user-%04d", i%benchUsers), Limit: 50}
+			page, next, err := r.Ledger.UserRecords(ctx, q)
+			if err != nil || len(page) != 50 || next == "" {
+				b.Fatalf("first page: %d records, next %q, %v", len(page), next, err)
+			}
+			q.After = next
+			if page, _, err = r.Ledger.UserRecords(ctx, q); err != nil || len(page) == 0 {
+				b.Fatalf("second page: %d records, %v", len(page), err)
+			}
+		}
+	})
+	b.Run("user-records-page-newest-first", func(b *testing.B) {
+		for i := range b.N {
+			q := store.RecordQuery{User: fmt.Sprintf("user-%04d", i%benchUsers), Limit: 50, Desc: true}
 			page, next, err := r.Ledger.UserRecords(ctx, q)
 			if err != nil || len(page) != 50 || next == "" {
 				b.Fatalf("first page: %d records, next %q, %v", len(page), next, err)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 
 // checkUserRecords checks Ledger.UserRecords: paging through one user's
 // records with any page size and filter returns exactly the matching
-// written records, in write order, each once, and ends with an empty
-// cursor; a malformed cursor is an error.
+// written records, in write order (in its reverse with Desc), each once,
+// and ends with an empty cursor; a malformed cursor is an error.
 func checkUserRecords(t *testing.T, l store.Ledger, written []store.Record, when string) {
 	t.Helper()
 	ctx := context.Background()
@@ -23,12 +24,21 @@ func checkUserRecords(t *testing.T, l store.Ledger, written []store.Record, when
 		{User: "alice", KeyID: "key_01", Outcome: "partial", Limit: 2},
 		{User: "bob", Since: day, Until: day.Add(24 * time.Hour), Limit: 5},
 		{User: "nobody", Limit: 10},
+		{User: "alice", Limit: 7, Desc: true},
+		{User: "team/ä", Limit: 1000, Desc: true},
+		{User: "bob", Model: "claude/y", Limit: 1, Desc: true},
+		{User: "alice", KeyID: "key_01", Outcome: "partial", Limit: 2, Desc: true},
+		{User: "bob", Since: day, Until: day.Add(24 * time.Hour), Limit: 5, Desc: true},
+		{User: "nobody", Limit: 10, Desc: true},
 	} {
 		var want []string
 		for j := range written {
 			if q.Matches(&written[j]) {
 				want = append(want, written[j].ID)
 			}
+		}
+		if q.Desc {
+			slices.Reverse(want)
 		}
 		var got []string
 		pages := 0
@@ -58,6 +68,9 @@ func checkUserRecords(t *testing.T, l store.Ledger, written []store.Record, when
 	}
 	if _, _, err := l.UserRecords(ctx, store.RecordQuery{User: "alice", Limit: 1, After: "not a cursor"}); err == nil {
 		t.Errorf("%s: a malformed cursor was accepted", when)
+	}
+	if _, _, err := l.UserRecords(ctx, store.RecordQuery{User: "alice", Limit: 1, After: "not a cursor", Desc: true}); err == nil {
+		t.Errorf("%s: a malformed cursor was accepted newest first", when)
 	}
 }
 
