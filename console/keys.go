@@ -2,12 +2,9 @@ package console
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
@@ -92,35 +89,13 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 		h.showKeys(w, r, http.StatusBadRequest, keysData{}, err.Error())
 		return
 	}
-	name := strings.TrimSpace(r.PostFormValue("name"))
-	exp := strings.TrimSpace(r.PostFormValue("expires"))
-	models := strings.TrimSpace(r.PostFormValue("models"))
-	limit := strings.TrimSpace(r.PostFormValue("limit"))
-	back := keysData{Name: name, Expires: exp, Models: models, Limit: limit}
-	if utf8.RuneCountInString(name) > maxKeyName {
-		h.showKeys(w, r, http.StatusBadRequest, back, fmt.Sprintf("the name is longer than %d characters", maxKeyName))
+	// The form is echoed, trimmed, after a refusal.
+	back := keysData{Name: strings.TrimSpace(r.PostFormValue("name")), Expires: strings.TrimSpace(r.PostFormValue("expires")),
+		Models: strings.TrimSpace(r.PostFormValue("models")), Limit: strings.TrimSpace(r.PostFormValue("limit"))}
+	o, msg := h.postedKey(r)
+	if msg != "" {
+		h.showKeys(w, r, http.StatusBadRequest, back, msg)
 		return
-	}
-	var expiresAt *time.Time
-	if exp != "" {
-		t, err := time.Parse("2006-01-02", exp)
-		if err != nil {
-			h.showKeys(w, r, http.StatusBadRequest, back, "the expiry must be a date (YYYY-MM-DD)")
-			return
-		}
-		// The key works through the whole chosen day (UTC).
-		t = t.Add(24 * time.Hour)
-		if !t.After(h.cfg.Now()) {
-			h.showKeys(w, r, http.StatusBadRequest, back, "the expiry must be today or later")
-			return
-		}
-		expiresAt = &t
-	}
-	o := NewKey{Name: name, ExpiresAt: expiresAt, Limit: limit}
-	for m := range strings.SplitSeq(models, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			o.Models = append(o.Models, m)
-		}
 	}
 	secret, k, err := h.cfg.Services.Keys.Create(r.Context(), userOf(r), o)
 	if errors.Is(err, ErrInvalid) {
