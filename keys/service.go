@@ -316,7 +316,13 @@ var ErrNoSuchKey = errors.New("no such key")
 // Revoke revokes the key with the given public id. Revoking a revoked key
 // keeps its first revocation time.
 func (s *Service) Revoke(ctx context.Context, id string) (*Key, error) {
-	sk, err := s.store.Revoke(ctx, id, s.now())
+	return s.changed(s.store.Revoke(ctx, id, s.now()))
+}
+
+// changed is the key that a store write (Revoke, Update) returned, or
+// its error (ErrNoSuchKey for an unknown id); the key leaves this
+// instance's cache, so that its next request reads the change.
+func (s *Service) changed(sk store.Key, err error) (*Key, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNoSuchKey
 	}

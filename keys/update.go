@@ -64,15 +64,5 @@ func (s *Service) Update(ctx context.Context, id string, c Change) (*Key, error)
 		}
 		ch.ExpiresAt = c.ExpiresAt
 	}
-	sk, err := s.store.Update(ctx, id, ch)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrNoSuchKey
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.forget(sk.Hash)
-	k := fromStore(sk)
-	k.State = k.StateAt(s.now())
-	return k, nil
+	return s.changed(s.store.Update(ctx, id, ch))
 }
