@@ -124,10 +124,39 @@ func (r *Keys) List(ctx context.Context, user string) ([]store.Key, error) {
 
 // Revoke implements store.Keys.
 func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, error) {
+	return r.rewrite(ctx, id, func(sk *storedKey) bool {
+		if sk.RevokedAt != nil {
+			return false // the first revocation's time stays
+		}
+		at := at.UTC()
+		sk.RevokedAt = &at
+		return true
+	})
+}
+
+// Update implements store.Keys: the key is rewritten in one transaction,
+// and the watchers of this process drop it from their caches.
+func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
+	return r.rewrite(ctx, id, func(sk *storedKey) bool {
+		sk.Name, sk.Models, sk.ExpiresAt = ch.Name, ch.Models, ch.ExpiresAt
+		if sk.ExpiresAt != nil {
+			e := sk.ExpiresAt.UTC()
+			sk.ExpiresAt = &e
+		}
+		if len(sk.Models) == 0 {
+			sk.Models = nil
+		}
+		return true
+	})
+}
+
+// rewrite applies edit to key id in one transaction and writes the key
+// back if edit reports a change, after which the watchers of this process
+// drop it from their caches. It returns the key as it stands.
+func (r *Keys) rewrite(ctx context.Context, id string, edit func(*storedKey) bool) (store.Key, error) {
 	var out store.Key
-	var fresh bool
+	var changed bool
 	err := r.db.Update(ctx, func(tx Txn) error {
-		fresh = false
 		hb, err := tx.Get([]byte(keyIDPrefix + id))
 		if err != nil {
 			return err
@@ -141,9 +170,8 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 		if err := json.Unmarshal(val, &sk); err != nil {
 			return fmt.Errorf("decoding key %s: %w", id, err)
 		}
-		if sk.RevokedAt == nil {
-			at := at.UTC()
-			sk.RevokedAt, fresh = &at, true
+		// A retried transaction starts from the stored key again.
+		if changed = edit(&sk); changed {
 			if val, err = json.Marshal(sk); err != nil {
 				return err
 			}
@@ -157,56 +185,13 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 	if err != nil {
 		return store.Key{}, err
 	}
-	if fresh {
+	if changed {
 		r.mu.Lock()
 		for _, fn := range r.watchers {
 			fn(out.Hash)
 		}
 		r.mu.Unlock()
 	}
-	return out, nil
-}
-
-// Update implements store.Keys: the key is rewritten in one transaction,
-// and the watchers of this process drop it from their caches.
-func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
-	var out store.Key
-	err := r.db.Update(ctx, func(tx Txn) error {
-		hb, err := tx.Get([]byte(keyIDPrefix + id))
-		if err != nil {
-			return err
-		}
-		h := string(hb)
-		val, err := tx.Get([]byte(keyHashPrefix + h))
-		if err != nil {
-			return fmt.Errorf("reading key %s: %w", id, err)
-		}
-		var sk storedKey
-		if err := json.Unmarshal(val, &sk); err != nil {
-			return fmt.Errorf("decoding key %s: %w", id, err)
-		}
-		sk.Name, sk.Models, sk.ExpiresAt = ch.Name, ch.Models, ch.ExpiresAt
-		if sk.ExpiresAt != nil {
-			e := sk.ExpiresAt.UTC()
-			sk.ExpiresAt = &e
-		}
-		if len(sk.Models) == 0 {
-			sk.Models = nil
-		}
-		if val, err = json.Marshal(sk); err != nil {
-			return err
-		}
-		out = sk.key(h)
-		return tx.Set([]byte(keyHashPrefix+h), val, 0)
-	})
-	if err != nil {
-		return store.Key{}, err
-	}
-	r.mu.Lock()
-	for _, fn := range r.watchers {
-		fn(out.Hash)
-	}
-	r.mu.Unlock()
 	return out, nil
 }
 
