@@ -3,53 +3,14 @@ package mockprovider
 import (
 	"strconv"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/caddy-air/caddy-air/dialect"
 )
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s to b as a JSON string literal, quotes included.
-// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s to b as a JSON string literal, quotes included
+// (dialect.AppendString: invalid UTF-8 becomes U+FFFD, as encoding/json
+// does).
+func appendString(b []byte, s string) []byte { return dialect.AppendString(b, s) }
 
 // appendInt appends n in decimal.
 func appendInt(b []byte, n int64) []byte {
