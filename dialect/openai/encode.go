@@ -260,32 +260,39 @@ func appendAssistant(b []byte, r *dialect.Request, blocks []dialect.Block) []byt
 		b = dialect.AppendBytes(b, text)
 	}
 	if calls > 0 {
-		b = append(b, `,"tool_calls":[`...)
-		n := 0
-		for i := range blocks {
-			bl := &blocks[i]
-			if bl.Kind != dialect.BlockToolUse {
-				continue
-			}
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
-			b = append(b, `{"id":`...)
-			b = dialect.AppendString(b, bl.ToolID)
-			b = append(b, `,"type":"function","function":{"name":`...)
-			b = dialect.AppendString(b, bl.ToolName)
-			b = append(b, `,"arguments":`...)
-			input := bl.Input
-			if len(input) == 0 {
-				input = []byte("{}")
-			}
-			b = dialect.AppendBytes(b, input)
-			b = append(b, `}}`...)
-		}
-		b = append(b, ']')
+		b = appendToolCalls(b, blocks, []byte("{}"))
 	}
 	return append(b, '}')
+}
+
+// appendToolCalls appends the tool use blocks of blocks as a message's
+// "tool_calls" member, each call's arguments a JSON string of its input;
+// a call without input has empty's.
+func appendToolCalls(b []byte, blocks []dialect.Block, empty []byte) []byte {
+	b = append(b, `,"tool_calls":[`...)
+	n := 0
+	for i := range blocks {
+		bl := &blocks[i]
+		if bl.Kind != dialect.BlockToolUse {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, `{"id":`...)
+		b = dialect.AppendString(b, bl.ToolID)
+		b = append(b, `,"type":"function","function":{"name":`...)
+		b = dialect.AppendString(b, bl.ToolName)
+		b = append(b, `,"arguments":`...)
+		input := bl.Input
+		if len(input) == 0 {
+			input = empty
+		}
+		b = dialect.AppendBytes(b, input)
+		b = append(b, `}}`...)
+	}
+	return append(b, ']')
 }
 
 // appendTools appends tools and tool_choice.

@@ -58,26 +58,7 @@ func (Codec) EncodeResponse(dst []byte, r *dialect.Response) ([]byte, error) {
 		b = append(b, ']')
 	}
 	if calls > 0 {
-		b = append(b, `,"tool_calls":[`...)
-		n := 0
-		for i := range r.Content {
-			bl := &r.Content[i]
-			if bl.Kind != dialect.BlockToolUse {
-				continue
-			}
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
-			b = append(b, `{"id":`...)
-			b = dialect.AppendString(b, bl.ToolID)
-			b = append(b, `,"type":"function","function":{"name":`...)
-			b = dialect.AppendString(b, bl.ToolName)
-			b = append(b, `,"arguments":`...)
-			b = dialect.AppendBytes(b, bl.Input)
-			b = append(b, `}}`...)
-		}
-		b = append(b, ']')
+		b = appendToolCalls(b, r.Content, nil)
 	}
 	b = append(b, `,"refusal":null},"logprobs":null,"finish_reason":`...)
 	b = dialect.AppendString(b, finishReason(r.StopReason))
