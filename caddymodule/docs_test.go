@@ -15,7 +15,7 @@ import (
 )
 
 // updateDocs rewrites the generated JSON tables of docs/config.
-var updateDocs = flag.Bool("update", false, "rewrite the generated field tables of docs/config")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the generated field tables of docs/config")
 
 // configDocs is the folder of the configuration reference, one page per
 // directive.
@@ -222,7 +222,7 @@ func readPages(t *testing.T, want []string) map[string]string {
 // TestConfigDocs fails for every caddy-air module without its page under
 // docs/config, and for every JSON field of a module's config that its page
 // does not name in code: a field added without documentation. With
-// -update, it first rewrites each page's generated table of fields.
+// -update-docs, it first rewrites each page's generated table of fields.
 func TestConfigDocs(t *testing.T) {
 	mods := ourModules(t)
 	fields := allConfigFields(t, mods)
@@ -243,7 +243,7 @@ func TestConfigDocs(t *testing.T) {
 			continue
 		}
 		if !names(codeText(text), f.json) {
-			t.Errorf("docs/config/%s does not name the JSON field %q (%s.%s); run go test ./caddymodule -run TestConfigDocs -update", f.page, f.json, f.owner, f.goName)
+			t.Errorf("docs/config/%s does not name the JSON field %q (%s.%s); run go test ./caddymodule -run TestConfigDocs -update-docs", f.page, f.json, f.owner, f.goName)
 		}
 	}
 	if len(fields) < 80 {
