@@ -147,7 +147,7 @@ func subdirectives(t *testing.T) map[*ast.FuncDecl][]string {
 // parserPagesOf returns the pages that document fn's subdirectives: the
 // page of the module (or modules, for an embedded handler) whose
 // UnmarshalCaddyfile it is, or parserPages' entry.
-func parserPagesOf(fn *ast.FuncDecl, mods []moduleInfo) []string {
+func parserPagesOf(fn *ast.FuncDecl, mods []docModule) []string {
 	if fn.Name.Name != "UnmarshalCaddyfile" {
 		return parserPages[fn.Name.Name]
 	}
@@ -157,17 +157,17 @@ func parserPagesOf(fn *ast.FuncDecl, mods []moduleInfo) []string {
 	}
 	var pages []string
 	for _, m := range mods {
-		if m.typ.Name() == recv || embeds(m.typ, recv) {
+		if m.typ.Name() == recv || docEmbeds(m.typ, recv) {
 			pages = append(pages, m.page)
 		}
 	}
 	return pages
 }
 
-// embeds reports whether typ embeds the type named name.
-func embeds(typ reflect.Type, name string) bool {
+// docEmbeds reports whether typ docEmbeds the type named name.
+func docEmbeds(typ reflect.Type, name string) bool {
 	for i := range typ.NumField() {
-		if f := typ.Field(i); f.Anonymous && indirect(f.Type).Name() == name {
+		if f := typ.Field(i); f.Anonymous && docElem(f.Type).Name() == name {
 			return true
 		}
 	}
@@ -197,7 +197,7 @@ func TestCaddyfileDocs(t *testing.T) {
 			code := codeText(text)
 			for _, w := range words {
 				total++
-				if !names(code, w) {
+				if !docNames(code, w) {
 					t.Errorf("docs/config/%s does not name %q, read by the Caddyfile parser %s", page, w, fn.Name.Name)
 				}
 			}

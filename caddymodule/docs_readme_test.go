@@ -67,19 +67,19 @@ var (
 	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
 )
 
-// slug is GitHub's anchor of a heading: lower case, punctuation dropped,
+// docSlug is GitHub's anchor of a heading: lower case, punctuation dropped,
 // spaces as hyphens.
-func slug(heading string) string {
+func docSlug(heading string) string {
 	s := strings.ToLower(strings.TrimSpace(heading))
 	s = slugDrop.ReplaceAllString(s, "")
 	return strings.ReplaceAll(s, " ", "-")
 }
 
-// anchors returns the anchors of a Markdown page's headings, outside code.
-func anchors(page string) map[string]bool {
+// docAnchors returns the docAnchors of a Markdown page's headings, outside code.
+func docAnchors(page string) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range headingRe.FindAllStringSubmatch(fenceRe.ReplaceAllString(page, ""), -1) {
-		out[slug(m[1])] = true
+		out[docSlug(m[1])] = true
 	}
 	return out
 }
@@ -142,7 +142,7 @@ func TestDocsLinks(t *testing.T) {
 			if frag == "" || st.IsDir() {
 				continue
 			}
-			if page, ok := read(dest); ok && !anchors(page)[frag] {
+			if page, ok := read(dest); ok && !docAnchors(page)[frag] {
 				t.Errorf("%s: link %s leads to no heading of %s", f, target, dest)
 			}
 		}

@@ -41,8 +41,8 @@ var typePages = map[string]string{
 	"MetricsConfig":     "metrics.md",
 }
 
-// moduleInfo is one registered module of this repository and its page.
-type moduleInfo struct {
+// docModule is one registered module of this repository and its page.
+type docModule struct {
 	id   string
 	typ  reflect.Type // the struct type, not a pointer
 	page string
@@ -52,9 +52,9 @@ type moduleInfo struct {
 // repository, with the page of each under docs/config: http.handlers.air_x
 // on air_x.md (or x.md), the app on air.md, the admin API on admin.md, the
 // listener wrapper on air_errors.md.
-func ourModules(t *testing.T) []moduleInfo {
+func ourModules(t *testing.T) []docModule {
 	t.Helper()
-	var mods []moduleInfo
+	var mods []docModule
 	for _, id := range caddy.Modules() {
 		info, err := caddy.GetModule(id)
 		if err != nil {
@@ -77,12 +77,12 @@ func ourModules(t *testing.T) []moduleInfo {
 		default:
 			page = name + ".md"
 			if _, err := os.Stat(filepath.Join(configDocs, page)); err != nil {
-				if short := strings.TrimPrefix(name, "air_") + ".md"; fileExists(filepath.Join(configDocs, short)) {
+				if short := strings.TrimPrefix(name, "air_") + ".md"; docFileExists(filepath.Join(configDocs, short)) {
 					page = short
 				}
 			}
 		}
-		mods = append(mods, moduleInfo{id: id, typ: typ, page: page})
+		mods = append(mods, docModule{id: id, typ: typ, page: page})
 	}
 	if len(mods) < 17 {
 		t.Fatalf("only %d caddy-air modules registered: %v", len(mods), mods)
@@ -90,13 +90,13 @@ func ourModules(t *testing.T) []moduleInfo {
 	return mods
 }
 
-func fileExists(path string) bool {
+func docFileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
 
-// configField is one JSON field of a module's config, found by reflection.
-type configField struct {
+// docField is one JSON field of a module's config, found by reflection.
+type docField struct {
 	page   string
 	owner  string // the Go type that declares it
 	goName string
@@ -108,7 +108,7 @@ type configField struct {
 // jsonFields walks the exported fields of typ (and of the types of this
 // repository it holds, through pointers, slices and maps) with their JSON
 // names, each on typ's page unless its type has a page of its own.
-func jsonFields(typ reflect.Type, page, parent string, seen map[reflect.Type]bool, out *[]configField) {
+func jsonFields(typ reflect.Type, page, parent string, seen map[reflect.Type]bool, out *[]docField) {
 	if seen[typ] {
 		return
 	}
@@ -119,7 +119,7 @@ func jsonFields(typ reflect.Type, page, parent string, seen map[reflect.Type]boo
 		tag, hasTag := f.Tag.Lookup("json")
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && !hasTag {
-			if et := indirect(f.Type); et.Kind() == reflect.Struct {
+			if et := docElem(f.Type); et.Kind() == reflect.Struct {
 				jsonFields(et, page, parent, seen, out)
 			}
 			continue
@@ -130,12 +130,12 @@ func jsonFields(typ reflect.Type, page, parent string, seen map[reflect.Type]boo
 		if name == "" {
 			name = f.Name
 		}
-		*out = append(*out, configField{page: page, owner: typ.Name(), goName: f.Name, json: name, parent: parent, goType: f.Type.String()})
-		et := indirect(f.Type)
+		*out = append(*out, docField{page: page, owner: typ.Name(), goName: f.Name, json: name, parent: parent, goType: f.Type.String()})
+		et := docElem(f.Type)
 		if et.Kind() != reflect.Struct || !strings.HasPrefix(et.PkgPath(), modulePath) {
 			continue
 		}
-		sub, path := page, joinPath(parent, name)
+		sub, path := page, docJoinPath(parent, name)
 		if p, ok := typePages[et.Name()]; ok && p != page {
 			sub, path = p, ""
 		}
@@ -143,15 +143,15 @@ func jsonFields(typ reflect.Type, page, parent string, seen map[reflect.Type]boo
 	}
 }
 
-func joinPath(parent, name string) string {
+func docJoinPath(parent, name string) string {
 	if parent == "" {
 		return name
 	}
 	return parent + "." + name
 }
 
-// indirect is the element type behind pointers, slices, arrays and maps.
-func indirect(t reflect.Type) reflect.Type {
+// docElem is the element type behind pointers, slices, arrays and maps.
+func docElem(t reflect.Type) reflect.Type {
 	for {
 		switch t.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
@@ -163,9 +163,9 @@ func indirect(t reflect.Type) reflect.Type {
 }
 
 // allConfigFields is every JSON field of every module, on its page.
-func allConfigFields(t *testing.T, mods []moduleInfo) []configField {
+func allConfigFields(t *testing.T, mods []docModule) []docField {
 	t.Helper()
-	var fields []configField
+	var fields []docField
 	for _, m := range mods {
 		page := m.page
 		if p, ok := typePages[m.typ.Name()]; ok {
@@ -196,8 +196,8 @@ func codeText(page string) string {
 	return b.String()
 }
 
-// names reports whether code names word as a whole word.
-func names(code, word string) bool {
+// docNames reports whether code names word as a whole word.
+func docNames(code, word string) bool {
 	return regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(word) + `($|[^A-Za-z0-9_])`).MatchString(code)
 }
 
@@ -242,7 +242,7 @@ func TestConfigDocs(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if !names(codeText(text), f.json) {
+		if !docNames(codeText(text), f.json) {
 			t.Errorf("docs/config/%s does not name the JSON field %q (%s.%s); run go test ./caddymodule -run TestConfigDocs -update-docs", f.page, f.json, f.owner, f.goName)
 		}
 	}
@@ -258,19 +258,19 @@ func TestConfigDocsCatchesMissing(t *testing.T) {
 		Known   string `json:"per_user"`
 		Missing string `json:"no_such_option"`
 	}
-	var fields []configField
+	var fields []docField
 	jsonFields(reflect.TypeOf(extra{}), "metrics.md", "", map[reflect.Type]bool{}, &fields)
 	page := readPages(t, []string{"metrics.md"})["metrics.md"]
 	var missing []string
 	for _, f := range fields {
-		if !names(codeText(page), f.json) {
+		if !docNames(codeText(page), f.json) {
 			missing = append(missing, f.json)
 		}
 	}
 	if !slices.Equal(missing, []string{"no_such_option"}) {
 		t.Errorf("missing fields = %v, want [no_such_option]", missing)
 	}
-	if names("max_request_body_x", "max_request_body") || !names("x max_request_body <size>", "max_request_body") {
+	if docNames("max_request_body_x", "max_request_body") || !docNames("x max_request_body <size>", "max_request_body") {
 		t.Error("names does not match whole words only")
 	}
 }
@@ -278,10 +278,10 @@ func TestConfigDocsCatchesMissing(t *testing.T) {
 // writeFieldTables rewrites, on every page, the table between the markers
 // <!-- config:fields:<Type>:begin --> and <!-- config:fields:<Type>:end -->
 // with the fields that reflection finds on that page.
-func writeFieldTables(t *testing.T, fields []configField) {
+func writeFieldTables(t *testing.T, fields []docField) {
 	t.Helper()
 	docs := fieldDocs(t)
-	byPage := map[string][]configField{}
+	byPage := map[string][]docField{}
 	for _, f := range fields {
 		byPage[f.page] = append(byPage[f.page], f)
 	}
