@@ -164,7 +164,7 @@ func parserPagesOf(fn *ast.FuncDecl, mods []docModule) []string {
 	return pages
 }
 
-// docEmbeds reports whether typ docEmbeds the type named name.
+// docEmbeds reports whether typ embeds the type named name.
 func docEmbeds(typ reflect.Type, name string) bool {
 	for i := range typ.NumField() {
 		if f := typ.Field(i); f.Anonymous && docElem(f.Type).Name() == name {

@@ -75,7 +75,7 @@ func docSlug(heading string) string {
 	return strings.ReplaceAll(s, " ", "-")
 }
 
-// docAnchors returns the docAnchors of a Markdown page's headings, outside code.
+// docAnchors returns the anchors of a Markdown page's headings, outside code.
 func docAnchors(page string) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range headingRe.FindAllStringSubmatch(fenceRe.ReplaceAllString(page, ""), -1) {
