@@ -90,6 +90,7 @@ func ourModules(t *testing.T) []docModule {
 	return mods
 }
 
+// docFileExists reports whether path names a file.
 func docFileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
