@@ -235,7 +235,7 @@ func TestConfigDocs(t *testing.T) {
 		want = append(want, p)
 	}
 	if *updateDocs {
-		writeFieldTables(t, fields)
+		writeFieldTables(t, mods, fields)
 	}
 	pages := readPages(t, want)
 	for _, f := range fields {
@@ -279,12 +279,20 @@ func TestConfigDocsCatchesMissing(t *testing.T) {
 // writeFieldTables rewrites, on every page, the table between the markers
 // <!-- config:fields:<Type>:begin --> and <!-- config:fields:<Type>:end -->
 // with the fields that reflection finds on that page.
-func writeFieldTables(t *testing.T, fields []docField) {
+func writeFieldTables(t *testing.T, mods []docModule, fields []docField) {
 	t.Helper()
 	docs := fieldDocs(t)
 	byPage := map[string][]docField{}
+	empty := map[string]string{} // page → module id, for modules without fields
+	for _, m := range mods {
+		empty[m.page] = m.id
+	}
 	for _, f := range fields {
 		byPage[f.page] = append(byPage[f.page], f)
+		delete(empty, f.page)
+	}
+	for page := range empty {
+		byPage[page] = nil
 	}
 	for page, fs := range byPage {
 		path := filepath.Join(configDocs, page)
@@ -305,7 +313,11 @@ func writeFieldTables(t *testing.T, fields []docField) {
 			continue
 		}
 		var tbl strings.Builder
-		tbl.WriteString("\n| Field | Type | Meaning |\n|---|---|---|\n")
+		if len(fs) == 0 {
+			tbl.WriteString("\n" + noFields(empty[page]) + "\n")
+		} else {
+			tbl.WriteString("\n| Field | Type | Meaning |\n|---|---|---|\n")
+		}
 		for _, f := range fs {
 			name := "`" + f.json + "`"
 			if f.parent != "" {
@@ -319,4 +331,16 @@ func writeFieldTables(t *testing.T, fields []docField) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// noFields says how a module without fields appears in the JSON config.
+func noFields(id string) string {
+	name := id[strings.LastIndex(id, ".")+1:]
+	switch {
+	case strings.HasPrefix(id, "admin.api."):
+		return "No fields: Caddy loads the module with its admin endpoint, whatever the config."
+	case strings.HasPrefix(id, "caddy.listeners."):
+		return fmt.Sprintf("No fields: the wrapper is `{\"wrapper\": %q}` and takes no options.", name)
+	}
+	return fmt.Sprintf("No fields: the handler is `{\"handler\": %q}` and takes no options.", name)
 }
