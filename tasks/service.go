@@ -13,6 +13,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
+	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -206,6 +207,8 @@ type Service struct {
 	attempts     routing.AttemptObserver
 	holds        *Holds
 	buffers      Buffers
+	// poller runs the claims of due tasks (Run).
+	poller *jobs.Poller[store.TaskRecord]
 }
 
 // New returns a Service for c.
@@ -261,6 +264,9 @@ func New(c Config) (*Service, error) {
 	s.obs = c.Observer
 	if s.obs == nil {
 		s.obs = nopObserver{}
+	}
+	if s.poller, err = s.newPoller(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -174,11 +175,7 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 // backoff is the wait before the next attempt after n consecutive errors:
 // PollInterval doubled per error, at least what the provider asked for
 // (retryAfter), and at most MaxBackoff whatever it asked for, so that a
-// provider cannot put a task's polls off past MaxRunning.
+// provider cannot put a task's polls off past MaxRunning (jobs.Backoff).
 func (s *Service) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := s.pollInterval
-	for i := 1; i < n && d < s.maxBackoff; i++ {
-		d *= 2
-	}
-	return min(max(d, retryAfter), s.maxBackoff)
+	return jobs.Backoff{Initial: s.pollInterval, Max: s.maxBackoff}.Next(n, retryAfter)
 }
