@@ -134,28 +134,24 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	}
 	// The task's hold, if this service took one, becomes the charge;
 	// a retry, or a task without a hold, is charged by the Biller.
-	if h, _ := s.holds.Take(t.ID); h != nil || s.biller != nil {
-		var err error
-		if h != nil {
-			err = h.Charge(ctx, c)
-		} else {
-			err = s.biller.ChargeTask(ctx, c)
-		}
-		if err != nil {
-			s.log.Error("charging task", zap.String("task", t.ID), zap.Error(err))
-			stored, _, uerr := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
-				if t.Billing != BillingPending {
-					return false
-				}
-				t.Failures++
-				t.NextPollAt = now.Add(s.backoff(t.Failures, 0))
-				return true
-			})
-			if uerr != nil {
-				return t
+	held, err := s.holds.Charge(ctx, t.ID, c.Record())
+	if !held && s.biller != nil {
+		err = s.biller.ChargeTask(ctx, c)
+	}
+	if err != nil {
+		s.log.Error("charging task", zap.String("task", t.ID), zap.Error(err))
+		stored, _, uerr := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
+			if t.Billing != BillingPending {
+				return false
 			}
-			return stored
+			t.Failures++
+			t.NextPollAt = now.Add(s.backoff(t.Failures, 0))
+			return true
+		})
+		if uerr != nil {
+			return t
 		}
+		return stored
 	}
 	stored, _, err := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
 		if t.Billing != BillingPending {
