@@ -85,6 +85,9 @@ func (c *Console) Provision(ctx caddy.Context) error {
 	if c.Prefix == "" {
 		c.Prefix = defaultConsolePrefix
 	}
+	if !strings.HasPrefix(c.Prefix, "/") {
+		return errors.New("air_console: prefix must start with /")
+	}
 	svc := consoleServices{app: app, chat: chat}
 	c.h, err = console.New(console.Config{
 		Prefix:  c.Prefix,
