@@ -26,7 +26,6 @@ const (
 	DefaultMaxPollInterval = time.Minute
 	DefaultMaxAge          = 24 * time.Hour
 	DefaultLease           = 2 * time.Minute
-	defaultConcurrency     = 8
 )
 
 // maxPollBody bounds the body of one retrieval the poller reads: a
@@ -109,9 +108,6 @@ func NewPoller(c Config) (*Poller, error) {
 	}
 	if c.Lease <= pollTimeout {
 		return nil, fmt.Errorf("responses: lease %s must exceed the poll timeout %s", c.Lease, pollTimeout)
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = defaultConcurrency
 	}
 	if c.Now == nil {
 		c.Now = time.Now

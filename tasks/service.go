@@ -39,7 +39,6 @@ const (
 	defaultLease             = 2 * time.Minute
 	defaultMaxRunning        = 2 * time.Hour
 	defaultMaxMedia          = 60 << 20
-	defaultConcurrency       = 8
 	defaultMaxCreates        = 64
 	defaultTimeout           = 5 * time.Minute
 	defaultTypicalDuration   = 3 * time.Minute
@@ -250,9 +249,6 @@ func New(c Config) (*Service, error) {
 	}
 	if s.maxMedia <= 0 {
 		s.maxMedia = defaultMaxMedia
-	}
-	if s.concurrency <= 0 {
-		s.concurrency = defaultConcurrency
 	}
 	if c.MaxConcurrentCreates <= 0 {
 		c.MaxConcurrentCreates = defaultMaxCreates
