@@ -14,7 +14,7 @@ func (c *counter) Unpin() { c.n-- }
 
 func TestReaderPinsUntilFirstClose(t *testing.T) {
 	c := new(counter)
-	r := NewReader(c, []byte("hello, "), nil, []byte("world"))
+	r := NewSegmentsReader(c, [][]byte{[]byte("hello, "), nil, []byte("world")})
 	r2 := NewReader(c, []byte("again"))
 	if c.n != 2 {
 		t.Fatalf("%d pins held by two readers, want 2", c.n)
@@ -41,11 +41,16 @@ func TestReaderPinsUntilFirstClose(t *testing.T) {
 func TestReaderLeavesSegmentsAlone(t *testing.T) {
 	segs := [][]byte{[]byte("ab"), []byte("cd")}
 	for range 2 {
-		r := NewReader(nil, segs...)
+		r := NewSegmentsReader(nil, segs)
 		if got, _ := io.ReadAll(r); string(got) != "abcd" {
 			t.Fatalf("read %q, want abcd", got)
 		}
 		_ = r.Close()
+	}
+	if r := NewSegmentsReader(nil, nil); r.Close() != nil {
+		t.Error("closing an empty reader failed")
+	} else if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("an empty reader read %d, %v; want EOF", n, err)
 	}
 	if string(segs[0]) != "ab" || string(segs[1]) != "cd" {
 		t.Errorf("reading consumed the caller's segments: %q", segs)

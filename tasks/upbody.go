@@ -40,4 +40,4 @@ func (b *upBody) Bytes() []byte {
 
 // reader returns a reader of the whole body that holds a pin, if any, until
 // its first Close.
-func (b *upBody) reader() io.ReadCloser { return bodypin.NewReader(b.pin, b.segs...) }
+func (b *upBody) reader() io.ReadCloser { return bodypin.NewSegmentsReader(b.pin, b.segs) }
