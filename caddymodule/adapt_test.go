@@ -73,8 +73,27 @@ func TestCaddyfileAdapt(t *testing.T) {
 			if string(got) != strings.TrimSuffix(want, "\n") {
 				t.Errorf("adapted JSON differs from the golden one (rerun with -update and review the diff):\n%s", got)
 			}
+			// The checks refuse none of the golden configs: each is
+			// provisioned and validated as `caddy validate` does.
+			for k, v := range adaptEnv {
+				t.Setenv(k, v)
+			}
+			if err := validateConfig(got); err != nil {
+				t.Errorf("the adapted config does not validate: %v", err)
+			}
 		})
 	}
+}
+
+// adaptEnv are the variables the golden configs' placeholders name.
+var adaptEnv = map[string]string{
+	"AIR_PG_DSN":        "postgres://air@db.invalid/air",
+	"AIR_CSRF_SECRET":   "a-csrf-secret-of-at-least-32-characters",
+	"OPENAI_KEY_A":      "sk-a",
+	"OPENAI_KEY_B":      "sk-b",
+	"AZURE_KEY":         "az",
+	"ANTHROPIC_API_KEY": "sk-ant",
+	"DASHSCOPE_API_KEY": "sk-ds",
 }
 
 // TestInvalidConfigs loads each testdata/adapt/invalid/*.caddytest both
