@@ -63,6 +63,9 @@ func (m *Mock) Provision(ctx caddy.Context) error {
 	} else if !errors.Is(err, caddy.ErrNotConfigured) {
 		return err
 	}
+	if err := m.check(); err != nil {
+		return err
+	}
 	faults, err := m.providerFaults()
 	if err != nil {
 		return err
@@ -169,7 +172,7 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			f, perr := strconv.ParseFloat(s, 64)
-			if perr != nil || f < 0 || f > 1 {
+			if perr != nil {
 				return d.Errf("failure_rate: want a number from 0 to 1, got %q", s)
 			}
 			m.FailureRate = f
@@ -195,6 +198,9 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := m.check(); err != nil {
+		return d.Err(err.Error())
 	}
 	return nil
 }
