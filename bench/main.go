@@ -53,7 +53,10 @@ type options struct {
 	writeReadme    bool
 	airOptions     string
 	pgOptions      string
-	metricsOff     bool
+	// pgInstances is the number of caddy-air instances sharing one
+	// PostgreSQL cluster in scenario pg (at least 2).
+	pgInstances int
+	metricsOff  bool
 	// strict adds caddy-air with ledger_durability strict as a target.
 	strict bool
 	// conns is the number of connections of the closed-loop scenarios.
@@ -98,6 +101,7 @@ func parseFlags() options {
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.StringVar(&o.pgOptions, "pg-options", "", "Caddyfile `text` for the block of scenario pg's `storage postgres` line, e.g. \"intent_gather 20ms\"")
 	flag.BoolVar(&o.metricsOff, "metrics-off", false, "also run caddy-air with `metrics off` as a third target, to measure what its metrics cost")
+	flag.IntVar(&o.pgInstances, "pg-instances", 3, "caddy-air instances sharing the PostgreSQL cluster in scenario pg (compared with as many bare Caddy processes)")
 	flag.BoolVar(&o.strict, "strict", false, "also run caddy-air with `ledger_durability strict` as another target, so that the table shows both durabilities")
 	flag.IntVar(&o.conns, "conns", 50, "connections of the closed-loop scenarios 9 and 10, each sending its next request when its last answer ended")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
