@@ -75,37 +75,6 @@ func (l *Ledger) Append(ctx context.Context, recs []store.Record) error {
 	return err
 }
 
-// Write implements store.DeferredSync: Append whose transaction commits
-// with synchronous_commit off (set for that transaction alone, within the
-// statement: still one round trip). It returns once the server has the
-// records, without waiting for their WAL flush: they survive any death of
-// the gateway, and a crash of the database server loses at most what its
-// WAL writer had not flushed (wal_writer_delay, 200 ms by default, up to
-// three times that), or less with the billing writer's Syncs.
-func (l *Ledger) Write(ctx context.Context, recs []store.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	_, err := l.insertWith(ctx, recs, ledgerAsyncStatement, insertLedgerAsync)
-	return err
-}
-
-// Sync implements store.DeferredSync: one synchronous commit of a
-// transaction that writes WAL (a no-op update of the instance's lease
-// row: a transaction that writes none commits without a flush), which
-// makes the server flush its WAL up to that commit, and so every
-// asynchronous commit before it. As for Append, how durable that is
-// follows the server's synchronous_commit. If the lease row is gone
-// (another instance took this one for dead), the heartbeat's upsert
-// writes it again.
-func (l *Ledger) Sync(ctx context.Context) error {
-	tag, err := l.db.pool.Exec(ctx, `UPDATE air_instances SET expires = expires WHERE id = $1`, l.db.instance)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = l.db.heartbeat(ctx)
-	}
-	return err
-}
-
 // Insert implements store.Ledger.
 func (l *Ledger) Insert(ctx context.Context, rec store.Record) (bool, error) {
 	n, err := l.insert(ctx, []store.Record{rec})
@@ -135,12 +104,8 @@ func (l *Ledger) insertWith(ctx context.Context, recs []store.Record, name, sql 
 	}
 }
 
-// ledgerStatement is the name of insertLedger on the pool's connections,
-// ledgerAsyncStatement that of insertLedgerAsync.
-const (
-	ledgerStatement      = "air_insert_ledger"
-	ledgerAsyncStatement = "air_insert_ledger_async"
-)
+// ledgerStatement is the name of insertLedger on the pool's connections.
+const ledgerStatement = "air_insert_ledger"
 
 // insertOnce runs insertLedger once, on a connection of the pool where it
 // is prepared (once per connection), with its one parameter in text
