@@ -218,7 +218,17 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 		{label: pgOneLabel, procs: instances[:1], key: key, clients: clients(1)},
 		{label: pgManyLabel(n), procs: instances, key: key, clients: clients(n)},
 	}
-	var out []*pgScenario
+	if b.opts.takeover > 0 {
+		runs, err := b.measureTakeover(ctx, tmp, upPort, storage, key, instances[0])
+		if err != nil {
+			return nil, err
+		}
+		b.pgIdle += takeoverReport(runs, n)
+	}
+	out := []*pgScenario{}
+	if !b.opts.pgLoads {
+		return out, nil
+	}
 	for _, s := range []struct {
 		title  string
 		body   []byte

@@ -49,6 +49,9 @@ func summarizePG(runs []pgRun) pgSummary {
 // also with its range), and the ratio of the gateway's CPU per request
 // to bare Caddy's.
 func pgTable(scenarios []*pgScenario) string {
+	if len(scenarios) == 0 {
+		return ""
+	}
 	var b strings.Builder
 	b.WriteString("| Load | Target | req/s | p50 ms | p99 ms | +p50 / +p99 ms | first byte p50 / p99 ms | gateway CPU µs/req (min–max) | × bare (same count of processes) | PostgreSQL CPU µs/req | gateway + PostgreSQL µs/req | peak RSS MiB (largest instance) | errors |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
