@@ -21,7 +21,9 @@ import (
 // instances. When Append returns, the transaction has committed, as
 // durably as the server's synchronous_commit says (only the intent
 // writer turns it off, for its own connection): a client's last byte,
-// which waits for it, waits for the commit.
+// which waits for it in ledger_durability strict, waits for the commit.
+// In journaled mode Write journals records instead and Sync writes them
+// here (journal.go).
 type Ledger struct {
 	db *DB
 	// retention is how long records are kept after they were written
@@ -167,7 +169,10 @@ func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(st
 }
 
 // Flush implements store.Ledger: records are counted in the transaction
-// that writes them, so there is never anything left to count.
+// that writes them to the ledger (Append, Insert, Sync), so there is
+// never anything left to count; records journaled by Write and not yet
+// synced are not in the ledger yet (store.DeferredSync: Flush counts what
+// a Sync covered).
 func (l *Ledger) Flush(ctx context.Context) error { return ctx.Err() }
 
 // Err implements store.Ledger: a failed transaction fails only its own
