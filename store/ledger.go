@@ -339,17 +339,18 @@ type DeferredSync interface {
 	// Write is Append without the wait for the machine-crash durability:
 	// when it returns nil its records survive a kill of the process, an
 	// OOM kill or a panic (Badger: written to the journal with a write,
-	// not synced; PostgreSQL: committed with synchronous_commit off). Its
-	// other terms are Append's. Records written are counted in the
-	// aggregates and spend once a Sync covered them (Badger), or at once
-	// (PostgreSQL); Flush counts only what a Sync covered.
+	// not synced; PostgreSQL: journaled over their intents, committed with
+	// synchronous_commit off). Its other terms are Append's. Records
+	// written are counted in the aggregates and spend once a Sync covered
+	// them; Flush counts only what a Sync covered.
 	Write(ctx context.Context, recs []Record) error
 	// Sync makes every record written before the call durable against a
 	// crash of the machine (Badger: one fdatasync of the journal;
-	// PostgreSQL: a synchronous commit, which flushes the WAL of every
-	// earlier commit). It may run concurrently with Write and must not
-	// hold it up for the time the disk takes. An error that Err reports
-	// from then on stops the ledger.
+	// PostgreSQL: the journaled records written to the ledger in a
+	// synchronous commit, which flushes the WAL of every earlier commit).
+	// It may run concurrently with Write and must not hold it up for the
+	// time the disk takes. An error that Err reports from then on stops
+	// the ledger.
 	Sync(ctx context.Context) error
 }
 

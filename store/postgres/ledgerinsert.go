@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"strings"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -140,17 +139,6 @@ s AS (
 	ORDER BY v.scope COLLATE "C", v.subject COLLATE "C", currency COLLATE "C", p.period COLLATE "C"
 	ON CONFLICT (scope, subject, currency, period) DO UPDATE SET amount = air_sat(s.amount::numeric + EXCLUDED.amount))
 SELECT count(*) FROM ins`
-
-// insertLedgerAsync is insertLedger whose transaction commits with
-// synchronous_commit off (store.DeferredSync's Write): set_config(…, true)
-// sets it for the statement's own implicit transaction, whose commit reads
-// it. The final SELECT joins the setting's one row so that it is
-// evaluated whenever a record was inserted (with none there is nothing to
-// commit).
-var insertLedgerAsync = strings.Replace(
-	strings.Replace(insertLedger, "WITH ins AS (",
-		"WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),\nins AS (", 1),
-	"SELECT count(*) FROM ins", "SELECT count(*) FROM ins, async", 1)
 
 // appendLedgerRecords appends recs to b as the JSON array that
 // insertLedger reads. Their times are cut to the microsecond first, as
