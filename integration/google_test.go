@@ -36,11 +36,15 @@ const (
 // behind a recorder of what it was sent and answered.
 type googleFake struct {
 	*httptest.Server
-	mu      sync.Mutex
-	bodies  []string
-	answers []string
-	paths   []string
-	auth    []string
+	mu        sync.Mutex
+	exchanges []*googleExchange
+}
+
+// googleExchange is one request to a fake and its answer, complete once
+// done is closed.
+type googleExchange struct {
+	body, path, auth, answer string
+	done                     chan struct{}
 }
 
 // newGoogleFake serves srv, recording each exchange.
@@ -49,36 +53,46 @@ func newGoogleFake(t *testing.T, srv http.Handler) *googleFake {
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &teeWriter{ResponseWriter: w}
-		srv.ServeHTTP(rec, r)
+		x := &googleExchange{body: string(body), path: r.URL.RequestURI(), auth: r.Header.Get("Authorization") + r.Header.Get("X-Goog-Api-Key"),
+			done: make(chan struct{})}
 		f.mu.Lock()
-		f.bodies = append(f.bodies, string(body))
-		f.answers = append(f.answers, rec.buf.String())
-		f.paths = append(f.paths, r.URL.RequestURI())
-		f.auth = append(f.auth, r.Header.Get("Authorization")+r.Header.Get("X-Goog-Api-Key"))
+		f.exchanges = append(f.exchanges, x)
 		f.mu.Unlock()
+		rec := &teeWriter{ResponseWriter: w}
+		defer func() {
+			x.answer = rec.buf.String()
+			close(x.done)
+		}()
+		srv.ServeHTTP(rec, r)
 	}))
 	t.Cleanup(f.Close)
 	return f
 }
 
-// last returns the last request's body, answer, path and credential.
+// last returns the last request's body, answer, path and credential,
+// once the fake has answered it.
 func (f *googleFake) last(t *testing.T) (body, answer, path, auth string) {
 	t.Helper()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.bodies) == 0 {
+	n := len(f.exchanges)
+	f.mu.Unlock()
+	if n == 0 {
 		t.Fatal("the fake received no request")
 	}
-	n := len(f.bodies) - 1
-	return f.bodies[n], f.answers[n], f.paths[n], f.auth[n]
+	x := f.exchanges[n-1]
+	select {
+	case <-x.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fake's last answer is not complete")
+	}
+	return x.body, x.answer, x.path, x.auth
 }
 
 // count is the number of requests the fake received.
 func (f *googleFake) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.bodies)
+	return len(f.exchanges)
 }
 
 // teeWriter keeps a copy of the answer it writes, flushing as it goes.
@@ -188,7 +202,8 @@ func (c *googleCloud) providers() string {
 // (gemini-2.5-pro on Vertex AI).
 const googleModels = "model gem-flash gem gemini-2.5-flash\n\t\tmodel vtx-pro vtx gemini-2.5-pro"
 
-// googlePrices prices them, with cache reads.
+// googlePrices prices them as Google does, cache reads at a share of the
+// input price (0.075 and 0.125 per million tokens).
 const googlePrices = `{"currency":"USD","models":{
-	"gem-flash":{"tiers":[{"input":"0.30","output":"2.50"}],"cache":{"read":"0.075"}},
-	"vtx-pro":{"tiers":[{"input":"1.25","output":"10"}],"cache":{"read":"0.125"}}}}`
+	"gem-flash":{"tiers":[{"input":"0.30","output":"2.50"}],"cache":{"read":"0.25"}},
+	"vtx-pro":{"tiers":[{"input":"1.25","output":"10"}],"cache":{"read":"0.1"}}}}`
