@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -180,13 +181,15 @@ func newGoogleCloud(t *testing.T, ttl time.Duration) *googleCloud {
 }
 
 // providers are the Caddyfile provider blocks of the fakes: gem (AI
-// Studio) and vtx (Vertex AI), without retries.
-func (c *googleCloud) providers() string {
+// Studio) and vtx (Vertex AI), without retries, with extra options.
+func (c *googleCloud) providers(extra ...string) string {
+	x := strings.Join(extra, "\n\t\t\t")
 	return fmt.Sprintf(`provider gem {
 			protocol gemini
 			base_url %s
 			api_key %s
 			retries 0
+			%s
 		}
 		provider vtx {
 			protocol vertex
@@ -195,7 +198,8 @@ func (c *googleCloud) providers() string {
 			region %s
 			credentials_file %s
 			retries 0
-		}`, c.gemini.URL, geminiKey, c.vertex.URL, vertexProject, vertexRegion, c.credentials)
+			%s
+		}`, c.gemini.URL, geminiKey, x, c.vertex.URL, vertexProject, vertexRegion, c.credentials, x)
 }
 
 // googleModels are gem-flash (gemini-2.5-flash on AI Studio) and vtx-pro
