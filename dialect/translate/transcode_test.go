@@ -142,3 +142,29 @@ func TestCloudTranslators(t *testing.T) {
 		t.Error("gemini is no client protocol")
 	}
 }
+
+// BenchmarkTranscodeGeminiStream transcodes a 20-chunk Gemini stream into
+// Messages, as a cloud attempt's body is read.
+func BenchmarkTranscodeGeminiStream(b *testing.B) {
+	x, err := For(Messages, Gemini).Request([]byte(`{"model":"g","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for range 20 {
+		sb.WriteString(geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"tok \"quoted\" "}]}}],"responseId":"r1","modelVersion":"gemini-2.5-flash"}`))
+	}
+	sb.WriteString(geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"end"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":21},"responseId":"r1"}`))
+	body := sb.String()
+	buf := make([]byte, 32<<10)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := x.Transcode(&http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))})
+		for {
+			if _, err := resp.Body.Read(buf); err != nil {
+				break
+			}
+		}
+	}
+}
