@@ -168,3 +168,31 @@ func BenchmarkTranscodeGeminiStream(b *testing.B) {
 		}
 	}
 }
+
+// The Gemini bugs seen in peers (ARCHITECTURE §9), through the whole
+// chain a Chat Completions client's answer takes: the Gemini stream
+// transcoded into Messages, then written as Chat Completions.
+func TestPeerBugGeminiLastChunkAndThoughts(t *testing.T) {
+	x := mustRequest(t, Chat, Gemini, `{"model":"g","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, Options{})
+	body := geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],"responseId":"r1"}`) +
+		geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"responseId":"r1"}`) +
+		// The last chunk carries text, the finish reason and the usage.
+		geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":2,"cachedContentTokenCount":60,"thoughtsTokenCount":40},"responseId":"r1"}`)
+	_, messages, err := transcoded(t, x, 200, http.Header{"Content-Type": {"text/event-stream"}}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := answer(t, x, 200, sse, messages, 9)
+	out := rec.Body.String()
+	var text string
+	for _, d := range dataLines(out) {
+		text += gjson.Get(d, "choices.0.delta.content").Str
+	}
+	u := lastUsage(t, out)
+	// The last chunk's text and usage are there; the thoughts count as
+	// completion tokens, the cached tokens in the prompt's.
+	if text != "Hello" || u.Get("prompt_tokens").Int() != 100 || u.Get("prompt_tokens_details.cached_tokens").Int() != 60 ||
+		u.Get("completion_tokens").Int() != 42 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		t.Fatalf("text %q, usage %s in\n%s", text, u.Raw, out)
+	}
+}
