@@ -57,7 +57,8 @@ func checkCost(t *testing.T, what string, rec ledgerRecord, model, answer string
 	want, u := wantCost(t, model, answer)
 	cached := u.Get("cachedContentTokenCount").Int()
 	if rec.Usage.Input != u.Get("promptTokenCount").Int()-cached || rec.Usage.CacheRead != cached ||
-		rec.Usage.Output != u.Get("candidatesTokenCount").Int()+u.Get("thoughtsTokenCount").Int() || !rec.Priced {
+		rec.Usage.Output != u.Get("candidatesTokenCount").Int()+u.Get("thoughtsTokenCount").Int() ||
+		rec.Usage.Reasoning != u.Get("thoughtsTokenCount").Int() || !rec.Priced {
 		t.Errorf("%s: record usage %+v, provider reported %s", what, rec.Usage, u.Raw)
 	}
 	if got, ok := new(big.Rat).SetString(rec.Cost); !ok || got.Cmp(want) != 0 {
@@ -362,7 +363,7 @@ func TestDialectGeminiAnthropicSDK(t *testing.T) {
 	// The second thinking turn read the cached system prompt, and its
 	// thoughts were billed.
 	for _, i := range []int{3, 8} {
-		if recs[i].Usage.CacheRead == 0 || recs[i].Usage.Output <= recs[i].Usage.Reasoning {
+		if recs[i].Usage.CacheRead == 0 || recs[i].Usage.Reasoning == 0 || recs[i].Usage.Output <= recs[i].Usage.Reasoning {
 			t.Errorf("Test %d: record %+v, want cache reads and thoughts", i, recs[i].Usage)
 		}
 	}

@@ -50,6 +50,9 @@ func TestTranscodeGeminiStreamIntoMessages(t *testing.T) {
 	if m.input != 400 || m.cacheRead != 600 || m.output != 50 || m.stop != "end_turn" || !m.stopped {
 		t.Errorf("usage %+v, want input 400, cache read 600, output 50, end_turn", m)
 	}
+	if r := gjson.Get(dataLines(out)[len(dataLines(out))-2], "usage.output_tokens_details.thinking_tokens").Int(); r != 30 {
+		t.Errorf("thinking tokens %d, want 30 in\n%s", r, out)
+	}
 	if !strings.HasSuffix(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
 		t.Errorf("stream does not end with message_stop:\n%s", out)
 	}
@@ -192,7 +195,7 @@ func TestPeerBugGeminiLastChunkAndThoughts(t *testing.T) {
 	// The last chunk's text and usage are there; the thoughts count as
 	// completion tokens, the cached tokens in the prompt's.
 	if text != "Hello" || u.Get("prompt_tokens").Int() != 100 || u.Get("prompt_tokens_details.cached_tokens").Int() != 60 ||
-		u.Get("completion_tokens").Int() != 42 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		u.Get("completion_tokens").Int() != 42 || u.Get("completion_tokens_details.reasoning_tokens").Int() != 40 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
 		t.Fatalf("text %q, usage %s in\n%s", text, u.Raw, out)
 	}
 }
