@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 )
 
 // Protocol names of the wire protocols, as providers name them.
@@ -27,6 +28,9 @@ const (
 	Chat = "openai"
 	// Messages is Anthropic's Messages.
 	Messages = "anthropic"
+	// Responses is OpenAI's Responses, a client protocol only here: a
+	// provider that speaks it is reached without translation.
+	Responses = "responses"
 )
 
 // DroppedHeader is the response header that lists, comma-separated, the
@@ -47,14 +51,16 @@ type Translator struct {
 	provider dialect.ProviderCodec
 }
 
-// codecs are the protocols with a dialect, by name, and their paths.
+// codecs are the protocols with a dialect, by name, and their paths. A
+// protocol only clients speak has no provider codec (nor path).
 var codecs = map[string]struct {
 	client   dialect.ClientCodec
 	provider dialect.ProviderCodec
 	path     string
 }{
-	Chat:     {openai.Codec{}, openai.Codec{}, openai.Path},
-	Messages: {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
+	Chat:      {openai.Codec{}, openai.Codec{}, openai.Path},
+	Messages:  {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
+	Responses: {responses.Codec{}, nil, ""},
 }
 
 // translators are made once: they hold no state of an exchange.
@@ -62,7 +68,7 @@ var translators = func() map[[2]string]*Translator {
 	m := make(map[[2]string]*Translator)
 	for c, cc := range codecs {
 		for p, pc := range codecs {
-			if c != p {
+			if c != p && cc.client != nil && pc.provider != nil {
 				m[[2]string{c, p}] = &Translator{Client: c, Provider: p, Path: pc.path, client: cc.client, provider: pc.provider}
 			}
 		}
