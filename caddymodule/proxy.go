@@ -147,6 +147,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
 	mr = h.app.metrics.Route(route.Pattern)
+	if aerr := h.refuseStateful(body, in, route); aerr != nil {
+		return h.refuse(w, r, mr, aerr)
+	}
 	pin, aerr := h.pinned(r.Context(), st, key, in, route)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)

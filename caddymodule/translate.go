@@ -24,13 +24,27 @@ func wireOf(kind string) string {
 	return ""
 }
 
+// wire is the wire protocol route serves this endpoint's clients in:
+// wireOf its kind, except that a chat model of an openai provider serves
+// Responses clients in Responses, which OpenAI speaks as well (a chat
+// model of another protocol, such as dashscope, speaks only Chat
+// Completions).
+func (h *proxyHandler) wire(route *providers.Route) string {
+	w := wireOf(route.Kind)
+	if h.spec.client == translate.Responses && w == translate.Chat && route.Provider != nil &&
+		route.Provider.Protocol == providers.ProtocolOpenAI {
+		return translate.Responses
+	}
+	return w
+}
+
 // translator is the translation a request to route needs: nil when the
 // endpoint's protocol is the route's (pass-through) or none exists.
 func (h *proxyHandler) translator(route *providers.Route) *translate.Translator {
 	if h.spec.client == "" {
 		return nil
 	}
-	wire := wireOf(route.Kind)
+	wire := h.wire(route)
 	if wire == "" || wire == h.spec.client {
 		return nil
 	}
@@ -109,7 +123,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		wire := wireOf(t.Route.Kind)
+		wire := lg.h.wire(t.Route)
 		if x, ok := lg.x[wire]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {

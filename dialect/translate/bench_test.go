@@ -8,6 +8,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 )
 
 // BenchmarkTranslateEvent translates one text delta event, provider bytes
@@ -37,6 +38,15 @@ var eventCases = []eventCase{
 			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" deterministic reply\"}}\n\n",
 		anthropic.Codec{}, openai.Codec{}},
+	{"messages-to-responses",
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" deterministic reply\"}}\n\n",
+		anthropic.Codec{}, responses.Codec{}},
+	{"chat-to-responses",
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}` + "\n\n",
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"content":" deterministic reply"},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n",
+		openai.Codec{}, responses.Codec{}},
 }
 
 func benchmarkEvent(b *testing.B, tc eventCase) {
