@@ -318,7 +318,7 @@ func TestDialectResponsesSDKErrors(t *testing.T) {
 		Providers: providerBlock("rec-anth", "anthropic", "retries 0", up) + "\n" + providerBlock("rec-anth2", "anthropic", "retries 0", up2) +
 			"\n" + providerBlock("rec-anth3", "anthropic", "retries 0", up3),
 		Models: "model rec-claude rec-anth2\nmodel rec-claude-429 rec-anth\nmodel rec-claude-429b rec-anth3",
-		Prices:    `{"currency":"USD","models":{"rec-claude":{"tiers":[{"input":"3","output":"15"}],"cache":{"creation":"1.25","read":"0.1"}}}}`,
+		Prices: `{"currency":"USD","models":{"rec-claude":{"tiers":[{"input":"3","output":"15"}],"cache":{"creation":"1.25","read":"0.1"}}}}`,
 	})
 	key, _ := createKey(t, "r2a-errors")
 	client := openAIClient(key)
