@@ -72,6 +72,8 @@ func TestDecodeRequest(t *testing.T) {
 		{body: `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]}`, err: "file_id"},
 		{body: `{"model":"m","input":[{"role":"tool","content":"x"}]}`, err: "not supported"},
 		{body: `{"model":"m","input":3}`, err: "string or an array"},
+		// Found by FuzzDecodeRequest: no schema made an invalid upstream body.
+		{body: `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n"}}}`, err: "needs a schema object"},
 		{body: `[1]`, err: "not a JSON object"},
 	} {
 		r, err := Codec{}.DecodeRequest([]byte(tc.body))

@@ -150,8 +150,12 @@ func decodeText(r *dialect.Request, v gjson.Result) error {
 	case "json_object":
 		r.ResponseFormat = &dialect.ResponseFormat{Type: t}
 	case "json_schema":
+		schema := f.Get("schema")
+		if !schema.IsObject() {
+			return errors.New("text.format.schema: a json_schema format needs a schema object")
+		}
 		r.ResponseFormat = &dialect.ResponseFormat{Type: t, Name: f.Get("name").Str,
-			Schema: json.RawMessage(f.Get("schema").Raw), Strict: f.Get("strict").Bool()}
+			Schema: json.RawMessage(schema.Raw), Strict: f.Get("strict").Bool()}
 	default:
 		return fmt.Errorf("text.format.type: %q is not supported", t)
 	}
