@@ -138,3 +138,37 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
+
+// BenchmarkTranslateExchangeResponses translates a whole streamed
+// exchange of a Responses client to a messages model: its ~1 KB request,
+// decoded and encoded, and a 20-delta answer with its usage, through the
+// Writer.
+func BenchmarkTranslateExchangeResponses(b *testing.B) {
+	req := []byte(`{"model":"mock-claude","max_output_tokens":1024,"stream":true,"store":false,"instructions":"You are a helpful assistant that answers briefly and precisely, citing the relevant facts and nothing else.",` +
+		`"input":[{"role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("Tell me about the history of the city and its harbour. ", 14) + `"}]}]}`)
+	deltas := make([]string, 20)
+	for i := range deltas {
+		deltas[i] = `{"type":"text_delta","text":" deterministic"}`
+	}
+	events := strings.SplitAfter(anthropicStream(`{"input_tokens":200,"output_tokens":1}`, `{"output_tokens":20}`,
+		blockEvents(0, `{"type":"text","text":""}`, deltas...)), "\n\n")
+	tr := For(Responses, Messages)
+	w := &discard{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		x, err := tr.Request(req, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := x.Body(""); err != nil {
+			b.Fatal(err)
+		}
+		tw := x.Writer(w)
+		tw.Header().Set("Content-Type", "text/event-stream")
+		tw.WriteHeader(200)
+		for _, e := range events {
+			_, _ = tw.Write([]byte(e))
+		}
+		tw.Close()
+	}
+}
