@@ -75,6 +75,9 @@ func TestDecodeRequest(t *testing.T) {
 		// Found by FuzzDecodeRequest: no schema made an invalid upstream body.
 		{body: `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n"}}}`, err: "needs a schema object"},
 		{body: `[1]`, err: "not a JSON object"},
+		{body: `{"model":"m","reasoning":{"effort":"low"},"input":"q","reasoning":{"effort":"high"}}`, err: "reasoning: the member is repeated"},
+		{body: `{"model":"m","input":[{"role":"user","content":"a"},{"type":"function_call","call_id":"a","name":"f","call_id":"b"}]}`, err: "input[1].call_id: the member is repeated"},
+		{body: `{"model":"m","input":"q","tools":[{"type":"function","name":"f","parameters":{"type":"object","type":"string"}}]}`, err: "tools[0].parameters.type: the member is repeated"},
 	} {
 		r, err := Codec{}.DecodeRequest([]byte(tc.body))
 		if tc.err != "" {

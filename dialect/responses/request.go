@@ -12,7 +12,8 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/openai"
 )
 
-// DecodeRequest reads a Responses create request. Members the neutral
+// DecodeRequest reads a Responses create request; one that repeats a
+// member anywhere is refused. Members the neutral
 // model cannot carry are listed in Request.Unsupported (a built-in tool
 // as "tools.<type>"); those that change nothing in the answer but cannot
 // be kept (store, prompt_cache_key, metadata) in Request.Dropped. The
@@ -25,6 +26,9 @@ func (Codec) DecodeRequest(body []byte) (*dialect.Request, error) {
 	root := gjson.ParseBytes(body)
 	if !root.IsObject() {
 		return nil, errors.New("the body is not a JSON object")
+	}
+	if p := repeated(root, ""); p != "" {
+		return nil, fmt.Errorf("%s: the member is repeated", p)
 	}
 	// Streams always end with the usage.
 	r := &dialect.Request{StreamUsage: true}
