@@ -41,9 +41,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope
+//			protocol openai|anthropic|dashscope|gemini|vertex
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
+//			project <gcp-project>
+//			region <gcp-region>
+//			credentials_file <service-account.json>
+//			token_url <url>
 //			timeout <duration>
 //			try_timeout <duration>
 //			retries <n>
@@ -266,6 +270,22 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			p.TPM, err = parsePositiveInt(d)
 		case "health_check":
 			p.HealthCheck, err = parseHealthCheck(d)
+		case "project":
+			if !d.AllArgs(&p.Project) {
+				return d.ArgErr()
+			}
+		case "region":
+			if !d.AllArgs(&p.Region) {
+				return d.ArgErr()
+			}
+		case "credentials_file":
+			if !d.AllArgs(&p.CredentialsFile) {
+				return d.ArgErr()
+			}
+		case "token_url":
+			if !d.AllArgs(&p.TokenURL) {
+				return d.ArgErr()
+			}
 		default:
 			return d.Errf("unrecognized provider option %q", d.Val())
 		}
@@ -275,9 +295,6 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 	}
 	if p.Protocol == "" {
 		return d.Errf("provider %s: protocol is required", p.Name)
-	}
-	if len(p.BaseURLs) == 0 {
-		return d.Errf("provider %s: base_url is required", p.Name)
 	}
 	a.Providers = append(a.Providers, p)
 	return nil

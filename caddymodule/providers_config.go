@@ -16,11 +16,15 @@ import (
 type ProviderConfig struct {
 	// Name identifies the provider in model lines and the ledger.
 	Name string `json:"name"`
-	// Protocol is "openai", "anthropic" or "dashscope".
+	// Protocol is "openai", "anthropic", "dashscope", "gemini" (Google AI
+	// Studio) or "vertex" (Gemini on Vertex AI).
 	Protocol string `json:"protocol"`
 	// BaseURLs are the provider's API base URLs, e.g.
 	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
-	BaseURLs []string `json:"base_urls"`
+	// Default, for gemini: https://generativelanguage.googleapis.com; for
+	// vertex: Region's endpoint, https://{region}-aiplatform.googleapis.com.
+	// Required for the other protocols.
+	BaseURLs []string `json:"base_urls,omitempty"`
 	// APIKeys are the provider's credentials, used in turn with BaseURLs.
 	// Placeholders like {env.X} are expanded.
 	APIKeys []string `json:"api_keys,omitempty"`
@@ -71,6 +75,19 @@ type ProviderConfig struct {
 	TPM int `json:"tpm,omitempty"`
 	// HealthCheck, when set, probes each base URL × key at an interval.
 	HealthCheck *HealthCheckConfig `json:"health_check,omitempty"`
+	// Project is a vertex provider's Google Cloud project. Default: the
+	// project its credentials name. Placeholders are expanded.
+	Project string `json:"project,omitempty"`
+	// Region is a vertex provider's location, such as us-central1 or
+	// global. Required for vertex. Placeholders are expanded.
+	Region string `json:"region,omitempty"`
+	// CredentialsFile is the path of a vertex provider's service account
+	// key (JSON). Default: the application default credentials
+	// (GOOGLE_APPLICATION_CREDENTIALS, gcloud's, or the metadata server's).
+	CredentialsFile string `json:"credentials_file,omitempty"`
+	// TokenURL replaces the token endpoint (token_uri) of CredentialsFile,
+	// for a private or fake OAuth2 endpoint.
+	TokenURL string `json:"token_url,omitempty"`
 }
 
 // HealthCheckConfig is a provider's active health check.
@@ -177,6 +194,13 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			}
 			p.APIKeys = append(p.APIKeys, v)
 		}
+		if providers.IsCloud(p.Protocol) {
+			if err := a.cloudEndpoint(repl, pc, p); err != nil {
+				return nil, a.configError(err)
+			}
+		} else if pc.Project != "" || pc.Region != "" || pc.CredentialsFile != "" || pc.TokenURL != "" {
+			return nil, a.configError(fmt.Errorf("provider %s: project, region, credentials_file and token_url are vertex settings", pc.Name))
+		}
 		byName[p.Name] = p
 		provs = append(provs, p)
 	}
@@ -250,6 +274,9 @@ func (a *App) routingOptions() map[string]routing.Options {
 			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM, TryTimeout: time.Duration(pc.TryTimeout)}
 		if hc := pc.HealthCheck; hc != nil {
 			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
+			if hc.Path == "" && pc.Protocol == providers.ProtocolGemini {
+				o.HealthCheck.Path = "/v1beta/models" // AI Studio's model list
+			}
 		}
 		out[pc.Name] = o
 	}

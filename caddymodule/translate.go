@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -11,11 +12,15 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// wireOf is the wire protocol a chat model of kind is served in: Chat
-// Completions for chat models, Messages for messages models, "" for the
-// other kinds, which no translation reaches.
-func wireOf(kind string) string {
-	switch kind {
+// wireOf is the wire protocol a chat model of route is served in: a
+// cloud provider's own (gemini, vertex), else Chat Completions for chat
+// models and Messages for messages models; "" for the other kinds, which
+// no translation reaches.
+func wireOf(route *providers.Route) string {
+	if p := route.Provider.Protocol; providers.IsCloud(p) {
+		return p
+	}
+	switch route.Kind {
 	case providers.KindChat:
 		return translate.Chat
 	case providers.KindMessages:
@@ -25,12 +30,12 @@ func wireOf(kind string) string {
 }
 
 // wire is the wire protocol route serves this endpoint's clients in:
-// wireOf its kind, except that a chat model of an openai provider serves
+// wireOf route, except that a chat model of an openai provider serves
 // Responses clients in Responses, which OpenAI speaks as well (a chat
 // model of another protocol, such as dashscope, speaks only Chat
 // Completions).
 func (h *proxyHandler) wire(route *providers.Route) string {
-	w := wireOf(route.Kind)
+	w := wireOf(route)
 	if h.spec.client == translate.Responses && w == translate.Chat && route.Provider != nil &&
 		route.Provider.Protocol == providers.ProtocolOpenAI {
 		return translate.Responses
@@ -123,13 +128,19 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		wire := lg.h.wire(t.Route)
-		if x, ok := lg.x[wire]; ok {
+		if x, ok := lg.x[lg.h.wire(t.Route)]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {
 				return nil, err
 			}
-			return &chatproxy.Leg{Protocol: protocolOf(wire), Path: x.Path(), Body: b, Writer: x.Writer(w)}, nil
+			l := &chatproxy.Leg{Protocol: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
+			if ep := t.Provider.Endpoint; ep != nil {
+				model, stream := x.Model(t.UpstreamModel), x.Stream()
+				l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
+					return ep.NewRequest(ctx, a, model, stream, body)
+				}
+			}
+			return l, nil
 		}
 		b, injected, err := chatproxy.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
 		if err != nil {
