@@ -67,3 +67,21 @@ func idBase(id string) string {
 
 // Interface guard.
 var _ dialect.ClientCodec = Codec{}
+
+// ClientParam names, in Responses terms, a parameter that a provider
+// codec records as unsupported or dropped under its Chat Completions or
+// Messages name, so that the 400's param and X-Air-Dropped-Params name
+// what the client sent.
+func (Codec) ClientParam(param string) string {
+	switch param {
+	case "response_format":
+		return "text.format"
+	case "reasoning_effort":
+		return "reasoning.effort"
+	case "reasoning_content", "thinking":
+		return "reasoning"
+	case "tool_result.content.image":
+		return "function_call_output.output.input_image"
+	}
+	return param
+}

@@ -209,6 +209,16 @@ func TestResponsesBuiltInTools(t *testing.T) {
 	if x.DroppedValue() != "tools.web_search_preview" || gjson.GetBytes(b, "tools.#").Int() != 1 {
 		t.Errorf("dropped %q, body %s", x.DroppedValue(), b)
 	}
+	// The provider codecs' names of what they refuse or drop are the
+	// client's.
+	_, err = For(Responses, Messages).Request([]byte(`{"model":"c","input":"hi","text":{"format":{"type":"json_object"}}}`), Options{})
+	if !asUnsupported(err, &ue) || ue.Param != "text.format" {
+		t.Errorf("text.format: %v", err)
+	}
+	x = mustRequest(t, Responses, Chat, `{"model":"q","input":[{"type":"reasoning","summary":[],"encrypted_content":"s"},{"role":"assistant","content":"a"},{"role":"user","content":"b"}]}`, Options{})
+	if x.DroppedValue() != "reasoning" {
+		t.Errorf("reasoning to chat: dropped %q", x.DroppedValue())
+	}
 	if For(Chat, Responses) != nil || For(Messages, Responses) != nil {
 		t.Error("Responses is no provider protocol here")
 	}

@@ -163,11 +163,30 @@ func (t *Translator) Request(body []byte, o Options) (*Exchange, error) {
 	if _, err := t.provider.EncodeRequest(nil, req); err != nil {
 		return nil, err
 	}
+	if pn, ok := t.client.(paramNamer); ok {
+		rename(pn, req.Unsupported)
+		rename(pn, req.Dropped)
+	}
 	if len(req.Unsupported) > 0 && !o.DropParams {
 		return nil, &UnsupportedError{Param: req.Unsupported[0], Provider: t.Provider}
 	}
 	x.Dropped = append(append(x.Dropped, req.Unsupported...), req.Dropped...)
 	return x, nil
+}
+
+// paramNamer is a client codec that names in its own protocol's terms the
+// parameters a provider codec records as unsupported or dropped (which
+// use the Chat Completions and Messages names).
+type paramNamer interface {
+	// ClientParam is the client's name of the parameter param.
+	ClientParam(param string) string
+}
+
+// rename renames params in place.
+func rename(pn paramNamer, params []string) {
+	for i, p := range params {
+		params[i] = pn.ClientParam(p)
+	}
 }
 
 // DroppedValue is the value of DroppedHeader, "" when nothing was dropped.
