@@ -229,3 +229,31 @@ func asUnsupported(err error, ue **UnsupportedError) bool {
 	*ue = u
 	return ok
 }
+
+// A request as Codex CLI sends it reaches a messages model without
+// drop_params: nothing in it is refused, only prompt_cache_key is left
+// out (and said so); its developer message joins the system prompt.
+func TestResponsesCodexRequest(t *testing.T) {
+	body := `{"model":"claude-sonnet","instructions":"You are Codex, based on GPT-5.","input":[` +
+		`{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd</environment_context>"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"list the files"}]},` +
+		`{"type":"reasoning","summary":[{"type":"summary_text","text":"run ls"}],"content":null,"encrypted_content":"c2ln"},` +
+		`{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"toolu_1"},` +
+		`{"type":"function_call_output","call_id":"toolu_1","output":"a.go\nb.go"}],` +
+		`"tools":[{"type":"function","name":"shell","description":"Runs a shell command","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"}}},"required":["command"],"additionalProperties":false}}],` +
+		`"tool_choice":"auto","parallel_tool_calls":false,"reasoning":{"effort":"medium","summary":"auto"},"store":false,"stream":true,` +
+		`"include":["reasoning.encrypted_content"],"prompt_cache_key":"0199a7c2-5a8e-7d52-b1c4-3b6e5f0c1d2e"}`
+	x := mustRequest(t, Responses, Messages, body, Options{})
+	b, err := x.Body("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := gjson.ParseBytes(b)
+	if x.DroppedValue() != "prompt_cache_key" || v.Get("system.#").Int() != 2 || v.Get("messages.#").Int() != 3 ||
+		v.Get("messages.1.content.0.type").Str != "thinking" || v.Get("messages.1.content.0.signature").Str != "c2ln" ||
+		v.Get("messages.1.content.1.id").Str != "toolu_1" || v.Get("messages.2.content.0.tool_use_id").Str != "toolu_1" ||
+		!v.Get("tool_choice.disable_parallel_tool_use").Bool() || v.Get("thinking.budget_tokens").Int() < 1024 || v.Get("thinking.budget_tokens").Int() >= v.Get("max_tokens").Int() || !v.Get("stream").Bool() {
+		t.Errorf("dropped %q, body %s", x.DroppedValue(), b)
+	}
+}
