@@ -151,6 +151,14 @@ func TestWriterMessagesToResponses(t *testing.T) {
 	if r.errCode != "upstream_cut" || r.final.Get("status").Str != "failed" || r.types[len(r.types)-1] != "error" || r.sum != "need it" {
 		t.Errorf("cut: %+v from\n%s", r, rec.Body)
 	}
+	// A malformed event ends the stream the same way, and nothing the
+	// provider sends after it reaches the client.
+	bad := cut + "event: content_block_delta\ndata: {\"type\":\n\n" + stream[len(cut):]
+	rec = answer(t, x, 200, sse, bad, 9)
+	r = accumulateResponses(t, rec.Body.String())
+	if r.errCode != "server_error" || r.final.Get("status").Str != "failed" || r.types[len(r.types)-1] != "error" || r.text != "" {
+		t.Errorf("malformed: %+v from\n%s", r, rec.Body)
+	}
 	// An error status is in OpenAI's shape, Retry-After kept.
 	x = mustRequest(t, Responses, Messages, `{"model":"c","input":"hi"}`, Options{})
 	rec = answer(t, x, 429, "application/json", `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`, 0)
