@@ -369,8 +369,9 @@ func TestDialectGeminiAnthropicSDK(t *testing.T) {
 }
 
 // TestDialectGeminiModels: gemini and vertex models are listed as chat
-// models, and the endpoints no translation reaches (Responses, token
-// counting, embeddings) refuse them with a 400 naming the ones that do.
+// models, and the endpoints no translation reaches (token counting,
+// embeddings) refuse them with a 400 naming the ones that do. (Responses
+// reaches them: TestDialectResponsesSDKToGoogleModels.)
 func TestDialectGeminiModels(t *testing.T) {
 	gc := newGoogleCloud(t, time.Hour)
 	startGateway(t, gatewayOptions{Providers: gc.providers(), Models: googleModels, Prices: googlePrices})
@@ -382,7 +383,6 @@ func TestDialectGeminiModels(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ path, body string }{
-		{"/v1/responses", `{"model":"gem-flash","input":"hi"}`},
 		{"/v1/messages/count_tokens", `{"model":"vtx-pro","messages":[{"role":"user","content":"hi"}]}`},
 		{"/v1/embeddings", `{"model":"gem-flash","input":"hi"}`},
 	} {
