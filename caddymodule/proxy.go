@@ -147,6 +147,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
 	mr = h.app.metrics.Route(route.Pattern)
+	if aerr := h.refuseStateful(body, in, route); aerr != nil {
+		return h.refuse(w, r, mr, aerr)
+	}
 	pin, aerr := h.pinned(r.Context(), st, key, in, route)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
@@ -370,7 +373,7 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
 	}
 	if providers.IsCloud(route.Provider.Protocol) && h.translator(route) == nil {
-		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is served by a %s provider, which this endpoint does not reach: use /v1/chat/completions or /v1/messages", model, route.Provider.Protocol))
+		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is served by a %s provider, which this endpoint does not reach: use /v1/chat/completions, /v1/messages or /v1/responses", model, route.Provider.Protocol))
 	}
 	if route.Kind != h.spec.kind && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", model, withArticle(route.Kind), endpointFor(route.Kind)))

@@ -29,13 +29,27 @@ func wireOf(route *providers.Route) string {
 	return ""
 }
 
+// wire is the wire protocol route serves this endpoint's clients in:
+// wireOf route, except that a chat model of an openai provider serves
+// Responses clients in Responses, which OpenAI speaks as well (a chat
+// model of another protocol, such as dashscope, speaks only Chat
+// Completions).
+func (h *proxyHandler) wire(route *providers.Route) string {
+	w := wireOf(route)
+	if h.spec.client == translate.Responses && w == translate.Chat && route.Provider != nil &&
+		route.Provider.Protocol == providers.ProtocolOpenAI {
+		return translate.Responses
+	}
+	return w
+}
+
 // translator is the translation a request to route needs: nil when the
 // endpoint's protocol is the route's (pass-through) or none exists.
 func (h *proxyHandler) translator(route *providers.Route) *translate.Translator {
 	if h.spec.client == "" {
 		return nil
 	}
-	wire := wireOf(route)
+	wire := h.wire(route)
 	if wire == "" || wire == h.spec.client {
 		return nil
 	}
@@ -114,7 +128,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		if x, ok := lg.x[wireOf(t.Route)]; ok {
+		if x, ok := lg.x[lg.h.wire(t.Route)]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {
 				return nil, err

@@ -10,8 +10,9 @@ import (
 )
 
 // TestDialectGeminiModels: gemini and vertex models are listed as chat
-// models, and the endpoints no translation reaches (Responses, token
-// counting, embeddings) refuse them with a 400 naming the ones that do.
+// models, and the endpoints no translation reaches (token counting,
+// embeddings) refuse them with a 400 naming the ones that do. (Responses
+// reaches them: TestDialectResponsesSDKToGoogleModels.)
 func TestDialectGeminiModels(t *testing.T) {
 	gc := newGoogleCloud(t, time.Hour)
 	startGateway(t, gatewayOptions{Providers: gc.providers(), Models: googleModels, Prices: googlePrices})
@@ -23,12 +24,11 @@ func TestDialectGeminiModels(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ path, body string }{
-		{"/v1/responses", `{"model":"gem-flash","input":"hi"}`},
 		{"/v1/messages/count_tokens", `{"model":"vtx-pro","messages":[{"role":"user","content":"hi"}]}`},
 		{"/v1/embeddings", `{"model":"gem-flash","input":"hi"}`},
 	} {
 		status, _, out := call(t, http.MethodPost, tc.path, key, tc.body, "anthropic-version", "2023-06-01")
-		if status != 400 || !strings.Contains(gjson.GetBytes(out, "error.message").Str, "/v1/chat/completions or /v1/messages") {
+		if status != 400 || !strings.Contains(gjson.GetBytes(out, "error.message").Str, "/v1/chat/completions, /v1/messages or /v1/responses") {
 			t.Errorf("%s: %d %s", tc.path, status, out)
 		}
 	}

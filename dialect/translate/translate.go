@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/vertex"
 )
 
@@ -29,6 +30,9 @@ const (
 	Chat = "openai"
 	// Messages is Anthropic's Messages.
 	Messages = "anthropic"
+	// Responses is OpenAI's Responses, a client protocol only here: a
+	// provider that speaks it is reached without translation.
+	Responses = "responses"
 	// Gemini is Google AI Studio's generateContent, a cloud protocol.
 	Gemini = "gemini"
 	// Vertex is Vertex AI's generateContent, a cloud protocol.
@@ -63,16 +67,18 @@ type Translator struct {
 
 // codecs are the protocols with a dialect, by name, and their paths. A
 // protocol without a client codec is a cloud provider's: no client speaks
-// it, and its answers are transcoded into Messages.
+// it, and its answers are transcoded into Messages. A protocol without a
+// provider codec (nor path) is one only clients speak through the gateway.
 var codecs = map[string]struct {
 	client   dialect.ClientCodec
 	provider dialect.ProviderCodec
 	path     string
 }{
-	Chat:     {openai.Codec{}, openai.Codec{}, openai.Path},
-	Messages: {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
-	Gemini:   {nil, gemini.Codec{}, ""},
-	Vertex:   {nil, vertex.Codec{}, ""},
+	Chat:      {openai.Codec{}, openai.Codec{}, openai.Path},
+	Messages:  {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
+	Responses: {responses.Codec{}, nil, ""},
+	Gemini:    {nil, gemini.Codec{}, ""},
+	Vertex:    {nil, vertex.Codec{}, ""},
 }
 
 // translators are made once: they hold no state of an exchange.
@@ -83,7 +89,7 @@ var translators = func() map[[2]string]*Translator {
 			continue
 		}
 		for p, pc := range codecs {
-			if c == p {
+			if c == p || pc.provider == nil {
 				continue
 			}
 			t := &Translator{Client: c, Provider: p, Wire: p, Path: pc.path, client: cc.client, provider: pc.provider, answer: pc.provider}
@@ -157,11 +163,30 @@ func (t *Translator) Request(body []byte, o Options) (*Exchange, error) {
 	if _, err := t.provider.EncodeRequest(nil, req); err != nil {
 		return nil, err
 	}
+	if pn, ok := t.client.(paramNamer); ok {
+		rename(pn, req.Unsupported)
+		rename(pn, req.Dropped)
+	}
 	if len(req.Unsupported) > 0 && !o.DropParams {
 		return nil, &UnsupportedError{Param: req.Unsupported[0], Provider: t.Provider}
 	}
 	x.Dropped = append(append(x.Dropped, req.Unsupported...), req.Dropped...)
 	return x, nil
+}
+
+// paramNamer is a client codec that names in its own protocol's terms the
+// parameters a provider codec records as unsupported or dropped (which
+// use the Chat Completions and Messages names).
+type paramNamer interface {
+	// ClientParam is the client's name of the parameter param.
+	ClientParam(param string) string
+}
+
+// rename renames params in place.
+func rename(pn paramNamer, params []string) {
+	for i, p := range params {
+		params[i] = pn.ClientParam(p)
+	}
 }
 
 // DroppedValue is the value of DroppedHeader, "" when nothing was dropped.
