@@ -98,6 +98,9 @@ type modelPrice struct {
 	embedding bool
 	// charges are the rates of audio and image tokens and tool calls.
 	charges chargeRates
+	// units are the rates of characters, audio seconds, search units and
+	// requests (priceunits.go).
+	units unitRates
 }
 
 // tier is one token tier with its rates in nanos per token.

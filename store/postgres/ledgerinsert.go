@@ -48,7 +48,9 @@ const insertLedger = `WITH ins AS (
 		coalesce((r->'Usage'->>'FileSearches')::bigint, 0),
 		coalesce((r->'Usage'->>'CodeSessions')::bigint, 0),
 		coalesce((r->'Usage'->>'ImageCalls')::bigint, 0),
-		coalesce(r->>'Unpriced', ''), coalesce((r->>'DurationMillis')::bigint, 0)
+		coalesce(r->>'Unpriced', ''), coalesce((r->>'DurationMillis')::bigint, 0),
+		coalesce((r->'Usage'->>'Characters')::bigint, 0), coalesce((r->'Usage'->>'AudioMillis')::bigint, 0),
+		coalesce((r->'Usage'->>'SearchUnits')::bigint, 0)
 	FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ts, user_name, key_id, model, currency, priced, input, cache_creation, cache_creation_1h, cache_read,
