@@ -10,6 +10,7 @@ const (
 	EndpointMessages        = "messages"
 	EndpointResponses       = "responses"
 	EndpointEmbeddings      = "embeddings"
+	EndpointModerations     = "moderations"
 	EndpointCountTokens     = "count_tokens"
 	EndpointImages          = "images"
 	EndpointTasks           = "tasks"
@@ -38,7 +39,8 @@ func Endpoint(name string) string {
 	switch name {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
-	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels:
+	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
+		EndpointModerations:
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")
@@ -57,6 +59,8 @@ func Endpoint(name string) string {
 		return EndpointResponses
 	case p == "embeddings":
 		return EndpointEmbeddings
+	case p == "moderations":
+		return EndpointModerations
 	case p == "images/generations":
 		return EndpointImages
 	case p == "tasks" || strings.HasPrefix(p, "tasks/"):

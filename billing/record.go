@@ -17,6 +17,8 @@ const (
 	EndpointTasks     = "tasks"
 	// EndpointEmbeddings is POST /v1/embeddings.
 	EndpointEmbeddings = "embeddings"
+	// EndpointModerations is POST /v1/moderations.
+	EndpointModerations = "moderations"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.

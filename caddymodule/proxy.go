@@ -86,6 +86,10 @@ type protocolSpec struct {
 	// for the endpoints whose requests may be translated to a model of
 	// the other protocol; "" for the others.
 	client string
+	// usage, when set, is the usage a request is billed on, in place of
+	// the tokens the proxy tapped: for the endpoints billed by other
+	// quantities (a moderation by request, speech by character).
+	usage func(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -244,6 +248,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.finishTranslated(r, &res, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
+	if h.spec.usage != nil {
+		rec.Usage, rec.Source = h.spec.usage(in, &res)
+	}
 	rec.ServiceTier = res.ServiceTier
 	servedBy(&rec, res.Target)
 	if h.remember(r.Context(), st, rt, &rec, in, &res, reservation) {
@@ -401,6 +408,8 @@ func endpointFor(kind string) string {
 		return "POST /v1/tasks"
 	case providers.KindEmbedding:
 		return "POST /v1/embeddings"
+	case providers.KindModeration:
+		return "POST /v1/moderations"
 	default:
 		return "POST /v1/chat/completions"
 	}

@@ -135,6 +135,9 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 			kind video
 			typical_duration 2s
 		}
+		model omni-moderation-latest mock {
+			kind moderation
+		}
 		{{.Models}}
 		{{.Extra}}
 	}
@@ -158,6 +161,7 @@ http://localhost:9080 {
 			air_messages /v1/messages
 			air_count_tokens /v1/messages/count_tokens
 			air_embeddings /v1/embeddings
+			air_moderations /v1/moderations
 			air_images /v1/images/generations
 			air_responses /v1/responses*
 			air_tasks /v1/tasks*

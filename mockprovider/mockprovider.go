@@ -215,6 +215,8 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodPost, h.chat)
 	case rest == "/embeddings":
 		return only(http.MethodPost, h.embeddings)
+	case rest == "/moderations":
+		return only(http.MethodPost, h.moderations)
 	case rest == "/images/generations":
 		return only(http.MethodPost, h.images)
 	case rest == "/videos" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

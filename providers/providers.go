@@ -35,6 +35,8 @@ const (
 	KindVideo = "video"
 	// KindEmbedding models are served by /v1/embeddings.
 	KindEmbedding = "embedding"
+	// KindModeration models are served by /v1/moderations.
+	KindModeration = "moderation"
 )
 
 // Provider is one upstream service.
@@ -198,7 +200,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			r.MaxOutputTokens = DefaultMaxOutputTokens
 		}
 		switch r.Kind {
-		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding:
+		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding, KindModeration:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
 		}
