@@ -11,6 +11,7 @@ const (
 	EndpointResponses       = "responses"
 	EndpointEmbeddings      = "embeddings"
 	EndpointModerations     = "moderations"
+	EndpointSpeech          = "speech"
 	EndpointCountTokens     = "count_tokens"
 	EndpointImages          = "images"
 	EndpointTasks           = "tasks"
@@ -40,7 +41,7 @@ func Endpoint(name string) string {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
 	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
-		EndpointModerations:
+		EndpointModerations, EndpointSpeech:
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")
@@ -61,6 +62,8 @@ func Endpoint(name string) string {
 		return EndpointEmbeddings
 	case p == "moderations":
 		return EndpointModerations
+	case p == "audio/speech":
+		return EndpointSpeech
 	case p == "images/generations":
 		return EndpointImages
 	case p == "tasks" || strings.HasPrefix(p, "tasks/"):

@@ -15,9 +15,10 @@ import (
 //	"search_unit":  "0.002"     per search unit (rerank)
 //	"request":      "0"         per request answered (moderation, pass-through)
 //
-// Each is optional and may stand alone or beside tiers (a speech model
-// billed per token when the provider reports tokens, per character when it
-// does not). A quantity the usage has and the model has no rule for is
+// Each is optional and may stand alone or beside tiers. A speech request
+// records both its input characters and its (estimated) input tokens: a
+// model with a character price bills the characters, one with tiers the
+// tokens (set one of them). A quantity the usage has and the model has no rule for is
 // listed in Quote.Unpriced, never priced at 0; a request price applies to
 // every request the upstream answered successfully (outcome ok), and may
 // be 0 (moderations are free at OpenAI).
@@ -74,8 +75,10 @@ func (ur *unitRates) any() bool {
 
 // terms appends the price of u's quantities beyond tokens, and of the
 // request itself when answered is set, and returns the quantities with no
-// rule.
-func (ur *unitRates) terms(terms []term, u Usage, answered bool, unpriced []string) ([]term, []string) {
+// rule. Characters measure a speech input that its tokens measure too: a
+// model priced by tokens (tiers) and not by character bills the input by
+// its tokens, and its characters are not unpriced.
+func (ur *unitRates) terms(terms []term, u Usage, answered, tokensPriced bool, unpriced []string) ([]term, []string) {
 	for _, q := range [...]struct {
 		n    int64
 		r    *rate
@@ -86,6 +89,7 @@ func (ur *unitRates) terms(terms []term, u Usage, answered bool, unpriced []stri
 		case q.n <= 0:
 		case q.r != nil:
 			terms = append(terms, term{q.n, *q.r})
+		case q.kind == ChargeCharacters && tokensPriced:
 		default:
 			unpriced = append(unpriced, q.kind)
 		}

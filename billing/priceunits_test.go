@@ -37,8 +37,10 @@ func TestPriceUnits(t *testing.T) {
 		{"paid-moderation", Record{Outcome: OutcomeOK}, 500_000, nil},
 		// An upstream error is not a request answered.
 		{"paid-moderation", Record{Outcome: OutcomeUpstreamError}, 0, nil},
-		// Characters on a model without a character rule: unpriced, not 0.
-		{"chat-only", Record{Outcome: OutcomeOK, Usage: Usage{Input: 10, Characters: 40}}, 10_000, []string{ChargeCharacters}},
+		// Characters on a model priced by tokens alone: billed by the
+		// tokens; on a model with neither: unpriced, not 0.
+		{"chat-only", Record{Outcome: OutcomeOK, Usage: Usage{Input: 10, Characters: 40}}, 10_000, nil},
+		{"rerank-v3.5", Record{Outcome: OutcomeOK, Usage: Usage{Input: 10, Characters: 40}}, 0, []string{ChargeCharacters}},
 		{"whisper-1", Record{Outcome: OutcomeOK, Usage: Usage{AudioMillis: 1000, SearchUnits: 2}}, 100_000, []string{ChargeSearchUnit}},
 	} {
 		c.rec.Model = c.model

@@ -116,7 +116,7 @@ func (pt *PriceTable) quote(model string, u Usage, un units, serviceTier string)
 		terms = append(terms, term{textIn, tr.input}, term{u.CacheCreation - h1, tr.creation}, term{h1, tr.creation1h},
 			term{u.CacheRead, tr.read}, term{textOut, tr.output})
 	}
-	terms, unpriced = mp.units.terms(terms, u, un.tasks > 0, unpriced)
+	terms, unpriced = mp.units.terms(terms, u, un.tasks > 0, len(mp.tiers) > 0, unpriced)
 	switch mp.unit {
 	case unitImage:
 		if perImage {

@@ -19,6 +19,8 @@ const (
 	EndpointEmbeddings = "embeddings"
 	// EndpointModerations is POST /v1/moderations.
 	EndpointModerations = "moderations"
+	// EndpointSpeech is POST /v1/audio/speech.
+	EndpointSpeech = "speech"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.

@@ -90,6 +90,11 @@ type protocolSpec struct {
 	// the tokens the proxy tapped: for the endpoints billed by other
 	// quantities (a moderation by request, speech by character).
 	usage func(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
+	// check, when set, refuses a request the model's route does not
+	// allow, before admission (a speech format the model lacks).
+	check func(in chatproxy.Inspected, route *providers.Route) *apierror.Error
+	// binary marks an answer that is a file (chatproxy.Call.Binary).
+	binary bool
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -151,6 +156,11 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
 	mr = h.app.metrics.Route(route.Pattern)
+	if h.spec.check != nil {
+		if aerr := h.spec.check(in, route); aerr != nil {
+			return h.refuse(w, r, mr, aerr)
+		}
+	}
 	pin, aerr := h.pinned(r.Context(), st, key, in, route)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
@@ -234,6 +244,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		BodyModel:    route.UpstreamModel,
 		Rebody:       rebody,
 		Leg:          lg.leg(w),
+		Binary:       h.spec.binary,
 	})
 	defer res.Close()
 	// No upstream request is made after Serve: the handler lets go of the
@@ -410,6 +421,12 @@ func endpointFor(kind string) string {
 		return "POST /v1/embeddings"
 	case providers.KindModeration:
 		return "POST /v1/moderations"
+	case providers.KindSpeech:
+		return "POST /v1/audio/speech"
+	case providers.KindTranscription:
+		return "POST /v1/audio/transcriptions"
+	case providers.KindRerank:
+		return "POST /v1/rerank"
 	default:
 		return "POST /v1/chat/completions"
 	}

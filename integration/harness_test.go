@@ -138,6 +138,10 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 		model omni-moderation-latest mock {
 			kind moderation
 		}
+		model mock-tts mock {
+			kind speech
+			formats mp3 wav pcm
+		}
 		{{.Models}}
 		{{.Extra}}
 	}
@@ -162,6 +166,7 @@ http://localhost:9080 {
 			air_count_tokens /v1/messages/count_tokens
 			air_embeddings /v1/embeddings
 			air_moderations /v1/moderations
+			air_speech /v1/audio/speech
 			air_images /v1/images/generations
 			air_responses /v1/responses*
 			air_tasks /v1/tasks*

@@ -217,6 +217,8 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodPost, h.embeddings)
 	case rest == "/moderations":
 		return only(http.MethodPost, h.moderations)
+	case rest == "/audio/speech":
+		return only(http.MethodPost, h.speech)
 	case rest == "/images/generations":
 		return only(http.MethodPost, h.images)
 	case rest == "/videos" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

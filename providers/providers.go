@@ -37,6 +37,13 @@ const (
 	KindEmbedding = "embedding"
 	// KindModeration models are served by /v1/moderations.
 	KindModeration = "moderation"
+	// KindSpeech models are served by /v1/audio/speech.
+	KindSpeech = "speech"
+	// KindTranscription models are served by /v1/audio/transcriptions and
+	// /v1/audio/translations.
+	KindTranscription = "transcription"
+	// KindRerank models are served by /v1/rerank.
+	KindRerank = "rerank"
 )
 
 // Provider is one upstream service.
@@ -122,6 +129,9 @@ type Route struct {
 	// Sizes lists the allowed "<width>x<height>" sizes of an image or video
 	// model; empty allows any well-formed size.
 	Sizes []string
+	// Formats lists the response formats a speech model produces (mp3,
+	// wav, …); empty allows any.
+	Formats []string
 	// TypicalDuration is how long a video usually takes to generate; it is
 	// used to derive progress when the upstream reports none.
 	TypicalDuration time.Duration
@@ -200,7 +210,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			r.MaxOutputTokens = DefaultMaxOutputTokens
 		}
 		switch r.Kind {
-		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding, KindModeration:
+		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding, KindModeration, KindSpeech, KindTranscription, KindRerank:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
 		}
