@@ -26,6 +26,15 @@ const (
 // without CRC, 128 kbit/s, 44.1 kHz, no padding, mono.
 var mp3FrameHeader = [4]byte{0xFF, 0xFB, 0x90, 0xC4}
 
+// tone is one period of a 400 Hz sine at a quarter of full scale, at
+// pcmRate.
+var tone = func() (t [pcmRate / 400]int16) {
+	for i := range t {
+		t[i] = int16(8192 * math.Sin(2*math.Pi*float64(i)/float64(len(t))))
+	}
+	return t
+}()
+
 // speechContentTypes are the formats the mock produces.
 var speechContentTypes = map[string]string{"mp3": "audio/mpeg", "wav": "audio/wav", "pcm": "audio/pcm"}
 
@@ -111,9 +120,7 @@ func writeSpeech(w http.ResponseWriter, format string, millis int64) {
 		buf = appendWAVHeader(buf, samples)
 	}
 	for i := range samples {
-		// A 440 Hz tone at a quarter of full scale.
-		v := int16(8192 * math.Sin(2*math.Pi*440*float64(i)/pcmRate))
-		buf = binary.LittleEndian.AppendUint16(buf, uint16(v))
+		buf = binary.LittleEndian.AppendUint16(buf, uint16(tone[i%int64(len(tone))]))
 		if !emit(false) {
 			return
 		}
