@@ -165,4 +165,3 @@ func procStatusKiB(b *testing.B, pid int, field string) int64 {
 	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
-
