@@ -12,6 +12,7 @@ const (
 	EndpointEmbeddings      = "embeddings"
 	EndpointModerations     = "moderations"
 	EndpointSpeech          = "speech"
+	EndpointRerank          = "rerank"
 	EndpointCountTokens     = "count_tokens"
 	EndpointImages          = "images"
 	EndpointTasks           = "tasks"
@@ -41,7 +42,7 @@ func Endpoint(name string) string {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
 	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
-		EndpointModerations, EndpointSpeech:
+		EndpointModerations, EndpointSpeech, EndpointRerank:
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")
@@ -64,6 +65,8 @@ func Endpoint(name string) string {
 		return EndpointModerations
 	case p == "audio/speech":
 		return EndpointSpeech
+	case p == "rerank":
+		return EndpointRerank
 	case p == "images/generations":
 		return EndpointImages
 	case p == "tasks" || strings.HasPrefix(p, "tasks/"):

@@ -75,9 +75,10 @@ func (ur *unitRates) any() bool {
 
 // terms appends the price of u's quantities beyond tokens, and of the
 // request itself when answered is set, and returns the quantities with no
-// rule. Characters measure a speech input that its tokens measure too: a
-// model priced by tokens (tiers) and not by character bills the input by
-// its tokens, and its characters are not unpriced.
+// rule. Characters and search units measure an input (a speech's text, a
+// rerank's documents) that its tokens measure too: a model priced by
+// tokens (tiers) and not by them bills the input by its tokens, and they
+// are not unpriced.
 func (ur *unitRates) terms(terms []term, u Usage, answered, tokensPriced bool, unpriced []string) ([]term, []string) {
 	for _, q := range [...]struct {
 		n    int64
@@ -89,7 +90,7 @@ func (ur *unitRates) terms(terms []term, u Usage, answered, tokensPriced bool, u
 		case q.n <= 0:
 		case q.r != nil:
 			terms = append(terms, term{q.n, *q.r})
-		case q.kind == ChargeCharacters && tokensPriced:
+		case q.kind != ChargeAudioSecond && tokensPriced:
 		default:
 			unpriced = append(unpriced, q.kind)
 		}

@@ -42,6 +42,10 @@ func TestPriceUnits(t *testing.T) {
 		{"chat-only", Record{Outcome: OutcomeOK, Usage: Usage{Input: 10, Characters: 40}}, 10_000, nil},
 		{"rerank-v3.5", Record{Outcome: OutcomeOK, Usage: Usage{Input: 10, Characters: 40}}, 0, []string{ChargeCharacters}},
 		{"whisper-1", Record{Outcome: OutcomeOK, Usage: Usage{AudioMillis: 1000, SearchUnits: 2}}, 100_000, []string{ChargeSearchUnit}},
+		// An estimated rerank on a model priced by tokens: the tokens.
+		{"chat-only", Record{Outcome: OutcomeOK, Usage: Usage{Input: 100, SearchUnits: 1}}, 100_000, nil},
+		// Audio seconds are no measure of tokens: unpriced on a token model.
+		{"chat-only", Record{Outcome: OutcomeOK, Usage: Usage{AudioMillis: 1000}}, 0, []string{ChargeAudioSecond}},
 	} {
 		c.rec.Model = c.model
 		q := pt.QuoteRecord(&c.rec)

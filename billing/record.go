@@ -21,6 +21,8 @@ const (
 	EndpointModerations = "moderations"
 	// EndpointSpeech is POST /v1/audio/speech.
 	EndpointSpeech = "speech"
+	// EndpointRerank is POST /v1/rerank.
+	EndpointRerank = "rerank"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.

@@ -41,7 +41,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope
+//			protocol openai|anthropic|dashscope|cohere
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
 //			timeout <duration>

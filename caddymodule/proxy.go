@@ -259,7 +259,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.finishTranslated(r, &res, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
-	if h.spec.usage != nil {
+	if h.spec.usage != nil && res.Status < 400 {
 		rec.Usage, rec.Source = h.spec.usage(in, &res)
 	}
 	rec.ServiceTier = res.ServiceTier

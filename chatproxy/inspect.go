@@ -41,6 +41,8 @@ type Inspected struct {
 	Characters int64
 	// Format is a speech request's response_format, "mp3" when unset.
 	Format string
+	// Documents is the number of documents of a rerank request.
+	Documents int64
 
 	// model, streamOptions and includeUsage locate in the body the values
 	// PrepareBody may edit, so that it need not look for them again.

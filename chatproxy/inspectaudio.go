@@ -79,3 +79,65 @@ func InspectSpeech(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	}
 	return in, nil
 }
+
+// InspectRerank validates a rerank request body in the shape Cohere,
+// Jina, LiteLLM and New-API share (POST /v1/rerank): a JSON object,
+// nested at most maxDepth levels, with one non-empty string model, one
+// non-empty string query and one non-empty array of documents (strings,
+// or objects with a text). The query and documents' size estimates the
+// prompt; top_n, return_documents and the rest pass untouched.
+func InspectRerank(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+	r := reqScan{b: body}
+	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
+	var (
+		in           Inspected
+		model, query gjson.Result
+		seen         uint32
+		docs         bool
+	)
+	member := func(key string, v token) bool {
+		switch key {
+		case "model":
+			r.once(&seen, 1, key)
+			var ok bool
+			model, ok = r.result(v)
+			in.model = span{v.Start, v.Start + len(model.Raw)}
+			return ok
+		case "query":
+			r.once(&seen, 2, key)
+			var ok bool
+			query, ok = r.result(v)
+			in.PromptBytes += len(query.Str)
+			return ok
+		case "documents":
+			r.once(&seen, 4, key)
+			if v.Kind != jsonlimit.BeginArray {
+				_, ok := r.skip(v)
+				return ok
+			}
+			docs = true
+			return r.elements(func(d token) bool {
+				in.Documents++
+				n, ok := r.textLen(d)
+				in.PromptBytes += n
+				return ok
+			})
+		}
+		_, ok := r.skip(v)
+		return ok
+	}
+	if e := r.object(member); e != nil {
+		return Inspected{}, e
+	}
+	var e *apierror.Error
+	if in.Model, e = modelField(model); e != nil {
+		return Inspected{}, e
+	}
+	if query.Type != gjson.String || query.Str == "" {
+		return Inspected{}, missingOr(query.Exists(), "query", "a non-empty string")
+	}
+	if !docs || in.Documents == 0 {
+		return Inspected{}, missingOr(seen&4 != 0, "documents", "a non-empty array of strings or objects with a text")
+	}
+	return in, nil
+}

@@ -34,3 +34,30 @@ func TestInspectSpeech(t *testing.T) {
 		}
 	}
 }
+
+func TestInspectRerank(t *testing.T) {
+	for i, c := range []struct {
+		body  string
+		param string
+		docs  int64
+	}{
+		{`{"model":"r","query":"q","documents":["a","bb",{"text":"ccc"}],"top_n":2}`, "", 3},
+		{`{"model":"r","query":"q","documents":"a"}`, "documents", 0},
+		{`{"model":"r","query":"q","documents":[]}`, "documents", 0},
+		{`{"model":"r","query":"q"}`, "documents", 0},
+		{`{"model":"r","query":"","documents":["a"]}`, "query", 0},
+		{`{"model":"r","documents":["a"]}`, "query", 0},
+		{`{"query":"q","documents":["a"]}`, "model", 0},
+		{`{"model":"r","query":"q","query":"p","documents":["a"]}`, "query", 0},
+	} {
+		in, e := InspectRerank([]byte(c.body), 0)
+		switch {
+		case c.param == "" && e != nil:
+			t.Errorf("Test %d: %s refused: %s", i, c.body, e.Message)
+		case c.param != "" && (e == nil || e.Param == nil || *e.Param != c.param):
+			t.Errorf("Test %d: %s: error %+v, want one on %s", i, c.body, e, c.param)
+		case c.param == "" && (in.Documents != c.docs || in.PromptBytes == 0):
+			t.Errorf("Test %d: %s: %+v", i, c.body, in)
+		}
+	}
+}

@@ -142,6 +142,9 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 			kind speech
 			formats mp3 wav pcm
 		}
+		model mock-rerank mock {
+			kind rerank
+		}
 		{{.Models}}
 		{{.Extra}}
 	}
@@ -167,6 +170,7 @@ http://localhost:9080 {
 			air_embeddings /v1/embeddings
 			air_moderations /v1/moderations
 			air_speech /v1/audio/speech
+			air_rerank /v1/rerank
 			air_images /v1/images/generations
 			air_responses /v1/responses*
 			air_tasks /v1/tasks*

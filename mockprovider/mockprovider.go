@@ -145,6 +145,10 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, anthropic bool) 
 // ServeHTTP answers r as the provider whose endpoint the path names.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	if strings.HasSuffix(path, "/v2/rerank") {
+		h.cohere(w, r)
+		return
+	}
 	i := strings.LastIndex(path, "/v1/")
 	if i < 0 {
 		h.notFound(w, r)
@@ -219,6 +223,8 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodPost, h.moderations)
 	case rest == "/audio/speech":
 		return only(http.MethodPost, h.speech)
+	case rest == "/rerank":
+		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.rerank(w, r, false) })
 	case rest == "/images/generations":
 		return only(http.MethodPost, h.images)
 	case rest == "/videos" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

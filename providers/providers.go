@@ -21,6 +21,9 @@ const (
 	// ProtocolDashScope is Alibaba DashScope's native asynchronous
 	// generation API (image and video tasks).
 	ProtocolDashScope = "dashscope"
+	// ProtocolCohere is Cohere's v2 API (rerank); its base URL ends in
+	// /v2.
+	ProtocolCohere = "cohere"
 )
 
 // Kinds of model, which decide the endpoint that serves them.
@@ -187,7 +190,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			return nil, fmt.Errorf("provider %q declared twice", p.Name)
 		}
 		switch p.Protocol {
-		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope:
+		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope, ProtocolCohere:
 		default:
 			return nil, fmt.Errorf("provider %q: unknown protocol %q", p.Name, p.Protocol)
 		}
@@ -313,6 +316,8 @@ func DefaultKind(protocol string) string {
 		return KindMessages
 	case ProtocolDashScope:
 		return KindImage
+	case ProtocolCohere:
+		return KindRerank
 	default:
 		return KindChat
 	}
