@@ -13,6 +13,8 @@ const (
 	EndpointModerations     = "moderations"
 	EndpointSpeech          = "speech"
 	EndpointRerank          = "rerank"
+	EndpointTranscriptions  = "transcriptions"
+	EndpointTranslations    = "translations"
 	EndpointCountTokens     = "count_tokens"
 	EndpointImages          = "images"
 	EndpointTasks           = "tasks"
@@ -42,7 +44,7 @@ func Endpoint(name string) string {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
 	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
-		EndpointModerations, EndpointSpeech, EndpointRerank:
+		EndpointModerations, EndpointSpeech, EndpointRerank, EndpointTranscriptions, EndpointTranslations:
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")
@@ -67,6 +69,10 @@ func Endpoint(name string) string {
 		return EndpointSpeech
 	case p == "rerank":
 		return EndpointRerank
+	case p == "audio/transcriptions":
+		return EndpointTranscriptions
+	case p == "audio/translations":
+		return EndpointTranslations
 	case p == "images/generations":
 		return EndpointImages
 	case p == "tasks" || strings.HasPrefix(p, "tasks/"):

@@ -21,6 +21,10 @@ const (
 	EndpointModerations = "moderations"
 	// EndpointSpeech is POST /v1/audio/speech.
 	EndpointSpeech = "speech"
+	// EndpointTranscriptions is POST /v1/audio/transcriptions.
+	EndpointTranscriptions = "transcriptions"
+	// EndpointTranslations is POST /v1/audio/translations.
+	EndpointTranslations = "translations"
 	// EndpointRerank is POST /v1/rerank.
 	EndpointRerank = "rerank"
 )

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
@@ -18,8 +20,100 @@ import (
 
 func init() {
 	caddy.RegisterModule(Speech{})
+	caddy.RegisterModule(Transcriptions{})
+	caddy.RegisterModule(Translations{})
 	httpcaddyfile.RegisterHandlerDirective("air_speech", parseHandler[Speech])
+	httpcaddyfile.RegisterHandlerDirective("air_transcriptions", parseHandler[Transcriptions])
+	httpcaddyfile.RegisterHandlerDirective("air_translations", parseHandler[Translations])
 	httpcaddyfile.RegisterDirectiveOrder("air_speech", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("air_transcriptions", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("air_translations", httpcaddyfile.Before, "respond")
+}
+
+// maxUpload bounds the multipart body of a transcription or translation,
+// the audio file with the form: OpenAI's limit of 25 MB, and a little
+// room for the form. A larger one gets 413 before any upstream sees it.
+// The body is buffered, within max_buffered_bodies, so that a retry or a
+// fallback can send it again.
+const maxUpload = 25<<20 + 64<<10
+
+// Transcriptions is the `air_transcriptions` handler: `POST
+// /v1/audio/transcriptions`, speech to text. The multipart form is
+// passed through to the provider of the model (of kind transcription)
+// byte for byte but for the model field's alias; the answer (json,
+// verbose_json, text, srt or vtt) comes back as the provider wrote it. It
+// is billed on the usage the provider reports (tokens, or seconds), else
+// on the audio's duration.
+type Transcriptions struct{ proxyHandler }
+
+// Translations is the `air_translations` handler: `POST
+// /v1/audio/translations`, speech to English text, as Transcriptions.
+type Translations struct{ proxyHandler }
+
+// CaddyModule returns the Caddy module information.
+func (Transcriptions) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_transcriptions", New: func() caddy.Module { return new(Transcriptions) }}
+}
+
+// CaddyModule returns the Caddy module information.
+func (Translations) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_translations", New: func() caddy.Module { return new(Translations) }}
+}
+
+// Provision sets the handler up for OpenAI transcriptions.
+func (h *Transcriptions) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, transcriptionSpec(billing.EndpointTranscriptions, "/audio/transcriptions"))
+}
+
+// Provision sets the handler up for OpenAI translations.
+func (h *Translations) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, transcriptionSpec(billing.EndpointTranslations, "/audio/translations"))
+}
+
+// transcriptionSpec is the spec of the speech to text endpoints.
+func transcriptionSpec(endpoint, path string) protocolSpec {
+	return protocolSpec{
+		protocol: chatproxy.OpenAI, endpoint: endpoint, path: path, kind: providers.KindTranscription,
+		multipart: true, maxBody: maxUpload, usage: transcriptionUsage, check: noStream,
+	}
+}
+
+// noStream refuses stream=true: the gateway does not read transcript
+// events yet.
+func noStream(in chatproxy.Inspected, _ *providers.Route) *apierror.Error {
+	if in.Stream {
+		return apierror.InvalidRequest("stream", "streamed transcripts (stream=true) are not served by this gateway yet: leave stream unset")
+	}
+	return nil
+}
+
+// transcriptionUsage reads the usage of a JSON answer: {"type":"tokens",
+// "input_tokens", "input_token_details":{"audio_tokens"}, "output_tokens"}
+// or {"type":"duration","seconds"}, else verbose_json's duration; an
+// answer without any (text, srt, vtt) is billed on the audio's duration,
+// read from the file (source units) or estimated from its size.
+func transcriptionUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
+	body := res.Held.Body()
+	var u billing.Usage
+	usage := gjson.GetBytes(body, "usage")
+	switch {
+	case usage.Get("type").Str == "tokens":
+		u.Input, u.Output = usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int()
+		u.AudioInput = min(usage.Get("input_token_details.audio_tokens").Int(), u.Input)
+		return u.Bounded(), billing.SourceReported
+	case usage.Get("type").Str == "duration" && usage.Get("seconds").Type == gjson.Number:
+		u.AudioMillis = int64(math.Round(usage.Get("seconds").Float() * 1000))
+		return u.Bounded(), billing.SourceReported
+	}
+	if d := gjson.GetBytes(body, "duration"); d.Type == gjson.Number {
+		u.AudioMillis = int64(math.Round(d.Float() * 1000))
+		return u.Bounded(), billing.SourceReported
+	}
+	u.AudioMillis = in.AudioMillis
+	if in.AudioEstimated {
+		return u.Bounded(), billing.SourceEstimated
+	}
+	return u.Bounded(), billing.SourceUnits
 }
 
 // Speech is the `air_speech` handler: `POST /v1/audio/speech`, text to
@@ -65,6 +159,12 @@ func speechFormat(in chatproxy.Inspected, route *providers.Route) *apierror.Erro
 // Interface guards.
 var (
 	_ caddy.Provisioner           = (*Speech)(nil)
+	_ caddy.Provisioner           = (*Transcriptions)(nil)
+	_ caddy.Provisioner           = (*Translations)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Transcriptions)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Translations)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Speech)(nil)
 	_ caddyfile.Unmarshaler       = (*Speech)(nil)
+	_ caddyfile.Unmarshaler       = (*Transcriptions)(nil)
+	_ caddyfile.Unmarshaler       = (*Translations)(nil)
 )

@@ -126,8 +126,18 @@ func checkContentType(r *http.Request) *apierror.Error {
 	if err == nil && mt == "application/json" {
 		return nil
 	}
+	if err == nil && mt == "multipart/form-data" && multipartPath(r.URL.Path) {
+		return nil
+	}
 	return apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "unsupported_media_type",
 		"requests with a body must have 'Content-Type: application/json'")
+}
+
+// multipartPath reports the endpoints whose requests are multipart forms
+// (audio transcriptions and translations), the only ones a multipart
+// body may reach.
+func multipartPath(p string) bool {
+	return strings.HasSuffix(p, "/audio/transcriptions") || strings.HasSuffix(p, "/audio/translations")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -95,6 +96,12 @@ type protocolSpec struct {
 	check func(in chatproxy.Inspected, route *providers.Route) *apierror.Error
 	// binary marks an answer that is a file (chatproxy.Call.Binary).
 	binary bool
+	// multipart marks an endpoint whose requests are multipart forms
+	// (chatproxy.InspectTranscription), read up to maxBody bytes (0: the
+	// app's max_request_body) and sent upstream with their own content
+	// type, the model alias edited in place.
+	multipart bool
+	maxBody   int64
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -133,7 +140,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := readBody(w, r, cmp.Or(h.spec.maxBody, h.app.MaxRequestBody))
 	if err != nil {
 		return h.refuse(w, r, mr, err)
 	}
@@ -141,7 +148,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	// until their transports close them (Call.BodyPin).
 	defer rb.release()
 	body := rb.Bytes()
-	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
+	in, aerr := h.inspect(r, body)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
@@ -245,6 +252,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Rebody:       rebody,
 		Leg:          lg.leg(w),
 		Binary:       h.spec.binary,
+		ContentType:  h.contentType(r),
 	})
 	defer res.Close()
 	// No upstream request is made after Serve: the handler lets go of the
@@ -307,6 +315,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 func (h *proxyHandler) prepare(rb *requestBody, body []byte, in chatproxy.Inspected, route *providers.Route) (
 	out []byte, injected bool, rebody func(string) ([]byte, error), err error) {
 	proto := h.spec.protocol
+	if h.spec.multipart {
+		rebody = func(model string) ([]byte, error) { return chatproxy.PrepareMultipart(body, in, model), nil }
+		return chatproxy.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
+	}
 	if len(route.Deployments) > 1 || len(route.Fallbacks) > 0 {
 		rebody = func(model string) ([]byte, error) {
 			b, _, err := chatproxy.PrepareBody(proto, body, in, model)
@@ -324,6 +336,23 @@ func (h *proxyHandler) prepare(rb *requestBody, body []byte, in chatproxy.Inspec
 	}
 	out, injected, err = chatproxy.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
 	return out, injected, nil, err
+}
+
+// inspect validates a request's body: a multipart form, or JSON.
+func (h *proxyHandler) inspect(r *http.Request, body []byte) (chatproxy.Inspected, *apierror.Error) {
+	if h.spec.multipart {
+		return chatproxy.InspectTranscription(r.Header.Get("Content-Type"), body)
+	}
+	return h.spec.inspect(body, h.app.MaxJSONDepth)
+}
+
+// contentType is the upstream request's content type: the client's for a
+// multipart form, whose boundary the body was written with.
+func (h *proxyHandler) contentType(r *http.Request) string {
+	if h.spec.multipart {
+		return r.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // servedBy records in rec the deployment that answered, and the model

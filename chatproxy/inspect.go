@@ -43,6 +43,11 @@ type Inspected struct {
 	Format string
 	// Documents is the number of documents of a rerank request.
 	Documents int64
+	// AudioMillis is the duration of a transcription's audio file: read
+	// from it (WAV, MP3), or, when AudioEstimated, estimated from its
+	// size at 128 kbit/s.
+	AudioMillis    int64
+	AudioEstimated bool
 
 	// model, streamOptions and includeUsage locate in the body the values
 	// PrepareBody may edit, so that it need not look for them again.

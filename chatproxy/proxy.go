@@ -139,6 +139,10 @@ type Call struct {
 	// Client names whose request it is (the user), so that the
 	// provider's health counts the clients its failures came from.
 	Client string
+	// ContentType is the upstream request's Content-Type; empty means
+	// application/json. A multipart body keeps the client's, whose
+	// boundary it was written with.
+	ContentType string
 	// Binary marks an answer that is a file (speech audio), not JSON: it
 	// is not read for usage, and no more than a pooled buffer of it
 	// (32 KiB) is held; the rest is forwarded and flushed as it arrives,

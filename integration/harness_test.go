@@ -145,6 +145,9 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 		model mock-rerank mock {
 			kind rerank
 		}
+		model whisper-1 mock {
+			kind transcription
+		}
 		{{.Models}}
 		{{.Extra}}
 	}
@@ -171,6 +174,8 @@ http://localhost:9080 {
 			air_moderations /v1/moderations
 			air_speech /v1/audio/speech
 			air_rerank /v1/rerank
+			air_transcriptions /v1/audio/transcriptions
+			air_translations /v1/audio/translations
 			air_images /v1/images/generations
 			air_responses /v1/responses*
 			air_tasks /v1/tasks*

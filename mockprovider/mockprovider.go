@@ -223,6 +223,9 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodPost, h.moderations)
 	case rest == "/audio/speech":
 		return only(http.MethodPost, h.speech)
+	case rest == "/audio/transcriptions" || rest == "/audio/translations":
+		translate := rest == "/audio/translations"
+		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.transcribe(w, r, translate) })
 	case rest == "/rerank":
 		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.rerank(w, r, false) })
 	case rest == "/images/generations":
