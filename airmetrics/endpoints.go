@@ -15,6 +15,7 @@ const (
 	EndpointRerank          = "rerank"
 	EndpointTranscriptions  = "transcriptions"
 	EndpointTranslations    = "translations"
+	EndpointPassthrough     = "passthrough"
 	EndpointCountTokens     = "count_tokens"
 	EndpointImages          = "images"
 	EndpointTasks           = "tasks"
@@ -44,7 +45,8 @@ func Endpoint(name string) string {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
 	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
-		EndpointModerations, EndpointSpeech, EndpointRerank, EndpointTranscriptions, EndpointTranslations:
+		EndpointModerations, EndpointSpeech, EndpointRerank, EndpointTranscriptions, EndpointTranslations,
+		EndpointPassthrough:
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")

@@ -25,6 +25,8 @@ const (
 	EndpointTranscriptions = "transcriptions"
 	// EndpointTranslations is POST /v1/audio/translations.
 	EndpointTranslations = "translations"
+	// EndpointPassthrough is a request air_passthrough forwarded.
+	EndpointPassthrough = "passthrough"
 	// EndpointRerank is POST /v1/rerank.
 	EndpointRerank = "rerank"
 )
