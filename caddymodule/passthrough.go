@@ -205,4 +205,3 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Passthrough)(nil)
 	_ caddyfile.Unmarshaler       = (*Passthrough)(nil)
 )
-
