@@ -7,6 +7,8 @@ import (
 	"errors"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -180,4 +182,35 @@ func postForm(t *testing.T, key, path string, fields map[string]string, file []b
 	var out bytes.Buffer
 	_, _ = out.ReadFrom(resp.Body)
 	return resp.StatusCode, resp.Header, out.Bytes()
+}
+
+// TestNodeSDKAudio runs integration/node/audio.test.mjs (the npm `openai`
+// SDK on speech, transcription and moderation), then checks the three
+// records the successful calls left and their costs.
+func TestNodeSDKAudio(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: `{"currency": "USD", "models": {
+		"mock-tts": {"character": "0.000015"}, "whisper-1": {"audio_second": "0.0001"}, "omni-moderation-latest": {"request": "0"}}}`})
+	key, _ := createKey(t, "node-audio")
+	if _, err := os.Stat("node/node_modules/openai"); err != nil {
+		t.Fatalf("the npm SDKs are not installed (run scripts/test.sh, or npm ci in integration/node): %v", err)
+	}
+	cmd := exec.Command("node", "--test", "--test-reporter=spec", "audio.test.mjs")
+	cmd.Dir = "node"
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+baseURL, "AIR_KEY="+key)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	if err != nil {
+		t.Fatalf("the npm SDK tests failed: %v", err)
+	}
+	want := map[string]string{"speech": "0.00018", "transcriptions": "0.0132", "moderations": "0"}
+	recs := waitLedger(t, "node-audio", 3)
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3: %+v", len(recs), recs)
+	}
+	for _, r := range recs {
+		if w, ok := want[r.Endpoint]; !ok || r.Outcome != "ok" || !sameDecimal(r.Cost, w) {
+			t.Errorf("record %+v, want cost %s", r, w)
+		}
+		delete(want, r.Endpoint)
+	}
 }
