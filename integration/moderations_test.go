@@ -8,6 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
 )
 
 // moderationPrices prices one moderation model per request and leaves the
@@ -76,5 +77,14 @@ func TestModerationsOpenAISDK(t *testing.T) {
 	}
 	if recs := ledgerOf(t, "moderations-sdk"); len(recs) != 2 {
 		t.Fatalf("%d records, want 2: %+v", len(recs), recs)
+	}
+
+	// The models list names each model's kind: the endpoint it is for.
+	_, _, list := call(t, http.MethodGet, "/v1/models", key, "")
+	for model, kind := range map[string]string{"omni-moderation-latest": "moderation", "mock-tts": "speech",
+		"whisper-1": "transcription", "mock-rerank": "rerank", "mock-gpt": "chat", "mock-embed": "embedding"} {
+		if got := gjson.GetBytes(list, `data.#(id=="`+model+`").kind`).Str; got != kind {
+			t.Errorf("%s listed as kind %q, want %q: %s", model, got, kind, list)
+		}
 	}
 }
