@@ -73,38 +73,25 @@ func (h *Translations) Provision(ctx caddy.Context) error {
 // transcriptionSpec is the spec of the speech to text endpoints.
 func transcriptionSpec(endpoint, path string) protocolSpec {
 	return protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: endpoint, path: path, kind: providers.KindTranscription,
-		multipart: true, maxBody: maxUpload, usage: transcriptionUsage, check: noStream,
+		protocol: chatproxy.Transcript, endpoint: endpoint, path: path, kind: providers.KindTranscription,
+		multipart: true, maxBody: maxUpload, usage: transcriptionUsage,
 	}
 }
 
-// noStream refuses stream=true: the gateway does not read transcript
-// events yet.
-func noStream(in chatproxy.Inspected, _ *providers.Route) *apierror.Error {
-	if in.Stream {
-		return apierror.InvalidRequest("stream", "streamed transcripts (stream=true) are not served by this gateway yet: leave stream unset")
-	}
-	return nil
-}
-
-// transcriptionUsage reads the usage of a JSON answer: {"type":"tokens",
-// "input_tokens", "input_token_details":{"audio_tokens"}, "output_tokens"}
-// or {"type":"duration","seconds"}, else verbose_json's duration; an
-// answer without any (text, srt, vtt) is billed on the audio's duration,
-// read from the file (source units) or estimated from its size.
+// transcriptionUsage reads the usage of a JSON answer, or of a stream's
+// transcript.text.done event (chatproxy.TranscriptUsage: tokens or
+// seconds), else verbose_json's duration; an answer without any (text,
+// srt, vtt, a stream cut before its end) is billed on the audio's
+// duration, read from the file (source units) or estimated from its size.
 func transcriptionUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
-	body := res.Held.Body()
-	var u billing.Usage
-	usage := gjson.GetBytes(body, "usage")
-	switch {
-	case usage.Get("type").Str == "tokens":
-		u.Input, u.Output = usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int()
-		u.AudioInput = min(usage.Get("input_token_details.audio_tokens").Int(), u.Input)
-		return u.Bounded(), billing.SourceReported
-	case usage.Get("type").Str == "duration" && usage.Get("seconds").Type == gjson.Number:
-		u.AudioMillis = int64(math.Round(usage.Get("seconds").Float() * 1000))
-		return u.Bounded(), billing.SourceReported
+	if in.Stream && res.Source == billing.SourceReported {
+		return res.Usage, res.Source
 	}
+	body := res.Held.Body()
+	if u, ok := chatproxy.TranscriptUsage(gjson.GetBytes(body, "usage")); ok {
+		return u, billing.SourceReported
+	}
+	var u billing.Usage
 	if d := gjson.GetBytes(body, "duration"); d.Type == gjson.Number {
 		u.AudioMillis = int64(math.Round(d.Float() * 1000))
 		return u.Bounded(), billing.SourceReported

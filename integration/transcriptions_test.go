@@ -127,8 +127,8 @@ func TestTranscriptionsOpenAISDK(t *testing.T) {
 		t.Fatalf("tokens record %+v, usage %+v, want cost %s", r, u, want)
 	}
 
-	// Bad input: no file (400 on file), an upload over 25 MiB (413),
-	// stream=true (400 on stream), a body that is not a form (415).
+	// Bad input: no file (400 on file), an upload over 25 MiB (413), a
+	// body that is not a form (415).
 	var apiErr *openai.Error
 	status, _, body := postForm(t, key, "/v1/audio/transcriptions", map[string]string{"model": "whisper-1"}, nil)
 	if e := decodeError(t, body); status != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != "file" {
@@ -138,20 +138,52 @@ func TestTranscriptionsOpenAISDK(t *testing.T) {
 	if status != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "request_too_large") && !strings.Contains(string(body), "too large") {
 		t.Fatalf("oversized: %d %s", status, body)
 	}
-	stream := client.Audio.Transcriptions.NewStreaming(ctx, openai.AudioTranscriptionNewParams{
-		Model: "gpt-4o-mini-transcribe", File: openai.File(file(), "talk.wav", "audio/wav"),
-	})
-	for stream.Next() {
-	}
-	if err := stream.Err(); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "stream" {
-		t.Fatalf("stream: %v", err)
-	}
 	status, _, body = call(t, http.MethodPost, "/v1/audio/transcriptions", key, `{"model":"whisper-1"}`)
 	if status != http.StatusUnsupportedMediaType {
 		t.Fatalf("json body: %d %s", status, body)
 	}
 	if recs := ledgerOf(t, "transcribe-sdk"); len(recs) != 5 {
 		t.Fatalf("%d records, want 5", len(recs))
+	}
+
+	// A streamed transcript: its deltas as they come, and the done event
+	// (the end the gateway holds for the record) with the usage it is
+	// billed on.
+	stream := client.Audio.Transcriptions.NewStreaming(ctx, openai.AudioTranscriptionNewParams{
+		Model: "gpt-4o-mini-transcribe", File: openai.File(file(), "talk.wav", "audio/wav"),
+	})
+	var deltas strings.Builder
+	var done openai.TranscriptionTextDoneEvent
+	for stream.Next() {
+		switch ev := stream.Current(); ev.Type {
+		case "transcript.text.delta":
+			deltas.WriteString(ev.Delta)
+		case "transcript.text.done":
+			done = ev.AsTranscriptTextDone()
+		}
+	}
+	if err := stream.Err(); err != nil || deltas.String() != done.Text || !strings.Contains(done.Text, "95500 milliseconds") {
+		t.Fatalf("stream: %v, deltas %q, done %+v", err, deltas.String(), done)
+	}
+	recs = waitLedger(t, "transcribe-sdk", 6)
+	du := done.Usage
+	want = perMillion(du.InputTokenDetails.AudioTokens, "3").Add(perMillion(du.InputTokens-du.InputTokenDetails.AudioTokens, "1.25")).
+		Add(perMillion(du.OutputTokens, "5"))
+	if r := recs[5]; r.Usage.Input != du.InputTokens || r.Usage.AudioInput != 955 || r.Usage.Output != du.OutputTokens || r.Source != "reported" ||
+		!sameDecimal(r.Cost, want.String()) {
+		t.Fatalf("stream record %+v, usage %+v, want cost %s", r, du, want)
+	}
+	// A model that does not stream: the provider's 400, passed through.
+	stream = client.Audio.Transcriptions.NewStreaming(ctx, openai.AudioTranscriptionNewParams{
+		Model: "whisper-1", File: openai.File(file(), "talk.wav", "audio/wav"),
+	})
+	for stream.Next() {
+	}
+	if err := stream.Err(); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "stream" {
+		t.Fatalf("stream of whisper-1: %v", err)
+	}
+	if recs := waitLedger(t, "transcribe-sdk", 7); len(recs) != 7 || recs[6].Outcome != "upstream_error" || !sameDecimal(recs[6].Cost, "0") {
+		t.Fatalf("records %+v, want a 7th of the upstream's refusal at no cost", recs)
 	}
 }
 

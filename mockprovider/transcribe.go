@@ -2,6 +2,7 @@ package mockprovider
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -57,6 +58,14 @@ func (h *Handler) transcribe(w http.ResponseWriter, r *http.Request, translate b
 		usage = map[string]any{"type": "tokens", "input_tokens": audio + 5, "output_tokens": len(text) / 4, "total_tokens": audio + 5 + int64(len(text)/4),
 			"input_token_details": map[string]int64{"audio_tokens": audio, "text_tokens": 5}}
 	}
+	if r.FormValue("stream") == "true" {
+		if !strings.Contains(model, "gpt-4o") {
+			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "stream", "streaming is not supported for this model")
+			return
+		}
+		streamTranscript(w, text, usage)
+		return
+	}
 	end := subtitleTime(millis)
 	switch format {
 	case "", "json":
@@ -81,6 +90,24 @@ func (h *Handler) transcribe(w http.ResponseWriter, r *http.Request, translate b
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "response_format",
 			"response_format must be json, text, srt, verbose_json or vtt")
 	}
+}
+
+// streamTranscript writes text as OpenAI's transcript events: a
+// transcript.text.delta per word, then transcript.text.done with the
+// whole text and the usage (no [DONE] follows).
+func streamTranscript(w http.ResponseWriter, text string, usage any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for i, word := range strings.SplitAfter(text, " ") {
+		b, _ := json.Marshal(map[string]any{"type": "transcript.text.delta", "delta": word, "logprobs": nil})
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil && i%4 == 0 {
+			flusher.Flush()
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "transcript.text.done", "text": text, "usage": usage})
+	_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
 }
 
 // subtitleTime formats millis as hh:mm:ss.mmm.
