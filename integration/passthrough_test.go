@@ -11,7 +11,9 @@ import (
 // passthroughSite forwards /passthrough/mock/… to the mock provider,
 // billed as mock-passthrough, tokens read from the chat usage paths.
 const passthroughSite = `handle /passthrough/* {
-		air_auth
+		air_auth {
+			any_body
+		}
 		route {
 			air_passthrough mock /passthrough/mock {
 				bill_as mock-passthrough
@@ -56,12 +58,21 @@ func TestPassthrough(t *testing.T) {
 	if !sameDecimal(recs[1].Cost, "0.001") || recs[1].Source != "units" || recs[2].Outcome != "upstream_error" || !sameDecimal(recs[2].Cost, "0") {
 		t.Fatalf("records %+v", recs[1:])
 	}
+	// With any_body, air_auth lets a body that is not JSON through: the
+	// provider judges it (the mock's 400), and it is recorded at no cost.
+	status, _, body = call(t, http.MethodPost, "/passthrough/mock/chat/completions", key, "plain text", "Content-Type", "text/plain")
+	if status != http.StatusBadRequest || gjson.GetBytes(body, "error.message").Str == "" {
+		t.Fatalf("a text body: %d %s", status, body)
+	}
+	if recs := waitLedger(t, "passthrough", 4); recs[3].Outcome != "upstream_error" || !sameDecimal(recs[3].Cost, "0") {
+		t.Fatalf("record of the text body %+v", recs[3])
+	}
 
 	// No key: 401, nothing forwarded or recorded.
 	if status, _, _ := call(t, http.MethodGet, "/passthrough/mock/models", "", ""); status != http.StatusUnauthorized {
 		t.Fatalf("without a key: %d", status)
 	}
-	if recs := ledgerOf(t, "passthrough"); len(recs) != 3 {
-		t.Fatalf("%d records, want 3", len(recs))
+	if recs := ledgerOf(t, "passthrough"); len(recs) != 4 {
+		t.Fatalf("%d records, want 4", len(recs))
 	}
 }
