@@ -30,6 +30,7 @@ const cohereProvider = `provider mock-cohere {
 func TestRerankHTTP(t *testing.T) {
 	startGateway(t, gatewayOptions{Prices: rerankPrices, Providers: cohereProvider, Models: "model rerank-v3.5 mock-cohere"})
 	key, _ := createKey(t, "rerank-http")
+	before := scrapeMetrics(t)
 	body := `{"model":%q,"query":"red fox","documents":["a brown dog","the red fox jumps",{"text":"a red car"}],"top_n":2,"return_documents":true}`
 
 	status, _, out := call(t, http.MethodPost, "/v1/rerank", key, fmt.Sprintf(body, "mock-rerank"))
@@ -73,5 +74,14 @@ func TestRerankHTTP(t *testing.T) {
 	}
 	if recs := ledgerOf(t, "rerank-http"); len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
+	}
+	// Counted in air_requests_total under their endpoint: two served, five
+	// refused.
+	after := scrapeMetrics(t)
+	for outcome, want := range map[string]float64{"ok": 2, "rejected": 5} {
+		sel := []string{`endpoint="rerank"`, `outcome="` + outcome + `"`}
+		if got := after.sumOf("air_requests_total", sel...) - before.sumOf("air_requests_total", sel...); got != want {
+			t.Errorf("air_requests_total{endpoint=rerank,outcome=%s} grew by %v, want %v", outcome, got, want)
+		}
 	}
 }

@@ -26,7 +26,9 @@ const speechPrices = `{"currency": "USD", "models": {"mock-tts": {"character": "
 // character; a format the model does not produce is refused before any
 // upstream sees it.
 func TestSpeechOpenAISDK(t *testing.T) {
-	startGateway(t, gatewayOptions{Prices: speechPrices})
+	startGateway(t, gatewayOptions{Prices: speechPrices,
+		Providers: "provider dead {\n\t\t\tprotocol openai\n\t\t\tbase_url http://127.0.0.1:1/v1\n\t\t\tapi_key k\n\t\t}",
+		Models:    "model tts-dead dead {\n\t\t\tkind speech\n\t\t\tfallback mock-tts\n\t\t}"})
 	key, _ := createKey(t, "speech-sdk")
 	client := openai.NewClient(option.WithBaseURL(baseURL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	ctx := context.Background()
@@ -111,5 +113,24 @@ func TestSpeechOpenAISDK(t *testing.T) {
 	}
 	if recs := ledgerOf(t, "speech-sdk"); len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
+	}
+
+	// A model whose provider is down falls back to mock-tts, which
+	// answers and prices the one record.
+	resp, err := client.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{
+		Model: "tts-dead", Input: input, Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")},
+		ResponseFormat: openai.AudioSpeechNewParamsResponseFormatPCM,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || int64(len(pcm)) != wantMillis*24*2 {
+		t.Fatalf("fallback: %d bytes of PCM, want %d: %v", len(pcm), wantMillis*48, err)
+	}
+	recs = waitLedger(t, "speech-sdk", 3)
+	if r := recs[2]; r.Model != "tts-dead" || r.ServedModel != "mock-tts" || r.Provider != "mock" || !sameDecimal(r.Cost, perMillion(chars, "15").String()) {
+		t.Fatalf("fallback record %+v", r)
 	}
 }
