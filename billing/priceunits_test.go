@@ -53,6 +53,13 @@ func TestPriceUnits(t *testing.T) {
 			t.Errorf("Test %d: %s %+v: quote %+v, want cost %d unpriced %v", i, c.model, c.rec.Usage, q, c.cost, c.unpriced)
 		}
 	}
+	// Admission's estimate includes the request price; a task's does not.
+	if q := pt.Quote("paid-moderation", Usage{}); q.Cost != 500_000 {
+		t.Errorf("estimate of a paid moderation: %+v", q)
+	}
+	if q := pt.QuoteTask("paid-moderation", 0, 0); q.Cost != 0 {
+		t.Errorf("task estimate: %+v", q)
+	}
 	// The rules show in the price list in the file's units.
 	for _, mp := range pt.Models() {
 		if mp.Pattern == "whisper-1" && (mp.Units == nil || mp.Units.AudioSecond != "0.0001") {
