@@ -134,3 +134,35 @@ func TestSpeechOpenAISDK(t *testing.T) {
 		t.Fatalf("fallback record %+v", r)
 	}
 }
+
+// TestSpeechClientLeaves reads the first MiB of a long speech answer and
+// hangs up: the provider synthesized it all, so its one record bills every
+// character, with the outcome partial.
+func TestSpeechClientLeaves(t *testing.T) {
+	startGateway(t, gatewayOptions{Prices: speechPrices})
+	key, _ := createKey(t, "speech-leaves")
+	input := strings.Repeat("long speech ", 150) // 1,800 characters: 360 s of audio at speed 0.25, 17 MB of WAV
+	body := `{"model":"mock-tts","voice":"alloy","response_format":"wav","speed":0.25,"input":"` + input + `"}`
+	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/audio/speech", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	recs := waitLedger(t, "speech-leaves", 1)
+	chars := int64(len(input))
+	if r := recs[0]; len(recs) != 1 || r.Usage.Characters != chars || r.Outcome != "partial" || !sameDecimal(r.Cost, perMillion(chars, "15").String()) {
+		t.Fatalf("records %+v, want one partial billing %d characters", recs, chars)
+	}
+	if recs := ledgerOf(t, "speech-leaves"); len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+}
