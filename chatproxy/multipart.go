@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/caddy-air/caddy-air/apierror"
@@ -141,15 +142,27 @@ func splitMultipart(contentType string, body []byte) ([]formPart, *apierror.Erro
 			return nil, bad("a boundary line does not end")
 		}
 		i += 2
-		h := bytes.Index(body[i:], []byte("\r\n\r\n"))
-		if h < 0 {
-			return nil, bad("a part's headers do not end")
+		var header textproto.MIMEHeader
+		start := i + 2 // a part without headers
+		if !bytes.HasPrefix(body[i:], []byte("\r\n")) {
+			h := bytes.Index(body[i:], []byte("\r\n\r\n"))
+			if h < 0 {
+				return nil, bad("a part's headers do not end")
+			}
+			var err error
+			header, err = textproto.NewReader(bufio.NewReader(bytes.NewReader(body[i : i+h+4]))).ReadMIMEHeader()
+			if err != nil {
+				return nil, bad("a part's headers: " + err.Error())
+			}
+			start = i + h + 4
 		}
-		header, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(body[i : i+h+4]))).ReadMIMEHeader()
-		if err != nil {
-			return nil, bad("a part's headers: " + err.Error())
+		// A reader that decodes a transfer encoding (Go's decodes
+		// quoted-printable) would read other bytes than these.
+		switch strings.ToLower(header.Get("Content-Transfer-Encoding")) {
+		case "", "7bit", "8bit", "binary":
+		default:
+			return nil, bad("a part has a Content-Transfer-Encoding")
 		}
-		start := i + h + 4
 		end := bytes.Index(body[start:], next)
 		if end < 0 {
 			return nil, bad("a part does not end with the boundary")

@@ -77,6 +77,15 @@ func TestInspectTranscription(t *testing.T) {
 	if _, e := InspectTranscription("multipart/form-data; boundary=xyz", []byte("--xyz\r\nno end")); e == nil || e.Status != http.StatusBadRequest {
 		t.Errorf("malformed: %+v", e)
 	}
+	// A part without headers is a part; an encoded one is refused.
+	if _, e := InspectTranscription("multipart/form-data; boundary=x",
+		[]byte("--x\r\n\r\nanonymous\r\n--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm\r\n--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF\r\n--x--\r\n")); e != nil {
+		t.Errorf("a part without headers: %+v", e)
+	}
+	if _, e := InspectTranscription("multipart/form-data; boundary=x",
+		[]byte("--x\r\nContent-Disposition: form-data; name=\"model\"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ngpt=2D4o\r\n--x--\r\n")); e == nil || e.Status != http.StatusBadRequest {
+		t.Errorf("quoted-printable: %+v", e)
+	}
 	// The model alias is replaced in place; the rest is kept byte for byte.
 	ct, body := form(t, "model", "alias", "file", wav, "prompt", "keep me")
 	in, e := InspectTranscription(ct, body)
@@ -108,4 +117,21 @@ func TestAudioMillis(t *testing.T) {
 			t.Errorf("Test %d: %d ms, want %d", i, got, c.want)
 		}
 	}
+}
+
+// FuzzInspectTranscription feeds arbitrary bodies to the multipart
+// inspector: none may panic, and an accepted one has a model and a file.
+func FuzzInspectTranscription(f *testing.F) {
+	f.Add([]byte("--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm\r\n--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\nRIFF\r\n--x--\r\n"))
+	f.Add([]byte("preamble\r\n--x\r\n\r\n\r\n--x--"))
+	f.Add([]byte("--x  \r\n--x--"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, e := InspectTranscription("multipart/form-data; boundary=x", body)
+		if e == nil && (in.Model == "" || in.Format == "") {
+			t.Fatalf("accepted %q as %+v", body, in)
+		}
+		if e == nil {
+			_ = PrepareMultipart(body, in, "other")
+		}
+	})
 }
