@@ -185,6 +185,16 @@ func TestTranscriptionsOpenAISDK(t *testing.T) {
 	if recs := waitLedger(t, "transcribe-sdk", 7); len(recs) != 7 || recs[6].Outcome != "upstream_error" || !sameDecimal(recs[6].Cost, "0") {
 		t.Fatalf("records %+v, want a 7th of the upstream's refusal at no cost", recs)
 	}
+
+	// A 20 MiB file, beyond the pooled buffers' largest class (16 MiB)
+	// and max_request_body, within the upload limit.
+	status, _, body = postForm(t, key, "/v1/audio/transcriptions", map[string]string{"model": "whisper-1", "response_format": "text"}, wavOf(655_000))
+	if status != http.StatusOK || !strings.Contains(string(body), "655000 milliseconds") {
+		t.Fatalf("20 MiB upload: %d %s", status, body)
+	}
+	if recs := waitLedger(t, "transcribe-sdk", 8); recs[7].Usage.AudioMillis != 655_000 || !sameDecimal(recs[7].Cost, "0.0655") {
+		t.Fatalf("record of the 20 MiB upload %+v", recs[7])
+	}
 }
 
 // postForm posts a multipart form of fields and, if not nil, a file.
