@@ -40,7 +40,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope|gemini|vertex
+//			protocol openai|anthropic|dashscope|gemini|vertex|cohere
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
 //			project <gcp-project>
@@ -69,8 +69,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			to <provider> [<upstream_model>] [weight <n>] [keys <i>…] [max_concurrent <n>] [rpm <n>] [tpm <n>]
 //			fallback <model> [<model>…]
 //			lb_policy weighted_random|round_robin|least_requests|lowest_latency
-//			kind chat|messages|image|video|embedding
+//			kind chat|messages|image|video|embedding|moderation|speech|transcription|rerank
 //			sizes <width>x<height> [...]
+//			formats <format> [...]
 //			typical_duration <duration>
 //			max_output_tokens <n>
 //		}]
@@ -338,6 +339,12 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			}
 		case "sizes":
 			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
+		case "formats":
+			fs := d.RemainingArgs()
+			if len(fs) == 0 {
+				return d.ArgErr()
+			}
+			m.Formats = append(m.Formats, fs...)
 		case "typical_duration":
 			m.TypicalDuration, err = parseDuration(d)
 		case "max_output_tokens":

@@ -143,6 +143,9 @@ type ModelConfig struct {
 	Kind string `json:"kind,omitempty"`
 	// Sizes lists the allowed "<width>x<height>" sizes of a task model.
 	Sizes []string `json:"sizes,omitempty"`
+	// Formats lists the response formats (mp3, wav, …) a speech model
+	// produces; empty allows any.
+	Formats []string `json:"formats,omitempty"`
 	// TypicalDuration is how long the model's videos usually take; it
 	// drives the progress of tasks whose upstream reports none.
 	TypicalDuration caddy.Duration `json:"typical_duration,omitempty"`
@@ -212,6 +215,7 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			UpstreamModel:   mc.UpstreamModel,
 			Kind:            mc.Kind,
 			Sizes:           mc.Sizes,
+			Formats:         mc.Formats,
 			TypicalDuration: time.Duration(mc.TypicalDuration),
 			MaxOutputTokens: int64(mc.MaxOutputTokens),
 			Fallbacks:       mc.Fallbacks,

@@ -127,6 +127,9 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 			req.ContentLength = int64(len(body))
 			req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(body, c.BodyPin), nil }
 			h["Content-Type"] = jsonType
+			if c.ContentType != "" {
+				h["Content-Type"] = []string{c.ContentType}
+			}
 		}
 		h["Accept-Encoding"] = identity
 		if c.RequestID != "" {

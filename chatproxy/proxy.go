@@ -139,6 +139,15 @@ type Call struct {
 	// Client names whose request it is (the user), so that the
 	// provider's health counts the clients its failures came from.
 	Client string
+	// ContentType is the upstream request's Content-Type; empty means
+	// application/json. A multipart body keeps the client's, whose
+	// boundary it was written with.
+	ContentType string
+	// Binary marks an answer that is a file (speech audio), not JSON: it
+	// is not read for usage, and no more than a pooled buffer of it
+	// (32 KiB) is held; the rest is forwarded and flushed as it arrives,
+	// so that a large file costs no memory of its size.
+	Binary bool
 	// Leg, when set, adapts each attempt to its target, which may speak
 	// another protocol than the client (a fallback model of the other
 	// protocol): the attempt is sent and tapped as the Leg says, in place

@@ -100,13 +100,17 @@ func (t *tap) read(ev []byte) []byte {
 		payload = t.scratch
 	}
 	if len(payload) == 0 || payload[0] != '{' {
-		if t.proto == OpenAI && bytes.Equal(payload, doneData) {
+		if (t.proto == OpenAI || t.proto == Transcript) && bytes.Equal(payload, doneData) {
 			t.terminal = true
 		}
 		return ev // [DONE], or not JSON
 	}
 	if t.proto == Responses {
 		t.responsesEvent(payload)
+		return ev
+	}
+	if t.proto == Transcript {
+		t.transcriptEvent(payload)
 		return ev
 	}
 	if t.proto == Anthropic {

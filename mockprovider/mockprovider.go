@@ -170,6 +170,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := r.URL.Path
+	if strings.HasSuffix(path, "/v2/rerank") {
+		h.cohere(w, r)
+		return
+	}
 	i := strings.LastIndex(path, "/v1/")
 	if i < 0 {
 		h.notFound(w, r)
@@ -240,6 +244,15 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodPost, h.chat)
 	case rest == "/embeddings":
 		return only(http.MethodPost, h.embeddings)
+	case rest == "/moderations":
+		return only(http.MethodPost, h.moderations)
+	case rest == "/audio/speech":
+		return only(http.MethodPost, h.speech)
+	case rest == "/audio/transcriptions" || rest == "/audio/translations":
+		translate := rest == "/audio/translations"
+		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.transcribe(w, r, translate) })
+	case rest == "/rerank":
+		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.rerank(w, r, false) })
 	case rest == "/images/generations":
 		return only(http.MethodPost, h.images)
 	case rest == "/videos" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

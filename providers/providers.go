@@ -29,6 +29,9 @@ const (
 	// ProtocolVertex is Gemini on Google Cloud's Vertex AI, reached as
 	// ProtocolGemini is, with OAuth2 bearer tokens.
 	ProtocolVertex = "vertex"
+	// ProtocolCohere is Cohere's v2 API (rerank); its base URL ends in
+	// /v2.
+	ProtocolCohere = "cohere"
 )
 
 // IsCloud reports a protocol whose requests an Endpoint builds: its URLs
@@ -61,6 +64,15 @@ const (
 	KindVideo = "video"
 	// KindEmbedding models are served by /v1/embeddings.
 	KindEmbedding = "embedding"
+	// KindModeration models are served by /v1/moderations.
+	KindModeration = "moderation"
+	// KindSpeech models are served by /v1/audio/speech.
+	KindSpeech = "speech"
+	// KindTranscription models are served by /v1/audio/transcriptions and
+	// /v1/audio/translations.
+	KindTranscription = "transcription"
+	// KindRerank models are served by /v1/rerank.
+	KindRerank = "rerank"
 )
 
 // Provider is one upstream service.
@@ -149,6 +161,9 @@ type Route struct {
 	// Sizes lists the allowed "<width>x<height>" sizes of an image or video
 	// model; empty allows any well-formed size.
 	Sizes []string
+	// Formats lists the response formats a speech model produces (mp3,
+	// wav, …); empty allows any.
+	Formats []string
 	// TypicalDuration is how long a video usually takes to generate; it is
 	// used to derive progress when the upstream reports none.
 	TypicalDuration time.Duration
@@ -204,7 +219,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			return nil, fmt.Errorf("provider %q declared twice", p.Name)
 		}
 		switch p.Protocol {
-		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope:
+		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope, ProtocolCohere:
 		case ProtocolGemini, ProtocolVertex:
 			if p.Endpoint == nil {
 				return nil, fmt.Errorf("provider %q: a %s provider needs an endpoint", p.Name, p.Protocol)
@@ -231,7 +246,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			r.MaxOutputTokens = DefaultMaxOutputTokens
 		}
 		switch r.Kind {
-		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding:
+		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding, KindModeration, KindSpeech, KindTranscription, KindRerank:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
 		}
@@ -337,6 +352,8 @@ func DefaultKind(protocol string) string {
 		return KindMessages
 	case ProtocolDashScope:
 		return KindImage
+	case ProtocolCohere:
+		return KindRerank
 	default: // openai, and the clouds, whose chat models both chat protocols reach
 		return KindChat
 	}

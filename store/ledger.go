@@ -28,6 +28,9 @@ type Usage struct {
 	// WebSearches, WebFetches, FileSearches, CodeSessions and ImageCalls
 	// count the provider's priced tool calls.
 	WebSearches, WebFetches, FileSearches, CodeSessions, ImageCalls int64
+	// Characters, AudioMillis and SearchUnits are the quantities of the
+	// speech, transcription and rerank endpoints.
+	Characters, AudioMillis, SearchUnits int64
 }
 
 // Record is one settled request or task (billing.Record's storage shape).
@@ -185,7 +188,8 @@ func addUsage(a, b Usage) Usage {
 		ImageInput: AddSat(a.ImageInput, b.ImageInput), ImageOutput: AddSat(a.ImageOutput, b.ImageOutput),
 		WebSearches: AddSat(a.WebSearches, b.WebSearches), WebFetches: AddSat(a.WebFetches, b.WebFetches),
 		FileSearches: AddSat(a.FileSearches, b.FileSearches), CodeSessions: AddSat(a.CodeSessions, b.CodeSessions),
-		ImageCalls: AddSat(a.ImageCalls, b.ImageCalls)}
+		ImageCalls: AddSat(a.ImageCalls, b.ImageCalls), Characters: AddSat(a.Characters, b.Characters),
+		AudioMillis: AddSat(a.AudioMillis, b.AudioMillis), SearchUnits: AddSat(a.SearchUnits, b.SearchUnits)}
 }
 
 func inc(m map[string]int64, k string, n int64) map[string]int64 {
