@@ -41,9 +41,15 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope
+//			protocol openai|anthropic|dashscope|bedrock|azure
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
+//			region <aws-region>                  (bedrock)
+//			access_key_id <id>                   (bedrock)
+//			secret_access_key <secret>           (bedrock)
+//			session_token <token>                (bedrock)
+//			endpoint <url> [<url>…]              (azure: base_url)
+//			api_version <yyyy-mm-dd[-preview]>|v1 (azure)
 //			timeout <duration>
 //			try_timeout <duration>
 //			retries <n>
@@ -220,8 +226,14 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&p.Protocol) {
 				return d.ArgErr()
 			}
-		case "base_url":
+		case "base_url", "endpoint":
 			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
+		case "region":
+			if !d.AllArgs(&p.Region) {
+				return d.ArgErr()
+			}
+		case "access_key_id", "secret_access_key", "session_token", "api_version":
+			err = parseBedrockAzureOption(d, p)
 		case "api_key":
 			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
 		case "timeout":
@@ -275,9 +287,6 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 	}
 	if p.Protocol == "" {
 		return d.Errf("provider %s: protocol is required", p.Name)
-	}
-	if len(p.BaseURLs) == 0 {
-		return d.Errf("provider %s: base_url is required", p.Name)
 	}
 	a.Providers = append(a.Providers, p)
 	return nil

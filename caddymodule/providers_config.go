@@ -8,6 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-air/caddy-air/dialect/azure"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 )
@@ -16,14 +18,28 @@ import (
 type ProviderConfig struct {
 	// Name identifies the provider in model lines and the ledger.
 	Name string `json:"name"`
-	// Protocol is "openai", "anthropic" or "dashscope".
+	// Protocol is "openai", "anthropic", "dashscope", "bedrock" or
+	// "azure".
 	Protocol string `json:"protocol"`
 	// BaseURLs are the provider's API base URLs, e.g.
-	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
-	BaseURLs []string `json:"base_urls"`
+	// "https://api.openai.com/v1"; an azure provider's are its resource
+	// endpoints (https://my-resource.openai.azure.com); a bedrock
+	// provider's default to its region's runtime endpoint and are set
+	// only for a VPC endpoint or a proxy. Placeholders like {env.X} are
+	// expanded.
+	BaseURLs []string `json:"base_urls,omitempty"`
 	// APIKeys are the provider's credentials, used in turn with BaseURLs.
 	// Placeholders like {env.X} are expanded.
 	APIKeys []string `json:"api_keys,omitempty"`
+	// Region is the cloud region: a bedrock provider's AWS region (such
+	// as us-east-1), which picks its runtime endpoint and scopes its
+	// signature. Placeholders like {env.AWS_REGION} are expanded.
+	Region string `json:"region,omitempty"`
+	// Bedrock holds a bedrock provider's AWS credentials; without it the
+	// AWS SDK's default credential chain supplies them.
+	Bedrock *BedrockConfig `json:"bedrock,omitempty"`
+	// Azure holds an azure provider's api-version (or the v1 path).
+	Azure *AzureConfig `json:"azure,omitempty"`
 	// Timeout bounds a non-streaming request, the wait for response headers
 	// and the silence between two stream events. Default: 10 minutes.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
@@ -71,6 +87,12 @@ type ProviderConfig struct {
 	TPM int `json:"tpm,omitempty"`
 	// HealthCheck, when set, probes each base URL × key at an interval.
 	HealthCheck *HealthCheckConfig `json:"health_check,omitempty"`
+
+	// bedrockSigner signs a bedrock provider's requests.
+	bedrockSigner *bedrock.Signer
+	// azureEndpoint is an azure provider's path and api-version, without
+	// its URL and key (each attempt's).
+	azureEndpoint *azure.Endpoint
 }
 
 // HealthCheckConfig is a provider's active health check.
@@ -176,6 +198,9 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 				return nil, a.configError(fmt.Errorf("provider %s: api_key: %w", pc.Name, err))
 			}
 			p.APIKeys = append(p.APIKeys, v)
+		}
+		if err := a.provisionBedrockAzure(pc, p, repl); err != nil {
+			return nil, a.configError(fmt.Errorf("provider %s: %w", pc.Name, err))
 		}
 		byName[p.Name] = p
 		provs = append(provs, p)

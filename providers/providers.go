@@ -21,6 +21,12 @@ const (
 	// ProtocolDashScope is Alibaba DashScope's native asynchronous
 	// generation API (image and video tasks).
 	ProtocolDashScope = "dashscope"
+	// ProtocolBedrock is Amazon Bedrock Runtime's Converse API, signed
+	// with SigV4.
+	ProtocolBedrock = "bedrock"
+	// ProtocolAzure is Azure OpenAI: OpenAI's chat completions on a
+	// deployment (or v1) path, with an api-key header.
+	ProtocolAzure = "azure"
 )
 
 // Kinds of model, which decide the endpoint that serves them.
@@ -175,7 +181,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			return nil, fmt.Errorf("provider %q declared twice", p.Name)
 		}
 		switch p.Protocol {
-		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope:
+		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope, ProtocolBedrock, ProtocolAzure:
 		default:
 			return nil, fmt.Errorf("provider %q: unknown protocol %q", p.Name, p.Protocol)
 		}
@@ -297,7 +303,7 @@ func translated(kind string) bool { return kind == KindChat || kind == KindMessa
 // names none.
 func DefaultKind(protocol string) string {
 	switch protocol {
-	case ProtocolAnthropic:
+	case ProtocolAnthropic, ProtocolBedrock:
 		return KindMessages
 	case ProtocolDashScope:
 		return KindImage
