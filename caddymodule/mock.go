@@ -41,6 +41,14 @@ type Mock struct {
 	// FaultSeed seeds the draws that pick the failing requests, so that a
 	// run can be repeated. Default (0): a random seed.
 	FaultSeed uint64 `json:"fault_seed,omitempty"`
+	// Bedrock, if set, mounts a fake Bedrock Runtime that verifies SigV4
+	// signatures (see MockBedrock).
+	Bedrock *MockBedrock `json:"bedrock,omitempty"`
+	// AzureKey, if set, mounts a fake Azure OpenAI resource requiring
+	// this api-key on …/openai/deployments/… and …/openai/v1/…,
+	// answering as the mock's chat completions. Placeholders like {env.X}
+	// are expanded.
+	AzureKey string `json:"azure_key,omitempty"`
 
 	handler *mockprovider.Handler
 }
@@ -76,6 +84,9 @@ func (m *Mock) Provision(ctx caddy.Context) error {
 		OriginalPath:  originalPath,
 		Faults:        faults,
 		FaultSeed:     m.FaultSeed,
+	}
+	if err := m.mockClouds(&c); err != nil {
+		return err
 	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("air_mock: %w", err)
@@ -137,6 +148,13 @@ func (w *statusWriter) WriteHeader(status int) {
 //		failure_rate <0..1>
 //		chunk_delay <duration>
 //		fault_seed <uint64>
+//		bedrock {
+//			region <region>
+//			access_key_id <id>
+//			secret_access_key <secret>
+//			retry_after <duration>
+//		}
+//		azure_key <key>
 //		fault [<rate> <mode>] {
 //			rate <0..1>
 //			mode <400..599>|hang|slow|reset|cut
@@ -183,6 +201,12 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("fault_seed: want an unsigned integer, got %q", s)
 			}
 			m.FaultSeed = n
+		case "bedrock":
+			m.Bedrock, err = parseMockBedrock(d)
+		case "azure_key":
+			if !d.AllArgs(&m.AzureKey) {
+				return d.ArgErr()
+			}
 		case "fault":
 			f, ferr := parseMockFault(d)
 			if ferr != nil {

@@ -64,6 +64,15 @@ type Config struct {
 	FaultSeed uint64
 	// Clock returns the current time. Default: time.Now.
 	Clock func() time.Time
+	// Bedrock, if set, mounts a fake Bedrock Runtime (see BedrockConfig)
+	// on the Converse paths, …/model/{id}/converse and converse-stream,
+	// under any prefix.
+	Bedrock *BedrockConfig
+	// AzureKey, if set, mounts a fake Azure OpenAI resource requiring
+	// this api-key on the deployment and v1 paths, …/openai/deployments/…
+	// and …/openai/v1/…, under any prefix; it answers as the mock's chat
+	// completions.
+	AzureKey string
 	// OriginalPath, if set, returns the path of r as the client sent it,
 	// before a proxy stripped a prefix (Caddy's handle_path does). Image
 	// URLs point at the part of that path before its last "/v1", so that
@@ -83,6 +92,8 @@ type Handler struct {
 	// responses keeps the Responses API's stored responses.
 	responses respStore
 	faults    *faults
+	// clouds are the cloud providers' fakes it mounts.
+	clouds clouds
 }
 
 // maxBodyBytes bounds request bodies.
@@ -115,7 +126,7 @@ func New(c Config) *Handler {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &Handler{
+	h := &Handler{
 		cfg:    c,
 		clock:  clock,
 		seed:   maphash.MakeSeed(),
@@ -123,6 +134,8 @@ func New(c Config) *Handler {
 		videos: newVideoStore(maxVideos),
 		faults: &faults{list: c.Faults, start: clock(), seed: seed, done: make(chan struct{})},
 	}
+	h.clouds = newClouds(c, h)
+	return h
 }
 
 // Close ends the requests that a hang or slow fault holds, at once; the
@@ -144,6 +157,9 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, anthropic bool) 
 
 // ServeHTTP answers r as the provider whose endpoint the path names.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.serveCloud(w, r) {
+		return
+	}
 	path := r.URL.Path
 	i := strings.LastIndex(path, "/v1/")
 	if i < 0 {
