@@ -41,14 +41,17 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope|bedrock|azure
+//			protocol openai|anthropic|dashscope|gemini|vertex|bedrock|azure
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
-//			region <aws-region>                  (bedrock)
-//			access_key_id <id>                   (bedrock)
-//			secret_access_key <secret>           (bedrock)
-//			session_token <token>                (bedrock)
-//			endpoint <url> [<url>…]              (azure: base_url)
+//			project <gcp-project>                 (vertex)
+//			region <gcp-region>|<aws-region>      (vertex, bedrock)
+//			credentials_file <service-account.json> (vertex)
+//			token_url <url>                       (vertex)
+//			access_key_id <id>                    (bedrock)
+//			secret_access_key <secret>            (bedrock)
+//			session_token <token>                 (bedrock)
+//			endpoint <url> [<url>…]               (azure: base_url)
 //			api_version <yyyy-mm-dd[-preview]>|v1 (azure)
 //			timeout <duration>
 //			try_timeout <duration>
@@ -228,10 +231,6 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			}
 		case "base_url", "endpoint":
 			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
-		case "region":
-			if !d.AllArgs(&p.Region) {
-				return d.ArgErr()
-			}
 		case "access_key_id", "secret_access_key", "session_token", "api_version":
 			err = parseBedrockAzureOption(d, p)
 		case "api_key":
@@ -278,6 +277,22 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			p.TPM, err = parsePositiveInt(d)
 		case "health_check":
 			p.HealthCheck, err = parseHealthCheck(d)
+		case "project":
+			if !d.AllArgs(&p.Project) {
+				return d.ArgErr()
+			}
+		case "region":
+			if !d.AllArgs(&p.Region) {
+				return d.ArgErr()
+			}
+		case "credentials_file":
+			if !d.AllArgs(&p.CredentialsFile) {
+				return d.ArgErr()
+			}
+		case "token_url":
+			if !d.AllArgs(&p.TokenURL) {
+				return d.ArgErr()
+			}
 		default:
 			return d.Errf("unrecognized provider option %q", d.Val())
 		}

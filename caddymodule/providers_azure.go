@@ -1,8 +1,10 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/caddy-air/caddy-air/dialect/azure"
 	"github.com/caddy-air/caddy-air/providers"
@@ -42,19 +44,61 @@ func (a *App) provisionAzure(pc *ProviderConfig, p *providers.Provider) error {
 		}
 		p.BaseURLs[i] = e
 	}
-	ep := &azure.Endpoint{}
+	ep := azureEndpoint{apiVersion: azure.DefaultAPIVersion}
 	if pc.Azure != nil {
 		switch v := pc.Azure.APIVersion; v {
 		case "":
 		case apiVersionV1:
-			ep.V1 = true
+			ep.v1, ep.apiVersion = true, ""
 		default:
 			if err := azure.CheckAPIVersion(v); err != nil {
 				return fmt.Errorf("api_version %q: %w", v, err)
 			}
-			ep.APIVersion = v
+			ep.apiVersion = v
 		}
 	}
-	pc.azureEndpoint = ep
+	p.Endpoint = ep
 	return nil
+}
+
+// azureEndpoint builds Azure OpenAI's chat requests: the deployment (the
+// model's upstream id) and api-version in the URL, or the v1 path; the
+// attempt's key in api-key.
+type azureEndpoint struct {
+	apiVersion string
+	v1         bool
+}
+
+// NewRequest implements providers.Endpoint.
+func (e azureEndpoint) NewRequest(ctx context.Context, a providers.Attempt, model string, stream bool, body []byte) (*http.Request, error) {
+	ep := azure.Endpoint{URL: a.BaseURL, Key: a.APIKey, APIVersion: e.apiVersion, V1: e.v1}
+	return ep.NewRequest(ctx, model, stream, body)
+}
+
+// Authorize implements providers.Endpoint.
+func (e azureEndpoint) Authorize(req *http.Request, a providers.Attempt) error {
+	azure.SetAuth(req.Header, a.APIKey)
+	return nil
+}
+
+// healthPath is the default health check path of an azure provider: the
+// resource's model list.
+func (e azureEndpoint) healthPath() string {
+	if e.v1 {
+		return "/openai/v1/models"
+	}
+	return "/openai/models?api-version=" + e.apiVersion
+}
+
+// azureHealthPath is the default health check path of the azure provider
+// name: its resource's model list.
+func (a *App) azureHealthPath(name string) string {
+	if a.routes != nil {
+		if p := a.routes.Provider(name); p != nil {
+			if e, ok := p.Endpoint.(azureEndpoint); ok {
+				return e.healthPath()
+			}
+		}
+	}
+	return "/openai/v1/models"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,25 +37,25 @@ type BedrockConfig struct {
 // set only on providers of those protocols, and provisions those
 // providers.
 func (a *App) provisionBedrockAzure(pc *ProviderConfig, p *providers.Provider, repl *caddy.Replacer) error {
-	switch pc.Protocol {
-	case providers.ProtocolOpenAI, providers.ProtocolAnthropic, providers.ProtocolDashScope, providers.ProtocolAzure:
-		if pc.Region != "" {
-			return fmt.Errorf("region is not an option of %s providers", pc.Protocol)
-		}
-	}
 	if pc.Bedrock != nil && pc.Protocol != providers.ProtocolBedrock {
-		return fmt.Errorf("access_key_id, secret_access_key and session_token are bedrock options, not %s ones", pc.Protocol)
+		return fmt.Errorf("access_key_id, secret_access_key and session_token are bedrock settings, not %s ones", pc.Protocol)
 	}
 	if pc.Azure != nil && pc.Protocol != providers.ProtocolAzure {
-		return fmt.Errorf("api_version is an azure option, not a %s one", pc.Protocol)
+		return fmt.Errorf("api_version is an azure setting, not a %s one", pc.Protocol)
+	}
+	if pc.Project != "" || pc.CredentialsFile != "" || pc.TokenURL != "" {
+		return errors.New("project, credentials_file and token_url are vertex settings")
 	}
 	switch pc.Protocol {
 	case providers.ProtocolBedrock:
 		return a.provisionBedrock(a.ctx, repl, pc, p)
 	case providers.ProtocolAzure:
+		if pc.Region != "" {
+			return errors.New("region is not a setting of azure providers: the endpoint names the resource")
+		}
 		return a.provisionAzure(pc, p)
 	}
-	return nil
+	return errors.New("region is a vertex or bedrock setting")
 }
 
 // awsRegion is the shape of an AWS region name: us-east-1,
@@ -65,6 +66,9 @@ var awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 // sets its base URL (the region's runtime endpoint unless base_url
 // overrides it) and builds its SigV4 signer.
 func (a *App) provisionBedrock(ctx context.Context, repl *caddy.Replacer, pc *ProviderConfig, p *providers.Provider) error {
+	if pc.HealthCheck != nil {
+		return errors.New("a bedrock provider has no health_check: Bedrock Runtime has no cheap request to probe, and its breakers judge it by its answers")
+	}
 	if len(p.APIKeys) > 0 {
 		return errors.New("a bedrock provider signs with AWS credentials (access_key_id, secret_access_key, session_token or the default AWS chain), not api_key")
 	}
@@ -85,8 +89,30 @@ func (a *App) provisionBedrock(ctx context.Context, repl *caddy.Replacer, pc *Pr
 	if err != nil {
 		return err
 	}
-	pc.bedrockSigner, err = bedrock.NewSigner(region, creds)
-	return err
+	signer, err := bedrock.NewSigner(region, creds)
+	if err != nil {
+		return err
+	}
+	p.Endpoint = bedrockEndpoint{signer: signer}
+	return nil
+}
+
+// bedrockEndpoint builds Bedrock Runtime's requests: the model in the
+// URL, signed with SigV4 for each attempt (so a retry is signed anew).
+type bedrockEndpoint struct {
+	signer *bedrock.Signer
+}
+
+// NewRequest implements providers.Endpoint.
+func (e bedrockEndpoint) NewRequest(ctx context.Context, a providers.Attempt, model string, stream bool, body []byte) (*http.Request, error) {
+	ep := bedrock.Endpoint{BaseURL: a.BaseURL, Signer: e.signer}
+	return ep.NewRequest(ctx, model, stream, body)
+}
+
+// Authorize implements providers.Endpoint: it signs req, whose body
+// must be empty.
+func (e bedrockEndpoint) Authorize(req *http.Request, _ providers.Attempt) error {
+	return e.signer.Sign(req, nil)
 }
 
 // bedrockCredentials are the static keys of c, or the default AWS chain
@@ -149,3 +175,9 @@ func parseBedrockAzureOption(d *caddyfile.Dispenser, p *ProviderConfig) error {
 	}
 	return nil
 }
+
+// Interface guards.
+var (
+	_ providers.Endpoint = bedrockEndpoint{}
+	_ providers.Endpoint = azureEndpoint{}
+)

@@ -69,16 +69,20 @@ func TestBedrockAzureProvision(t *testing.T) {
 		wantURLs []string
 		wantV1   bool
 		wantVer  string
+		// wantRegion is the region a bedrock provider signs for.
+		wantRegion string
 	}{
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: static},
-			wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}},
+			wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}, wantRegion: "us-east-1"},
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "{env.AIR_TEST_REGION}", Bedrock: static},
-			wantURLs: []string{"https://bedrock-runtime.eu-west-3.amazonaws.com"}},
+			wantURLs: []string{"https://bedrock-runtime.eu-west-3.amazonaws.com"}, wantRegion: "eu-west-3"},
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-gov-west-1", BaseURLs: []string{"http://127.0.0.1:9/fake"},
 			Bedrock: &BedrockConfig{AccessKeyID: "a", SecretAccessKey: "b", SessionToken: "c"}},
-			wantURLs: []string{"http://127.0.0.1:9/fake"}},
+			wantURLs: []string{"http://127.0.0.1:9/fake"}, wantRegion: "us-gov-west-1"},
 		// The default chain: found in the environment at request time.
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1"}, wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}},
+		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1"}, wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}, wantRegion: "us-east-1"},
+		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", HealthCheck: &HealthCheckConfig{}}, wantErr: "a bedrock provider has no health_check"},
+		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Project: "p"}, wantErr: "are vertex settings"},
 		{pc: ProviderConfig{Protocol: "bedrock", Bedrock: static}, wantErr: "provider p: a bedrock provider needs its region"},
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1 ", Bedrock: static}, wantErr: `region "us-east-1 " is not an AWS region`},
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "https://x", Bedrock: static}, wantErr: "is not an AWS region"},
@@ -90,10 +94,10 @@ func TestBedrockAzureProvision(t *testing.T) {
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: &BedrockConfig{AccessKeyID: "a", SecretAccessKey: "{env.AIR_TEST_NO_SK}"}},
 			wantErr: "secret_access_key: environment variable AIR_TEST_NO_SK"},
 		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", APIKeys: []string{"k"}}, wantErr: "not api_key"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Azure: &AzureConfig{APIVersion: "v1"}}, wantErr: "api_version is an azure option, not a bedrock one"},
+		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Azure: &AzureConfig{APIVersion: "v1"}}, wantErr: "api_version is an azure setting, not a bedrock one"},
 
 		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com/openai/"}, APIKeys: []string{"k"}},
-			wantURLs: []string{"https://r.openai.azure.com"}},
+			wantURLs: []string{"https://r.openai.azure.com"}, wantVer: "2024-10-21"},
 		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com/openai/v1"}, APIKeys: []string{"k"}, Azure: &AzureConfig{APIVersion: "v1"}},
 			wantURLs: []string{"https://r.openai.azure.com"}, wantV1: true},
 		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, Azure: &AzureConfig{APIVersion: "2025-04-01-preview"}},
@@ -103,10 +107,10 @@ func TestBedrockAzureProvision(t *testing.T) {
 		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"http://r.openai.azure.com"}, APIKeys: []string{"k"}}, wantErr: "endpoint must use https"},
 		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}}, wantErr: "needs its resource's api_key"},
 		{pc: ProviderConfig{Protocol: "azure", APIKeys: []string{"k"}}, wantErr: "needs its resource endpoint"},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, Region: "eastus"}, wantErr: "region is not an option of azure providers"},
-		{pc: ProviderConfig{Protocol: "openai", BaseURLs: []string{"https://api.openai.com/v1"}, Region: "us-east-1"}, wantErr: "region is not an option of openai providers"},
-		{pc: ProviderConfig{Protocol: "openai", BaseURLs: []string{"https://api.openai.com/v1"}, Bedrock: static}, wantErr: "are bedrock options, not openai ones"},
-		{pc: ProviderConfig{Protocol: "anthropic", BaseURLs: []string{"https://api.anthropic.com/v1"}, Azure: &AzureConfig{}}, wantErr: "api_version is an azure option"},
+		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, Region: "eastus"}, wantErr: "region is not a setting of azure providers"},
+		{pc: ProviderConfig{Protocol: "openai", BaseURLs: []string{"https://api.openai.com/v1"}, Region: "us-east-1"}, wantErr: "project, region, credentials_file and token_url are vertex settings (region a bedrock one too)"},
+		{pc: ProviderConfig{Protocol: "openai", BaseURLs: []string{"https://api.openai.com/v1"}, Bedrock: static}, wantErr: "are bedrock settings, not openai ones"},
+		{pc: ProviderConfig{Protocol: "anthropic", BaseURLs: []string{"https://api.anthropic.com/v1"}, Azure: &AzureConfig{}}, wantErr: "api_version is an azure setting"},
 		{pc: ProviderConfig{Protocol: "openai"}, wantErr: `provider "p": no base_url`},
 	} {
 		pc := tc.pc
@@ -123,11 +127,11 @@ func TestBedrockAzureProvision(t *testing.T) {
 			if !reflect.DeepEqual(p.BaseURLs, tc.wantURLs) {
 				t.Errorf("Test %d: base URLs %q, want %q", i, p.BaseURLs, tc.wantURLs)
 			}
-			if pc.Protocol == "bedrock" && (pc.bedrockSigner == nil || pc.bedrockSigner.Region() == "") {
-				t.Errorf("Test %d: no signer", i)
+			if e, ok := p.Endpoint.(bedrockEndpoint); pc.Protocol == "bedrock" && (!ok || e.signer.Region() != tc.wantRegion) {
+				t.Errorf("Test %d: endpoint %+v", i, p.Endpoint)
 			}
-			if pc.Protocol == "azure" && (pc.azureEndpoint.V1 != tc.wantV1 || pc.azureEndpoint.APIVersion != tc.wantVer) {
-				t.Errorf("Test %d: azure endpoint %+v", i, pc.azureEndpoint)
+			if e, ok := p.Endpoint.(azureEndpoint); pc.Protocol == "azure" && (!ok || e.v1 != tc.wantV1 || e.apiVersion != tc.wantVer) {
+				t.Errorf("Test %d: endpoint %+v", i, p.Endpoint)
 			}
 		}
 		if err := a.Cleanup(); err != nil {

@@ -369,6 +369,9 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 	if err != nil {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
 	}
+	if providers.IsCloud(route.Provider.Protocol) && h.translator(route) == nil {
+		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is served by a %s provider, which this endpoint does not reach: use /v1/chat/completions or /v1/messages", model, route.Provider.Protocol))
+	}
 	if route.Kind != h.spec.kind && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", model, withArticle(route.Kind), endpointFor(route.Kind)))
 	}

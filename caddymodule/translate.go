@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -11,11 +12,15 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// wireOf is the wire protocol a chat model of kind is served in: Chat
-// Completions for chat models, Messages for messages models, "" for the
-// other kinds, which no translation reaches.
-func wireOf(kind string) string {
-	switch kind {
+// wireOf is the wire protocol a chat model of route is served in: a
+// cloud provider's own (gemini, vertex), else Chat Completions for chat
+// models and Messages for messages models; "" for the other kinds, which
+// no translation reaches.
+func wireOf(route *providers.Route) string {
+	if p := route.Provider.Protocol; providers.IsCloud(p) {
+		return p
+	}
+	switch route.Kind {
 	case providers.KindChat:
 		return translate.Chat
 	case providers.KindMessages:
@@ -30,7 +35,7 @@ func (h *proxyHandler) translator(route *providers.Route) *translate.Translator 
 	if h.spec.client == "" {
 		return nil
 	}
-	wire := wireOf(route.Kind)
+	wire := wireOf(route)
 	if wire == "" || wire == h.spec.client {
 		return nil
 	}
@@ -109,13 +114,19 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		wire := wireOf(t.Route.Kind)
-		if x, ok := lg.x[wire]; ok {
+		if x, ok := lg.x[wireOf(t.Route)]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {
 				return nil, err
 			}
-			return &chatproxy.Leg{Protocol: protocolOf(wire), Path: x.Path(), Body: b, Writer: x.Writer(w)}, nil
+			l := &chatproxy.Leg{Protocol: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
+			if ep := t.Provider.Endpoint; ep != nil {
+				model, stream := x.Model(t.UpstreamModel), x.Stream()
+				l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
+					return ep.NewRequest(ctx, a, model, stream, body)
+				}
+			}
+			return l, nil
 		}
 		b, injected, err := chatproxy.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
 		if err != nil {

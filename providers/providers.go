@@ -4,8 +4,10 @@
 package providers
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"sort"
 	"strings"
@@ -21,6 +23,12 @@ const (
 	// ProtocolDashScope is Alibaba DashScope's native asynchronous
 	// generation API (image and video tasks).
 	ProtocolDashScope = "dashscope"
+	// ProtocolGemini is Google AI Studio's Gemini API (generateContent),
+	// reached through a translation from every client protocol.
+	ProtocolGemini = "gemini"
+	// ProtocolVertex is Gemini on Google Cloud's Vertex AI, reached as
+	// ProtocolGemini is, with OAuth2 bearer tokens.
+	ProtocolVertex = "vertex"
 	// ProtocolBedrock is Amazon Bedrock Runtime's Converse API, signed
 	// with SigV4.
 	ProtocolBedrock = "bedrock"
@@ -28,6 +36,24 @@ const (
 	// deployment (or v1) path, with an api-key header.
 	ProtocolAzure = "azure"
 )
+
+// IsCloud reports a protocol whose requests an Endpoint builds: its URLs
+// name the model, its credentials are more than a key header.
+func IsCloud(protocol string) bool {
+	return protocol == ProtocolGemini || protocol == ProtocolVertex || protocol == ProtocolBedrock
+}
+
+// Endpoint builds and authenticates the requests of a provider whose
+// protocol needs more than a base URL and a key header (IsCloud).
+type Endpoint interface {
+	// NewRequest returns the chat request of body, already in the
+	// provider's protocol, for model to attempt a (its base URL and key),
+	// authenticated: a streamed one when stream is set.
+	NewRequest(ctx context.Context, a Attempt, model string, stream bool, body []byte) (*http.Request, error)
+	// Authorize sets the credentials of req, another request to attempt
+	// a (a health check).
+	Authorize(req *http.Request, a Attempt) error
+}
 
 // Kinds of model, which decide the endpoint that serves them.
 const (
@@ -61,6 +87,9 @@ type Provider struct {
 	// Retries is how many further attempts a request gets, on the next base
 	// URL or key, when an attempt fails before the first response byte.
 	Retries int
+	// Endpoint builds and authenticates the requests of a cloud provider
+	// (IsCloud(Protocol)); nil for the others.
+	Endpoint Endpoint
 }
 
 // Attempt is one (base URL, API key) pair to send a request to.
@@ -181,7 +210,11 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			return nil, fmt.Errorf("provider %q declared twice", p.Name)
 		}
 		switch p.Protocol {
-		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope, ProtocolBedrock, ProtocolAzure:
+		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope:
+		case ProtocolGemini, ProtocolVertex, ProtocolBedrock, ProtocolAzure:
+			if p.Endpoint == nil {
+				return nil, fmt.Errorf("provider %q: a %s provider needs an endpoint", p.Name, p.Protocol)
+			}
 		default:
 			return nil, fmt.Errorf("provider %q: unknown protocol %q", p.Name, p.Protocol)
 		}
@@ -207,6 +240,12 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
+		}
+		if IsCloud(r.Provider.Protocol) && !translated(r.Kind) {
+			return nil, fmt.Errorf("model %q: a %s provider serves chat and messages models, not %s", r.Pattern, r.Provider.Protocol, r.Kind)
+		}
+		if r.Provider.Protocol == ProtocolAzure && r.Kind != KindChat {
+			return nil, fmt.Errorf("model %q: an azure provider serves chat models (which /v1/messages reaches too), not %s", r.Pattern, r.Kind)
 		}
 		if r.IsGlob() {
 			if _, err := path.Match(r.Pattern, ""); err != nil {
@@ -303,11 +342,11 @@ func translated(kind string) bool { return kind == KindChat || kind == KindMessa
 // names none.
 func DefaultKind(protocol string) string {
 	switch protocol {
-	case ProtocolAnthropic, ProtocolBedrock:
+	case ProtocolAnthropic:
 		return KindMessages
 	case ProtocolDashScope:
 		return KindImage
-	default:
+	default: // openai and azure, and the clouds, whose chat models both chat protocols reach
 		return KindChat
 	}
 }
