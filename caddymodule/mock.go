@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -49,6 +50,16 @@ type Mock struct {
 	// answering as the mock's chat completions. Placeholders like {env.X}
 	// are expanded.
 	AzureKey string `json:"azure_key,omitempty"`
+	// VertexServiceAccount is the path of the service account key file
+	// (JSON) whose tokens the mock's fake Vertex AI takes: its token
+	// endpoint is the mount's /token (a vertex provider's token_url), its
+	// API the mount itself (the provider's base_url). Empty: no fake
+	// Vertex AI. The fake Gemini API is always mounted (/v1beta/models/…).
+	VertexServiceAccount string `json:"vertex_service_account,omitempty"`
+	// VertexProject and VertexRegion are the fake Vertex AI's location.
+	// Default: mock-project, us-central1.
+	VertexProject string `json:"vertex_project,omitempty"`
+	VertexRegion  string `json:"vertex_region,omitempty"`
 
 	handler *mockprovider.Handler
 }
@@ -75,15 +86,24 @@ func (m *Mock) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	var sa []byte
+	if m.VertexServiceAccount != "" {
+		if sa, err = os.ReadFile(m.VertexServiceAccount); err != nil {
+			return fmt.Errorf("air_mock: vertex_service_account: %w", err)
+		}
+	}
 	c := mockprovider.Config{
-		APIKey:        caddy.NewReplacer().ReplaceAll(m.APIKey, ""),
-		VideoDuration: time.Duration(m.VideoDuration),
-		FailureRate:   m.FailureRate,
-		ChunkDelay:    time.Duration(m.ChunkDelay),
-		MaxJSONDepth:  depth,
-		OriginalPath:  originalPath,
-		Faults:        faults,
-		FaultSeed:     m.FaultSeed,
+		VertexServiceAccount: sa,
+		VertexProject:        m.VertexProject,
+		VertexRegion:         m.VertexRegion,
+		APIKey:               caddy.NewReplacer().ReplaceAll(m.APIKey, ""),
+		VideoDuration:        time.Duration(m.VideoDuration),
+		FailureRate:          m.FailureRate,
+		ChunkDelay:           time.Duration(m.ChunkDelay),
+		MaxJSONDepth:         depth,
+		OriginalPath:         originalPath,
+		Faults:               faults,
+		FaultSeed:            m.FaultSeed,
 	}
 	if err := m.mockClouds(&c); err != nil {
 		return err
@@ -155,6 +175,9 @@ func (w *statusWriter) WriteHeader(status int) {
 //			retry_after <duration>
 //		}
 //		azure_key <key>
+//		vertex_service_account <key.json>
+//		vertex_project <project>
+//		vertex_region <region>
 //		fault [<rate> <mode>] {
 //			rate <0..1>
 //			mode <400..599>|hang|slow|reset|cut
@@ -205,6 +228,18 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			m.Bedrock, err = parseMockBedrock(d)
 		case "azure_key":
 			if !d.AllArgs(&m.AzureKey) {
+				return d.ArgErr()
+			}
+		case "vertex_service_account":
+			if !d.AllArgs(&m.VertexServiceAccount) {
+				return d.ArgErr()
+			}
+		case "vertex_project":
+			if !d.AllArgs(&m.VertexProject) {
+				return d.ArgErr()
+			}
+		case "vertex_region":
+			if !d.AllArgs(&m.VertexRegion) {
 				return d.ArgErr()
 			}
 		case "fault":

@@ -77,8 +77,8 @@ func bedrockCost(input, cacheWrite, cacheRead, output int64) *big.Rat {
 	return r
 }
 
-// checkCost fails unless rec's cost is want.
-func checkCost(t *testing.T, i int, rec ledgerRecord, want *big.Rat) {
+// checkBedrockCost fails unless rec's cost is want.
+func checkBedrockCost(t *testing.T, i int, rec ledgerRecord, want *big.Rat) {
 	t.Helper()
 	if got, ok := new(big.Rat).SetString(rec.Cost); !ok || got.Cmp(want) != 0 || !rec.Priced {
 		t.Errorf("Test %d: cost %s (priced %t), want %s", i, rec.Cost, rec.Priced, want.FloatString(12))
@@ -215,7 +215,7 @@ func TestDialectBedrockAnthropicSDK(t *testing.T) {
 			t.Errorf("Test %d: record %+v, client shown %+v", i, r, u)
 			continue
 		}
-		checkCost(t, i, r, bedrockCost(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens))
+		checkBedrockCost(t, i, r, bedrockCost(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens))
 	}
 }
 
@@ -336,9 +336,9 @@ func TestDialectBedrockOpenAISDK(t *testing.T) {
 			rec.Endpoint != "chat" || rec.Provider != "aws" {
 			t.Errorf("Test %d: record %+v, client shown %+v", i, rec, tc.usage)
 		}
-		checkCost(t, i, rec, bedrockCost(rec.Usage.Input, rec.Usage.CacheCreation, rec.Usage.CacheRead, rec.Usage.Output))
+		checkBedrockCost(t, i, rec, bedrockCost(rec.Usage.Input, rec.Usage.CacheCreation, rec.Usage.CacheRead, rec.Usage.Output))
 		if rec.Usage.CacheRead+rec.Usage.CacheCreation == 0 {
-			checkCost(t, i, rec, bedrockCost(tc.usage.PromptTokens, 0, 0, tc.usage.CompletionTokens))
+			checkBedrockCost(t, i, rec, bedrockCost(tc.usage.PromptTokens, 0, 0, tc.usage.CompletionTokens))
 		}
 	}
 	if recs[5].Outcome != "upstream_error" || recs[5].Status != 400 {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Ports of gateway processes started by these tests; distinct from the
@@ -235,6 +237,12 @@ func TestQuickstart(t *testing.T) {
 	}
 	if status, body := getStatus(t, p.url("/v1/models"), ""); status != http.StatusUnauthorized || !strings.Contains(body, `"invalid_api_key"`) {
 		t.Fatalf("without a key: %d %s", status, body)
+	}
+	// The example's Gemini model, on the mock's Gemini API.
+	if status, _, body := callURL(t, http.MethodPost, p.url("/v1/messages"), key,
+		`{"model":"mock-gemini","max_tokens":64,"messages":[{"role":"user","content":"Hello Gemini"}]}`, "anthropic-version", "2023-06-01"); status != http.StatusOK ||
+		gjson.GetBytes(body, "content.0.text").Str != "Mock reply to: Hello Gemini" {
+		t.Fatalf("mock-gemini: %d %s", status, body)
 	}
 
 	checkAccessLog(t, p, key)

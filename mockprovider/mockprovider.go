@@ -1,6 +1,7 @@
 // Package mockprovider is a deterministic, offline stand-in for real LLM and
 // media providers. Its Handler speaks the wire formats of OpenAI chat
-// completions, responses, images and videos and of Anthropic messages, closely enough
+// completions, responses, images and videos, of Anthropic messages, and
+// of Google's Gemini API and Vertex AI (generateContent, see serveGoogle), closely enough
 // for the official SDKs to parse every answer, so that the gateway can be
 // run, tested and benchmarked without network access or provider accounts.
 //
@@ -79,6 +80,16 @@ type Config struct {
 	// clients can fetch them. When nil or empty, r.URL.Path is used, and
 	// the X-Forwarded-Prefix header when the path has no prefix.
 	OriginalPath func(r *http.Request) string
+	// VertexServiceAccount is the key file (JSON) of the service account
+	// the fake Vertex AI serves: its token endpoint (the mount's /token)
+	// grants tokens for JWT assertions signed by the account's key, and
+	// its /v1/projects/… endpoints take only those tokens. Empty disables
+	// the fake Vertex AI; the fake Gemini API (/v1beta/models/…) is always
+	// on, and checks APIKey in x-goog-api-key.
+	VertexServiceAccount []byte
+	// VertexProject and VertexRegion are the fake Vertex AI's location.
+	// Default: DefaultVertexProject, DefaultVertexRegion.
+	VertexProject, VertexRegion string
 }
 
 // Handler is the mock provider. It implements http.Handler and is safe for
@@ -94,6 +105,7 @@ type Handler struct {
 	faults    *faults
 	// clouds are the cloud providers' fakes it mounts.
 	clouds clouds
+	google *google
 }
 
 // maxBodyBytes bounds request bodies.
@@ -102,6 +114,11 @@ const maxBodyBytes = 32 << 20
 // Validate reports whether c's faults are valid: rates from 0 to 1 that
 // add up to at most 1, statuses from 400 to 599, no negative duration.
 func (c *Config) Validate() error {
+	if len(c.VertexServiceAccount) > 0 {
+		if _, _, err := serviceAccount(c.VertexServiceAccount); err != nil {
+			return err
+		}
+	}
 	return validateFaults(c.Faults)
 }
 
@@ -126,7 +143,12 @@ func New(c Config) *Handler {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
+	g, err := newGoogle(&c)
+	if err != nil {
+		panic("mockprovider: " + err.Error())
+	}
 	h := &Handler{
+		google: g,
 		cfg:    c,
 		clock:  clock,
 		seed:   maphash.MakeSeed(),
@@ -157,7 +179,7 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, anthropic bool) 
 
 // ServeHTTP answers r as the provider whose endpoint the path names.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.serveCloud(w, r) {
+	if h.serveGoogle(w, r) || h.serveCloud(w, r) {
 		return
 	}
 	path := r.URL.Path
