@@ -473,3 +473,36 @@ func TestDialectBedrockManyStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestDialectBedrockDefaultChain: a bedrock provider without keys signs
+// with the AWS SDK's default credential chain (here the environment); when
+// the chain finds none, the request fails promptly with a 503, never
+// unsigned.
+func TestDialectBedrockDefaultChain(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", dir+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/none")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDMOCKBEDROCK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "mock-bedrock-secret")
+	chain := "provider aws-chain {\n\t\t\tprotocol bedrock\n\t\t\tregion us-east-1\n\t\t\tbase_url http://localhost:9080/mock/bedrock\n\t\t\tretries 0\n\t\t}"
+	o := gatewayOptions{MockOptions: bedrockMock, Providers: chain, Models: "model claude-chain aws-chain anthropic.claude-3-7-sonnet-20250219-v1:0"}
+	g := startGateway(t, o)
+	key, _ := createKey(t, "bedrock-chain")
+	body := `{"model":"claude-chain","max_tokens":100,"messages":[{"role":"user","content":"Hello chain"}]}`
+	status, _, out := call(t, http.MethodPost, "/v1/messages", key, body, "anthropic-version", "2023-06-01")
+	if status != 200 || gjson.GetBytes(out, "content.0.text").Str != "Mock reply to: Hello chain" {
+		t.Fatalf("signed by the environment's keys: %d %s", status, out)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	o.Providers = strings.Replace(chain, "retries 0", "retries 1", 1) // a changed config: Caddy skips loading an identical one
+	g.reload(o)
+	status, _, out = call(t, http.MethodPost, "/v1/messages", key, body, "anthropic-version", "2023-06-01")
+	// The attempt fails as a refused connection does (the log names the
+	// cause): retried, then the gateway's 503.
+	if status != 503 || gjson.GetBytes(out, "error.type").Str != "overloaded_error" {
+		t.Fatalf("no credentials: %d %s", status, out)
+	}
+}
