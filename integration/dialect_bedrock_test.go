@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 )
 
 // bedrockMock mounts the mock's fake Bedrock (which recomputes every
@@ -504,5 +509,52 @@ func TestDialectBedrockDefaultChain(t *testing.T) {
 	// cause): retried, then the gateway's 503.
 	if status != 503 || gjson.GetBytes(out, "error.type").Str != "overloaded_error" {
 		t.Fatalf("no credentials: %d %s", status, out)
+	}
+}
+
+// TestDialectBedrockRetrySignsAgain: an attempt that fails (a 503 from
+// the first base URL) is retried on the next one with a request signed
+// anew, for that host: the first server checks the signature it got (a
+// second fake with the same keys), the mock's fake the retry's.
+func TestDialectBedrockRetrySignsAgain(t *testing.T) {
+	fake := &bedrock.Server{Region: "us-east-1", AccessKeyID: "AKIDMOCKBEDROCK", SecretKey: "mock-bedrock-secret"}
+	var hits, signed atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		rec := httptest.NewRecorder()
+		fake.ServeHTTP(rec, r)
+		if rec.Code == http.StatusOK {
+			signed.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-Errortype", "ServiceUnavailableException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"message":"The service is currently unavailable."}`)
+	}))
+	defer failing.Close()
+	prov := "provider aws-two {\n\t\t\tprotocol bedrock\n\t\t\tregion us-east-1\n\t\t\tbase_url " + failing.URL + " http://localhost:9080/mock/bedrock\n" +
+		"\t\t\taccess_key_id AKIDMOCKBEDROCK\n\t\t\tsecret_access_key mock-bedrock-secret\n\t\t\tretries 1\n\t\t\tmin_requests 1000\n\t\t}"
+	startGateway(t, gatewayOptions{MockOptions: bedrockMock, Providers: prov, Models: "model claude-two aws-two anthropic.claude-3-7-sonnet-20250219-v1:0"})
+	key, _ := createKey(t, "bedrock-retry")
+	for i := range 4 {
+		prompt := fmt.Sprintf("Retry %d", i)
+		status, _, out := call(t, http.MethodPost, "/v1/messages", key,
+			fmt.Sprintf(`{"model":"claude-two","max_tokens":100,"stream":%t,"messages":[{"role":"user","content":%q}]}`, i%2 == 1, prompt), "anthropic-version", "2023-06-01")
+		whole := i%2 == 0 && gjson.GetBytes(out, "content.0.text").Str == "Mock reply to: "+prompt
+		streamed := i%2 == 1 && strings.Contains(string(out), `"stop_reason":"end_turn"`) && strings.HasSuffix(string(out), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+		if status != 200 || !whole && !streamed {
+			t.Fatalf("Test %d: %d %s", i, status, out)
+		}
+	}
+	// The base URLs are taken in turn: half the requests tried the failing
+	// one first, each signed for it.
+	if hits.Load() < 1 || signed.Load() != hits.Load() {
+		t.Fatalf("the failing base URL got %d requests, %d of them validly signed", hits.Load(), signed.Load())
+	}
+	recs := waitLedger(t, "bedrock-retry", 4)
+	for i, r := range recs {
+		if r.Outcome != "ok" || r.Usage.Output == 0 {
+			t.Errorf("Test %d: record %+v", i, r)
+		}
 	}
 }
