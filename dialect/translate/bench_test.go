@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 )
 
@@ -37,7 +38,19 @@ var eventCases = []eventCase{
 			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" deterministic reply\"}}\n\n",
 		anthropic.Codec{}, openai.Codec{}},
+	// Bedrock's binary event stream: its frames (CRC-checked) to either
+	// client's SSE.
+	{"bedrock-to-messages", bedrockStart, bedrockDelta, bedrock.Codec{}, anthropic.Codec{}},
+	{"bedrock-to-chat", bedrockStart, bedrockDelta, bedrock.Codec{}, openai.Codec{}},
 }
+
+// bedrockStart and bedrockDelta are ConverseStream frames: its start and
+// a first text delta (which opens the block), then a text delta.
+var (
+	bedrockStart = string(bedrock.EncodeEvent("messageStart", map[string]any{"role": "assistant", "p": "abcdefghijklmnop"})) +
+		string(bedrock.EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": "A"}, "p": "abcdefghijklmnop"}))
+	bedrockDelta = string(bedrock.EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": " deterministic reply"}, "p": "abcdefghijklmnop"}))
+)
 
 func benchmarkEvent(b *testing.B, tc eventCase) {
 	{
