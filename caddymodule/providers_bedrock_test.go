@@ -2,12 +2,15 @@ package caddymodule
 
 import (
 	"context"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-air/caddy-air/providers"
 )
 
 // TestBedrockAzureCaddyfile: the bedrock and azure options of a provider
@@ -133,6 +136,43 @@ func TestBedrockAzureProvision(t *testing.T) {
 			if e, ok := p.Endpoint.(azureEndpoint); pc.Protocol == "azure" && (!ok || e.v1 != tc.wantV1 || e.apiVersion != tc.wantVer) {
 				t.Errorf("Test %d: endpoint %+v", i, p.Endpoint)
 			}
+		}
+		if err := a.Cleanup(); err != nil {
+			t.Errorf("Test %d: cleanup: %v", i, err)
+		}
+	}
+}
+
+// TestAzureHealthCheckPath: an azure provider's health check probes its
+// resource's model list by default, on the path its api_version picks,
+// with the key in api-key.
+func TestAzureHealthCheckPath(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	for i, tc := range []struct {
+		version, path, want string
+	}{
+		{"", "", "/openai/models?api-version=2024-10-21"},
+		{"2025-04-01-preview", "", "/openai/models?api-version=2025-04-01-preview"},
+		{"v1", "", "/openai/v1/models"},
+		{"v1", "/custom", "/custom"},
+	} {
+		pc := &ProviderConfig{Name: "az", Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"},
+			HealthCheck: &HealthCheckConfig{Path: tc.path}}
+		if tc.version != "" {
+			pc.Azure = &AzureConfig{APIVersion: tc.version}
+		}
+		a := &App{Storage: &Storage{Dir: t.TempDir()}, Providers: []*ProviderConfig{pc}}
+		if err := a.Provision(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.routingOptions()["az"].HealthCheck.Path; got != tc.want {
+			t.Errorf("Test %d: path %q, want %q", i, got, tc.want)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "https://r.openai.azure.com"+tc.want, nil)
+		if err := a.routes.Provider("az").Endpoint.Authorize(req, providers.Attempt{BaseURL: "https://r.openai.azure.com", APIKey: "k"}); err != nil ||
+			req.Header.Get("Api-Key") != "k" || req.Header.Get("Authorization") != "" {
+			t.Errorf("Test %d: authorized %v (%v)", i, req.Header, err)
 		}
 		if err := a.Cleanup(); err != nil {
 			t.Errorf("Test %d: cleanup: %v", i, err)
