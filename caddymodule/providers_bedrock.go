@@ -55,7 +55,7 @@ func (a *App) provisionBedrockAzure(pc *ProviderConfig, p *providers.Provider, r
 		}
 		return a.provisionAzure(pc, p)
 	}
-	return errors.New("region is a vertex or bedrock setting")
+	return nil
 }
 
 // awsRegion is the shape of an AWS region name: us-east-1,
