@@ -93,6 +93,28 @@ func TestCloudProvidersConfig(t *testing.T) {
 	}
 }
 
+// TestVertexApplicationDefaultCredentials: without credentials_file, a
+// vertex provider uses the application default credentials, and their
+// project when it names none.
+func TestVertexApplicationDefaultCredentials(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", serviceAccount(t))
+	a := new(App)
+	input := "air {\n storage badger " + t.TempDir() + "\n provider p {\n protocol vertex\n region us-east5\n }\n model v p\n}"
+	if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Cleanup()
+	e, ok := a.routes.Provider("p").Endpoint.(vertexEndpoint)
+	if !ok || e.project != "sa-project" || e.region != "us-east5" || e.tokens == nil {
+		t.Fatalf("endpoint %+v", a.routes.Provider("p").Endpoint)
+	}
+}
+
 // TestCloudEndpointsAuthenticate: a gemini endpoint sends its key in
 // x-goog-api-key, never in the URL; a vertex endpoint names the project,
 // region and model in the URL.

@@ -226,6 +226,9 @@ func (t *tap) mergeDelta(u gjson.Result) {
 		t.usage.Output = d.Output
 		t.reported = true
 	}
+	if present(u, "output_tokens_details") {
+		t.usage.Reasoning = d.Reasoning
+	}
 	if present(u, "input_tokens") {
 		t.usage.Input = d.Input
 	}

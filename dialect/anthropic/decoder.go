@@ -154,6 +154,9 @@ func (d *decoder) mergeUsage(u gjson.Result) {
 		return
 	}
 	d.usage.Output, d.hasUse = n.Output, true
+	if u.Get("output_tokens_details").Exists() {
+		d.usage.Reasoning = n.Reasoning
+	}
 	if u.Get("input_tokens").Exists() {
 		d.usage.Input = n.Input
 	}

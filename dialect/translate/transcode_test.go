@@ -50,6 +50,9 @@ func TestTranscodeGeminiStreamIntoMessages(t *testing.T) {
 	if m.input != 400 || m.cacheRead != 600 || m.output != 50 || m.stop != "end_turn" || !m.stopped {
 		t.Errorf("usage %+v, want input 400, cache read 600, output 50, end_turn", m)
 	}
+	if r := gjson.Get(dataLines(out)[len(dataLines(out))-2], "usage.output_tokens_details.thinking_tokens").Int(); r != 30 {
+		t.Errorf("thinking tokens %d, want 30 in\n%s", r, out)
+	}
 	if !strings.HasSuffix(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
 		t.Errorf("stream does not end with message_stop:\n%s", out)
 	}
@@ -140,5 +143,59 @@ func TestCloudTranslators(t *testing.T) {
 	}
 	if For(Gemini, Chat) != nil || IsCloud(Chat) || IsCloud(Messages) {
 		t.Error("gemini is no client protocol")
+	}
+}
+
+// BenchmarkTranscodeGeminiStream transcodes a 20-chunk Gemini stream into
+// Messages, as a cloud attempt's body is read.
+func BenchmarkTranscodeGeminiStream(b *testing.B) {
+	x, err := For(Messages, Gemini).Request([]byte(`{"model":"g","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for range 20 {
+		sb.WriteString(geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"tok \"quoted\" "}]}}],"responseId":"r1","modelVersion":"gemini-2.5-flash"}`))
+	}
+	sb.WriteString(geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"end"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":21},"responseId":"r1"}`))
+	body := sb.String()
+	buf := make([]byte, 32<<10)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := x.Transcode(&http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))})
+		for {
+			if _, err := resp.Body.Read(buf); err != nil {
+				break
+			}
+		}
+	}
+}
+
+// The Gemini bugs seen in peers (ARCHITECTURE §9), through the whole
+// chain a Chat Completions client's answer takes: the Gemini stream
+// transcoded into Messages, then written as Chat Completions.
+func TestPeerBugGeminiLastChunkAndThoughts(t *testing.T) {
+	x := mustRequest(t, Chat, Gemini, `{"model":"g","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, Options{})
+	body := geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],"responseId":"r1"}`) +
+		geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"responseId":"r1"}`) +
+		// The last chunk carries text, the finish reason and the usage.
+		geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":2,"cachedContentTokenCount":60,"thoughtsTokenCount":40},"responseId":"r1"}`)
+	_, messages, err := transcoded(t, x, 200, http.Header{"Content-Type": {"text/event-stream"}}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := answer(t, x, 200, sse, messages, 9)
+	out := rec.Body.String()
+	var text string
+	for _, d := range dataLines(out) {
+		text += gjson.Get(d, "choices.0.delta.content").Str
+	}
+	u := lastUsage(t, out)
+	// The last chunk's text and usage are there; the thoughts count as
+	// completion tokens, the cached tokens in the prompt's.
+	if text != "Hello" || u.Get("prompt_tokens").Int() != 100 || u.Get("prompt_tokens_details.cached_tokens").Int() != 60 ||
+		u.Get("completion_tokens").Int() != 42 || u.Get("completion_tokens_details.reasoning_tokens").Int() != 40 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		t.Fatalf("text %q, usage %s in\n%s", text, u.Raw, out)
 	}
 }
