@@ -163,9 +163,14 @@ func TestDialectBedrockDefaultChain(t *testing.T) {
 	g := startGateway(t, o)
 	key, _ := createKey(t, "bedrock-chain")
 	body := `{"model":"claude-chain","max_tokens":100,"messages":[{"role":"user","content":"Hello chain"}]}`
-	status, _, out := call(t, http.MethodPost, "/v1/messages", key, body, "anthropic-version", "2023-06-01")
+	status, hdr, out := call(t, http.MethodPost, "/v1/messages", key, body, "anthropic-version", "2023-06-01")
 	if status != 200 || gjson.GetBytes(out, "content.0.text").Str != "Mock reply to: Hello chain" {
 		t.Fatalf("signed by the environment's keys: %d %s", status, out)
+	}
+	// Bedrock's request id reaches the client as the provider's, and names
+	// the message.
+	if id := hdr.Get("X-Upstream-Request-Id"); len(id) != 32 || gjson.GetBytes(out, "id").Str != "msg_"+id {
+		t.Errorf("upstream request id %q, message id %s", id, gjson.GetBytes(out, "id").Str)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")

@@ -45,6 +45,11 @@ func (x *Exchange) Transcode(resp *http.Response) *http.Response {
 	h.Del("Content-Length")
 	h.Del("Content-Encoding")
 	resp.ContentLength = -1
+	if id := h.Get("X-Amzn-Requestid"); id != "" && h.Get("X-Request-Id") == "" {
+		// AWS's request id, which the proxy passes to the client as the
+		// provider's (X-Upstream-Request-Id), as it does OpenAI's.
+		h.Set("X-Request-Id", id)
+	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if ct := h.Get("Content-Type"); ok && (isEventStream(ct) || isAWSEventStream(ct)) {
 		h.Set("Content-Type", "text/event-stream")

@@ -56,6 +56,9 @@ func TestTranscodeBedrockStreamIntoMessages(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type = %q", ct)
 	}
+	if id := resp.Header.Get("X-Request-Id"); id != "5f1c-req" {
+		t.Errorf("X-Request-Id = %q, want Bedrock's request id", id)
+	}
 	start := gjson.Parse(dataLines(out)[0])
 	if start.Get("message.id").Str != "msg_5f1c-req" || start.Get("message.model").Str != "claude-bedrock" {
 		t.Errorf("message_start %s", start.Raw)
