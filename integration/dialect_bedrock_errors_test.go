@@ -24,7 +24,12 @@ import (
 // client as its own protocol's error, promptly, with one ledger record
 // per exchange.
 func TestDialectBedrockErrors(t *testing.T) {
-	startBedrock(t)
+	// A provider of its own for the chat client's 429, as the first 429
+	// cools its provider down.
+	throttled := "provider aws-throttled {\n\t\t\tprotocol bedrock\n\t\t\tregion us-east-1\n\t\t\tbase_url http://localhost:9080/mock/bedrock\n" +
+		"\t\t\taccess_key_id AKIDMOCKBEDROCK\n\t\t\tsecret_access_key mock-bedrock-secret\n\t\t\tretries 0\n\t\t}"
+	startGateway(t, gatewayOptions{MockOptions: bedrockMock, Providers: bedrockProviders + "\n\t\t" + throttled,
+		Models: bedrockModels + "\n\t\tmodel claude-throttled aws-throttled anthropic.claude-3-7-sonnet-20250219-v1:0", Prices: bedrockPrices})
 	key, _ := createKey(t, "bedrock-errors")
 	messages := func(model, prompt string, stream bool) (int, http.Header, []byte) {
 		return call(t, http.MethodPost, "/v1/messages", key, fmt.Sprintf(`{"model":%q,"max_tokens":100,"stream":%t,"messages":[{"role":"user","content":%q}]}`,
@@ -97,8 +102,13 @@ func TestDialectBedrockErrors(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Response.Header.Get("Retry-After") == "" {
 		t.Errorf("throttled (chat): %v", err)
 	}
-	// 4 failed answers, 6 broken streams, 2 by the SDKs and the 429.
-	recs := waitLedger(t, "bedrock-errors", 13)
+	// The same throttling in OpenAI's shape, with its Retry-After.
+	status, hdr, body = chat("claude-throttled", "mock:throttle", false)
+	if status != 429 || gjson.GetBytes(body, "error.message").Str == "" || hdr.Get("Retry-After") != "7" {
+		t.Errorf("throttled (chat): %d %v %s", status, hdr, body)
+	}
+	// 4 failed answers, 6 broken streams, 2 by the SDKs and the two 429s.
+	recs := waitLedger(t, "bedrock-errors", 14)
 	for i, r := range recs {
 		if r.Outcome != "upstream_error" {
 			t.Errorf("Test %d: record %+v", i, r)
