@@ -148,3 +148,40 @@ func BenchmarkTranscodeBedrockExchange(b *testing.B) {
 		}
 	}
 }
+
+// TestBedrockUnsupportedParams: what Converse cannot express is refused
+// naming the parameter (docs/providers/bedrock.md's list), or, with
+// drop_params, dropped and listed; an image by URL is refused either way.
+func TestBedrockUnsupportedParams(t *testing.T) {
+	for i, tc := range []struct {
+		client, body, param string
+	}{
+		{Chat, `{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`, "n"},
+		{Chat, `{"model":"m","logprobs":true,"messages":[{"role":"user","content":"hi"}]}`, "logprobs"},
+		{Chat, `{"model":"m","presence_penalty":0.5,"messages":[{"role":"user","content":"hi"}]}`, "presence_penalty"},
+		{Chat, `{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"hi"}]}`, "response_format"},
+		{Chat, `{"model":"m","parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"hi"}]}`, "parallel_tool_calls"},
+		{Messages, `{"model":"m","max_tokens":10,"tool_choice":{"type":"none"},"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`, "tool_choice"},
+	} {
+		x, err := For(tc.client, Bedrock).Request([]byte(tc.body), Options{})
+		if err == nil {
+			_, err = x.Body("m")
+		}
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || ue.Param != tc.param {
+			t.Errorf("Test %d: error %v, want %s unsupported", i, err, tc.param)
+		}
+		x, err = For(tc.client, Bedrock).Request([]byte(tc.body), Options{DropParams: true})
+		if err == nil {
+			_, err = x.Body("m")
+		}
+		if err != nil {
+			t.Errorf("Test %d: with drop_params: %v", i, err)
+		}
+	}
+	_, err := For(Chat, Bedrock).Request([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]}`), Options{DropParams: true})
+	if err == nil || !strings.Contains(err.Error(), "not by url") {
+		t.Errorf("an image by URL: %v", err)
+	}
+}
