@@ -10,7 +10,7 @@
 // one and two deployments of a model, under load while one of two mock
 // upstreams fails a share of its requests (see chaos.go).
 //
-// See bench/README.md.
+// See bench/README.md and docs/perf/method.md.
 package main
 
 import (
@@ -94,7 +94,7 @@ func parseFlags() options {
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
 	flag.IntVar(&o.profileLoad, "profile-scenario", 2, "scenario whose load is profiled: 2, 4, 5 or 6")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU profile")
-	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of bench/README.md")
+	flag.BoolVar(&o.writeReadme, "write-readme", false, "regenerate the results section of docs/perf/results.md")
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.StringVar(&o.pgOptions, "pg-options", "", "Caddyfile `text` for the block of scenario pg's `storage postgres` line, e.g. \"intent_gather 20ms\"")
 	flag.BoolVar(&o.metricsOff, "metrics-off", false, "also run caddy-air with `metrics off` as a third target, to measure what its metrics cost")
@@ -243,7 +243,7 @@ func benchmark(ctx context.Context, o options) error {
 	if !o.writeReadme {
 		return nil
 	}
-	path := filepath.Join(root, "bench", "README.md")
+	path := filepath.Join(root, resultsFile)
 	if err := writeResults(path, sectionKey(want, wantPG), time.Now(), host, params, tbl, verdict); err != nil {
 		return err
 	}

@@ -156,6 +156,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.live = new(live)
+	if err := a.checkConfig(); err != nil {
+		return a.configError(err)
+	}
 	if err := a.provisionStorage(); err != nil {
 		return a.configError(err)
 	}

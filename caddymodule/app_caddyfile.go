@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -135,20 +134,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				switch d.Val() {
 				case "intent_gather":
 					var s string
-					if a.Storage.Backend != backendPostgres {
-						return d.Errf("intent_gather is a setting of storage postgres")
-					}
 					if !d.AllArgs(&s) {
 						return d.ArgErr()
 					}
 					g, perr := caddy.ParseDuration(s)
-					if perr != nil || g < 0 || g > time.Second {
-						return d.Errf("intent_gather: bad duration %q (0 to 1s)", s)
+					if perr != nil {
+						return d.Errf("intent_gather: bad duration %q", s)
 					}
 					a.Storage.IntentGather = (*caddy.Duration)(&g)
 				default:
 					return d.Errf("unknown storage setting %q", d.Val())
 				}
+			}
+			if err := a.Storage.check(); err != nil {
+				return d.Err(err.Error())
 			}
 		case "prices":
 			if !d.AllArgs(&a.Prices) {
@@ -340,11 +339,6 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&m.LBPolicy) {
 				return d.ArgErr()
 			}
-			switch m.LBPolicy {
-			case "weighted_random", "round_robin", "least_requests", "lowest_latency":
-			default:
-				return d.Errf("lb_policy: unknown policy %q (weighted_random, round_robin, least_requests, lowest_latency)", m.LBPolicy)
-			}
 		case "kind":
 			if !d.AllArgs(&m.Kind) {
 				return d.ArgErr()
@@ -367,11 +361,8 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			return err
 		}
 	}
-	switch {
-	case m.Provider == "" && len(m.Deployments) == 0:
-		return d.Errf("model %s: name a provider on its line or give it `to` lines", m.Pattern)
-	case m.Provider != "" && len(m.Deployments) > 0:
-		return d.Errf("model %s: name a provider on its line or give it `to` lines, not both", m.Pattern)
+	if err := m.check(); err != nil {
+		return d.Err(err.Error())
 	}
 	a.Models = append(a.Models, m)
 	return nil

@@ -56,10 +56,11 @@ type Mock struct {
 	// API the mount itself (the provider's base_url). Empty: no fake
 	// Vertex AI. The fake Gemini API is always mounted (/v1beta/models/…).
 	VertexServiceAccount string `json:"vertex_service_account,omitempty"`
-	// VertexProject and VertexRegion are the fake Vertex AI's location.
-	// Default: mock-project, us-central1.
+	// VertexProject is the fake Vertex AI's project. Default:
+	// mock-project.
 	VertexProject string `json:"vertex_project,omitempty"`
-	VertexRegion  string `json:"vertex_region,omitempty"`
+	// VertexRegion is the fake Vertex AI's region. Default: us-central1.
+	VertexRegion string `json:"vertex_region,omitempty"`
 
 	handler *mockprovider.Handler
 }
@@ -80,6 +81,9 @@ func (m *Mock) Provision(ctx caddy.Context) error {
 	if v, err := ctx.AppIfConfigured("air"); err == nil {
 		depth = v.(*App).MaxJSONDepth
 	} else if !errors.Is(err, caddy.ErrNotConfigured) {
+		return err
+	}
+	if err := m.check(); err != nil {
 		return err
 	}
 	faults, err := m.providerFaults()
@@ -210,7 +214,7 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			f, perr := strconv.ParseFloat(s, 64)
-			if perr != nil || f < 0 || f > 1 {
+			if perr != nil {
 				return d.Errf("failure_rate: want a number from 0 to 1, got %q", s)
 			}
 			m.FailureRate = f
@@ -254,6 +258,9 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := m.check(); err != nil {
+		return d.Err(err.Error())
 	}
 	return nil
 }

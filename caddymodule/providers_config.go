@@ -104,7 +104,8 @@ type ProviderConfig struct {
 
 // HealthCheckConfig is a provider's active health check.
 type HealthCheckConfig struct {
-	// Path is requested with GET below each base URL. Default: /models.
+	// Path is requested with GET below each base URL. Default: /models
+	// (/v1beta/models for a gemini provider).
 	Path string `json:"path,omitempty"`
 	// Interval is the time between two checks. Default: 30s.
 	Interval caddy.Duration `json:"interval,omitempty"`

@@ -165,7 +165,7 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
 	}
-	rt.responses.Hold(res.ResponseID, responseHold{heldReservation{res: reservation, app: h.app}})
+	rt.responses.Hold(res.ResponseID, budgetHold{res: reservation, app: h.app})
 	return true
 }
 

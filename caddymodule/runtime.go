@@ -52,7 +52,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Media:                st.repos.Media,
 		Routes:               a.routes,
 		Client:               &http.Client{Transport: a.transport.Transport},
-		Biller:               taskBiller{engine: engine, app: a},
+		Biller:               ledgerBiller{engine: engine, app: a},
 		TTL:                  time.Duration(a.Tasks.TTL),
 		MediaTTL:             time.Duration(a.Tasks.MediaTTL),
 		PollInterval:         time.Duration(a.Tasks.PollInterval),
@@ -71,7 +71,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rb := responseBiller{engine: engine, app: a}
+	rb := ledgerBiller{engine: engine, app: a}
 	var poller *responses.Poller
 	if st.repos.Responses != nil {
 		pc := a.Responses.pollerConfig()
@@ -144,45 +144,6 @@ func (a *App) runtimeState() *runtime {
 	return a.live.rt.Load()
 }
 
-// taskBiller charges succeeded tasks to the ledger, idempotently by task id.
-type taskBiller struct {
-	engine *billing.Engine
-	app    *App
-}
-
-// ChargeTask implements tasks.Biller.
-func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
-	rec, fresh, err := b.engine.Charge(ctx, taskRecord(c))
-	if err == nil && fresh {
-		route := b.app.metricsRoute(c.Model)
-		route.Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
-		route.Unpriced(rec.Unpriced)
-	}
-	return err
-}
-
-// taskRecord is the ledger record of a succeeded task's charge.
-func taskRecord(c tasks.Charge) billing.Record {
-	return billing.Record{
-		ID:          c.TaskID,
-		Endpoint:    billing.EndpointTasks,
-		User:        c.User,
-		KeyID:       c.KeyID,
-		Model:       c.Model,
-		Provider:    c.Provider,
-		Deployment:  c.Deployment,
-		ServedModel: c.ServedModel,
-		Source:      billing.SourceUnits,
-		Status:      http.StatusOK,
-		Outcome:     billing.OutcomeOK,
-		Images:      c.Images,
-		VideoMillis: c.VideoSeconds * 1000,
-		Usage:       c.Usage,
-		// How long the task took, from its create until it succeeded.
-		DurationMillis: durationMillis(c.Duration),
-	}
-}
-
 // taskObserver is what the task service reports to, nil when metrics are
 // off.
 func (a *App) taskObserver() tasks.Observer {
@@ -192,28 +153,32 @@ func (a *App) taskObserver() tasks.Observer {
 	return a.metrics
 }
 
-// responseBiller charges finished background responses to the ledger,
-// idempotently by the id of their create's record.
-type responseBiller struct {
+// ledgerBiller charges what finished without a hold (or whose hold was
+// lost to a reload or an earlier attempt) to the ledger, idempotently by
+// record id: succeeded tasks and finished background responses.
+type ledgerBiller struct {
 	engine *billing.Engine
 	app    *App
 }
 
 // Charge implements responses.Biller.
-func (b responseBiller) Charge(ctx context.Context, rec billing.Record) error {
+func (b ledgerBiller) Charge(ctx context.Context, rec billing.Record) error {
 	rec, fresh, err := b.engine.Charge(ctx, rec)
 	if err == nil && fresh {
-		route := b.app.metricsRoute(rec.Model)
-		route.Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
-		route.Unpriced(rec.Unpriced)
+		b.app.countCharge(rec)
 	}
 	return err
 }
 
+// ChargeTask implements tasks.Biller.
+func (b ledgerBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
+	return b.Charge(ctx, c.Record())
+}
+
 // Interface guards.
 var (
-	_ tasks.Biller     = taskBiller{}
-	_ responses.Biller = responseBiller{}
+	_ tasks.Biller     = ledgerBiller{}
+	_ responses.Biller = ledgerBiller{}
 )
 
 // taskAttempts is what the task service reports submission attempts to,
@@ -224,8 +189,6 @@ func (a *App) taskAttempts() routing.AttemptObserver {
 	}
 	return a.metrics
 }
-
-var _ tasks.Biller = taskBiller{}
 
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {

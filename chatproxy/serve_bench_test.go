@@ -1,12 +1,18 @@
 package chatproxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddy-air/caddy-air/dialect/gemini"
+	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 )
 
 // cannedRT answers every request with a fixed response, without a network.
@@ -51,4 +57,55 @@ func BenchmarkServePassThroughStream(b *testing.B) {
 	}
 	sb.WriteString(`data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}` + "\n\ndata: [DONE]\n\n")
 	benchmarkServe(b, cannedRT{"text/event-stream", sb.String()}, `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
+}
+
+// BenchmarkServeGeminiStream is BenchmarkServePassThroughStream's
+// exchange with a Chat Completions client of a gemini model: the request
+// translated, built by the endpoint, the 20-chunk Gemini stream
+// transcoded into Messages, tapped, and written as Chat Completions.
+func BenchmarkServeGeminiStream(b *testing.B) {
+	var sb strings.Builder
+	for range 20 {
+		sb.WriteString(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"tok "}]}}],"responseId":"r1","modelVersion":"gemini-2.5-flash"}` + "\r\n\r\n")
+	}
+	sb.WriteString(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"end"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":21},"responseId":"r1"}` + "\r\n\r\n")
+	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	p := &Proxy{Transport: cannedRT{"text/event-stream", sb.String()}}
+	prov := provider("gemini", time.Minute, "http://upstream.invalid")
+	in, aerr := InspectChat([]byte(body), 0)
+	if aerr != nil {
+		b.Fatal(aerr)
+	}
+	tr := translate.For(translate.Chat, translate.Gemini)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		x, err := tr.Request([]byte(body), translate.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var tw *translate.Writer
+		leg := func(t *routing.Target) (*Leg, error) {
+			gb, err := x.Body(t.UpstreamModel)
+			if err != nil {
+				return nil, err
+			}
+			tw = x.Writer(w)
+			return &Leg{Protocol: Anthropic, Body: gb, Writer: tw, Transcode: x.Transcoder(),
+				NewRequest: func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
+					e := gemini.Endpoint{BaseURL: a.BaseURL, APIKey: a.APIKey}
+					return e.NewRequest(ctx, x.Model(""), true, body)
+				}}, nil
+		}
+		res := p.Serve(w, r, &Call{Protocol: OpenAI, Provider: prov, Inspected: in, Leg: leg})
+		if res.Held != nil {
+			res.Held.Release(res.Writer)
+		}
+		res.Close()
+		tw.Close()
+		if res.Usage.Output != 21 {
+			b.Fatalf("usage %+v, body %s", res.Usage, w.Body)
+		}
+	}
 }

@@ -18,7 +18,7 @@ import (
 const maxAnswer = 64 << 20
 
 // transcodeBuf is the size of the reads of a cloud's stream.
-const transcodeBuf = 16 << 10
+const transcodeBuf = 4 << 10
 
 // Transcoder is x's transcoding of a cloud provider's answers into the
 // Messages wire (Exchange.Transcode), nil for a provider the proxy reads

@@ -34,7 +34,7 @@ const (
 	// once, so the delay costs a request nothing on a quiet gateway and
 	// at most IntentGather before its upstream call under load. 20 ms
 	// keeps two instances at half the rate each within 1.3× bare Caddy's
-	// CPU per request (5 ms: 1.4–1.5×; bench/README.md, session 7).
+	// CPU per request (5 ms: 1.4–1.5×; docs/perf/history.md, session 7).
 	IntentGather = 20 * time.Millisecond
 )
 
