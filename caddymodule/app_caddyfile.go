@@ -40,13 +40,18 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope|gemini|vertex|cohere
+//			protocol openai|anthropic|dashscope|gemini|vertex|bedrock|azure|cohere
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
-//			project <gcp-project>
-//			region <gcp-region>
-//			credentials_file <service-account.json>
-//			token_url <url>
+//			project <gcp-project>                 (vertex)
+//			region <gcp-region>|<aws-region>      (vertex, bedrock)
+//			credentials_file <service-account.json> (vertex)
+//			token_url <url>                       (vertex)
+//			access_key_id <id>                    (bedrock)
+//			secret_access_key <secret>            (bedrock)
+//			session_token <token>                 (bedrock)
+//			endpoint <url> [<url>…]               (azure: base_url)
+//			api_version <yyyy-mm-dd[-preview]>|v1 (azure)
 //			timeout <duration>
 //			try_timeout <duration>
 //			retries <n>
@@ -224,8 +229,10 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&p.Protocol) {
 				return d.ArgErr()
 			}
-		case "base_url":
+		case "base_url", "endpoint":
 			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
+		case "access_key_id", "secret_access_key", "session_token", "api_version":
+			err = parseBedrockAzureOption(d, p)
 		case "api_key":
 			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
 		case "timeout":

@@ -42,6 +42,14 @@ type Mock struct {
 	// FaultSeed seeds the draws that pick the failing requests, so that a
 	// run can be repeated. Default (0): a random seed.
 	FaultSeed uint64 `json:"fault_seed,omitempty"`
+	// Bedrock, if set, mounts a fake Bedrock Runtime that verifies SigV4
+	// signatures (see MockBedrock).
+	Bedrock *MockBedrock `json:"bedrock,omitempty"`
+	// AzureKey, if set, mounts a fake Azure OpenAI resource requiring
+	// this api-key on …/openai/deployments/… and …/openai/v1/…,
+	// answering as the mock's chat completions. Placeholders like {env.X}
+	// are expanded.
+	AzureKey string `json:"azure_key,omitempty"`
 	// VertexServiceAccount is the path of the service account key file
 	// (JSON) whose tokens the mock's fake Vertex AI takes: its token
 	// endpoint is the mount's /token (a vertex provider's token_url), its
@@ -100,6 +108,9 @@ func (m *Mock) Provision(ctx caddy.Context) error {
 		OriginalPath:         originalPath,
 		Faults:               faults,
 		FaultSeed:            m.FaultSeed,
+	}
+	if err := m.mockClouds(&c); err != nil {
+		return err
 	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("air_mock: %w", err)
@@ -161,6 +172,13 @@ func (w *statusWriter) WriteHeader(status int) {
 //		failure_rate <0..1>
 //		chunk_delay <duration>
 //		fault_seed <uint64>
+//		bedrock {
+//			region <region>
+//			access_key_id <id>
+//			secret_access_key <secret>
+//			retry_after <duration>
+//		}
+//		azure_key <key>
 //		vertex_service_account <key.json>
 //		vertex_project <project>
 //		vertex_region <region>
@@ -210,6 +228,12 @@ func (m *Mock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("fault_seed: want an unsigned integer, got %q", s)
 			}
 			m.FaultSeed = n
+		case "bedrock":
+			m.Bedrock, err = parseMockBedrock(d)
+		case "azure_key":
+			if !d.AllArgs(&m.AzureKey) {
+				return d.ArgErr()
+			}
 		case "vertex_service_account":
 			if !d.AllArgs(&m.VertexServiceAccount) {
 				return d.ArgErr()

@@ -17,13 +17,18 @@ type ProviderConfig struct {
 	// Name identifies the provider in model lines and the ledger.
 	Name string `json:"name"`
 	// Protocol is "openai", "anthropic", "dashscope", "gemini" (Google AI
-	// Studio) or "vertex" (Gemini on Vertex AI).
+	// Studio), "vertex" (Gemini on Vertex AI), "bedrock" (Amazon Bedrock's
+	// Converse API) or "azure" (Azure OpenAI).
 	Protocol string `json:"protocol"`
 	// BaseURLs are the provider's API base URLs, e.g.
 	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
 	// Default, for gemini: https://generativelanguage.googleapis.com; for
-	// vertex: Region's endpoint, https://{region}-aiplatform.googleapis.com.
-	// Required for the other protocols.
+	// vertex: Region's endpoint, https://{region}-aiplatform.googleapis.com;
+	// for bedrock: Region's runtime endpoint,
+	// https://bedrock-runtime.{region}.amazonaws.com (set one only for a
+	// VPC endpoint or a proxy). An azure provider's are its resource
+	// endpoints, such as https://my-resource.openai.azure.com. Required
+	// for the other protocols.
 	BaseURLs []string `json:"base_urls,omitempty"`
 	// APIKeys are the provider's credentials, used in turn with BaseURLs.
 	// Placeholders like {env.X} are expanded.
@@ -79,7 +84,9 @@ type ProviderConfig struct {
 	// project its credentials name. Placeholders are expanded.
 	Project string `json:"project,omitempty"`
 	// Region is a vertex provider's location, such as us-central1 or
-	// global. Required for vertex. Placeholders are expanded.
+	// global, or a bedrock provider's AWS region, such as us-east-1 (which
+	// picks its runtime endpoint and scopes its signatures). Required for
+	// vertex and bedrock. Placeholders are expanded.
 	Region string `json:"region,omitempty"`
 	// CredentialsFile is the path of a vertex provider's service account
 	// key (JSON). Default: the application default credentials
@@ -88,6 +95,11 @@ type ProviderConfig struct {
 	// TokenURL replaces the token endpoint (token_uri) of CredentialsFile,
 	// for a private or fake OAuth2 endpoint.
 	TokenURL string `json:"token_url,omitempty"`
+	// Bedrock holds a bedrock provider's AWS credentials; without it the
+	// AWS SDK's default credential chain supplies them.
+	Bedrock *BedrockConfig `json:"bedrock,omitempty"`
+	// Azure holds an azure provider's api-version (or the v1 path).
+	Azure *AzureConfig `json:"azure,omitempty"`
 }
 
 // HealthCheckConfig is a provider's active health check.
@@ -198,12 +210,17 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			}
 			p.APIKeys = append(p.APIKeys, v)
 		}
-		if providers.IsCloud(p.Protocol) {
+		switch {
+		case pc.Protocol == providers.ProtocolBedrock || pc.Protocol == providers.ProtocolAzure || pc.Bedrock != nil || pc.Azure != nil:
+			if err := a.provisionBedrockAzure(pc, p, repl); err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: %w", pc.Name, err))
+			}
+		case providers.IsCloud(p.Protocol):
 			if err := a.cloudEndpoint(repl, pc, p); err != nil {
 				return nil, a.configError(err)
 			}
-		} else if pc.Project != "" || pc.Region != "" || pc.CredentialsFile != "" || pc.TokenURL != "" {
-			return nil, a.configError(fmt.Errorf("provider %s: project, region, credentials_file and token_url are vertex settings", pc.Name))
+		case pc.Project != "" || pc.Region != "" || pc.CredentialsFile != "" || pc.TokenURL != "":
+			return nil, a.configError(fmt.Errorf("provider %s: project, region, credentials_file and token_url are vertex settings (region a bedrock one too)", pc.Name))
 		}
 		byName[p.Name] = p
 		provs = append(provs, p)
@@ -281,6 +298,9 @@ func (a *App) routingOptions() map[string]routing.Options {
 			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
 			if hc.Path == "" && pc.Protocol == providers.ProtocolGemini {
 				o.HealthCheck.Path = "/v1beta/models" // AI Studio's model list
+			}
+			if hc.Path == "" && pc.Protocol == providers.ProtocolAzure {
+				o.HealthCheck.Path = a.azureHealthPath(pc.Name)
 			}
 		}
 		out[pc.Name] = o

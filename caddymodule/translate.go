@@ -77,12 +77,18 @@ type legs struct {
 // legsFor decodes body for each protocol other than the client's among
 // route and its fallbacks, or refuses it (a parameter one of them cannot
 // honour, unless its model drops it). It returns nil when every target
-// speaks the client's protocol: the request then passes through.
+// speaks the client's protocol and is reached at its base URL and path:
+// the request then passes through as it is.
 func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
 	var lg *legs
 	add := func(r *providers.Route) *apierror.Error {
 		tr := h.translator(r)
 		if tr == nil {
+			// A provider of the client's protocol whose endpoint builds
+			// its requests (azure): passed through, on a leg.
+			if lg == nil && r.Provider.Endpoint != nil {
+				lg = &legs{h: h, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+			}
 			return nil
 		}
 		if lg == nil {
@@ -146,7 +152,17 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		if err != nil {
 			return nil, err
 		}
-		return &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}, nil
+		l := &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}
+		if ep := t.Provider.Endpoint; ep != nil {
+			model, stream := t.UpstreamModel, lg.in.Stream
+			if model == "" {
+				model = lg.in.Model
+			}
+			l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
+				return ep.NewRequest(ctx, a, model, stream, body)
+			}
+		}
+		return l, nil
 	}
 }
 

@@ -360,6 +360,12 @@ func (t *tap) tokens(promptBytes int, cut, gone bool) (billing.Usage, billing.So
 	case t.started:
 		u := t.usage
 		u.Output = max(u.Output, tokens(t.outBytes))
+		if u.Input == 0 && u.CacheRead == 0 && u.CacheCreation == 0 {
+			// A start that reported no input: a cloud's stream transcoded
+			// into Messages (Bedrock, Gemini), whose usage comes only at
+			// its end. Its prompt was read all the same.
+			u.Input = tokens(int64(promptBytes))
+		}
 		return u, src
 	}
 	return estimate(int64(promptBytes), t.outBytes), src

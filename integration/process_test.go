@@ -247,6 +247,18 @@ func TestQuickstart(t *testing.T) {
 
 	checkAccessLog(t, p, key)
 
+	// The example's Bedrock and Azure models, on the mock's fakes.
+	if status, _, body := callURL(t, http.MethodPost, p.url("/v1/messages"), key,
+		`{"model":"mock-bedrock","max_tokens":64,"messages":[{"role":"user","content":"Hello Bedrock"}]}`, "anthropic-version", "2023-06-01"); status != http.StatusOK ||
+		gjson.GetBytes(body, "content.0.text").Str != "Mock reply to: Hello Bedrock" {
+		t.Fatalf("mock-bedrock: %d %s", status, body)
+	}
+	if status, _, body := callURL(t, http.MethodPost, p.url("/v1/chat/completions"), key,
+		`{"model":"mock-azure","messages":[{"role":"user","content":"Hello Azure"}]}`); status != http.StatusOK ||
+		!strings.Contains(gjson.GetBytes(body, "choices.0.message.content").Str, "Hello Azure") {
+		t.Fatalf("mock-azure: %d %s", status, body)
+	}
+
 	list := caddyCLI(t, "air", "key", "list", "--user", "alice", "--config", cfg)
 	if !strings.Contains(list, "alice") || !strings.Contains(list, "quickstart") || strings.Contains(list, key) {
 		t.Fatalf("key list:\n%s", list)

@@ -65,6 +65,15 @@ type Config struct {
 	FaultSeed uint64
 	// Clock returns the current time. Default: time.Now.
 	Clock func() time.Time
+	// Bedrock, if set, mounts a fake Bedrock Runtime (see BedrockConfig)
+	// on the Converse paths, …/model/{id}/converse and converse-stream,
+	// under any prefix.
+	Bedrock *BedrockConfig
+	// AzureKey, if set, mounts a fake Azure OpenAI resource requiring
+	// this api-key on the deployment and v1 paths, …/openai/deployments/…
+	// and …/openai/v1/…, under any prefix; it answers as the mock's chat
+	// completions.
+	AzureKey string
 	// OriginalPath, if set, returns the path of r as the client sent it,
 	// before a proxy stripped a prefix (Caddy's handle_path does). Image
 	// URLs point at the part of that path before its last "/v1", so that
@@ -94,7 +103,9 @@ type Handler struct {
 	// responses keeps the Responses API's stored responses.
 	responses respStore
 	faults    *faults
-	google    *google
+	// clouds are the cloud providers' fakes it mounts.
+	clouds clouds
+	google *google
 }
 
 // maxBodyBytes bounds request bodies.
@@ -136,7 +147,7 @@ func New(c Config) *Handler {
 	if err != nil {
 		panic("mockprovider: " + err.Error())
 	}
-	return &Handler{
+	h := &Handler{
 		google: g,
 		cfg:    c,
 		clock:  clock,
@@ -145,6 +156,8 @@ func New(c Config) *Handler {
 		videos: newVideoStore(maxVideos),
 		faults: &faults{list: c.Faults, start: clock(), seed: seed, done: make(chan struct{})},
 	}
+	h.clouds = newClouds(c, h)
+	return h
 }
 
 // Close ends the requests that a hang or slow fault holds, at once; the
@@ -166,7 +179,7 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, anthropic bool) 
 
 // ServeHTTP answers r as the provider whose endpoint the path names.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.serveGoogle(w, r) {
+	if h.serveGoogle(w, r) || h.serveCloud(w, r) {
 		return
 	}
 	path := r.URL.Path

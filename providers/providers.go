@@ -32,12 +32,18 @@ const (
 	// ProtocolCohere is Cohere's v2 API (rerank); its base URL ends in
 	// /v2.
 	ProtocolCohere = "cohere"
+	// ProtocolBedrock is Amazon Bedrock Runtime's Converse API, signed
+	// with SigV4.
+	ProtocolBedrock = "bedrock"
+	// ProtocolAzure is Azure OpenAI: OpenAI's chat completions on a
+	// deployment (or v1) path, with an api-key header.
+	ProtocolAzure = "azure"
 )
 
 // IsCloud reports a protocol whose requests an Endpoint builds: its URLs
 // name the model, its credentials are more than a key header.
 func IsCloud(protocol string) bool {
-	return protocol == ProtocolGemini || protocol == ProtocolVertex
+	return protocol == ProtocolGemini || protocol == ProtocolVertex || protocol == ProtocolBedrock
 }
 
 // Endpoint builds and authenticates the requests of a provider whose
@@ -220,7 +226,7 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		}
 		switch p.Protocol {
 		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope, ProtocolCohere:
-		case ProtocolGemini, ProtocolVertex:
+		case ProtocolGemini, ProtocolVertex, ProtocolBedrock, ProtocolAzure:
 			if p.Endpoint == nil {
 				return nil, fmt.Errorf("provider %q: a %s provider needs an endpoint", p.Name, p.Protocol)
 			}
@@ -252,6 +258,9 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		}
 		if IsCloud(r.Provider.Protocol) && !translated(r.Kind) {
 			return nil, fmt.Errorf("model %q: a %s provider serves chat and messages models, not %s", r.Pattern, r.Provider.Protocol, r.Kind)
+		}
+		if r.Provider.Protocol == ProtocolAzure && r.Kind != KindChat {
+			return nil, fmt.Errorf("model %q: an azure provider serves chat models (which /v1/messages reaches too), not %s", r.Pattern, r.Kind)
 		}
 		if r.IsGlob() {
 			if _, err := path.Match(r.Pattern, ""); err != nil {
@@ -354,7 +363,7 @@ func DefaultKind(protocol string) string {
 		return KindImage
 	case ProtocolCohere:
 		return KindRerank
-	default: // openai, and the clouds, whose chat models both chat protocols reach
+	default: // openai and azure, and the clouds, whose chat models both chat protocols reach
 		return KindChat
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/dialect/responses"
 )
@@ -52,7 +53,19 @@ var eventCases = []eventCase{
 		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}` + "\n\n",
 		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"content":" deterministic reply"},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n",
 		openai.Codec{}, responses.Codec{}},
+	// Bedrock's binary event stream: its frames (CRC-checked) to either
+	// client's SSE.
+	{"bedrock-to-messages", bedrockStart, bedrockDelta, bedrock.Codec{}, anthropic.Codec{}},
+	{"bedrock-to-chat", bedrockStart, bedrockDelta, bedrock.Codec{}, openai.Codec{}},
 }
+
+// bedrockStart and bedrockDelta are ConverseStream frames: its start and
+// a first text delta (which opens the block), then a text delta.
+var (
+	bedrockStart = string(bedrock.EncodeEvent("messageStart", map[string]any{"role": "assistant", "p": "abcdefghijklmnop"})) +
+		string(bedrock.EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": "A"}, "p": "abcdefghijklmnop"}))
+	bedrockDelta = string(bedrock.EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": " deterministic reply"}, "p": "abcdefghijklmnop"}))
+)
 
 func benchmarkEvent(b *testing.B, tc eventCase) {
 	{

@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 )
 
 // maxAnswer bounds a cloud's whole (non-streamed) answer or error body
@@ -43,9 +45,16 @@ func (x *Exchange) Transcode(resp *http.Response) *http.Response {
 	h.Del("Content-Length")
 	h.Del("Content-Encoding")
 	resp.ContentLength = -1
+	if id := h.Get("X-Amzn-Requestid"); id != "" && h.Get("X-Request-Id") == "" {
+		// AWS's request id, which the proxy passes to the client as the
+		// provider's (X-Upstream-Request-Id), as it does OpenAI's.
+		h.Set("X-Request-Id", id)
+	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	if ok && isEventStream(h.Get("Content-Type")) {
-		resp.Body = &streamBody{src: resp.Body, dec: cloud.NewStreamDecoder(), enc: anthropic.Codec{}.NewStreamEncoder(x.req)}
+	if ct := h.Get("Content-Type"); ok && (isEventStream(ct) || isAWSEventStream(ct)) {
+		h.Set("Content-Type", "text/event-stream")
+		resp.Body = &streamBody{src: resp.Body, dec: cloud.NewStreamDecoder(), enc: anthropic.Codec{}.NewStreamEncoder(x.req),
+			id: answerID(h), model: x.req.Model}
 		return resp
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
@@ -66,7 +75,7 @@ func (x *Exchange) Transcode(resp *http.Response) *http.Response {
 		e.Status = resp.StatusCode
 		_, body = anthropic.Codec{}.EncodeError(e)
 	default:
-		body, err = x.answer(raw)
+		body, err = x.answer(raw, answerID(h))
 		if err != nil {
 			resp.StatusCode, body = anthropic.Codec{}.EncodeError(&dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer,
 				Message: "the upstream provider's answer could not be translated: " + err.Error()})
@@ -81,12 +90,27 @@ func (x *Exchange) Transcode(resp *http.Response) *http.Response {
 }
 
 // answer transcodes a cloud's whole answer into a Messages message.
-func (x *Exchange) answer(raw []byte) ([]byte, error) {
+func (x *Exchange) answer(raw []byte, id string) ([]byte, error) {
 	r, err := x.t.cloud.DecodeResponse(raw)
 	if err != nil {
 		return nil, err
 	}
+	if r.ID == "" {
+		r.ID = id
+	}
+	if r.Model == "" {
+		r.Model = x.req.Model
+	}
 	return anthropic.Codec{}.EncodeResponse(nil, r)
+}
+
+// answerID is the message id of an answer whose body names none
+// (Bedrock's): "msg_" and the provider's request id.
+func answerID(h http.Header) string {
+	if id := h.Get("X-Amzn-Requestid"); id != "" {
+		return "msg_" + id
+	}
+	return ""
 }
 
 // streamBody is a cloud's event stream read as a Messages one.
@@ -100,6 +124,9 @@ type streamBody struct {
 	off  int   // start of the bytes of out not yet read
 	done bool  // the stream ended: err is what follows out
 	err  error // io.EOF, io.ErrUnexpectedEOF (a cut) or the read's error
+	// id and model name the message when the cloud's start event does
+	// not.
+	id, model string
 }
 
 // Read returns the next Messages bytes, reading the cloud's stream until
@@ -140,6 +167,16 @@ func (s *streamBody) Read(p []byte) (int, error) {
 // drain encodes the decoded events; a stop or an error ends the stream.
 func (s *streamBody) drain() {
 	for !s.done && s.dec.Next(&s.ev) {
+		if s.ev.Kind == dialect.EventStart {
+			// A cloud that names neither (Bedrock): the provider's request
+			// id, and the model the client asked for.
+			if s.ev.ID == "" {
+				s.ev.ID = s.id
+			}
+			if s.ev.Model == "" {
+				s.ev.Model = s.model
+			}
+		}
 		s.out = s.enc.Encode(s.out, &s.ev)
 		if s.ev.Kind == dialect.EventStop || s.ev.Kind == dialect.EventError {
 			s.done, s.err = true, io.EOF
@@ -149,3 +186,10 @@ func (s *streamBody) drain() {
 
 // Close closes the cloud's stream.
 func (s *streamBody) Close() error { return s.src.Close() }
+
+// isAWSEventStream reports the binary event stream of an AWS service
+// (Bedrock's ConverseStream), which is transcoded into SSE.
+func isAWSEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), bedrock.StreamContentType)
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/dialect/responses"
@@ -37,6 +38,8 @@ const (
 	Gemini = "gemini"
 	// Vertex is Vertex AI's generateContent, a cloud protocol.
 	Vertex = "vertex"
+	// Bedrock is Amazon Bedrock Runtime's Converse, a cloud protocol.
+	Bedrock = "bedrock"
 )
 
 // DroppedHeader is the response header that lists, comma-separated, the
@@ -79,6 +82,7 @@ var codecs = map[string]struct {
 	Responses: {responses.Codec{}, nil, ""},
 	Gemini:    {nil, gemini.Codec{}, ""},
 	Vertex:    {nil, vertex.Codec{}, ""},
+	Bedrock:   {nil, bedrock.Codec{}, ""},
 }
 
 // translators are made once: they hold no state of an exchange.
