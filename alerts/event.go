@@ -12,7 +12,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"time"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Kinds of events.
@@ -44,22 +45,8 @@ func KnownKind(k string) bool {
 	return false
 }
 
-// Event is one alert.
-type Event struct {
-	// ID is the event's dedupe id: the same occurrence raised twice (by
-	// two instances, or again after a restart) has the same ID and is
-	// delivered once. Receivers may dedupe on it too.
-	ID string `json:"id"`
-	// Kind is one of the Kind* constants.
-	Kind string `json:"kind"`
-	// At is when the event was raised.
-	At time.Time `json:"at"`
-	// Message is a one-line human description.
-	Message string `json:"message"`
-	// Data are the event's details (scope, id, threshold, provider…);
-	// never a secret.
-	Data map[string]string `json:"data,omitempty"`
-}
+// Event is one alert (its JSON is the body that webhooks receive).
+type Event = store.AlertEvent
 
 // DedupeID derives an event id from the parts that identify an
 // occurrence: the same parts give the same id on every instance.

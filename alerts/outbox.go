@@ -5,53 +5,28 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Delivery states.
 const (
-	// StatePending is a delivery not yet made (or whose lease ran out).
-	StatePending = "pending"
+	// StatePending is a delivery not yet made.
+	StatePending = store.AlertPending
 	// StateDelivered is a delivery the webhook accepted.
-	StateDelivered = "delivered"
+	StateDelivered = store.AlertDelivered
 	// StateFailed is a delivery that failed every attempt.
-	StateFailed = "failed"
-	// StateNone marks an event that no webhook wanted: it is kept for
-	// the console only.
-	StateNone = "none"
+	StateFailed = store.AlertFailed
+	// StateNone marks an event no webhook wanted.
+	StateNone = store.AlertNone
 )
 
 // Delivery is an event's delivery to one webhook.
-type Delivery struct {
-	// Event is the event delivered.
-	Event Event `json:"event"`
-	// Target is the webhook's name.
-	Target string `json:"target"`
-	// State is StatePending, StateDelivered or StateFailed.
-	State string `json:"state"`
-	// Attempts counts the attempts made so far.
-	Attempts int `json:"attempts"`
-	// LastError is the last attempt's error, if it failed.
-	LastError string `json:"last_error,omitempty"`
-	// DoneAt is when the delivery ended (delivered or failed).
-	DoneAt *time.Time `json:"done_at,omitempty"`
-}
+type Delivery = store.AlertDelivery
 
-// Outbox holds raised events and their deliveries until they are made. A
-// shared outbox (PostgreSQL) gives each delivery to one instance at a
-// time by a lease, so that each event is delivered once across instances.
-type Outbox interface {
-	// Add stores e with a pending delivery to each of targets. An event
-	// whose ID is stored already changes nothing and reports false.
-	Add(ctx context.Context, e Event, targets []string) (bool, error)
-	// Claim leases up to n pending deliveries whose lease is free or ran
-	// out to owner until now+lease.
-	Claim(ctx context.Context, owner string, lease time.Duration, n int) ([]Delivery, error)
-	// Finish records how owner's leased delivery of event id to target
-	// ended: state StateDelivered or StateFailed, after attempts.
-	Finish(ctx context.Context, owner, id, target, state string, attempts int, lastErr string) error
-	// Recent returns the deliveries of the n newest events, newest first.
-	Recent(ctx context.Context, n int) ([]Delivery, error)
-}
+// Outbox holds raised events and their deliveries until they are made
+// (store.Alerts: MemoryOutbox here, or a backend's).
+type Outbox = store.Alerts
 
 // MemoryOutbox is an Outbox in memory, for a single instance (Badger). It
 // keeps at most Keep events; older ones are forgotten.
