@@ -23,8 +23,6 @@ type Observer interface {
 
 // Config builds a Dispatcher.
 type Config struct {
-	// Outbox keeps the events until delivered. Required.
-	Outbox Outbox
 	// Webhooks are the targets.
 	Webhooks []*Webhook
 	// Sender posts the events; nil: a Sender with its defaults.
@@ -45,7 +43,7 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// Dispatcher takes raised events onto a bounded queue, stores them in the
+// Dispatcher takes raised events onto a bounded queue, stores them in an
 // outbox and delivers them.
 type Dispatcher struct {
 	cfg   Config
@@ -54,9 +52,13 @@ type Dispatcher struct {
 	kick  chan struct{}
 	hooks map[string]*Webhook
 	wg    sync.WaitGroup
+	// unstored are events the outbox refused (its storage is down),
+	// stored again every Poll; at most QueueSize of them.
+	unstored []Event
 }
 
 // NewDispatcher returns a Dispatcher over cfg; Run starts its work.
+// Events raised before Run wait in the queue.
 func NewDispatcher(cfg Config) *Dispatcher {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 1024
@@ -100,53 +102,71 @@ func (d *Dispatcher) Raise(e Event) {
 	}
 }
 
-// Recent returns the deliveries of the n newest events, newest first.
-func (d *Dispatcher) Recent(ctx context.Context, n int) ([]Delivery, error) {
-	return d.cfg.Outbox.Recent(ctx, n)
-}
-
-// Run stores and delivers events until ctx ends, then returns once its
-// deliveries in flight have ended.
-func (d *Dispatcher) Run(ctx context.Context) {
+// Run stores the raised events in ob and delivers them until ctx ends,
+// then returns once its deliveries in flight have ended.
+func (d *Dispatcher) Run(ctx context.Context, ob Outbox) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		d.store(ctx)
+		d.store(ctx, ob)
 	}()
-	d.deliver(ctx)
+	d.deliver(ctx, ob)
 	d.wg.Wait()
 }
 
-// store moves queued events into the outbox.
-func (d *Dispatcher) store(ctx context.Context) {
+// store moves queued events into the outbox; those it refuses are kept
+// and stored again every Poll, so that an event raised while the storage
+// is down (the ledger unavailable) is delivered once it is back.
+func (d *Dispatcher) store(ctx context.Context, ob Outbox) {
+	t := time.NewTicker(d.cfg.Poll)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e := <-d.queue:
-			var targets []string
-			for _, w := range d.cfg.Webhooks {
-				if w.Wants(e.Kind) {
-					targets = append(targets, w.Name)
-				}
-			}
-			added, err := d.cfg.Outbox.Add(ctx, e, targets)
-			if err != nil {
-				d.cfg.Logger.Warn("storing an alert", zap.String("event", e.ID), zap.String("kind", e.Kind), zap.Error(err))
-				continue
-			}
-			if added && len(targets) > 0 {
-				select {
-				case d.kick <- struct{}{}:
-				default:
-				}
+			d.add(ctx, ob, e)
+		case <-t.C:
+			retry := d.unstored
+			d.unstored = nil
+			for _, e := range retry {
+				d.add(ctx, ob, e)
 			}
 		}
 	}
 }
 
+// add stores e in ob with its targets.
+func (d *Dispatcher) add(ctx context.Context, ob Outbox, e Event) {
+	var targets []string
+	for _, w := range d.cfg.Webhooks {
+		if w.Wants(e.Kind) {
+			targets = append(targets, w.Name)
+		}
+	}
+	added, err := ob.Add(ctx, e, targets)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if len(d.unstored) < d.cfg.QueueSize {
+			d.unstored = append(d.unstored, e)
+		} else if d.cfg.Observer != nil {
+			d.cfg.Observer.Dropped(e.Kind)
+		}
+		d.cfg.Logger.Warn("storing an alert; retrying", zap.String("event", e.ID), zap.String("kind", e.Kind), zap.Error(err))
+		return
+	}
+	if added && len(targets) > 0 {
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // deliver claims and makes deliveries when kicked and every Poll.
-func (d *Dispatcher) deliver(ctx context.Context) {
+func (d *Dispatcher) deliver(ctx context.Context, ob Outbox) {
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for {
@@ -157,7 +177,7 @@ func (d *Dispatcher) deliver(ctx context.Context) {
 		case <-d.kick:
 		}
 		for ctx.Err() == nil {
-			claimed, err := d.cfg.Outbox.Claim(ctx, d.owner, d.cfg.Lease, 16)
+			claimed, err := ob.Claim(ctx, d.owner, d.cfg.Lease, 16)
 			if err != nil {
 				d.cfg.Logger.Warn("claiming alert deliveries", zap.Error(err))
 				break
@@ -170,7 +190,7 @@ func (d *Dispatcher) deliver(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					d.send(ctx, dl)
+					d.send(ctx, ob, dl)
 				}()
 			}
 			wg.Wait()
@@ -179,7 +199,7 @@ func (d *Dispatcher) deliver(ctx context.Context) {
 }
 
 // send makes one claimed delivery and records its end.
-func (d *Dispatcher) send(ctx context.Context, dl Delivery) {
+func (d *Dispatcher) send(ctx context.Context, ob Outbox, dl Delivery) {
 	state, attempts, msg := StateFailed, 0, "webhook no longer configured"
 	if w, ok := d.hooks[dl.Target]; ok {
 		var err error
@@ -193,7 +213,7 @@ func (d *Dispatcher) send(ctx context.Context, dl Delivery) {
 			d.cfg.Logger.Warn("alert delivery failed", zap.String("webhook", w.Name), zap.String("event", dl.Event.ID), zap.Int("attempts", attempts), zap.String("error", msg))
 		}
 	}
-	if err := d.cfg.Outbox.Finish(context.WithoutCancel(ctx), d.owner, dl.Event.ID, dl.Target, state, attempts, msg); err != nil {
+	if err := ob.Finish(context.WithoutCancel(ctx), d.owner, dl.Event.ID, dl.Target, state, attempts, msg); err != nil {
 		d.cfg.Logger.Warn("recording an alert delivery", zap.Error(err))
 	}
 	if d.cfg.Observer != nil {

@@ -32,17 +32,20 @@ func TestAlertsDeliveredOnceByTwoInstances(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	var ds []*alerts.Dispatcher
+	var obs []alerts.Outbox
 	for range 2 {
 		db, err := Open(context.Background(), Options{DSN: dsn})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		d := alerts.NewDispatcher(alerts.Config{Outbox: db.Repos().Alerts, Poll: 5 * time.Millisecond,
+		ob := db.Repos().Alerts
+		obs = append(obs, ob)
+		d := alerts.NewDispatcher(alerts.Config{Poll: 5 * time.Millisecond,
 			Webhooks: []*alerts.Webhook{{Name: "ops", URL: srv.URL}}})
 		ds = append(ds, d)
 		wg.Add(1)
-		go func() { defer wg.Done(); d.Run(ctx) }()
+		go func() { defer wg.Done(); d.Run(ctx, ob) }()
 	}
 	want := map[string]bool{}
 	for i := range 20 {
@@ -80,7 +83,7 @@ func TestAlertsDeliveredOnceByTwoInstances(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d events delivered, want %d", len(got), len(want))
 	}
-	rec, err := ds[0].Recent(context.Background(), 100)
+	rec, err := obs[0].Recent(context.Background(), 100)
 	if err != nil || len(rec) != len(want) {
 		t.Fatalf("Recent: %d deliveries, %v; want %d", len(rec), err, len(want))
 	}
