@@ -15,6 +15,9 @@ const MaxAllowIPs = 64
 // MaxGrace bounds the grace period of a regenerated key's old secret.
 const MaxGrace = 30 * 24 * time.Hour
 
+// ErrBadGrace is the error of a regenerate with a grace out of range.
+var ErrBadGrace = fmt.Errorf("grace must be from 0 to %s", MaxGrace)
+
 // ErrReplaced is the error of a request with a key's secret that was
 // regenerated and whose grace period has ended; its text is safe to show.
 var ErrReplaced = errors.New("this API key's secret has been regenerated; use the new secret")
@@ -107,7 +110,7 @@ func (k *Key) AllowsIP(ip string) bool {
 // Every instance's cache drops the key. A revoked key is not regenerated.
 func (s *Service) Regenerate(ctx context.Context, id string, grace time.Duration) (string, *Key, error) {
 	if grace < 0 || grace > MaxGrace {
-		return "", nil, fmt.Errorf("grace must be from 0 to %s", MaxGrace)
+		return "", nil, ErrBadGrace
 	}
 	stored, err := s.store.List(ctx, "")
 	if err != nil {
