@@ -37,6 +37,7 @@ var running atomic.Pointer[App]
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
 //	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
+//	GET    /air/alerts[?limit=] → the newest alerts' deliveries to each webhook, newest first
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -56,6 +57,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
+		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
 	}, a.billingRoutes()...)
 }
 
