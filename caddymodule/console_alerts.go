@@ -2,11 +2,14 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/caddy-air/caddy-air/console"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -59,5 +62,26 @@ func (Admin) handleAlerts(w http.ResponseWriter, r *http.Request) error {
 	return writeAdminJSON(w, http.StatusOK, ds)
 }
 
-// Interface guard.
-var _ console.AlertService = consoleAlerts{}
+
+// RegenerateKey implements console.KeyRegenerator: POST
+// /air/keys/{id}/regenerate.
+func (s consoleServices) RegenerateKey(ctx context.Context, id string, grace time.Duration) (string, error) {
+	st, err := s.state()
+	if err != nil {
+		return "", err
+	}
+	secret, _, err := st.keys.Regenerate(ctx, id, grace)
+	switch {
+	case errors.Is(err, keys.ErrNoSuchKey):
+		return "", console.ErrNotFound
+	case errors.Is(err, keys.ErrRevoked), errors.Is(err, keys.ErrBadGrace):
+		return "", console.Invalid(err)
+	}
+	return secret, err
+}
+
+// Interface guards.
+var (
+	_ console.AlertService   = consoleAlerts{}
+	_ console.KeyRegenerator = consoleServices{}
+)

@@ -77,6 +77,37 @@ func TestConsoleAlertsInBrowser(t *testing.T) {
 	}
 	b.screenshot(admin, "alerts")
 
+	// The operator regenerates a key with a day's grace: the new secret
+	// is shown once, and both secrets work.
+	old, keyID := createKey(t, "rotating")
+	var fresh string
+	b.run(admin,
+		chromedp.Navigate(baseURL+"/console/operators/keys?q="+keyID),
+		chromedp.Click(fmt.Sprintf(`tr[data-key-id=%q] a.regenerate`, keyID), chromedp.ByQuery),
+		chromedp.WaitVisible(`#regenerate-key`, chromedp.ByID),
+		chromedp.SetValue(`#regenerate-key select[name=grace]`, "24h", chromedp.ByQuery),
+		chromedp.Click(`#regenerate-key button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#secret`, chromedp.ByID),
+		chromedp.Text(`#secret`, &fresh, chromedp.ByID),
+	)
+	if !strings.HasPrefix(fresh, "sk-air-") || fresh == old {
+		t.Fatalf("regenerated secret %q", fresh)
+	}
+	chat := `{"model":"mock-gpt","messages":[{"role":"user","content":"x"}]}`
+	for name, sec := range map[string]string{"old": old, "new": fresh} {
+		if st, _, body := call(t, http.MethodPost, "/v1/chat/completions", sec, chat); st != http.StatusOK {
+			t.Errorf("the %s secret within the grace: %d %s", name, st, body)
+		}
+	}
+	var listed []struct {
+		ID                  string     `json:"id"`
+		PreviousSecretUntil *time.Time `json:"previous_secret_until"`
+	}
+	adminJSON(t, http.MethodGet, "/air/keys?user=rotating", "", &listed)
+	if len(listed) != 1 || listed[0].PreviousSecretUntil == nil || time.Until(*listed[0].PreviousSecretUntil) < 23*time.Hour {
+		t.Errorf("the key after the regenerate: %+v, want the old secret valid for a day", listed)
+	}
+
 	demo := b.tab(demoUser, demoPassword)
 	var status string
 	b.run(demo,
