@@ -62,7 +62,6 @@ func (Admin) handleAlerts(w http.ResponseWriter, r *http.Request) error {
 	return writeAdminJSON(w, http.StatusOK, ds)
 }
 
-
 // RegenerateKey implements console.KeyRegenerator: POST
 // /air/keys/{id}/regenerate.
 func (s consoleServices) RegenerateKey(ctx context.Context, id string, grace time.Duration) (string, error) {
