@@ -59,29 +59,29 @@ func (breakerAlerts) Fallback(string, string) {}
 type observers []routing.Observer
 
 // BreakerState implements routing.Observer.
-func (os observers) BreakerState(u *routing.Upstream, s routing.State) {
-	for _, o := range os {
+func (obs observers) BreakerState(u *routing.Upstream, s routing.State) {
+	for _, o := range obs {
 		o.BreakerState(u, s)
 	}
 }
 
 // KeyRejected implements routing.Observer.
-func (os observers) KeyRejected(p string, k int) {
-	for _, o := range os {
+func (obs observers) KeyRejected(p string, k int) {
+	for _, o := range obs {
 		o.KeyRejected(p, k)
 	}
 }
 
 // Cooldown implements routing.Observer.
-func (os observers) Cooldown(u *routing.Upstream) {
-	for _, o := range os {
+func (obs observers) Cooldown(u *routing.Upstream) {
+	for _, o := range obs {
 		o.Cooldown(u)
 	}
 }
 
 // Fallback implements routing.Observer.
-func (os observers) Fallback(m, f string) {
-	for _, o := range os {
+func (obs observers) Fallback(m, f string) {
+	for _, o := range obs {
 		o.Fallback(m, f)
 	}
 }

@@ -11,6 +11,7 @@ CREATE TABLE air_alert_events (
 	data    jsonb NOT NULL DEFAULT '{}'
 );
 CREATE INDEX air_alert_events_seq ON air_alert_events (seq);
+CREATE INDEX air_alert_events_at ON air_alert_events (at);
 
 CREATE TABLE air_alert_deliveries (
 	event_id    text NOT NULL REFERENCES air_alert_events (id) ON DELETE CASCADE,
