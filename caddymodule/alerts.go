@@ -128,14 +128,8 @@ func (a *App) runAlerts(ctx context.Context, st *state) {
 func (a *App) checkAlerts(ctx context.Context, st *state, w *alertWatch) {
 	now := time.Now().UTC()
 	down := st.ledger.Stats().Broken != "" || a.probe.check(ctx, st.repos.Probe) != nil
-	if down != w.ledgerDown {
-		w.ledgerDown = down
-		kind, msg := alerts.KindLedgerUp, "the ledger is available again"
-		if down {
-			kind, msg = alerts.KindLedgerDown, "the ledger is unavailable: billable requests are refused (see /air/health)"
-		}
-		a.alerts.Raise(alerts.Event{ID: alerts.DedupeID(kind, hostname, now.Format(time.RFC3339Nano)), Kind: kind, At: now, Message: msg,
-			Data: map[string]string{"instance": hostname}})
+	if e := w.ledger(down, now); e != nil {
+		a.alerts.Raise(*e)
 	}
 	if !down {
 		uses, err := alerts.BudgetUses(ctx, st.repos.Budgets, now, a.prices.Currency())
@@ -150,6 +144,22 @@ func (a *App) checkAlerts(ctx context.Context, st *state, w *alertWatch) {
 		a.checkKeyExpiry(ctx, st, now)
 	}
 	w.ticks++
+}
+
+// ledger returns the alert of the ledger's availability becoming down,
+// nil when it did not change since the last check (at the start, the
+// ledger counts as available).
+func (w *alertWatch) ledger(down bool, now time.Time) *alerts.Event {
+	if down == w.ledgerDown {
+		return nil
+	}
+	w.ledgerDown = down
+	kind, msg := alerts.KindLedgerUp, "the ledger is available again"
+	if down {
+		kind, msg = alerts.KindLedgerDown, "the ledger is unavailable: billable requests are refused (see /air/health)"
+	}
+	return &alerts.Event{ID: alerts.DedupeID(kind, hostname, now.Format(time.RFC3339Nano)), Kind: kind, At: now, Message: msg,
+		Data: map[string]string{"instance": hostname}}
 }
 
 // checkKeyExpiry raises key_expiring for every active key that expires
