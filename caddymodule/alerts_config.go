@@ -78,14 +78,15 @@ func (a *App) provisionAlerts(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	cfg := alerts.Config{QueueSize: c.QueueSize, Logger: a.logger.Named("alerts")}
 	for _, w := range c.Webhooks {
+		// The errors name neither value: a URL may hold a token too.
 		u, err := expand(repl, w.URL)
 		if err != nil {
-			return fmt.Errorf("alerts: webhook %s: url: %w", w.Name, err)
+			return fmt.Errorf("alerts: webhook %s: url: a placeholder is unset or empty, or the url is empty", w.Name)
 		}
 		var secret string
 		if w.Secret != "" {
 			if secret, err = expand(repl, w.Secret); err != nil {
-				return fmt.Errorf("alerts: webhook %s: secret: %w", w.Name, err)
+				return fmt.Errorf("alerts: webhook %s: secret: a placeholder is unset or empty", w.Name)
 			}
 		}
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {

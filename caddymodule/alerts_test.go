@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/alerts"
 	"github.com/caddy-air/caddy-air/providers"
@@ -102,5 +104,21 @@ func TestBreakerAlertsOnTransitions(t *testing.T) {
 	}
 	if want := "breaker_open,breaker_closed"; strings.Join(kinds, ",") != want {
 		t.Errorf("events %v, want %s", kinds, want)
+	}
+}
+
+// TestAlertsProvisionKeepsSecretsOutOfErrors: a webhook whose secret or
+// URL cannot be resolved fails the load without naming either.
+func TestAlertsProvisionKeepsSecretsOutOfErrors(t *testing.T) {
+	for i, w := range []*WebhookConfig{
+		{Name: "ops", URL: "https://hooks.example/T0/B0/tok3n-{env.AIR_TEST_UNSET_HOOK}"},
+		{Name: "ops", URL: "https://hooks.example/x", Secret: "s3cr3t-{env.AIR_TEST_UNSET_HOOK}"},
+	} {
+		a := &App{Alerts: &AlertsConfig{Webhooks: []*WebhookConfig{w}}}
+		a.logger = zap.NewNop()
+		err := a.provisionAlerts(caddy.Context{})
+		if err == nil || strings.Contains(err.Error(), "tok3n") || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "webhook ops") {
+			t.Errorf("Test %d: err = %v; want one that names the webhook and not its values", i, err)
+		}
 	}
 }
