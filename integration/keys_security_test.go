@@ -150,6 +150,18 @@ func TestKeyRegenerateGrace(t *testing.T) {
 	if status := adminJSON(t, http.MethodPost, fmt.Sprintf("/air/keys/%s/regenerate", id), `{"grace":"-1h"}`, nil); status != http.StatusBadRequest {
 		t.Errorf("a negative grace: %d, want 400", status)
 	}
+
+	// The CLI creates a key with an allow-list.
+	if out, err := exec.Command(caddyBin, "air", "keys", "create", "--user", "cli-ips", "--allow-ips", "10.0.0.0/8,2001:db8::1", "--address", adminAddr).CombinedOutput(); err != nil {
+		t.Fatalf("keys create --allow-ips: %v\n%s", err, out)
+	}
+	var listed []struct {
+		AllowIPs []string `json:"allow_ips"`
+	}
+	adminJSON(t, http.MethodGet, "/air/keys?user=cli-ips", "", &listed)
+	if len(listed) != 1 || strings.Join(listed[0].AllowIPs, " ") != "10.0.0.0/8 2001:db8::1/128" {
+		t.Errorf("the CLI's key: %+v", listed)
+	}
 }
 
 // fromIPv6Loopback posts a chat request to the gateway over [::1], for
