@@ -63,8 +63,8 @@ func NewDispatcher(cfg Config) *Dispatcher {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 1024
 	}
-	cfg.Lease = cmp(cfg.Lease, 2*time.Minute)
-	cfg.Poll = cmp(cfg.Poll, 2*time.Second)
+	cfg.Lease = orDefault(cfg.Lease, 2*time.Minute)
+	cfg.Poll = orDefault(cfg.Poll, 2*time.Second)
 	if cfg.Sender == nil {
 		cfg.Sender = &Sender{}
 	}

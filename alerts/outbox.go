@@ -28,8 +28,10 @@ type Delivery = store.AlertDelivery
 // (store.Alerts: MemoryOutbox here, or a backend's).
 type Outbox = store.Alerts
 
-// MemoryOutbox is an Outbox in memory, for a single instance (Badger). It
-// keeps at most Keep events; older ones are forgotten.
+// MemoryOutbox is an Outbox in memory, for tests and for a dispatcher
+// without a store: nothing survives a restart (the stores' outboxes,
+// store/badger and store/postgres, persist). It keeps at most Keep events;
+// older ones are forgotten.
 type MemoryOutbox struct {
 	// Keep bounds the events kept. Default 1000.
 	Keep int

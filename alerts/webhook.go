@@ -142,7 +142,7 @@ func (s *Sender) Send(ctx context.Context, w *Webhook, e *Event) (int, error) {
 		now = time.Now
 	}
 	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = cmp(s.InitialInterval, 500*time.Millisecond)
+	bo.InitialInterval = orDefault(s.InitialInterval, 500*time.Millisecond)
 	tries := 0
 	_, err = backoff.Retry(ctx, func() (struct{}, error) {
 		tries++
@@ -169,7 +169,7 @@ func (s *Sender) Send(ctx context.Context, w *Webhook, e *Event) (int, error) {
 			return struct{}{}, fmt.Errorf("webhook answered %d", resp.StatusCode)
 		}
 		return struct{}{}, backoff.Permanent(fmt.Errorf("webhook answered %d", resp.StatusCode))
-	}, backoff.WithBackOff(bo), backoff.WithMaxTries(s.maxTries()), backoff.WithMaxElapsedTime(cmp(s.MaxElapsed, time.Minute)))
+	}, backoff.WithBackOff(bo), backoff.WithMaxTries(s.maxTries()), backoff.WithMaxElapsedTime(orDefault(s.MaxElapsed, time.Minute)))
 	return tries, err
 }
 
@@ -184,8 +184,8 @@ func scrub(err error) string {
 	return "request failed"
 }
 
-// cmp returns d, or def when d is not positive.
-func cmp(d, def time.Duration) time.Duration {
+// orDefault returns d, or def when d is not positive.
+func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}
