@@ -87,6 +87,7 @@ func TestAlertsBudgetCrossings(t *testing.T) {
 		}`
 	t.Setenv("AIR_TEST_ALERT_SECRET", "whsec-budget")
 	startGateway(t, o)
+	before := scrapeMetrics(t)
 	key, keyID := createKey(t, "alerted")
 	// Each request costs 0.00009: a tenth of the limit.
 	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"total":"0.0009"}`, nil); status != http.StatusOK {
@@ -113,6 +114,13 @@ func TestAlertsBudgetCrossings(t *testing.T) {
 		if got[k] != n {
 			t.Errorf("%s delivered %d times, want once", k, got[k])
 		}
+	}
+	// The metrics count three alerts raised and three deliveries made
+	// (the reset attempt is part of one).
+	after := scrapeMetrics(t)
+	raised, delivered := `air_alerts_raised_total{kind="budget"}`, `air_alerts_deliveries_total{state="delivered"}`
+	if after[raised]-before[raised] != 3 || after[delivered]-before[delivered] != 3 {
+		t.Errorf("raised %v, delivered %v; want 3 more of each", after[raised]-before[raised], after[delivered]-before[delivered])
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
