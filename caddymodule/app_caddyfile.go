@@ -104,6 +104,16 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		metrics {
 //			per_user
 //		}
+//		alerts {
+//			webhook <name> <url> {
+//				secret <secret>
+//				events <kind>...
+//				format json|slack
+//			}
+//			key_expiry_lead <duration>
+//			check_interval <duration>
+//			queue_size <n>
+//		}
 //	}
 //
 // `provider` and `model` repeat. Keys and URLs may use placeholders such as
@@ -193,6 +203,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseHealth(d)
 		case "metrics":
 			err = a.parseMetrics(d)
+		case "alerts":
+			err = a.parseAlerts(d)
 		default:
 			return d.Errf("unrecognized air option %q", d.Val())
 		}

@@ -73,6 +73,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
 	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
 	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
+	if e := checkClientIP(r, k); e != nil {
+		// The key is valid: the refusal names its user.
+		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
+		return respondError(w, r, e)
+	}
 	if e := checkContentType(r); e != nil && !h.AnyBody {
 		// The key is valid: the refusal names its user.
 		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
@@ -87,7 +92,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // presented secret is logged.
 func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 	var known bool
-	for _, e := range []error{keys.ErrMissing, keys.ErrMalformed, keys.ErrUnknown, keys.ErrRevoked, keys.ErrExpired} {
+	for _, e := range []error{keys.ErrMissing, keys.ErrMalformed, keys.ErrUnknown, keys.ErrRevoked, keys.ErrExpired, keys.ErrReplaced} {
 		known = known || errors.Is(err, e)
 	}
 	if !known {

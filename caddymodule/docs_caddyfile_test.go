@@ -18,6 +18,7 @@ import (
 var parserPages = map[string][]string{
 	"parseGlobalOption":       {"air.md"},
 	"parseProvider":           {"provider.md"},
+	"parseAlerts":             {"alerts.md"},
 	"parseHealthCheck":        {"provider.md"},
 	"parseModel":              {"model.md"},
 	"parseTo":                 {"model.md"},

@@ -39,6 +39,8 @@ var typePages = map[string]string{
 	"ResponsesConfig":   "responses.md",
 	"HealthConfig":      "health.md",
 	"MetricsConfig":     "metrics.md",
+	"AlertsConfig":      "alerts.md",
+	"WebhookConfig":     "alerts.md",
 }
 
 // modulePages names the page of a handler module documented with others

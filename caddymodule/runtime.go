@@ -94,14 +94,20 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	return &runtime{billing: engine, tasks: svc, responses: poller}, nil
 }
 
-// runBackground runs the task poller and the background-response poller
-// until ctx is done. They resume the running tasks and pending responses
-// of the store, so both survive reloads and restarts.
+// runBackground runs the task poller, the background-response poller and
+// the alerts until ctx is done. The pollers resume the running tasks and
+// pending responses of the store, so both survive reloads and restarts.
 func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	if a.Storage.Backend == backendPostgres {
 		go a.settleTakenOver(ctx, rt)
 	}
 	go a.router.RunHealthChecks(ctx, a.Transport())
+	alerting := make(chan struct{})
+	go func() {
+		defer close(alerting)
+		a.runAlerts(ctx, a.live.state.Load())
+	}()
+	defer func() { <-alerting }()
 	if rt.responses != nil {
 		go rt.responses.Run(ctx)
 	}

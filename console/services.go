@@ -29,6 +29,8 @@ type Services struct {
 	Playground PlaygroundService
 	// Operators serves the operators' page.
 	Operators OperatorService
+	// Alerts reads the alerts, for the operators' alerts page.
+	Alerts AlertService
 }
 
 // ErrNotFound is returned by services for an id that does not exist.

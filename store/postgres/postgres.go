@@ -152,6 +152,7 @@ func (db *DB) Repos() store.Repos {
 		Tasks:      &Tasks{db: db},
 		Media:      &Media{db: db},
 		Responses:  &Responses{db: db},
+		Alerts:     &Alerts{db: db},
 		Probe:      db,
 		Closer:     db,
 	}
