@@ -147,6 +147,8 @@ func (db *DB) Repos() store.Repos {
 		Budgets:    &Budgets{db: db},
 		RateLimits: &RateLimits{db: db},
 		Tasks:      &Tasks{db: db},
+		Files:      &Tasks{db: db, table: "air_files"},
+		Batches:    &Tasks{db: db, table: "air_batches"},
 		Media:      &Media{db: db},
 		Responses:  &Responses{db: db},
 		Probe:      db,
