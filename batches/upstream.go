@@ -1,0 +1,249 @@
+package batches
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/caddy-air/caddy-air/dialect/authn"
+	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
+)
+
+// maxAnswer bounds an upstream JSON answer.
+const maxAnswer = 1 << 20
+
+// upBatch is what the gateway reads of an upstream batch.
+type upBatch struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	OutputFileID string `json:"output_file_id"`
+	ErrorFileID  string `json:"error_file_id"`
+	Counts       Counts `json:"request_counts"`
+	Errors       *BatchErrors
+}
+
+// upstreamError is an upstream answer other than a 2xx.
+type upstreamError struct {
+	status     int
+	msg        string
+	retryAfter time.Duration
+}
+
+func (e *upstreamError) Error() string { return fmt.Sprintf("status %d: %s", e.status, e.msg) }
+
+// attempt is the base URL and key a batch goes to on p: the first of each.
+func attempt(p *providers.Provider) (base, key string) {
+	if len(p.BaseURLs) > 0 {
+		base = strings.TrimRight(p.BaseURLs[0], "/")
+	}
+	if len(p.APIKeys) > 0 {
+		key = p.APIKeys[0]
+	}
+	return base, key
+}
+
+// call sends one request to p and returns the answer's body, read whole
+// up to maxAnswer, or streams it to sink when sink is set.
+func (s *Service) call(ctx context.Context, p *providers.Provider, method, path, ctype string, body io.Reader, sink func(io.Reader) error) ([]byte, error) {
+	base, key := attempt(p)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	authn.SetAuth(req.Header, providers.ProtocolOpenAI, key, nil)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		msg := gjson.GetBytes(data, "error.message").String()
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		ra := routing.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return nil, &upstreamError{status: resp.StatusCode, msg: msg, retryAfter: ra}
+	}
+	if sink != nil {
+		return nil, sink(resp.Body)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err == nil && len(data) > maxAnswer {
+		err = errors.New("the provider's answer is too large")
+	}
+	return data, err
+}
+
+// submit uploads input file id, its models replaced by their upstream
+// ones, to the plan's provider, and creates the batch there.
+func (s *Service) submit(ctx context.Context, p *plan, id, endpoint, window string) (*upBatch, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
+	defer cancel()
+	m, err := s.media.Open(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Content.Close()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := mw.WriteField("purpose", PurposeBatch)
+		var fw io.Writer
+		if err == nil {
+			fw, err = mw.CreateFormFile("file", id+".jsonl")
+		}
+		if err == nil {
+			err = rewrite(fw, m.Content, p.upstream)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	data, err := s.call(ctx, p.provider, http.MethodPost, "/files", mw.FormDataContentType(), pr, nil)
+	pr.CloseWithError(errors.New("upload ended"))
+	if err != nil {
+		return nil, fmt.Errorf("uploading the input: %w", err)
+	}
+	upFile := gjson.GetBytes(data, "id").String()
+	if upFile == "" {
+		return nil, errors.New("the provider's file has no id")
+	}
+	req, _ := json.Marshal(map[string]string{"input_file_id": upFile, "endpoint": endpoint, "completion_window": window})
+	if data, err = s.call(ctx, p.provider, http.MethodPost, "/batches", "application/json", bytes.NewReader(req), nil); err != nil {
+		return nil, fmt.Errorf("creating the batch: %w", err)
+	}
+	return parseBatch(data)
+}
+
+// parseBatch reads an upstream batch.
+func parseBatch(data []byte) (*upBatch, error) {
+	b := new(upBatch)
+	if err := json.Unmarshal(data, b); err != nil || b.ID == "" || b.Status == "" {
+		return nil, errors.New("the provider sent an unexpected batch")
+	}
+	if e := gjson.GetBytes(data, "errors"); e.IsObject() {
+		b.Errors = new(BatchErrors)
+		_ = json.Unmarshal([]byte(e.Raw), b.Errors)
+	}
+	return b, nil
+}
+
+// fetch reads upstream batch id.
+func (s *Service) fetch(ctx context.Context, p *providers.Provider, id string) (*upBatch, error) {
+	data, err := s.call(ctx, p, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return parseBatch(data)
+}
+
+// rewrite copies the JSONL of r to w, each line's body.model replaced by
+// its upstream model.
+func rewrite(w io.Writer, r io.Reader, upstream map[string]string) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, defaultMaxLineBytes)
+		if len(bytes.TrimSpace(line)) > 0 {
+			model := gjson.GetBytes(line, "body.model").String()
+			if up, ok := upstream[model]; ok && up != model {
+				if line, err = sjson.SetBytes(line, "body.model", up); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// errLineTooLong is a line longer than readLine's limit.
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads the next line of br without its end, at most max bytes;
+// at the end of the input it returns the last line with io.EOF.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > limit+1 {
+			return nil, errLineTooLong
+		}
+		line = append(line, frag...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		return line, err
+	}
+}
+
+// checkUnique refuses a JSON value with a member repeated in an object,
+// at any depth.
+func checkUnique(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := uniqueValue(dec, ""); err != nil {
+		return err
+	}
+	return nil
+}
+
+// uniqueValue reads one value of dec, at path.
+func uniqueValue(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("not valid JSON: %w", err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("not valid JSON: %w", err)
+			}
+			name, _ := k.(string)
+			if seen[name] {
+				return fmt.Errorf("member '%s' appears more than once", path+name)
+			}
+			seen[name] = true
+			if err := uniqueValue(dec, path+name+"."); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := uniqueValue(dec, fmt.Sprintf("%s%d.", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return err
+}
