@@ -163,3 +163,53 @@ func TestBatchBilledOncePerLine(t *testing.T) {
 		t.Errorf("an ended batch was billed again (%d charges, then %d)", calls, e.led.calls)
 	}
 }
+
+// TestCreateRefuses: each bad input gets a clear error, and nothing is
+// submitted upstream.
+func TestCreateRefuses(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, Config{MaxFileBytes: 4096, MaxFiles: 3})
+	ctx := context.Background()
+	scoped := Owner{User: "alice", KeyID: "key_s", Allows: func(m string) bool { return m == "mock-embed" }}
+	good := `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-chat"}}` + "\n"
+	for _, tc := range []struct {
+		name, input string
+		owner       Owner
+		status      int
+		want        string
+	}{
+		{"malformed line", good + "{not json\n", alice, 400, "line 2: not valid JSON"},
+		{"repeated member", good + `{"custom_id":"b","custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-chat"}}`, alice, 400, "line 2: member 'custom_id' appears more than once"},
+		{"repeated custom_id", good + good, alice, 400, "line 2: custom_id 'a' is used by an earlier line"},
+		{"wrong url", `{"custom_id":"a","method":"POST","url":"/v1/embeddings","body":{"model":"mock-chat"}}`, alice, 400, "line 1: url must be"},
+		{"model the key may not use", good, scoped, 400, "line 1: this key may not use model 'mock-chat'"},
+		{"unknown model", `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"nope"}}`, alice, 400, "line 1: model 'nope' does not serve"},
+		{"two providers", good + `{"custom_id":"b","method":"POST","url":"/v1/chat/completions","body":{"model":"other-chat"}}`, alice, 400, "line 2: model 'other-chat' is served by provider 'other'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, aerr := s.Upload(ctx, tc.owner, PurposeBatch, "in.jsonl", strings.NewReader(tc.input))
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			defer s.DeleteFile(ctx, tc.owner, f.ID)
+			_, aerr = s.Create(ctx, tc.owner, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+			if aerr == nil || aerr.Status != tc.status || !strings.Contains(aerr.Message, tc.want) {
+				t.Errorf("Create = %v, want %d %q", aerr, tc.status, tc.want)
+			}
+		})
+	}
+	if _, aerr := s.Upload(ctx, alice, PurposeBatch, "big.jsonl", strings.NewReader(strings.Repeat(good, 100))); aerr == nil || aerr.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized upload = %v, want 413", aerr)
+	}
+	for range 3 {
+		if _, aerr := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(good)); aerr != nil {
+			t.Fatal(aerr)
+		}
+	}
+	if _, aerr := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(good)); aerr == nil || aerr.Status != http.StatusTooManyRequests {
+		t.Errorf("upload beyond MaxFiles = %v, want 429", aerr)
+	}
+	if l, _ := s.ListFiles(ctx, alice, "", 10); len(l.Data) != 3 {
+		t.Errorf("listed %d files, want 3", len(l.Data))
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
@@ -43,6 +45,9 @@ type File struct {
 	Purpose string `json:"purpose"`
 	// Status is always "processed".
 	Status string `json:"status"`
+	// Deleted is set on a deleted file until its record expires (a
+	// store may keep it up to a second); it is never shown.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // FileList is the answer of GET /v1/files.
@@ -132,13 +137,22 @@ func (s *Service) putFile(ctx context.Context, user, id, purpose, filename strin
 
 // countFiles counts user's files, up to the limit.
 func (s *Service) countFiles(ctx context.Context, user string) (int, *apierror.Error) {
-	recs, err := s.files.ListByUser(ctx, user, store.TaskCursor{}, s.maxFiles)
+	recs, err := s.files.ListByUser(ctx, user, store.TaskCursor{}, s.maxFiles+64)
 	if err != nil {
 		s.log.Error("counting files", zap.String("user", user), zap.Error(err))
 		return 0, apierror.Internal()
 	}
-	return len(recs), nil
+	n := 0
+	for i := range recs {
+		if !deleted(recs[i].Data) {
+			n++
+		}
+	}
+	return n, nil
 }
+
+// deleted reports whether the stored file data was deleted.
+func deleted(data []byte) bool { return gjson.GetBytes(data, "deleted").Bool() }
 
 // GetFile returns file id of o's.
 func (s *Service) GetFile(ctx context.Context, o Owner, id string) (*File, *apierror.Error) {
@@ -154,6 +168,9 @@ func (s *Service) GetFile(ctx context.Context, o Owner, id string) (*File, *apie
 	if err := json.Unmarshal(rec.Data, f); err != nil {
 		s.log.Error("decoding a file", zap.String("file", id), zap.Error(err))
 		return nil, apierror.Internal()
+	}
+	if f.Deleted {
+		return nil, fileNotFound(id)
 	}
 	return f, nil
 }
@@ -181,7 +198,7 @@ func (s *Service) ListFiles(ctx context.Context, o Owner, after string, limit in
 			break
 		}
 		var f File
-		if err := json.Unmarshal(recs[i].Data, &f); err != nil {
+		if err := json.Unmarshal(recs[i].Data, &f); err != nil || f.Deleted {
 			continue
 		}
 		out.Data = append(out.Data, f)
@@ -195,8 +212,9 @@ func (s *Service) DeleteFile(ctx context.Context, o Owner, id string) *apierror.
 		return aerr
 	}
 	_, _, err := s.files.Update(ctx, id, func(t *store.TaskRecord) (bool, error) {
-		t.Expires = s.now()
-		return true, nil
+		data, err := sjson.SetBytes(t.Data, "deleted", true)
+		t.Data, t.Expires = data, s.now()
+		return true, err
 	})
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		err = s.media.Delete(ctx, id)

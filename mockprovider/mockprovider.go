@@ -86,7 +86,7 @@ type Handler struct {
 	// batches keeps the Files and Batch APIs' files and batches.
 	batches     *batchStore
 	batchesOnce sync.Once
-	faults    *faults
+	faults      *faults
 }
 
 // maxBodyBytes bounds request bodies.
