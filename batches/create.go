@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -82,7 +83,7 @@ func (s *Service) Create(ctx context.Context, o Owner, body []byte, admit Admit)
 	if aerr != nil {
 		return nil, aerr
 	}
-	var hold interface{ Cancel() }
+	var hold holds.Hold
 	if admit != nil {
 		h, err := admit(p.first, p.estimate)
 		var ae *apierror.Error
@@ -127,13 +128,7 @@ func (s *Service) Create(ctx context.Context, o Owner, body []byte, admit Admit)
 		s.log.Error("storing a batch", zap.String("batch", d.ID), zap.String("upstream", up.ID), zap.Error(err))
 		return nil, apierror.Internal()
 	}
-	if h, ok := hold.(interface {
-		Charge(context.Context, billing.Record) error
-		Release()
-		Cancel()
-	}); ok {
-		s.holds.Keep(d.ID, h)
-	}
+	s.holds.Keep(d.ID, hold)
 	hold = nil
 	return &d.Batch, nil
 }

@@ -183,3 +183,6 @@ func (s *Service) expireMedia(ctx context.Context) {
 		s.log.Error("deleting expired files", zap.Error(err))
 	}
 }
+
+// MaxFileBytes is the size limit of a file.
+func (s *Service) MaxFileBytes() int64 { return s.maxFileBytes }
