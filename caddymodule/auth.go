@@ -113,7 +113,9 @@ func secretOf(r *http.Request) string {
 	return strings.TrimSpace(r.Header.Get("x-api-key"))
 }
 
-// checkContentType requires JSON on requests that carry a body.
+// checkContentType requires JSON on requests that carry a body, and
+// allows a multipart form on a files upload (POST to a path ending in
+// /files).
 func checkContentType(r *http.Request) *apierror.Error {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
@@ -124,6 +126,9 @@ func checkContentType(r *http.Request) *apierror.Error {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && mt == "application/json" {
+		return nil
+	}
+	if err == nil && mt == "multipart/form-data" && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/files") {
 		return nil
 	}
 	return apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "unsupported_media_type",
