@@ -2,6 +2,7 @@ package batches
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -211,5 +212,107 @@ func TestCreateRefuses(t *testing.T) {
 	}
 	if l, _ := s.ListFiles(ctx, alice, "", 10); len(l.Data) != 3 {
 		t.Errorf("listed %d files, want 3", len(l.Data))
+	}
+}
+
+// flaky fails every charge after the first ok ones, until healed.
+type flaky struct {
+	*ledger
+	ok       int
+	healed   bool
+	failures int
+}
+
+func (f *flaky) Charge(ctx context.Context, rec billing.Record) error {
+	f.mu.Lock()
+	fail := !f.healed && f.calls >= f.ok
+	if fail {
+		f.failures++
+	}
+	f.mu.Unlock()
+	if fail {
+		return errors.New("ledger unavailable")
+	}
+	return f.ledger.Charge(ctx, rec)
+}
+
+// failed returns the failed charges so far.
+func (f *flaky) failed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures
+}
+
+// sweepUntil sweeps s until batch id of alice's has status, or fails.
+func sweepUntil(t *testing.T, s *Service, id string, cond func(*Batch) bool) *Batch {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.Sweep(context.Background())
+		b, aerr := s.GetBatch(context.Background(), alice, id)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		if cond(b) {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch %s still %s", id, b.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBatchBillingResumes: billing that stops part way (the ledger fails
+// after two lines, as a crash would stop it) is resumed by the next step,
+// which charges every line again: the ledger keeps each line once, and
+// the batch ends only once all are on it.
+func TestBatchBillingResumes(t *testing.T) {
+	e := newEnv(t)
+	bill := &flaky{ledger: e.led, ok: 2}
+	s := e.service(t, Config{})
+	s.biller = bill
+	ctx := context.Background()
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(5)))
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	sweepUntil(t, s, b.ID, func(*Batch) bool { return bill.failed() > 0 })
+	if got, _ := s.GetBatch(ctx, alice, b.ID); got.Status == StatusCompleted || len(e.led.recs) != 2 {
+		t.Fatalf("after a failed charge: status %s, %d records; want not completed, 2", got.Status, len(e.led.recs))
+	}
+	bill.mu.Lock()
+	bill.healed = true
+	bill.mu.Unlock()
+	// The retry comes after the backoff (the poll interval, doubled).
+	b = sweepUntil(t, s, b.ID, func(b *Batch) bool { return b.Status == StatusCompleted })
+	if len(e.led.recs) != 5 || e.led.calls < 7 {
+		t.Errorf("%d records after %d charges; want 5, the first two charged again", len(e.led.recs), e.led.calls)
+	}
+}
+
+// TestBatchCancel: a batch cancelled part way ends cancelled, with an
+// output of what completed, and is billed for those lines only.
+func TestBatchCancel(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, Config{})
+	ctx := context.Background()
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(20)))
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	time.Sleep(time.Second) // a third of the mock's 3 s
+	if c, aerr := s.Cancel(ctx, alice, b.ID); aerr != nil || c.Status != StatusCancelling || c.CancellingAt == nil {
+		t.Fatalf("cancel: %+v, %v", c, aerr)
+	}
+	b = sweepUntil(t, s, b.ID, func(b *Batch) bool { return b.Status == StatusCancelled })
+	done := b.RequestCounts.Completed
+	if done == 0 || done == 20 || b.OutputFileID == nil || b.CancelledAt == nil {
+		t.Fatalf("cancelled batch %+v: want some lines completed, not all, and an output", b)
+	}
+	if len(e.led.recs) != done {
+		t.Errorf("%d records for %d completed lines", len(e.led.recs), done)
 	}
 }
