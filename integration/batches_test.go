@@ -9,6 +9,8 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +244,31 @@ func TestBatchKill(t *testing.T) {
 	}
 	if len(recs) != n || len(seen) != n {
 		t.Fatalf("%d records (%d ids) for %d lines", len(recs), len(seen), n)
+	}
+}
+
+// TestNodeSDKBatches runs integration/node/batches.test.mjs (the npm
+// `openai` SDK runs a full batch), then checks that each of its lines is
+// on the ledger once, at the batch price.
+func TestNodeSDKBatches(t *testing.T) {
+	startGateway(t, gatewayOptions{Extra: "batches {\n\t\t\tpoll_interval 200ms\n\t\t}", Prices: batchPrices})
+	key, _ := createKey(t, "node-batcher")
+	if _, err := os.Stat("node/node_modules/openai"); err != nil {
+		t.Fatalf("the npm SDKs are not installed (run scripts/test.sh, or npm ci in integration/node): %v", err)
+	}
+	const lines = 5
+	cmd := exec.Command("node", "--test", "--test-reporter=spec", "batches.test.mjs")
+	cmd.Dir = "node"
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+baseURL, "AIR_KEY="+key, fmt.Sprintf("BATCH_LINES=%d", lines))
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	if err != nil {
+		t.Fatalf("the npm SDK batch test failed: %v", err)
+	}
+	recs := waitLedger(t, "node-batcher", lines)
+	for _, r := range recs {
+		if r.Endpoint != "batch" || r.ServiceTier != "batch" || !strings.Contains(r.ID, "/node-") || !sameDecimal(r.Cost, batchCost(r).String()) {
+			t.Errorf("record %+v, want a batch line at cost %s", r, batchCost(r))
+		}
 	}
 }
