@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/shopspring/decimal"
 
+	"github.com/caddy-air/caddy-air/internal/pgtest"
 	"github.com/caddy-air/caddy-air/mockprovider"
 )
 
@@ -270,5 +272,66 @@ func TestNodeSDKBatches(t *testing.T) {
 		if r.Endpoint != "batch" || r.ServiceTier != "batch" || !strings.Contains(r.ID, "/node-") || !sameDecimal(r.Cost, batchCost(r).String()) {
 			t.Errorf("record %+v, want a batch line at cost %s", r, batchCost(r))
 		}
+	}
+}
+
+// TestPostgresBatchKill: two instances on one PostgreSQL database poll a
+// batch created through the first; the first is killed (SIGKILL) while
+// the batch runs upstream, and the second takes it over: each line is on
+// the ledger once.
+func TestPostgresBatchKill(t *testing.T) {
+	t.Setenv("AIR_TEST_BATCH_PG_DSN", pgtest.DSN(t))
+	upstream := httptest.NewServer(mockprovider.New(mockprovider.Config{APIKey: "ext-key"}))
+	defer upstream.Close()
+	dataA, dataB := t.TempDir(), t.TempDir()
+	cfgA := quickstartConfig(t, dataA, fmt.Sprintf(`		batches {
+			poll_interval 200ms
+			lease 31s
+		}
+		provider ext {
+			protocol openai
+			base_url %s/v1
+			api_key ext-key
+		}
+		model ext-gpt ext`, upstream.URL))
+	withPrices(t, cfgA, strings.ReplaceAll(batchPrices, "mock-gpt", "ext-gpt"))
+	a, b, _ := twoInstances(t, cfgA, dataA, dataB, "AIR_TEST_BATCH_PG_DSN")
+	defer b.stop()
+	key := lastLine(caddyCLI(t, "air", "key", "create", "--user", "batch-two", "--config", cfgA))
+	ctx := context.Background()
+	const n = 12
+	ca := openai.NewClient(option.WithBaseURL(a.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
+	f, err := ca.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader(batchLines("ext-gpt", n)), "in.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := ca.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
+		CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	a.sigkill()
+
+	cb := openai.NewClient(option.WithBaseURL(b.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
+	conn, err := pgx.Connect(ctx, os.Getenv("AIR_TEST_BATCH_PG_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	count := func() (rows, distinct int) {
+		if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT id) FROM air_ledger WHERE user_name = 'batch-two'`).Scan(&rows, &distinct); err != nil {
+			t.Fatal(err)
+		}
+		return rows, distinct
+	}
+	eventually(t, 60*time.Second, "the batch billed by the second instance", func() bool {
+		got, err := cb.Batches.Get(ctx, batch.ID)
+		rows, _ := count()
+		return err == nil && got.Status == openai.BatchStatusCompleted && rows >= n
+	})
+	time.Sleep(time.Second) // the second's poller had its chance to bill again
+	if rows, distinct := count(); rows != n || distinct != n {
+		t.Fatalf("%d records (%d ids) for %d lines, want one each", rows, distinct, n)
 	}
 }
