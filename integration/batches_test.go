@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/shopspring/decimal"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/internal/pgtest"
 	"github.com/caddy-air/caddy-air/mockprovider"
 )
@@ -334,4 +336,67 @@ func TestPostgresBatchKill(t *testing.T) {
 	if rows, distinct := count(); rows != n || distinct != n {
 		t.Fatalf("%d records (%d ids) for %d lines, want one each", rows, distinct, n)
 	}
+}
+
+// TestBatchBudgetHold: a batch reserves its estimate (at the batch
+// price) against the key's spend limit when it is created and holds it
+// while it runs: a key with less left than the batch's estimate starts
+// it and is refused a second while it runs; once it ends, the hold gives
+// way to its lines' charges.
+func TestBatchBudgetHold(t *testing.T) {
+	startGateway(t, gatewayOptions{Extra: "batches {\n\t\t\tpoll_interval 200ms\n\t\t}", Prices: batchPrices})
+	key, keyID := createKey(t, "thrifty-batcher")
+	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"total":"10"}`, nil); status != http.StatusOK {
+		t.Fatalf("set limit: %d", status)
+	}
+	// Four lines that may each write a million tokens: 4 × 8 USD × 0.5.
+	input := strings.ReplaceAll(batchLines("mock-gpt", 4), `"max_tokens":50`, `"max_tokens":1000000`)
+	create := func() (int, []byte) {
+		status, body := upload(t, key, input)
+		if status != http.StatusOK {
+			t.Fatalf("upload: %d %s", status, body)
+		}
+		var f struct{ ID string }
+		_ = json.Unmarshal(body, &f)
+		status, _, raw := call(t, http.MethodPost, "/v1/batches", key, `{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`)
+		return status, raw
+	}
+	status, raw := create()
+	if status != http.StatusOK {
+		t.Fatalf("first batch: %d %s", status, raw)
+	}
+	var b struct{ ID, Status string }
+	_ = json.Unmarshal(raw, &b)
+	sixteen, _ := billing.ParseAmount("16")
+	if got := keyUSD(t, keyID); got.Reserved <= sixteen || got.Total != 0 {
+		t.Fatalf("while the batch runs: %+v, want more than 16 USD reserved", got)
+	}
+	status, raw = create()
+	if status != http.StatusTooManyRequests || decodeError(t, raw).code() != "insufficient_quota" {
+		t.Fatalf("second batch while the first runs: %d %s, want 429 insufficient_quota", status, raw)
+	}
+	recs := waitLedgerWithin(t, "thrifty-batcher", 4, 30*time.Second)
+	total := decimal.Zero
+	for _, r := range recs {
+		total = total.Add(decimal.RequireFromString(r.Cost))
+	}
+	want, _ := billing.ParseAmount(total.String())
+	eventually(t, 10*time.Second, "the hold to give way to the charges", func() bool {
+		got := keyUSD(t, keyID)
+		return got.Reserved == 0 && got.Total == want
+	})
+}
+
+// waitLedgerWithin is waitLedger with its own wait.
+func waitLedgerWithin(t *testing.T, user string, n int, within time.Duration) []ledgerRecord {
+	t.Helper()
+	var recs []ledgerRecord
+	eventually(t, within, fmt.Sprintf("%d ledger records for %s", n, user), func() bool {
+		recs = ledgerOf(t, user)
+		return len(recs) >= n
+	})
+	if len(recs) != n {
+		t.Fatalf("%d ledger records for %s, want %d", len(recs), user, n)
+	}
+	return recs
 }
