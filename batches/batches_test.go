@@ -43,7 +43,7 @@ type env struct {
 	led   *ledger
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	srv := httptest.NewServer(mockprovider.New(mockprovider.Config{APIKey: "sk-up"}))
 	t.Cleanup(srv.Close)
@@ -65,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	return &env{repos: repos, table: table, led: &ledger{recs: map[string]billing.Record{}}}
 }
 
-func (e *env) service(t *testing.T, c Config) *Service {
+func (e *env) service(t testing.TB, c Config) *Service {
 	t.Helper()
 	c.Files, c.Batches, c.Media, c.Routes, c.Biller = e.repos.Files, e.repos.Batches, e.repos.Media, e.table, e.led
 	c.PollInterval = 50 * time.Millisecond

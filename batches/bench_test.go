@@ -1,0 +1,41 @@
+package batches
+
+import (
+	"context"
+	"io"
+	"testing"
+)
+
+// zeros reads n bytes of a repeated JSONL line, without holding them.
+type zeros struct{ n int64 }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	if z.n <= 0 {
+		return 0, io.EOF
+	}
+	const line = `{"custom_id":"x","method":"POST","url":"/v1/embeddings","body":{"model":"mock-embed","input":"x"}}` + "\n"
+	n := 0
+	for n < len(p) && int64(n) < z.n {
+		p[n] = line[n%len(line)]
+		n++
+	}
+	z.n -= int64(n)
+	return n, nil
+}
+
+// BenchmarkUpload uploads a 32 MiB file to the Badger media store: the
+// bytes allocated per upload stay far below the file's size, since the
+// file is streamed to disk.
+func BenchmarkUpload(b *testing.B) {
+	e := newEnv(b)
+	s := e.service(b, Config{MaxFiles: 1 << 20, MaxFileBytes: 64 << 20})
+	ctx := context.Background()
+	const size = 32 << 20
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, aerr := s.Upload(ctx, alice, PurposeBatch, "big.jsonl", &zeros{n: size}); aerr != nil {
+			b.Fatal(aerr)
+		}
+	}
+}
