@@ -19,7 +19,7 @@ import (
 )
 
 // EndpointBatch is the ledger endpoint of a batch's lines.
-const EndpointBatch = "batch"
+const EndpointBatch = billing.EndpointBatch
 
 // ServiceTier is the service tier a batch's lines are priced at: a
 // model's "service_tiers": {"batch": "0.5"} halves their price.

@@ -17,6 +17,8 @@ const (
 	EndpointTasks     = "tasks"
 	// EndpointEmbeddings is POST /v1/embeddings.
 	EndpointEmbeddings = "embeddings"
+	// EndpointBatch is a line of a batch's output (/v1/batches).
+	EndpointBatch = "batch"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.
@@ -67,8 +69,8 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the budget's month.
 	Time time.Time `json:"time"`
-	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks or
-	// EndpointEmbeddings.
+	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks,
+	// EndpointEmbeddings or EndpointBatch.
 	Endpoint string `json:"endpoint"`
 	// User owns the key that made the request.
 	User string `json:"user"`
