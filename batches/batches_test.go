@@ -292,6 +292,28 @@ func TestBatchBillingResumes(t *testing.T) {
 	}
 }
 
+// TestOutputBeyondUploadLimit: an output larger than the upload limit
+// (an embeddings batch's outgrows its input) is re-hosted and billed.
+func TestOutputBeyondUploadLimit(t *testing.T) {
+	e := newEnv(t)
+	input := chatLines(20)
+	s := e.service(t, Config{MaxFileBytes: int64(len(input))})
+	ctx := context.Background()
+	f, aerr := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(input))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	b = sweepUntil(t, s, b.ID, func(b *Batch) bool { return b.Status == StatusCompleted })
+	out, aerr := s.GetFile(ctx, alice, *b.OutputFileID)
+	if aerr != nil || out.Bytes <= int64(len(input)) || len(e.led.recs) != 20 {
+		t.Fatalf("output %+v (%v), %d records; want an output larger than the input, 20 records", out, aerr, len(e.led.recs))
+	}
+}
+
 // TestBatchCancel: a batch cancelled part way ends cancelled, with an
 // output of what completed, and is billed for those lines only.
 func TestBatchCancel(t *testing.T) {

@@ -104,14 +104,15 @@ func (s *Service) Upload(ctx context.Context, o Owner, purpose, filename string,
 		return nil, apierror.New(http.StatusTooManyRequests, apierror.TypeInvalidRequest, "too_many_files",
 			fmt.Sprintf("this user holds %d files, the most allowed; delete some before uploading more", s.maxFiles))
 	}
-	return s.putFile(ctx, o.User, newID("file-"), purpose, filename, r)
+	return s.putFile(ctx, o.User, newID("file-"), purpose, filename, r, s.maxFileBytes)
 }
 
-// putFile stores r as file id of user.
-func (s *Service) putFile(ctx context.Context, user, id, purpose, filename string, r io.Reader) (*File, *apierror.Error) {
+// putFile stores r as file id of user, at most limit bytes (0: no
+// bound).
+func (s *Service) putFile(ctx context.Context, user, id, purpose, filename string, r io.Reader, limit int64) (*File, *apierror.Error) {
 	now := s.now()
 	expires := now.Add(s.fileTTL)
-	info, err := s.media.Put(ctx, id, r, store.MediaPut{ContentType: "application/jsonl", Expires: expires, MaxBytes: s.maxFileBytes})
+	info, err := s.media.Put(ctx, id, r, store.MediaPut{ContentType: "application/jsonl", Expires: expires, MaxBytes: limit})
 	if errors.Is(err, store.ErrTooLarge) {
 		return nil, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeInvalidRequest, "file_too_large",
 			fmt.Sprintf("the file is larger than %d bytes, the most allowed", s.maxFileBytes)).WithParam("file")

@@ -208,7 +208,10 @@ func (s *Service) rehost(ctx context.Context, p *providers.Provider, user, id, k
 	defer cancel()
 	var aerr *apierror.Error
 	_, err := s.call(dctx, p, http.MethodGet, "/files/"+url.PathEscape(upID)+"/content", "", nil, func(r io.Reader) error {
-		_, aerr = s.putFile(dctx, user, fid, PurposeBatchOutput, id+"_"+kind+".jsonl", r)
+		// An output is as large as the provider made it (an embeddings
+		// batch's is many times its input): it is not bounded by the
+		// upload limit.
+		_, aerr = s.putFile(dctx, user, fid, PurposeBatchOutput, id+"_"+kind+".jsonl", r, 0)
 		if aerr != nil {
 			return aerr
 		}
