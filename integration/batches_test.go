@@ -112,6 +112,19 @@ func TestBatchesOpenAIGo(t *testing.T) {
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != b.ID {
 		t.Fatalf("batches.list: %v %+v", err, page)
 	}
+	// The input can be listed and deleted; deleted, it is gone.
+	files, err := c.Files.List(context.Background(), openai.FileListParams{})
+	if err != nil || len(files.Data) != 2 {
+		t.Fatalf("files.list: %v, %d files; want the input and the output", err, len(files.Data))
+	}
+	del, err := c.Files.Delete(context.Background(), b.InputFileID)
+	if err != nil || !del.Deleted || del.ID != b.InputFileID {
+		t.Fatalf("files.delete: %+v %v", del, err)
+	}
+	var apiErr *openai.Error
+	if _, err := c.Files.Get(context.Background(), b.InputFileID); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Errorf("files.retrieve of a deleted file: %v, want 404", err)
+	}
 	other, _ := createKey(t, "someone-else")
 	if status, _, _ := call(t, http.MethodGet, "/v1/batches/"+b.ID, other, ""); status != http.StatusNotFound {
 		t.Errorf("another user's GET of the batch: %d, want 404", status)
@@ -124,11 +137,19 @@ func TestBatchesOpenAIGo(t *testing.T) {
 // upload posts a batch file with a plain multipart client.
 func upload(t *testing.T, key, content string) (int, []byte) {
 	t.Helper()
+	return uploadParts(t, key, func(mw *multipart.Writer) {
+		fw, _ := mw.CreateFormFile("file", "in.jsonl")
+		_, _ = io.WriteString(fw, content)
+		_ = mw.WriteField("purpose", "batch")
+	})
+}
+
+// uploadParts posts the multipart form that parts writes to /v1/files.
+func uploadParts(t *testing.T, key string, parts func(mw *multipart.Writer)) (int, []byte) {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	fw, _ := mw.CreateFormFile("file", "in.jsonl")
-	_, _ = io.WriteString(fw, content)
-	_ = mw.WriteField("purpose", "batch")
+	parts(mw)
 	_ = mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/files", &body)
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -175,6 +196,31 @@ func TestBatchesBadInput(t *testing.T) {
 	status, body := upload(t, key, strings.Repeat(embed, 1000))
 	if e := decodeError(t, body); status != http.StatusRequestEntityTooLarge || e.code() != "file_too_large" {
 		t.Errorf("oversized upload: %d %s, want 413 file_too_large", status, body)
+	}
+	for _, tc := range []struct {
+		name, param string
+		parts       func(mw *multipart.Writer)
+	}{
+		{"no file", "file", func(mw *multipart.Writer) { _ = mw.WriteField("purpose", "batch") }},
+		{"two files", "file", func(mw *multipart.Writer) {
+			for range 2 {
+				fw, _ := mw.CreateFormFile("file", "in.jsonl")
+				_, _ = io.WriteString(fw, embed)
+			}
+			_ = mw.WriteField("purpose", "batch")
+		}},
+		{"no purpose", "purpose", func(mw *multipart.Writer) {
+			fw, _ := mw.CreateFormFile("file", "in.jsonl")
+			_, _ = io.WriteString(fw, embed)
+		}},
+	} {
+		status, body := uploadParts(t, key, tc.parts)
+		if e := decodeError(t, body); status != http.StatusBadRequest || e.Error.Param == nil || *e.Error.Param != tc.param {
+			t.Errorf("%s: %d %s, want 400 about %s", tc.name, status, body, tc.param)
+		}
+	}
+	if files, err := c.Files.List(ctx, openai.FileListParams{}); err != nil || len(files.Data) != 2 {
+		t.Errorf("files after the refused uploads: %v, %d; want the two batches' inputs only", err, len(files.Data))
 	}
 	if recs := ledgerOf(t, "bad-batcher"); len(recs) != 0 {
 		t.Errorf("refused batches were billed: %+v", recs)
