@@ -314,6 +314,74 @@ func TestOutputBeyondUploadLimit(t *testing.T) {
 	}
 }
 
+// TestBatchErrorFile: the lines the provider failed are in the batch's
+// error file, re-hosted as a file of the user's, and are not billed.
+func TestBatchErrorFile(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, Config{})
+	ctx := context.Background()
+	input := strings.Replace(chatLines(4), `"content":"hi"`, `"content":"please fail this one"`, 1)
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(input))
+	h := &testHold{}
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`),
+		func(string, billing.Usage) (holds.Hold, error) { return h, nil })
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	b = sweepUntil(t, s, b.ID, func(b *Batch) bool { return b.Status == StatusCompleted })
+	s.Sweep(ctx)
+	if h.ended() != "released" {
+		t.Errorf("the hold ended %q, want released once (the lines are charged on their own)", h.ended())
+	}
+	if b.ErrorFileID == nil || b.RequestCounts.Failed != 1 || b.RequestCounts.Completed != 3 {
+		t.Fatalf("batch %+v: want an error file, 3 completed and 1 failed", b)
+	}
+	m, aerr := s.OpenFile(ctx, alice, *b.ErrorFileID)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	errs, _ := io.ReadAll(m.Content)
+	m.Content.Close()
+	if !strings.Contains(string(errs), `"custom_id":"req-a"`) || strings.Count(string(errs), "\n") != 1 {
+		t.Errorf("error file: %s", errs)
+	}
+	if _, ok := e.led.recs[b.ID+"/req-a"]; ok || len(e.led.recs) != 3 {
+		t.Errorf("records %v: want the 3 lines that succeeded", e.led.recs)
+	}
+}
+
+// TestBatchGivenUp: a batch the provider has not ended after MaxRunning
+// is given up: expired, billed for nothing, its hold released.
+func TestBatchGivenUp(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, Config{MaxRunning: time.Nanosecond})
+	ctx := context.Background()
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(2)))
+	h := &testHold{}
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`),
+		func(string, billing.Usage) (holds.Hold, error) { return h, nil })
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	time.Sleep(time.Second) // CreatedAt is in seconds
+	b = sweepUntil(t, s, b.ID, func(b *Batch) bool { return b.Status == StatusExpired })
+	if b.ExpiredAt == nil || b.OutputFileID != nil || len(e.led.recs) != 0 || h.ended() != "released" {
+		t.Errorf("given up: %+v, %d records, hold %q; want expired, nothing billed, the hold released", b, len(e.led.recs), h.ended())
+	}
+}
+
+// testHold records how it ended.
+type testHold struct {
+	mu  sync.Mutex
+	end string
+}
+
+func (h *testHold) Charge(context.Context, billing.Record) error { h.set("charged"); return nil }
+func (h *testHold) Release()                                     { h.set("released") }
+func (h *testHold) Cancel()                                      { h.set("cancelled") }
+func (h *testHold) set(s string)                                 { h.mu.Lock(); h.end += s; h.mu.Unlock() }
+func (h *testHold) ended() string                                { h.mu.Lock(); defer h.mu.Unlock(); return h.end }
+
 // TestBatchCancel: a batch cancelled part way ends cancelled, with an
 // output of what completed, and is billed for those lines only.
 func TestBatchCancel(t *testing.T) {

@@ -25,6 +25,10 @@ type batchStore struct {
 	batches map[string]*mockBatch
 }
 
+// failLine is the text that makes a line of a mock batch fail: it goes to
+// the batch's error file instead of its output.
+const failLine = "please fail this one"
+
 // mockBatch is a batch of the mock provider.
 type mockBatch struct {
 	id, endpoint, input string
@@ -152,15 +156,29 @@ func (h *Handler) batchView(b *mockBatch) map[string]any {
 		return v
 	}
 	if b.output == "" {
-		var out bytes.Buffer
+		var out, errs bytes.Buffer
 		for i, line := range b.lines[:done] {
+			if bytes.Contains(line, []byte(failLine)) {
+				errs.Write(batchErrorLine(line))
+				errs.WriteByte('\n')
+				continue
+			}
 			out.Write(h.batchLine(b, i, line))
 			out.WriteByte('\n')
 		}
 		b.output = newID("file-", 24)
 		h.batchStore().files[b.output] = out.Bytes()
+		if errs.Len() > 0 {
+			b.errors = newID("file-", 24)
+			h.batchStore().files[b.errors] = errs.Bytes()
+		}
 	}
+	failed := bytes.Count(h.batchStore().files[b.errors], []byte("\n"))
+	v["request_counts"] = map[string]int{"total": len(b.lines), "completed": done - failed, "failed": failed}
 	v["output_file_id"] = b.output
+	if b.errors != "" {
+		v["error_file_id"] = b.errors
+	}
 	return v
 }
 
@@ -183,6 +201,15 @@ func (h *Handler) batchLine(b *mockBatch, i int, line []byte) []byte {
 	}
 	out, _ := json.Marshal(map[string]any{"id": newID("batch_req_", 24), "custom_id": gjson.GetBytes(line, "custom_id").String(),
 		"response": map[string]any{"status_code": 200, "request_id": newID("req_", 32), "body": resp}, "error": nil})
+	return out
+}
+
+// batchErrorLine is the error-file line of request line, which failed.
+func batchErrorLine(line []byte) []byte {
+	out, _ := json.Marshal(map[string]any{"id": newID("batch_req_", 24), "custom_id": gjson.GetBytes(line, "custom_id").String(),
+		"response": map[string]any{"status_code": 400, "request_id": newID("req_", 32),
+			"body": map[string]any{"error": map[string]any{"message": "the request asked to fail", "type": "invalid_request_error", "param": nil, "code": nil}}},
+		"error": nil})
 	return out
 }
 
