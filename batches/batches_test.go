@@ -406,3 +406,38 @@ func TestBatchCancel(t *testing.T) {
 		t.Errorf("%d records for %d completed lines", len(e.led.recs), done)
 	}
 }
+
+// TestRetryAfterCapped: a provider that answers a poll with 503 and a
+// Retry-After however far off has the batch polled again within the
+// backoff's cap, not at its word.
+func TestRetryAfterCapped(t *testing.T) {
+	e := newEnv(t)
+	mock := mockprovider.New(mockprovider.Config{APIKey: "sk-up"})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/batches/") {
+			w.Header().Set("Retry-After", "999999999")
+			http.Error(w, `{"error":{"message":"busy"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		mock.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e.table.Provider("mock").BaseURLs = []string{srv.URL + "/v1"}
+	s := e.service(t, Config{})
+	ctx := context.Background()
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(1)))
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	time.Sleep(100 * time.Millisecond) // past the first poll's due time
+	before := time.Now()
+	s.Sweep(ctx)
+	rec, err := e.repos.Batches.Get(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Working || rec.Due.Before(before) || rec.Due.After(time.Now().Add(defaultMaxBackoff)) {
+		t.Errorf("next poll at %v, want within %v of now", rec.Due, defaultMaxBackoff)
+	}
+}
