@@ -441,3 +441,32 @@ func TestRetryAfterCapped(t *testing.T) {
 		t.Errorf("next poll at %v, want within %v of now", rec.Due, defaultMaxBackoff)
 	}
 }
+
+// TestSubmitRefusedScrubbed: a provider that refuses the batch's input
+// gets the client a 502 with the provider's message, its key scrubbed;
+// nothing is stored and the hold is cancelled.
+func TestSubmitRefusedScrubbed(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided: sk-up","type":"invalid_request_error"}}`)
+	}))
+	defer srv.Close()
+	e.table.Provider("mock").BaseURLs = []string{srv.URL + "/v1"}
+	s := e.service(t, Config{})
+	ctx := context.Background()
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(1)))
+	h := &testHold{}
+	_, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`),
+		func(string, billing.Usage) (holds.Hold, error) { return h, nil })
+	if aerr == nil || aerr.Status != http.StatusBadGateway || !strings.Contains(aerr.Message, "status 401") || strings.Contains(aerr.Message, "sk-up") {
+		t.Errorf("Create = %v, want 502 with the provider's status and without its key", aerr)
+	}
+	if h.ended() != "cancelled" {
+		t.Errorf("hold ended %q, want cancelled", h.ended())
+	}
+	if l, _ := s.ListBatches(ctx, alice, "", 10); len(l.Data) != 0 {
+		t.Errorf("a refused batch was stored: %+v", l.Data)
+	}
+}

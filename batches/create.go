@@ -113,7 +113,14 @@ func (s *Service) Create(ctx context.Context, o Owner, body []byte, admit Admit)
 	up, err := s.submit(ctx, p, in.Str, ep.Str, win.Str)
 	if err != nil {
 		s.log.Warn("submitting a batch", zap.String("provider", p.provider.Name), zap.Error(err))
-		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_error", "the provider did not accept the batch: "+err.Error())
+		// The provider's own answer, scrubbed, reaches the client; how a
+		// connection failed (addresses, ...) does not.
+		msg := "the provider could not be reached"
+		var ue *upstreamError
+		if errors.As(err, &ue) {
+			msg = ue.Error()
+		}
+		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_error", "the provider did not accept the batch: "+msg)
 	}
 	d.UpstreamID, d.Upstream = up.ID, up.Status
 	if up.Status != "" && !terminal(up.Status) {

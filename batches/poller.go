@@ -335,7 +335,13 @@ func (s *Service) Cancel(ctx context.Context, o Owner, id string) (*Batch, *apie
 	_, err := s.call(cctx, p, http.MethodPost, "/batches/"+url.PathEscape(d.UpstreamID)+"/cancel", "", nil, nil)
 	cancel()
 	if err != nil {
-		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_error", "the provider did not cancel the batch: "+err.Error())
+		s.log.Warn("cancelling a batch", zap.String("batch", id), zap.Error(err))
+		msg := "the provider could not be reached"
+		var ue *upstreamError
+		if errors.As(err, &ue) {
+			msg = ue.Error()
+		}
+		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_error", "the provider did not cancel the batch: "+msg)
 	}
 	nd, ok := s.update(id, func(d *doc, rec *store.TaskRecord) bool {
 		d.Status = StatusCancelling

@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -74,7 +75,7 @@ func (s *Service) call(ctx context.Context, p *providers.Provider, method, path,
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-		msg := gjson.GetBytes(data, "error.message").String()
+		msg := apierror.ReadUpstream(resp.StatusCode, data, p.APIKeys...).Message
 		if msg == "" {
 			msg = http.StatusText(resp.StatusCode)
 		}
