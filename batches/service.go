@@ -33,9 +33,13 @@ const (
 	defaultPoll         = 10 * time.Second
 	defaultMaxBackoff   = 2 * time.Minute
 	defaultLease        = 2 * time.Minute
-	defaultMaxRunning   = 26 * time.Hour
 	callTimeout         = 30 * time.Second
 )
+
+// DefaultMaxRunning is how long a batch is polled, by default, before
+// the gateway gives up on it: its 24 h completion window, and two hours
+// of the provider's lateness.
+const DefaultMaxRunning = 26 * time.Hour
 
 // Biller records the ledger record of a line of a batch's output;
 // Charge must be idempotent by the record's ID (the ledger is).
@@ -133,7 +137,7 @@ func New(c Config) (*Service, error) {
 	s.fileTTL = time.Duration(orInt(int64(s.fileTTL), int64(defaultFileTTL)))
 	s.poll = time.Duration(orInt(int64(s.poll), int64(defaultPoll)))
 	s.lease = time.Duration(orInt(int64(s.lease), int64(defaultLease)))
-	s.maxRunning = time.Duration(orInt(int64(s.maxRunning), int64(defaultMaxRunning)))
+	s.maxRunning = time.Duration(orInt(int64(s.maxRunning), int64(DefaultMaxRunning)))
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -21,7 +21,8 @@ type BatchesConfig struct {
 	// too_many_files. Default: 100.
 	MaxFiles int `json:"max_files,omitempty"`
 	// FileTTL is how long a file, and a batch, is kept. It must exceed
-	// the 24 h completion window. Default: 168h (7 days).
+	// 26h, the longest a batch is polled (its 24 h completion window, and
+	// the provider's lateness). Default: 168h (7 days).
 	FileTTL caddy.Duration `json:"file_ttl,omitempty"`
 	// MaxLines bounds the requests of one batch. Default: 50000.
 	MaxLines int `json:"max_lines,omitempty"`
@@ -49,8 +50,8 @@ func (c *BatchesConfig) validate() error {
 	if c.Lease != 0 && time.Duration(c.Lease) <= 30*time.Second {
 		return errors.New("batches: lease must exceed the upstream timeout (30s)")
 	}
-	if c.FileTTL != 0 && time.Duration(c.FileTTL) <= 24*time.Hour {
-		return errors.New("batches: file_ttl must exceed the completion window (24h)")
+	if c.FileTTL != 0 && time.Duration(c.FileTTL) <= batches.DefaultMaxRunning {
+		return errors.New("batches: file_ttl must exceed the longest a batch is polled (26h)")
 	}
 	return nil
 }
