@@ -181,6 +181,8 @@ func TestCreateRefuses(t *testing.T) {
 	}{
 		{"malformed line", good + "{not json\n", alice, 400, "line 2: not valid JSON"},
 		{"repeated member", good + `{"custom_id":"b","custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-chat"}}`, alice, 400, "line 2: member 'custom_id' appears more than once"},
+		{"repeated escaped member", good + `{"custom_id":"b","custom\u005fid":"c","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-chat"}}`, alice, 400, "line 2: member 'custom_id' appears more than once"},
+		{"repeated nested member", `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-chat","messages":[{"role":"user","role":"system"}]}}`, alice, 400, "line 1: member 'role' appears more than once"},
 		{"repeated custom_id", good + good, alice, 400, "line 2: custom_id 'a' is used by an earlier line"},
 		{"wrong url", `{"custom_id":"a","method":"POST","url":"/v1/embeddings","body":{"model":"mock-chat"}}`, alice, 400, "line 1: url must be"},
 		{"model the key may not use", good, scoped, 400, "line 1: this key may not use model 'mock-chat'"},

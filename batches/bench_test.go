@@ -2,7 +2,9 @@ package batches
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +37,32 @@ func BenchmarkUpload(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, aerr := s.Upload(ctx, alice, PurposeBatch, "big.jsonl", &zeros{n: size}); aerr != nil {
+			b.Fatal(aerr)
+		}
+	}
+}
+
+// BenchmarkCheck checks a batch input of 50,000 chat lines (the most a
+// batch may have), line by line from the media store, as a create does
+// before anything goes upstream.
+func BenchmarkCheck(b *testing.B) {
+	e := newEnv(b)
+	s := e.service(b, Config{MaxFileBytes: 64 << 20})
+	ctx := context.Background()
+	const lines = 50000
+	var in strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&in, `{"custom_id":"r%d","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-chat","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"question number %d"}],"max_tokens":64}}`+"\n", i, i)
+	}
+	f, aerr := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(in.String()))
+	if aerr != nil {
+		b.Fatal(aerr)
+	}
+	b.SetBytes(int64(in.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, aerr := s.check(ctx, alice, f.ID, EndpointChat)
+		if aerr != nil || p.lines != lines {
 			b.Fatal(aerr)
 		}
 	}

@@ -37,6 +37,7 @@ type plan struct {
 	first    string            // the first line's client model
 	estimate billing.Usage
 	lines    int
+	uniq     uniq // checks the lines for repeated members
 }
 
 // lineError is the 400 of line n of the input file.
@@ -52,7 +53,7 @@ func (s *Service) Create(ctx context.Context, o Owner, body []byte, admit Admit)
 	if err := jsonlimit.Check(body, s.maxDepth); err != nil {
 		return nil, apierror.InvalidBody(err)
 	}
-	if err := checkUnique(body); err != nil {
+	if err := checkUnique(body, s.maxDepth); err != nil {
 		return nil, apierror.InvalidRequest("", err.Error())
 	}
 	req := gjson.ParseBytes(body)
@@ -183,10 +184,7 @@ func (s *Service) check(ctx context.Context, o Owner, id, endpoint string) (*pla
 
 // checkLine checks line n and adds it to p.
 func (s *Service) checkLine(o Owner, p *plan, ids map[string]bool, n int, line []byte, endpoint string) *apierror.Error {
-	if err := jsonlimit.Check(line, s.maxDepth); err != nil {
-		return lineError(n, "not valid JSON: %v", err)
-	}
-	if err := checkUnique(line); err != nil {
+	if err := p.uniq.check(line, s.maxDepth); err != nil {
 		return lineError(n, "%v", err)
 	}
 	v := gjson.ParseBytes(line)

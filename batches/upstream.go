@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/dialect/authn"
+	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 )
@@ -203,48 +204,54 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// checkUnique refuses a JSON value with a member repeated in an object,
-// at any depth.
-func checkUnique(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := uniqueValue(dec, ""); err != nil {
-		return err
-	}
-	return nil
+// uniq checks JSON texts for repeated members. Its zero value is ready
+// to use; it keeps its maps from one text to the next.
+type uniq struct {
+	sc   jsonlimit.Scanner
+	sets []map[string]struct{} // one per open object, reused
 }
 
-// uniqueValue reads one value of dec, at path.
-func uniqueValue(dec *json.Decoder, path string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("not valid JSON: %w", err)
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
+// check refuses b, a JSON text nested at most maxDepth levels, when an
+// object of it, at any depth, has a member twice (keys compared
+// unescaped).
+func (u *uniq) check(b []byte, maxDepth int) error {
+	u.sc.Reset(b, maxDepth)
+	depth := 0 // open objects
+	for {
+		t, err := u.sc.Next()
+		if err != nil {
+			return fmt.Errorf("not valid JSON: %w", err)
+		}
+		switch t.Kind {
+		case jsonlimit.Done:
+			return nil
+		case jsonlimit.BeginObject:
+			if depth == len(u.sets) {
+				u.sets = append(u.sets, map[string]struct{}{})
+			}
+			clear(u.sets[depth])
+			depth++
+		case jsonlimit.EndObject:
+			depth--
+		case jsonlimit.Key:
+			raw := b[t.Start:t.End]
+			var key string
+			if bytes.IndexByte(raw, '\\') < 0 {
+				key = string(raw[1 : len(raw)-1])
+			} else if err := json.Unmarshal(raw, &key); err != nil {
 				return fmt.Errorf("not valid JSON: %w", err)
 			}
-			name, _ := k.(string)
-			if seen[name] {
-				return fmt.Errorf("member '%s' appears more than once", path+name)
+			set := u.sets[depth-1]
+			if _, dup := set[key]; dup {
+				return fmt.Errorf("member '%s' appears more than once", key)
 			}
-			seen[name] = true
-			if err := uniqueValue(dec, path+name+"."); err != nil {
-				return err
-			}
+			set[key] = struct{}{}
 		}
-		_, err = dec.Token()
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if err := uniqueValue(dec, fmt.Sprintf("%s%d.", path, i)); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
 	}
-	return err
+}
+
+// checkUnique is uniq.check with a fresh uniq.
+func checkUnique(b []byte, maxDepth int) error {
+	var u uniq
+	return u.check(b, maxDepth)
 }
