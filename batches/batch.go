@@ -12,16 +12,26 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// Statuses of a batch (OpenAI's).
+// Statuses of a batch (OpenAI's). A batch is validating, in progress,
+// finalizing or cancelling while the provider runs it; it ends completed,
+// failed, expired or cancelled, once its lines are billed.
 const (
+	// StatusValidating is a batch the provider checks.
 	StatusValidating = "validating"
+	// StatusInProgress is a batch the provider runs.
 	StatusInProgress = "in_progress"
+	// StatusFinalizing is a batch whose output the provider writes.
 	StatusFinalizing = "finalizing"
-	StatusCompleted  = "completed"
-	StatusFailed     = "failed"
-	StatusExpired    = "expired"
+	// StatusCompleted is a batch that ran all its requests.
+	StatusCompleted = "completed"
+	// StatusFailed is a batch the provider refused or could not run.
+	StatusFailed = "failed"
+	// StatusExpired is a batch not done within its window (or given up).
+	StatusExpired = "expired"
+	// StatusCancelling is a batch asked to cancel, still running.
 	StatusCancelling = "cancelling"
-	StatusCancelled  = "cancelled"
+	// StatusCancelled is a batch that stopped on a cancel.
+	StatusCancelled = "cancelled"
 )
 
 // terminal reports whether status is final upstream.
@@ -43,39 +53,65 @@ type Counts struct {
 	Failed int `json:"failed"`
 }
 
-// Batch is a batch as OpenAI's Batch API shows it.
+// Batch is a batch as OpenAI's Batch API shows it. The times are Unix
+// seconds, null until the batch reaches them.
 type Batch struct {
-	ID               string          `json:"id"`
-	Object           string          `json:"object"`
-	Endpoint         string          `json:"endpoint"`
-	InputFileID      string          `json:"input_file_id"`
-	CompletionWindow string          `json:"completion_window"`
-	Status           string          `json:"status"`
-	OutputFileID     *string         `json:"output_file_id"`
-	ErrorFileID      *string         `json:"error_file_id"`
-	CreatedAt        int64           `json:"created_at"`
-	InProgressAt     *int64          `json:"in_progress_at"`
-	ExpiresAt        *int64          `json:"expires_at"`
-	FinalizingAt     *int64          `json:"finalizing_at"`
-	CompletedAt      *int64          `json:"completed_at"`
-	FailedAt         *int64          `json:"failed_at"`
-	ExpiredAt        *int64          `json:"expired_at"`
-	CancellingAt     *int64          `json:"cancelling_at"`
-	CancelledAt      *int64          `json:"cancelled_at"`
-	RequestCounts    Counts          `json:"request_counts"`
-	Metadata         json.RawMessage `json:"metadata"`
-	Errors           *BatchErrors    `json:"errors"`
+	// ID is the gateway's id of the batch, "batch_" and 24 hex digits.
+	ID string `json:"id"`
+	// Object is always "batch".
+	Object string `json:"object"`
+	// Endpoint is EndpointChat or EndpointEmbeddings.
+	Endpoint string `json:"endpoint"`
+	// InputFileID is the file of the batch's requests.
+	InputFileID string `json:"input_file_id"`
+	// CompletionWindow is always "24h".
+	CompletionWindow string `json:"completion_window"`
+	// Status is one of the Status* constants.
+	Status string `json:"status"`
+	// OutputFileID is the re-hosted output, once the batch ended.
+	OutputFileID *string `json:"output_file_id"`
+	// ErrorFileID is the re-hosted error file, once the batch ended with
+	// failed requests.
+	ErrorFileID *string `json:"error_file_id"`
+	// CreatedAt is when the batch was created.
+	CreatedAt int64 `json:"created_at"`
+	// InProgressAt is when a poll first saw it in progress.
+	InProgressAt *int64 `json:"in_progress_at"`
+	// ExpiresAt is the end of its completion window.
+	ExpiresAt *int64 `json:"expires_at"`
+	// FinalizingAt is when a poll first saw it finalizing.
+	FinalizingAt *int64 `json:"finalizing_at"`
+	// CompletedAt is when it completed and was billed.
+	CompletedAt *int64 `json:"completed_at"`
+	// FailedAt is when it failed and was billed.
+	FailedAt *int64 `json:"failed_at"`
+	// ExpiredAt is when it expired and was billed.
+	ExpiredAt *int64 `json:"expired_at"`
+	// CancellingAt is when it was asked to cancel.
+	CancellingAt *int64 `json:"cancelling_at"`
+	// CancelledAt is when it was cancelled and billed.
+	CancelledAt *int64 `json:"cancelled_at"`
+	// RequestCounts are its requests, as the provider last counted them.
+	RequestCounts Counts `json:"request_counts"`
+	// Metadata is the client's metadata object, or null.
+	Metadata json.RawMessage `json:"metadata"`
+	// Errors are the provider's errors of a batch that failed, or null.
+	Errors *BatchErrors `json:"errors"`
 }
 
 // BatchErrors are the errors of a batch that failed upstream.
 type BatchErrors struct {
-	Object string       `json:"object"`
-	Data   []BatchError `json:"data"`
+	// Object is "list".
+	Object string `json:"object"`
+	// Data are the errors.
+	Data []BatchError `json:"data"`
 }
 
 // BatchError is one error of a failed batch.
 type BatchError struct {
-	Code    string `json:"code"`
+	// Code is the provider's error code.
+	Code string `json:"code"`
+	// Message is the provider's explanation.
 	Message string `json:"message"`
 }
 
@@ -161,11 +197,16 @@ func (s *Service) GetBatch(ctx context.Context, o Owner, id string) (*Batch, *ap
 
 // BatchList is the answer of GET /v1/batches.
 type BatchList struct {
-	Object  string  `json:"object"`
-	Data    []Batch `json:"data"`
+	// Object is always "list".
+	Object string `json:"object"`
+	// Data are the batches, newest first.
+	Data []Batch `json:"data"`
+	// FirstID and LastID are the first and last batch of Data; null when
+	// it is empty.
 	FirstID *string `json:"first_id"`
 	LastID  *string `json:"last_id"`
-	HasMore bool    `json:"has_more"`
+	// HasMore says whether older batches follow.
+	HasMore bool `json:"has_more"`
 }
 
 // ListBatches returns up to limit of o's batches, newest first, after
