@@ -169,6 +169,20 @@ func decodeDoc(rec *store.TaskRecord) (*doc, error) {
 	return d, nil
 }
 
+// reads reports whether o may read d: d is o's user's, and a key scoped
+// to some models reads only the batches all of whose models it may use.
+func (o Owner) reads(user string, d *doc) bool {
+	if user != o.User {
+		return false
+	}
+	for _, model := range d.Models {
+		if !o.allows(model) {
+			return false
+		}
+	}
+	return true
+}
+
 // load reads batch id of o's.
 func (s *Service) load(ctx context.Context, o Owner, id string) (*doc, *apierror.Error) {
 	rec, err := s.batches.Get(ctx, id)
@@ -182,6 +196,9 @@ func (s *Service) load(ctx context.Context, o Owner, id string) (*doc, *apierror
 	if err != nil {
 		s.log.Error("reading a batch", zap.String("batch", id), zap.Error(err))
 		return nil, apierror.Internal()
+	}
+	if !o.reads(rec.User, d) {
+		return nil, batchNotFound(id)
 	}
 	return d, nil
 }
@@ -232,7 +249,7 @@ func (s *Service) ListBatches(ctx context.Context, o Owner, after string, limit 
 			break
 		}
 		d, err := decodeDoc(&recs[i])
-		if err != nil {
+		if err != nil || !o.reads(recs[i].User, d) {
 			continue
 		}
 		out.Data = append(out.Data, d.Batch)

@@ -156,6 +156,17 @@ func TestBatchBilledOncePerLine(t *testing.T) {
 			t.Errorf("record %s = %+v", cid, rec)
 		}
 	}
+	// A key of alice's scoped to other models does not see the batch.
+	embedOnly := Owner{User: "alice", KeyID: "key_e", Allows: func(m string) bool { return m == "mock-embed" }}
+	if _, aerr := s1.GetBatch(ctx, embedOnly, b.ID); aerr == nil || aerr.Status != http.StatusNotFound {
+		t.Errorf("a key scoped to other models read the batch: %v", aerr)
+	}
+	if l, _ := s1.ListBatches(ctx, embedOnly, "", 10); len(l.Data) != 0 {
+		t.Errorf("a key scoped to other models listed %d batches", len(l.Data))
+	}
+	if l, _ := s1.ListBatches(ctx, alice, "", 10); len(l.Data) != 1 || l.Data[0].ID != b.ID {
+		t.Errorf("alice's batches: %+v", l)
+	}
 	// A batch that ended is never worked on again.
 	calls := e.led.calls
 	s1.Sweep(ctx)
