@@ -483,3 +483,29 @@ func TestSubmitRefusedScrubbed(t *testing.T) {
 		t.Errorf("a refused batch was stored: %+v", l.Data)
 	}
 }
+
+// TestStepHandsBack: a step whose context ends (a reload, a stop) hands
+// its claimed batch back, due at once, so that the next poller need not
+// wait for the lease.
+func TestStepHandsBack(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, Config{})
+	ctx := context.Background()
+	f, _ := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(1)))
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	time.Sleep(100 * time.Millisecond)
+	claimed, err := e.repos.Batches.ClaimDue(ctx, time.Now(), time.Hour, 1)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != b.ID {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	s.step(stopped, claimed[0])
+	rec, err := e.repos.Batches.Get(ctx, b.ID)
+	if err != nil || !rec.Working || rec.Due.After(time.Now()) {
+		t.Errorf("after a stopped step: due %v (%v), want now, not the lease's end", rec.Due, err)
+	}
+}
