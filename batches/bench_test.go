@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/caddy-air/caddy-air/billing"
 )
 
 // zeros reads n bytes of a repeated JSONL line, without holding them.
@@ -66,4 +68,43 @@ func BenchmarkCheck(b *testing.B) {
 			b.Fatal(aerr)
 		}
 	}
+}
+
+// engineBiller charges through a real billing.Engine.
+type engineBiller struct{ e *billing.Engine }
+
+func (b engineBiller) Charge(ctx context.Context, rec billing.Record) error {
+	_, _, err := b.e.Charge(ctx, rec)
+	return err
+}
+
+// BenchmarkBill bills the 2,000 lines of a finished batch's output into a
+// real ledger on Badger (each line a synchronous, idempotent write), as a
+// poller does once the batch ended; every iteration is a new batch.
+func BenchmarkBill(b *testing.B) {
+	e := newEnv(b)
+	pt, err := billing.ParsePrices("bench", []byte(`{"currency":"USD","models":{"mock-chat":{"tiers":[{"input":"2","output":"8"}],"service_tiers":{"batch":"0.5"}}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ledger := billing.NewLedger(e.repos.Ledger, e.repos.Intents, nil)
+	s := e.service(b, Config{})
+	s.biller = engineBiller{billing.NewEngine(pt, ledger, nil)}
+	ctx := context.Background()
+	const lines = 2000
+	var out strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&out, `{"id":"r%d","custom_id":"c%d","response":{"status_code":200,"body":{"model":"up-chat","usage":{"prompt_tokens":20,"completion_tokens":7}}},"error":null}`+"\n", i, i)
+	}
+	f, aerr := s.putFile(ctx, "alice", "file-bench", PurposeBatchOutput, "out.jsonl", strings.NewReader(out.String()), 0)
+	if aerr != nil {
+		b.Fatal(aerr)
+	}
+	for i := 0; b.Loop(); i++ {
+		d := &doc{Batch: Batch{ID: fmt.Sprintf("batch_%d", i)}, Models: map[string]string{"up-chat": "mock-chat"}, Provider: "mock"}
+		if err := s.bill(ctx, "alice", d, f.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
 }
