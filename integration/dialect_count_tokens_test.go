@@ -67,6 +67,13 @@ func TestCountTokensOtherProviders(t *testing.T) {
 		t.Errorf("a refused key: %v", err)
 	}
 
+	// Google's 429, with its RetryInfo as Retry-After.
+	_, err = ac.Messages.CountTokens(ctx, params("vtx-pro", "mock:throttle"))
+	if !errors.As(err, &aErr) || aErr.StatusCode != http.StatusTooManyRequests || gjson.Get(aErr.RawJSON(), "error.type").Str != "rate_limit_error" ||
+		aErr.Response.Header.Get("Retry-After") != "17" {
+		t.Errorf("throttled: %v", err)
+	}
+
 	// An openai model: the gateway's estimate, said to be one, growing
 	// with the prompt.
 	var counts []int64

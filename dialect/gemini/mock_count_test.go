@@ -27,6 +27,7 @@ func TestMockCountTokens(t *testing.T) {
 		{testKey, `{"generateContentRequest":{"model":"models/gemini-2.5-flash",` + contents[1:] + `}`, 200, tokens(gjson.Get(contents, "contents").Raw)},
 		{testKey, `{"generateContentRequest":` + contents + `,` + contents[1:], 400, 0},
 		{testKey, `{"contents":[]}`, 400, 0},
+		{testKey, strings.Replace(contents, "How many tokens is this sentence?", "mock:throttle", 1), 429, 0},
 		{"wrong", contents, 400, 0}, // Google answers a bad key with 400 API_KEY_INVALID
 	} {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1beta/models/gemini-2.5-flash:countTokens", strings.NewReader(tc.body))
