@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
@@ -47,17 +48,26 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 	wire := wireOf(route)
 	if wire != translate.Gemini && wire != translate.Vertex {
 		reservation.ReleaseCost()
+		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
 		w.Header().Set(TokenCountHeader, "estimate")
 		return writeCount(w, chatproxy.EstimateRequest(in, 0).Input)
 	}
+	start := time.Now()
 	n, err := h.countGoogle(r.Context(), body, wire, route)
-	if err != nil {
-		var de *dialect.Error
-		if !errors.As(err, &de) {
-			reservation.Release() // no upstream saw it
-			return h.refuse(w, r, nil, err)
-		}
-		reservation.ReleaseCost()
+	var de *dialect.Error
+	if err != nil && !errors.As(err, &de) {
+		reservation.Release() // no upstream answered it
+		return h.refuse(w, r, h.app.metrics.Route(route.Pattern), err)
+	}
+	// The provider answered: a count, or its refusal.
+	reservation.ReleaseCost()
+	outcome, status := airmetrics.OutcomeOK, http.StatusOK
+	if de != nil {
+		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
+	}
+	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
+	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))
 		}
@@ -67,17 +77,13 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 		_, _ = w.Write(b)
 		return caddyhttp.Error(status, fmt.Errorf("count_tokens upstream answered %d", status))
 	}
-	reservation.ReleaseCost()
 	return writeCount(w, n)
 }
 
 // writeCount writes Anthropic's count_tokens answer.
 func writeCount(w http.ResponseWriter, n int64) error {
 	w.Header().Set("Content-Type", "application/json")
-	_, err := w.Write(strconv.AppendInt([]byte(`{"input_tokens":`), n, 10))
-	if err == nil {
-		_, err = w.Write([]byte("}"))
-	}
+	_, err := w.Write(append(strconv.AppendInt([]byte(`{"input_tokens":`), n, 10), '}'))
 	return err
 }
 
