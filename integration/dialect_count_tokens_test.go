@@ -17,14 +17,14 @@ import (
 // TestCountTokensOtherProviders counts tokens with anthropic-sdk-go for
 // models whose provider does not speak Messages: a gemini and a vertex
 // model are counted by the fake Gemini's countTokens (its real wire, the
-// provider's auth), an openai model by the gateway's own estimate, marked
-// as one. A provider's refusal reaches the SDK in Anthropic's shape;
+// provider's auth), an openai, a bedrock and an azure model by the
+// gateway's own estimate, marked as one. A provider's refusal reaches the SDK in Anthropic's shape;
 // nothing is billed.
 func TestCountTokensOtherProviders(t *testing.T) {
 	gc := newGoogleCloud(t, time.Hour)
 	bad := "provider gem-bad {\n\t\t\tprotocol gemini\n\t\t\tbase_url " + gc.gemini.URL + "\n\t\t\tapi_key not-the-key\n\t\t\tretries 0\n\t\t}"
-	startGateway(t, gatewayOptions{Providers: gc.providers() + "\n\t\t" + bad, Models: googleModels + "\n\t\tmodel gem-bad gem-bad gemini-2.5-flash",
-		Prices: googlePrices})
+	startGateway(t, gatewayOptions{MockOptions: bedrockMock, Providers: gc.providers() + "\n\t\t" + bad + "\n\t\t" + bedrockProviders + "\n\t\t" + azureProviders,
+		Models: googleModels + "\n\t\tmodel gem-bad gem-bad gemini-2.5-flash\n\t\t" + bedrockModels + "\n\t\t" + azureModels, Prices: googlePrices})
 	key, _ := createKey(t, "count-clouds")
 	ac := anthropicClient(key)
 	ctx := context.Background()
@@ -74,22 +74,24 @@ func TestCountTokensOtherProviders(t *testing.T) {
 		t.Errorf("throttled: %v", err)
 	}
 
-	// An openai model: the gateway's estimate, said to be one, growing
-	// with the prompt.
-	var counts []int64
-	for _, text := range []string{"Hello", "Hello " + strings.Repeat("and a much longer question about the weather ", 20)} {
-		var resp *http.Response
-		n, err := ac.Messages.CountTokens(ctx, params("mock-gpt", text), aoption.WithResponseInto(&resp))
-		if err != nil {
-			t.Fatal(err)
+	// An openai, a bedrock and an azure model: the gateway's estimate,
+	// said to be one, growing with the prompt.
+	for _, model := range []string{"mock-gpt", "claude-bedrock", "gpt-azure"} {
+		var counts []int64
+		for _, text := range []string{"Hello", "Hello " + strings.Repeat("and a much longer question about the weather ", 20)} {
+			var resp *http.Response
+			n, err := ac.Messages.CountTokens(ctx, params(model, text), aoption.WithResponseInto(&resp))
+			if err != nil {
+				t.Fatalf("%s: %v", model, err)
+			}
+			if resp.Header.Get("X-Air-Token-Count") != "estimate" || n.InputTokens <= 0 {
+				t.Fatalf("%s: estimate %d, header %q", model, n.InputTokens, resp.Header.Get("X-Air-Token-Count"))
+			}
+			counts = append(counts, n.InputTokens)
 		}
-		if resp.Header.Get("X-Air-Token-Count") != "estimate" || n.InputTokens <= 0 {
-			t.Fatalf("estimate %d, header %q", n.InputTokens, resp.Header.Get("X-Air-Token-Count"))
+		if counts[1] <= counts[0]+100 {
+			t.Errorf("%s: the estimates %v do not grow with the prompt", model, counts)
 		}
-		counts = append(counts, n.InputTokens)
-	}
-	if counts[1] <= counts[0]+100 {
-		t.Errorf("the estimates %v do not grow with the prompt", counts)
 	}
 	// A model of a kind that has no prompt to count stays a 400.
 	_, err = ac.Messages.CountTokens(ctx, params("mock-embed", "Hello"))
