@@ -20,9 +20,13 @@ import (
 // the provider's 429 reaching the SDK with its Retry-After.
 func TestDialectResponsesSDKToBedrockAzure(t *testing.T) {
 	az := newAzureRecorder(t)
-	rec := fmt.Sprintf("provider az-rec {\n\t\t\tprotocol azure\n\t\t\tendpoint %s\n\t\t\tapi_key az-secret\n\t\t\tapi_version 2025-04-01-preview\n\t\t\tretries 0\n\t\t}", az.URL)
+	// Providers of their own for the 429s: a 429 cools its provider down,
+	// and that state outlives a test's config.
+	throttled := "provider aws-r2-throttled {\n\t\t\tprotocol bedrock\n\t\t\tregion us-east-1\n\t\t\tbase_url http://localhost:9080/mock/bedrock\n" +
+		"\t\t\taccess_key_id AKIDMOCKBEDROCK\n\t\t\tsecret_access_key mock-bedrock-secret\n\t\t\tretries 0\n\t\t}"
+	rec := throttled + "\n\t\t" + fmt.Sprintf("provider az-r2-rec {\n\t\t\tprotocol azure\n\t\t\tendpoint %s\n\t\t\tapi_key az-secret\n\t\t\tapi_version 2025-04-01-preview\n\t\t\tretries 0\n\t\t}", az.URL)
 	startGateway(t, gatewayOptions{MockOptions: bedrockMock, Providers: bedrockProviders + "\n\t\t" + azureProviders + "\n\t\t" + rec,
-		Models: bedrockModels + "\n\t\t" + azureModels + "\n\t\tmodel gpt-az az-rec gpt-4o-prod",
+		Models: bedrockModels + "\n\t\t" + azureModels + "\n\t\tmodel gpt-az az-r2-rec gpt-4o-prod\n\t\tmodel claude-r2-throttled aws-r2-throttled anthropic.claude-3-7-sonnet-20250219-v1:0",
 		Prices: `{"currency":"USD","models":{"claude-bedrock":{"tiers":[{"input":"3","output":"15"}],"cache":{"creation":"1.25","read":"0.1"}},` +
 			`"gpt-az*":{"tiers":[{"input":"2.5","output":"10"}]}}}`})
 	key, _ := createKey(t, "r2cloud")
@@ -95,7 +99,7 @@ func TestDialectResponsesSDKToBedrockAzure(t *testing.T) {
 	}
 
 	// The providers' 429s, with their Retry-After, reach the SDK.
-	for _, tc := range []struct{ model, prompt string }{{"claude-bedrock-errors", "mock:throttle"}, {"gpt-az", "429"}} {
+	for _, tc := range []struct{ model, prompt string }{{"claude-r2-throttled", "mock:throttle"}, {"gpt-az", "429"}} {
 		_, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: tc.model,
 			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(tc.prompt)}})
 		var apiErr *openai.Error
@@ -114,7 +118,7 @@ func TestDialectResponsesSDKToBedrockAzure(t *testing.T) {
 			provider, in, out = "az", 250, 1000
 		}
 		if i == 7 {
-			provider = "az-rec"
+			provider = "az-r2-rec"
 		}
 		u := seen[i]
 		want := new(big.Rat).SetFrac64(u.in*in+u.out*out, 100_000_000)
