@@ -77,7 +77,9 @@ func appendStored(b []byte, st *storedRecord) []byte {
 		b = appendCBORInt(b, n)
 	}
 	b = appendCBORText(b, st.Unpriced)
-	return appendCBORInt(b, st.DurationMillis)
+	b = appendCBORInt(b, st.DurationMillis)
+	b = appendCBORText(b, st.Team)
+	return appendCBORText(b, st.Tags)
 }
 
 // appendCBORHead appends the head of a CBOR data item of major type

@@ -67,6 +67,10 @@ type storedRecord struct {
 	// Appended with request latency (issue #35); older records decode it
 	// as zero (not measured).
 	DurationMillis int64
+	// Appended with teams and tags (issue #32); older records decode them
+	// as "".
+	Team string
+	Tags string
 }
 
 // storedOf returns the stored form of rec, without its ID.
@@ -85,7 +89,7 @@ func storedOf(rec *store.Record) storedRecord {
 		ImageInput: rec.Usage.ImageInput, ImageOutput: rec.Usage.ImageOutput,
 		WebSearches: rec.Usage.WebSearches, WebFetches: rec.Usage.WebFetches, FileSearches: rec.Usage.FileSearches,
 		CodeSessions: rec.Usage.CodeSessions, ImageCalls: rec.Usage.ImageCalls, Unpriced: rec.Unpriced,
-		DurationMillis: rec.DurationMillis,
+		DurationMillis: rec.DurationMillis, Team: rec.Team, Tags: rec.Tags,
 	}
 }
 
@@ -109,7 +113,7 @@ func unmarshalStored(id string, b []byte) (store.Record, error) {
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,
 		Deployment: s.Deployment, ServedModel: s.ServedModel, Unpriced: s.Unpriced,
-		DurationMillis: s.DurationMillis,
+		DurationMillis: s.DurationMillis, Team: s.Team, Tags: s.Tags,
 	}, nil
 }
 

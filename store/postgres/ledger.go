@@ -33,7 +33,7 @@ type Ledger struct {
 const ledgerColumns = `id, ts, endpoint, user_name, key_id, model, provider, input, cache_creation, cache_read,
 	output, reasoning, source, status, outcome, images, video_ms, tier, priced, currency, cost,
 	cache_creation_1h, service_tier, deployment, served_model, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
-	duration_ms`
+	duration_ms, team, tags`
 
 func scanRecord(row pgx.Row) (store.Record, error) {
 	var r store.Record
@@ -63,7 +63,8 @@ func recordDest(r *store.Record, n *recordInts) []any {
 		&r.Source, &n.status, &r.Outcome, &n.images, &r.VideoMillis, &n.tier, &r.Priced, &r.Currency, &r.Cost,
 		&u.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel,
 		&u.AudioInput, &u.AudioOutput, &u.ImageInput, &u.ImageOutput, &u.WebSearches,
-		&u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls, &r.Unpriced, &r.DurationMillis}
+		&u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls, &r.Unpriced, &r.DurationMillis,
+		&r.Team, &r.Tags}
 }
 
 // Append implements store.Ledger.

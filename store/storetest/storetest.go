@@ -39,6 +39,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Intents", func(t *testing.T) { RunIntents(t, b) })
 	t.Run("Budgets", func(t *testing.T) { RunBudgets(t, b) })
 	t.Run("BudgetsSaturated", func(t *testing.T) { runBudgetsSaturated(t, b) })
+	t.Run("Teams", func(t *testing.T) { RunTeams(t, b) })
+	t.Run("TeamSpend", func(t *testing.T) { runTeamSpend(t, b) })
 	t.Run("RateLimits", func(t *testing.T) { RunRateLimits(t, b) })
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })
