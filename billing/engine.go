@@ -26,6 +26,12 @@ type Subject struct {
 	User string
 	// KeyID is the public id of the API key.
 	KeyID string
+	// Team is the user's team, "" if none. A request counts against the
+	// team's limits and spend too (key ⊂ user ⊂ team).
+	Team string
+	// Tags label the request in the ledger (Record.Tags): the validated
+	// x-air-tags header, or the key's default tags.
+	Tags []string
 }
 
 // NewEngine returns an engine. pt may be nil (every model unpriced) and b
@@ -106,6 +112,12 @@ func (r *Reservation) price(rec Record) Record {
 	if rec.User == "" && rec.KeyID == "" {
 		rec.User, rec.KeyID = r.s.User, r.s.KeyID
 	}
+	if rec.Team == "" && rec.User == r.s.User {
+		rec.Team = r.s.Team
+	}
+	if rec.Tags == nil {
+		rec.Tags = r.s.Tags
+	}
 	if rec.Model == "" {
 		rec.Model = r.model
 	}
@@ -153,6 +165,12 @@ func (r *Reservation) Settle(rec Record) Record {
 func (r *Reservation) Intend(rec Record) error {
 	if rec.User == "" && rec.KeyID == "" {
 		rec.User, rec.KeyID = r.s.User, r.s.KeyID
+	}
+	if rec.Team == "" && rec.User == r.s.User {
+		rec.Team = r.s.Team
+	}
+	if rec.Tags == nil {
+		rec.Tags = r.s.Tags
 	}
 	if rec.Model == "" {
 		rec.Model = r.model
