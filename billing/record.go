@@ -123,7 +123,7 @@ type Record struct {
 	// Team is the team of User when the request was admitted, "" if none.
 	Team string `json:"team,omitempty"`
 	// Tags are the request's tags (the x-air-tags header, or its key's
-	// default tags), in the order given; see ParseTags.
+	// default tags), in the order given; see package tags.
 	Tags []string `json:"tags,omitempty"`
 }
 

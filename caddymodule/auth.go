@@ -67,7 +67,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
 	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
 	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
-	if e := checkContentType(r); e != nil {
+	e := readCaller(r, st, k)
+	if e == nil {
+		e = checkContentType(r)
+	}
+	if e != nil {
 		// The key is valid: the refusal names its user.
 		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
 		return respondError(w, r, e)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/tags"
 )
 
 func init() {
@@ -59,7 +60,7 @@ func keyCommand() *cobra.Command {
 	key := &cobra.Command{Use: "keys", Aliases: []string{"key"}, Short: "Creates, lists and revokes API keys"}
 
 	create := &cobra.Command{
-		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>]",
+		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--tags <tags>] [--limit <amount>]",
 		Short: "Creates a key and prints it once, on the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,7 +69,12 @@ func keyCommand() *cobra.Command {
 			expires, _ := cmd.Flags().GetString("expires")
 			models, _ := cmd.Flags().GetStringSlice("models")
 			limit, _ := cmd.Flags().GetString("limit")
-			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Limit: limit}, ExpiresIn: expires})
+			tagList, _ := cmd.Flags().GetString("tags")
+			defTags, err := tags.Parse(tagList)
+			if err != nil {
+				return fmt.Errorf("--tags: %v", err)
+			}
+			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Tags: defTags, Limit: limit}, ExpiresIn: expires})
 			var out createKeyResponse
 			if err := adminCall(cmd, http.MethodPost, "/air/keys", body, &out); err != nil {
 				return err
@@ -80,6 +86,9 @@ func keyCommand() *cobra.Command {
 			}
 			if len(out.Models) > 0 {
 				fmt.Fprintf(w, "models:  %s\n", strings.Join(out.Models, ","))
+			}
+			if len(out.Tags) > 0 {
+				fmt.Fprintf(w, "tags:    %s\n", strings.Join(out.Tags, ","))
 			}
 			if limit != "" {
 				fmt.Fprintf(w, "limit:   %s (all time)\n", limit)
@@ -93,6 +102,7 @@ func keyCommand() *cobra.Command {
 	create.Flags().String("name", "", "A label for the key")
 	create.Flags().String("expires", "", "Lifetime of the key, e.g. 720h or 30d (default: no expiry)")
 	create.Flags().StringSlice("models", nil, "Models the key may use: ids or globs, comma-separated, e.g. 'gpt-4o,claude-*' (default: all)")
+	create.Flags().String("tags", "", "Default tags of the key's requests, comma-separated, e.g. 'search,env:prod' (a request's x-air-tags header replaces them)")
 	create.Flags().String("limit", "", "All-time spend limit of the key, e.g. 5.00, in the price file's currency (default: none)")
 	_ = create.MarkFlagRequired("user")
 

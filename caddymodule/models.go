@@ -164,7 +164,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return writeRawJSON(w, http.StatusOK, oa)
 	}
 	if key != nil {
-		if aerr := allowModel(key, id); aerr != nil {
+		if aerr := allowModel(r, key, id); aerr != nil {
 			return m.fail(w, r, anthropic, aerr)
 		}
 	}

@@ -136,7 +136,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	if aerr := allowModel(key, in.Model); aerr != nil {
+	if aerr := allowModel(r, key, in.Model); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
 	rspan := telemetry.StartRoute(r.Context(), telemetry.Route{Operation: h.spec.endpoint, Model: in.Model})
@@ -170,7 +170,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr := st.guard.check(); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	subject := billing.Subject{User: key.User, KeyID: key.ID}
+	subject := subjectOf(r, key)
 	estimate := chatproxy.EstimateRequest(in, route.MaxOutputTokens)
 	if h.spec.noOutput {
 		estimate.Output = 0

@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/postgres"
 	"github.com/caddy-air/caddy-air/tasks"
+	"github.com/caddy-air/caddy-air/teams"
 )
 
 // statePool holds the state of each storage backend across config
@@ -33,6 +34,8 @@ type state struct {
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
+	// teams keeps teams and the membership read on every request.
+	teams *teams.Service
 	// taskHolds keeps the budget holds of the running tasks created
 	// through this state, across config reloads.
 	taskHolds *tasks.Holds
@@ -54,6 +57,11 @@ type state struct {
 	poolKey string
 	log     *zap.Logger
 }
+
+// teamsRefresh is how often an instance of a shared backend reloads the
+// teams, so that a change made through another instance applies here
+// within it.
+const teamsRefresh = 2 * time.Second
 
 // openTimeout bounds how long opening a shared backend (connecting and
 // migrating) may take.
@@ -105,6 +113,16 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		// slices of them and shared rate limits.
 		budgets.Share(ctx, billing.SharedConfig{RateLimits: repos.RateLimits, Flush: ledger.Flush})
 	}
+	var refresh time.Duration
+	if s.Backend == backendPostgres {
+		refresh = teamsRefresh // other instances change them too
+	}
+	ts, err := teams.NewService(ctx, repos.Teams, refresh)
+	if err != nil {
+		stop()
+		_ = repos.Close()
+		return nil, err
+	}
 	ks := keys.NewService(ctx, repos.Keys)
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
@@ -112,6 +130,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		keys:          ks,
 		ledger:        ledger,
 		budgets:       budgets,
+		teams:         ts,
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
 		guard:         newStorageGuard(s.Dir, minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),

@@ -34,12 +34,13 @@ type storedKey struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 	Models    []string   `json:"models,omitempty"`
+	Tags      []string   `json:"tags,omitempty"`
 	LastUsed  *time.Time `json:"last_used,omitempty"`
 }
 
 func (s *storedKey) key(hash string) store.Key {
 	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
-		RevokedAt: s.RevokedAt, Models: s.Models, LastUsedAt: s.LastUsed}
+		RevokedAt: s.RevokedAt, Models: s.Models, Tags: s.Tags, LastUsedAt: s.LastUsed}
 }
 
 // Keys is the keys repository on a DB. Revocations are reported to the
@@ -62,7 +63,7 @@ func NewKeys(db *DB) *Keys { return &Keys{db: db, watchers: map[int]func(string)
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
 	val, err := json.Marshal(storedKey{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
-		RevokedAt: k.RevokedAt, Models: k.Models, LastUsed: k.LastUsedAt})
+		RevokedAt: k.RevokedAt, Models: k.Models, Tags: k.Tags, LastUsed: k.LastUsedAt})
 	if err != nil {
 		return err
 	}

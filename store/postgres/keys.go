@@ -27,16 +27,19 @@ type Keys struct {
 	db *DB
 }
 
-const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used"
+const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, tags"
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var k store.Key
-	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt)
+	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt, &k.Tags)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
 	if len(k.Models) == 0 {
 		k.Models = nil
+	}
+	if len(k.Tags) == 0 {
+		k.Tags = nil
 	}
 	k.LastUsedAt = utcPtr(k.LastUsedAt)
 	k.CreatedAt = k.CreatedAt.UTC()
@@ -55,8 +58,8 @@ func utcPtr(t *time.Time) *time.Time {
 
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
-	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt)
+	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt, nonNilStrings(k.Tags))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
 	}

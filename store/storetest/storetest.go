@@ -41,6 +41,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("BudgetsSaturated", func(t *testing.T) { runBudgetsSaturated(t, b) })
 	t.Run("Teams", func(t *testing.T) { RunTeams(t, b) })
 	t.Run("TeamSpend", func(t *testing.T) { runTeamSpend(t, b) })
+	t.Run("KeyTags", func(t *testing.T) { runKeyTags(t, b) })
 	t.Run("RateLimits", func(t *testing.T) { RunRateLimits(t, b) })
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })

@@ -102,3 +102,26 @@ func runTeamSpend(t *testing.T, b Backend) {
 		b.reopen(t, h)
 	}
 }
+
+// runKeyTags checks that a key's default tags are kept, across a
+// restart, and that a key without tags reads back none.
+func runKeyTags(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := b.open(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_t1", Hash: "h-t1", User: "alice", CreatedAt: t0, Tags: []string{"search", "env:prod"}}))
+	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_t2", Hash: "h-t2", User: "alice", CreatedAt: t0.Add(time.Second)}))
+	for _, phase := range []string{"written", "reopened"} {
+		k, err := h.r.Keys.ByHash(ctx, "h-t1")
+		must(t, err)
+		if !reflect.DeepEqual(k.Tags, []string{"search", "env:prod"}) {
+			t.Errorf("%s: tags %q, want [search env:prod]", phase, k.Tags)
+		}
+		list, err := h.r.Keys.List(ctx, "alice")
+		must(t, err)
+		if len(list) != 2 || list[1].Tags != nil {
+			t.Errorf("%s: listed %+v, want key_t2 without tags", phase, list)
+		}
+		b.reopen(t, h)
+	}
+}

@@ -1,4 +1,6 @@
-package billing
+// Package tags parses and checks the tags that label a request in the
+// ledger: the x-air-tags header, and API keys' default tags.
+package tags
 
 import (
 	"errors"
@@ -9,21 +11,21 @@ import (
 // Bounds of a request's tags (the x-air-tags header and keys' default
 // tags).
 const (
-	// MaxTags is the most tags a request carries.
-	MaxTags = 10
-	// MaxTagLen is the longest tag, in bytes.
-	MaxTagLen = 64
+	// Max is the most tags a request carries.
+	Max = 10
+	// MaxLen is the longest tag, in bytes.
+	MaxLen = 64
 )
 
-// TagsHeader is the request header that carries a request's tags.
-const TagsHeader = "x-air-tags"
+// Header is the request header that carries a request's tags.
+const Header = "x-air-tags"
 
-// ParseTags parses a comma-separated list of tags, such as the x-air-tags
+// Parse parses a comma-separated list of tags, such as the x-air-tags
 // header "team-a, project:search". Each tag is trimmed of spaces; a tag is
-// 1 to MaxTagLen bytes of ASCII letters, digits and "-_.:/@"; at most
-// MaxTags tags, none repeated. An empty or all-blank list is nil. The
+// 1 to MaxLen bytes of ASCII letters, digits and "-_.:/@"; at most
+// Max tags, none repeated. An empty or all-blank list is nil. The
 // error names the offending tag, for a 400.
-func ParseTags(s string) ([]string, error) {
+func Parse(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
@@ -38,17 +40,17 @@ func ParseTags(s string) ([]string, error) {
 				return nil, fmt.Errorf("tag %q is repeated", t)
 			}
 		}
-		if len(out) == MaxTags {
-			return nil, fmt.Errorf("at most %d tags are allowed", MaxTags)
+		if len(out) == Max {
+			return nil, fmt.Errorf("at most %d tags are allowed", Max)
 		}
 		out = append(out, t)
 	}
 	return out, nil
 }
 
-// CheckTags checks a list of tags as ParseTags does (keys' default tags).
-func CheckTags(tags []string) error {
-	_, err := ParseTags(strings.Join(tags, ","))
+// Check checks a list of tags as Parse does (keys' default tags).
+func Check(tags []string) error {
+	_, err := Parse(strings.Join(tags, ","))
 	for _, t := range tags {
 		if strings.Contains(t, ",") {
 			return fmt.Errorf("tag %q: must not contain a comma", t)
@@ -62,8 +64,8 @@ func checkTag(t string) error {
 	if t == "" {
 		return errors.New("a tag is empty (two commas in a row, or a trailing comma)")
 	}
-	if len(t) > MaxTagLen {
-		return fmt.Errorf("tag %.16q… is longer than %d bytes", t, MaxTagLen)
+	if len(t) > MaxLen {
+		return fmt.Errorf("tag %.16q… is longer than %d bytes", t, MaxLen)
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]

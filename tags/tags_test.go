@@ -1,4 +1,4 @@
-package billing
+package tags
 
 import (
 	"reflect"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func TestParseTags(t *testing.T) {
-	long := strings.Repeat("a", MaxTagLen)
+func TestParse(t *testing.T) {
+	long := strings.Repeat("a", MaxLen)
 	for i, tc := range []struct {
 		in      string
 		want    []string
@@ -28,24 +28,24 @@ func TestParseTags(t *testing.T) {
 		{in: "0,1,2,3,4,5,6,7,8,9", want: strings.Split("0,1,2,3,4,5,6,7,8,9", ",")},
 		{in: "0,1,2,3,4,5,6,7,8,9,10", wantErr: "at most 10 tags"},
 	} {
-		got, err := ParseTags(tc.in)
+		got, err := Parse(tc.in)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("Test %d: ParseTags(%q) error %v, want one with %q", i, tc.in, err, tc.wantErr)
+				t.Errorf("Test %d: Parse(%q) error %v, want one with %q", i, tc.in, err, tc.wantErr)
 			}
 			continue
 		}
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Test %d: ParseTags(%q) = %q, %v; want %q", i, tc.in, got, err, tc.want)
+			t.Errorf("Test %d: Parse(%q) = %q, %v; want %q", i, tc.in, got, err, tc.want)
 		}
 	}
 }
 
-func TestCheckTagsRefusesCommas(t *testing.T) {
-	if err := CheckTags([]string{"a,b"}); err == nil {
+func TestCheckRefusesCommas(t *testing.T) {
+	if err := Check([]string{"a,b"}); err == nil {
 		t.Fatal("a default tag with a comma was accepted: it would read back as two tags")
 	}
-	if err := CheckTags([]string{"a", "b"}); err != nil {
+	if err := Check([]string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
 }
