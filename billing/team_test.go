@@ -90,3 +90,64 @@ func TestTeamBudgetNests(t *testing.T) {
 		t.Errorf("the team's spend after a restart: %+v, want %d", st.Spend, claudeCost*3)
 	}
 }
+
+// TestReportByTeamAndTag checks the reports by team and by tag, and the
+// team and tag filters: each request counts in the row of each of its
+// tags, untagged ones in the row of tag "", the totals count every
+// request once, and the CSV export carries the team and the tags.
+func TestReportByTeamAndTag(t *testing.T) {
+	ctx := context.Background()
+	te := newTestEngine(t)
+	settle := func(s Subject) {
+		t.Helper()
+		res, aerr := te.Admit(ctx, s, "claude-x", claudeUsage)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		res.Settle(Record{User: s.User, KeyID: s.KeyID, Model: "claude-x", Usage: claudeUsage})
+	}
+	settle(Subject{User: "alice", KeyID: "k1", Team: "search", Tags: []string{"proj:x", "env:prod"}})
+	settle(Subject{User: "bob", KeyID: "k2", Team: "search", Tags: []string{"proj:x"}})
+	settle(Subject{User: "carol", KeyID: "k3", Team: "ads"})
+	settle(Subject{User: "dave", KeyID: "k4"})
+	te.flush(t)
+	type row struct {
+		label string
+		n     int64
+		cost  Amount
+	}
+	rows := func(f ReportFilter) ([]row, Totals) {
+		t.Helper()
+		rep := report(t, te.Ledger(), f)
+		var out []row
+		for _, r := range rep.Rows {
+			out = append(out, row{r.Team + r.Tag, r.Requests, r.Cost})
+		}
+		return out, totalIn(rep, "USD")
+	}
+	for i, tc := range []struct {
+		f     ReportFilter
+		want  []row
+		total int64
+	}{
+		{ReportFilter{By: ByTeam}, []row{{"", 1, claudeCost}, {"ads", 1, claudeCost}, {"search", 2, 2 * claudeCost}}, 4},
+		{ReportFilter{By: ByTag}, []row{{"", 2, 2 * claudeCost}, {"env:prod", 1, claudeCost}, {"proj:x", 2, 2 * claudeCost}}, 4},
+		{ReportFilter{By: ByTag, Team: "search"}, []row{{"env:prod", 1, claudeCost}, {"proj:x", 2, 2 * claudeCost}}, 2},
+		{ReportFilter{By: ByTeam, Tag: "env:prod"}, []row{{"search", 1, claudeCost}}, 1},
+	} {
+		got, total := rows(tc.f)
+		if !reflect.DeepEqual(got, tc.want) || total.Requests != tc.total {
+			t.Errorf("Test %d: %+v: rows %+v, %d in total; want %+v, %d", i, tc.f, got, total.Requests, tc.want, tc.total)
+		}
+	}
+	if _, err := ParseGroupBy("teams"); err == nil {
+		t.Error("an unknown grouping was accepted")
+	}
+	var csv strings.Builder
+	if err := te.Ledger().ExportCSV(ctx, RecordQuery{User: "alice"}, &csv); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[1], ",search,proj:x;env:prod") {
+		t.Errorf("csv:\n%s", csv.String())
+	}
+}

@@ -22,7 +22,7 @@ import (
 
 // billingRoutes are the admin routes over the ledger and budgets:
 //
-//	GET /air/usage?by=&user=&key=&model=&since=&until=  → the usage report, by day and model or by one of day, model, key, user
+//	GET /air/usage?by=&user=&key=&model=&team=&tag=&since=&until= → the usage report, by day and model or by one of day, model, key, user, team, tag
 //	GET /air/users?month=YYYY-MM                        → users with requests and spend, top spenders first
 //	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
 //	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records (every user's without user), or all as CSV
@@ -76,7 +76,7 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := billing.ReportFilter{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model")}
+	f := billing.ReportFilter{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model"), Team: q.Get("team"), Tag: q.Get("tag")}
 	if f.Since, f.Until, err = parseRange(q); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
@@ -220,12 +220,12 @@ func printStatus(cmd *cobra.Command, st billing.BudgetStatus) error {
 
 func usageCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
-		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user, or by day and key",
+		Use:   "usage [--by day|model|key|user|team|tag|day-key] [--user <u>] [--key <id>] [--model <m>] [--team <t>] [--tag <tag>] [--since <date>] [--until <date>] [--json]",
+		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key, user, team or tag, or by day and key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
-			for _, f := range []string{"by", "user", "key", "model", "since", "until"} {
+			for _, f := range []string{"by", "user", "key", "model", "team", "tag", "since", "until"} {
 				if v, _ := cmd.Flags().GetString(f); v != "" {
 					q.Set(f, v)
 				}
@@ -246,7 +246,9 @@ func usageCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().String("by", "", "Group by day, model, key, user or day-key (default: day and model)")
+	cmd.Flags().String("by", "", "Group by day, model, key, user, team, tag or day-key (default: day and model)")
+	cmd.Flags().String("team", "", "Only the requests of this team's members")
+	cmd.Flags().String("tag", "", "Only the requests with this tag")
 	cmd.Flags().String("user", "", "Only this user")
 	cmd.Flags().String("key", "", "Only this key id")
 	cmd.Flags().String("model", "", "Only this model")
