@@ -55,7 +55,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
-	}, a.billingRoutes()...)
+	}, append(a.billingRoutes(), a.teamRoutes()...)...)
 }
 
 // startedState returns the running app's state, or an API error.

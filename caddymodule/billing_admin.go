@@ -26,8 +26,8 @@ import (
 //	GET /air/users?month=YYYY-MM                        → users with requests and spend, top spenders first
 //	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
 //	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records (every user's without user), or all as CSV
-//	GET /air/budgets/                                   → every user and key with limits
-//	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
+//	GET /air/budgets/                                   → every user, key and team with limits
+//	PUT|GET|DELETE /air/budgets/<user|key|team>/<id>    → spend and rate limits
 func (a Admin) billingRoutes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "/air/usage", Handler: caddy.AdminHandlerFunc(a.handleUsage)},
@@ -177,7 +177,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	scopeName, id, ok := strings.Cut(rest, "/")
 	scope, serr := billing.ParseScope(scopeName)
 	if !ok || id == "" || serr != nil {
-		return apiErr(http.StatusNotFound, fmt.Errorf("use /air/budgets/user/<user> or /air/budgets/key/<key id>"))
+		return apiErr(http.StatusNotFound, fmt.Errorf("use /air/budgets/user/<user>, /air/budgets/key/<key id> or /air/budgets/team/<team>"))
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -187,17 +187,8 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
 			return err
 		}
-		var pt *billing.PriceTable
-		if app := running.Load(); app != nil {
-			pt = app.prices
-		}
-		if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
-			return apiErr(http.StatusBadRequest, err)
-		} else if err != nil {
-			return apiErr(http.StatusInternalServerError, err)
-		}
-		if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
-			return apiErr(http.StatusBadRequest, err)
+		if err := setLimits(r, st, scope, id, lim); err != nil {
+			return err
 		}
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
 	case http.MethodDelete:
@@ -208,6 +199,51 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
+}
+
+// setLimits checks and sets the limits of id in scope, for the admin API.
+func setLimits(r *http.Request, st *state, scope billing.Scope, id string, lim billing.Limits) error {
+	var pt *billing.PriceTable
+	if app := running.Load(); app != nil {
+		pt = app.prices
+	}
+	if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
+		return apiErr(http.StatusBadRequest, err)
+	} else if err != nil {
+		return apiErr(http.StatusInternalServerError, err)
+	}
+	if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	return nil
+}
+
+// addLimitFlags adds the flags that limitsFromFlags reads.
+func addLimitFlags(cmd *cobra.Command) {
+	cmd.Flags().String("monthly", "", "Spend limit per calendar month (UTC)")
+	cmd.Flags().String("total", "", "Spend limit over all time")
+	cmd.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
+	cmd.Flags().Int64("rpm", 0, "Requests per minute")
+	cmd.Flags().Int64("tpm", 0, "Tokens per minute")
+	cmd.Flags().Int64("max-parallel", 0, "Requests in flight at once (per instance)")
+}
+
+// limitsFromFlags reads the limits of a command's flags (addLimitFlags).
+func limitsFromFlags(cmd *cobra.Command) (billing.Limits, error) {
+	var lim billing.Limits
+	var err error
+	lim.Currency, _ = cmd.Flags().GetString("currency")
+	for flag, dst := range map[string]*billing.Amount{"monthly": &lim.Monthly, "total": &lim.Total} {
+		if v, _ := cmd.Flags().GetString(flag); v != "" {
+			if *dst, err = billing.ParseAmount(v); err != nil {
+				return lim, fmt.Errorf("--%s: %v", flag, err)
+			}
+		}
+	}
+	lim.RPM, _ = cmd.Flags().GetInt64("rpm")
+	lim.TPM, _ = cmd.Flags().GetInt64("tpm")
+	lim.MaxParallel, _ = cmd.Flags().GetInt64("max-parallel")
+	return lim, nil
 }
 
 // printStatus prints a budget's status as a table, or as JSON with --json.
@@ -297,18 +333,10 @@ func budgetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var lim billing.Limits
-			lim.Currency, _ = cmd.Flags().GetString("currency")
-			for flag, dst := range map[string]*billing.Amount{"monthly": &lim.Monthly, "total": &lim.Total} {
-				if v, _ := cmd.Flags().GetString(flag); v != "" {
-					if *dst, err = billing.ParseAmount(v); err != nil {
-						return fmt.Errorf("--%s: %v", flag, err)
-					}
-				}
+			lim, err := limitsFromFlags(cmd)
+			if err != nil {
+				return err
 			}
-			lim.RPM, _ = cmd.Flags().GetInt64("rpm")
-			lim.TPM, _ = cmd.Flags().GetInt64("tpm")
-			lim.MaxParallel, _ = cmd.Flags().GetInt64("max-parallel")
 			body, _ := json.Marshal(lim)
 			var out billing.BudgetStatus
 			if err := adminCall(cmd, http.MethodPut, path, body, &out); err != nil {
@@ -318,12 +346,7 @@ func budgetCommand() *cobra.Command {
 		},
 	}
 	addTarget(set)
-	set.Flags().String("monthly", "", "Spend limit per calendar month (UTC)")
-	set.Flags().String("total", "", "Spend limit over all time")
-	set.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
-	set.Flags().Int64("rpm", 0, "Requests per minute")
-	set.Flags().Int64("tpm", 0, "Tokens per minute")
-	set.Flags().Int64("max-parallel", 0, "Requests in flight at once (per instance)")
+	addLimitFlags(set)
 	get := &cobra.Command{Use: "get --user <u> | --key <id>", Short: "Shows limits and spend", Args: cobra.NoArgs, RunE: show(http.MethodGet)}
 	del := &cobra.Command{Use: "delete --user <u> | --key <id>", Short: "Lifts the limits", Args: cobra.NoArgs, RunE: show(http.MethodDelete)}
 	addTarget(get)

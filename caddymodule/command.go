@@ -52,7 +52,7 @@ func airCommand(cmd *cobra.Command) {
 	cmd.PersistentFlags().String("address", "", "The address of the admin API")
 	cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 	cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), pricesCommand(), migrateCommand())
+	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), teamCommand(), providersCommand(), pricesCommand(), migrateCommand())
 	groupCommand(cmd)
 }
 
