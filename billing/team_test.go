@@ -151,3 +151,26 @@ func TestReportByTeamAndTag(t *testing.T) {
 		t.Errorf("csv:\n%s", csv.String())
 	}
 }
+
+// TestTaskChargeKeepsTeam checks that a task's charge through its
+// reservation records the team and tags it was admitted with, and counts
+// in the team's spend.
+func TestTaskChargeKeepsTeam(t *testing.T) {
+	ctx := context.Background()
+	te := newTestEngine(t)
+	s := Subject{User: "alice", KeyID: "key_a", Team: "search", Tags: []string{"batch"}}
+	res, aerr := te.AdmitTask(ctx, s, "gpt-image-1", 1, 0)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	rec, fresh, err := res.Charge(ctx, Record{ID: "task_1", User: "alice", KeyID: "key_a", Model: "gpt-image-1", Images: 1, Endpoint: EndpointTasks})
+	if err != nil || !fresh {
+		t.Fatalf("Charge: %v, fresh %v", err, fresh)
+	}
+	if rec.Team != "search" || !reflect.DeepEqual(rec.Tags, []string{"batch"}) {
+		t.Errorf("charged record: team %q, tags %q; want search, [batch]", rec.Team, rec.Tags)
+	}
+	if st := te.Budgets().Status(ScopeTeam, "search"); len(st.Spend) != 1 || st.Spend[0].Total != rec.Cost || rec.Cost == 0 {
+		t.Errorf("team spend %+v, want the task's %d", st.Spend, rec.Cost)
+	}
+}

@@ -152,7 +152,15 @@ type taskBiller struct {
 
 // ChargeTask implements tasks.Biller.
 func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
-	rec, fresh, err := b.engine.Charge(ctx, taskRecord(c))
+	rec := taskRecord(c)
+	// Charged without its reservation (by another instance, or after a
+	// restart): the team is its user's now; its tags are not kept.
+	if st := b.app.current(); st != nil {
+		if t := st.teams.Of(c.User); t != nil {
+			rec.Team = t.Name
+		}
+	}
+	rec, fresh, err := b.engine.Charge(ctx, rec)
 	if err == nil && fresh {
 		route := b.app.metricsRoute(c.Model)
 		route.Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
