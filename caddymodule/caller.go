@@ -20,6 +20,10 @@ const (
 	varTags = "air.tags"
 )
 
+// tagsHeaderKey is tags.Header in its canonical form, as a map key of
+// http.Header: no canonicalization on each request.
+var tagsHeaderKey = http.CanonicalHeaderKey(tags.Header)
+
 // teamOf returns the team of r's caller, or nil.
 func teamOf(r *http.Request) *teams.Team {
 	t, _ := caddyhttp.GetVar(r.Context(), varTeam).(*teams.Team)
@@ -47,7 +51,7 @@ func readCaller(r *http.Request, st *state, key *keys.Key) *apierror.Error {
 	if t := st.teams.Of(key.User); t != nil {
 		caddyhttp.SetVar(r.Context(), varTeam, t)
 	}
-	vals := r.Header.Values(tags.Header)
+	vals := r.Header[tagsHeaderKey]
 	switch len(vals) {
 	case 0:
 		return nil

@@ -29,7 +29,7 @@ func Parse(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	var out []string
+	out := make([]string, 0, min(strings.Count(s, ",")+1, Max+1))
 	for raw := range strings.SplitSeq(s, ",") {
 		t := strings.TrimSpace(raw)
 		if err := checkTag(t); err != nil {
