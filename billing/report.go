@@ -54,16 +54,19 @@ const (
 	// ByTag groups by tag: a request with several tags counts in each of
 	// their rows, one without any in the row of tag "".
 	ByTag GroupBy = "tag"
+	// ByDayTeam and ByDayTag group by day and team, and by day and tag.
+	ByDayTeam GroupBy = "day-team"
+	ByDayTag  GroupBy = "day-tag"
 )
 
 // ParseGroupBy parses a report dimension: day, model, key, user, team,
-// tag or day-key ("" is day and model).
+// tag, day-key, day-team or day-tag ("" is day and model).
 func ParseGroupBy(s string) (GroupBy, error) {
 	switch g := GroupBy(s); g {
-	case ByDayModel, ByDay, ByModel, ByKey, ByUser, ByDayKey, ByTeam, ByTag:
+	case ByDayModel, ByDay, ByModel, ByKey, ByUser, ByDayKey, ByTeam, ByTag, ByDayTeam, ByDayTag:
 		return g, nil
 	}
-	return "", fmt.Errorf("unknown grouping %q: use day, model, key, user, team, tag or day-key", s)
+	return "", fmt.Errorf("unknown grouping %q: use day, model, key, user, team, tag, day-key, day-team or day-tag", s)
 }
 
 // Report is the usage and cost of a filter's requests, by day and model
@@ -168,7 +171,7 @@ func (l *Ledger) Reports(ctx context.Context, f ReportFilter, by ...GroupBy) ([]
 			return nil, err
 		}
 		groups[i] = map[aggKey]*ReportRow{}
-		fromRecords = fromRecords || g == ByTeam || g == ByTag
+		fromRecords = fromRecords || g.fromRecords()
 	}
 	if fromRecords {
 		return l.reportsFromRecords(ctx, f, by, groups)
@@ -196,6 +199,11 @@ func (l *Ledger) Reports(ctx context.Context, f ReportFilter, by ...GroupBy) ([]
 	return reps, nil
 }
 
+// fromRecords reports whether g is summed from the ledger's records.
+func (g GroupBy) fromRecords() bool {
+	return g == ByTeam || g == ByTag || g == ByDayTeam || g == ByDayTag
+}
+
 // aggKey identifies a row of a report: the dimensions it groups by, and
 // a currency.
 type aggKey struct {
@@ -218,6 +226,8 @@ func (g GroupBy) key(a *store.AggregateKey) aggKey {
 		k.user = a.User
 	case ByDayKey:
 		k.day, k.key = a.Day, a.KeyID
+	case ByDayTeam, ByDayTag:
+		k.day = a.Day
 	}
 	return k
 }

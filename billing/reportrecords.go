@@ -36,16 +36,17 @@ func (l *Ledger) reportsFromRecords(ctx context.Context, f ReportFilter, by []Gr
 		t := totalsFromStore(&st)
 		ak := store.KeyOf(&sr)
 		for i, g := range by {
+			byTag := g == ByTag || g == ByDayTag
 			tags := noTag
-			if g == ByTag && len(rec.Tags) > 0 {
+			if byTag && len(rec.Tags) > 0 {
 				tags = rec.Tags
 			}
 			for _, tag := range tags {
 				rk := g.key(&ak)
-				switch g {
-				case ByTeam:
+				if g == ByTeam || g == ByDayTeam {
 					rk.team = rec.Team
-				case ByTag:
+				}
+				if byTag {
 					rk.tag = tag
 				}
 				row := groups[i][rk]

@@ -134,6 +134,8 @@ func TestReportByTeamAndTag(t *testing.T) {
 		{ReportFilter{By: ByTag}, []row{{"", 2, 2 * claudeCost}, {"env:prod", 1, claudeCost}, {"proj:x", 2, 2 * claudeCost}}, 4},
 		{ReportFilter{By: ByTag, Team: "search"}, []row{{"env:prod", 1, claudeCost}, {"proj:x", 2, 2 * claudeCost}}, 2},
 		{ReportFilter{By: ByTeam, Tag: "env:prod"}, []row{{"search", 1, claudeCost}}, 1},
+		{ReportFilter{By: ByDayTeam, Team: "ads"}, []row{{"ads", 1, claudeCost}}, 1},
+		{ReportFilter{By: ByDayTag, Tag: "proj:x"}, []row{{"env:prod", 1, claudeCost}, {"proj:x", 2, 2 * claudeCost}}, 2},
 	} {
 		got, total := rows(tc.f)
 		if !reflect.DeepEqual(got, tc.want) || total.Requests != tc.total {
