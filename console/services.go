@@ -29,6 +29,8 @@ type Services struct {
 	Playground PlaygroundService
 	// Operators serves the operators' page.
 	Operators OperatorService
+	// Teams serves the team admins' page and the operators' teams.
+	Teams TeamService
 }
 
 // ErrNotFound is returned by services for an id that does not exist.
