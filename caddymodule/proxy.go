@@ -192,6 +192,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		KeyID:    key.ID,
 		Model:    in.Model,
 		Provider: route.Provider.Name,
+		// An interrupted request's record, from its intent, counts in
+		// the team too.
+		Team: subject.Team,
+		Tags: subject.Tags,
 	}
 	intent := rec
 	intent.Usage = chatproxy.EstimateRequest(in, 0)

@@ -42,6 +42,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Teams", func(t *testing.T) { RunTeams(t, b) })
 	t.Run("TeamSpend", func(t *testing.T) { runTeamSpend(t, b) })
 	t.Run("KeyTags", func(t *testing.T) { runKeyTags(t, b) })
+	t.Run("IntentTeam", func(t *testing.T) { runIntentTeam(t, b) })
 	t.Run("RateLimits", func(t *testing.T) { RunRateLimits(t, b) })
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })

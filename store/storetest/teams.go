@@ -125,3 +125,26 @@ func runKeyTags(t *testing.T, b Backend) {
 		b.reopen(t, h)
 	}
 }
+
+// runIntentTeam checks that an intent keeps its record's team and tags
+// across a restart, so that an interrupted request counts in its team.
+func runIntentTeam(t *testing.T, b Backend) {
+	ctx := context.Background()
+	h := b.open(t)
+	rec := store.Record{ID: "req_team", Time: time.Now().UTC().Truncate(time.Microsecond), User: "alice", KeyID: "k1",
+		Team: "search", Tags: "a,b", Model: "m", Outcome: "interrupted"}
+	must(t, h.r.Intents.Add(rec))
+	b.reopen(t, h)
+	var got []store.Record
+	for range 100 { // a shared backend reports them once the dead instance's lease expired
+		recs, err := h.r.Intents.Interrupted(ctx)
+		must(t, err)
+		if got = recs; len(got) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(got) != 1 || got[0].Team != "search" || got[0].Tags != "a,b" {
+		t.Errorf("interrupted after a restart: %+v, want req_team with its team and tags", got)
+	}
+}
