@@ -177,6 +177,7 @@ func TestConsoleTeams(t *testing.T) {
 		chromedp.WaitNotPresent(`#team-members tr[data-user=new-a]`, chromedp.ByQuery),
 	)
 	t.Log("the team admin added and removed a member")
+	b.run(lead, chromedp.WaitVisible(`#team-by-tag svg`, chromedp.ByQuery))
 	b.screenshot(lead, "team-admin")
 
 	t.Log("the team admin's page checked")
