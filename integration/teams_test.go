@@ -64,6 +64,18 @@ func TestTeamsAndTags(t *testing.T) {
 	if err := chat(carol, "mock-reasoner"); err != nil {
 		t.Errorf("a user of no team, with the key's default tags: %v", err)
 	}
+	// The models list of a member shows the team's models only.
+	status, _, body := call(t, http.MethodGet, "/v1/models", bob, "")
+	var ids []string
+	for _, m := range gjson.GetBytes(body, "data.#.id").Array() {
+		ids = append(ids, m.Str)
+	}
+	if status != http.StatusOK || strings.Join(ids, ",") != "mock-gpt,mock-claude" {
+		t.Errorf("/v1/models for a member: %d, lists %v, want the team's mock-gpt and mock-claude", status, ids)
+	}
+	if st, _, _ := call(t, http.MethodGet, "/v1/models/mock-reasoner", bob, ""); st != http.StatusForbidden {
+		t.Errorf("/v1/models/mock-reasoner for a member: %d, want 403", st)
+	}
 	// Malformed tags: 400 in OpenAI's shape, naming the header, and in
 	// Anthropic's on messages; a repeated header too.
 	for i, bad := range []string{"a,,b", strings.Repeat("x", 65), "with space", "a,a", "0,1,2,3,4,5,6,7,8,9,10"} {
@@ -72,7 +84,7 @@ func TestTeamsAndTags(t *testing.T) {
 			t.Errorf("Test %d: tags %q: %v, want 400 invalid_request_error on x-air-tags", i, bad, err)
 		}
 	}
-	status, _, body := call(t, http.MethodPost, "/v1/messages", alice, `{"model":"mock-claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+	status, _, body = call(t, http.MethodPost, "/v1/messages", alice, `{"model":"mock-claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
 		"anthropic-version", "2023-06-01", "x-air-tags", "bad tag")
 	if status != http.StatusBadRequest || gjson.GetBytes(body, "type").Str != "error" || gjson.GetBytes(body, "error.type").Str != "invalid_request_error" {
 		t.Errorf("messages with bad tags: %d %s, want 400 in Anthropic's shape", status, body)
