@@ -127,6 +127,23 @@ func (s consoleTeams) RevokeKey(ctx context.Context, admin, id string) error {
 	return console.ErrNotFound
 }
 
+// CreateKey implements console.TeamService: a key for a member of the
+// admin's team only.
+func (s consoleTeams) CreateKey(ctx context.Context, admin, member string, o console.NewKey) (string, console.Key, error) {
+	st, err := s.state()
+	if err != nil {
+		return "", console.Key{}, err
+	}
+	t, err := s.adminTeam(ctx, st, admin)
+	if err != nil {
+		return "", console.Key{}, err
+	}
+	if !slices.ContainsFunc(t.Members, func(m teams.Member) bool { return m.User == member }) {
+		return "", console.Key{}, console.ErrNotFound
+	}
+	return s.Create(ctx, member, o)
+}
+
 // Teams implements console.TeamService.
 func (s consoleTeams) Teams(ctx context.Context) ([]console.Team, error) {
 	st, err := s.state()

@@ -132,6 +132,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /team", h.teamPage)
 	m.HandleFunc("POST /team/members", h.addTeamMember)
 	m.HandleFunc("POST /team/members/{user}/remove", h.removeTeamMember)
+	m.HandleFunc("POST /team/keys", h.createTeamKey)
 	m.HandleFunc("POST /team/keys/{id}/revoke", h.revokeTeamKey)
 	m.HandleFunc("GET /operators/teams", h.admin(h.teamsPage))
 	m.HandleFunc("GET /signout", h.signoutPage)

@@ -28,6 +28,9 @@ type TeamService interface {
 	// RevokeKey revokes key id when its user is a member of admin's team;
 	// ErrNotFound otherwise.
 	RevokeKey(ctx context.Context, admin, id string) error
+	// CreateKey makes a key for member, who must be a member of admin's
+	// team (ErrNotFound otherwise), and returns its secret.
+	CreateKey(ctx context.Context, admin, member string, o NewKey) (secret string, k Key, err error)
 	// Teams lists every team, for operators.
 	Teams(ctx context.Context) ([]Team, error)
 }
@@ -59,6 +62,11 @@ type teamData struct {
 	Team Team
 	// Member echoes the add form after an error.
 	Member string
+	// Secret is the key just created for a member, shown once; KeyUser
+	// is its user.
+	Secret, KeyUser string
+	// FormToken is the key form's one-time token.
+	FormToken string
 	// TagCostChart is the team's cost by day and tag; ByTag its sums.
 	TagCostChart *chart
 	ByTag        *billing.Report
@@ -71,6 +79,31 @@ const teamDays = 30
 // members, their keys, its limits and spend, and its cost by tag.
 func (h *Handler) teamPage(w http.ResponseWriter, r *http.Request) {
 	h.showTeam(w, r, http.StatusOK, "", "")
+}
+
+// createTeamKey creates a key for a member of the admin's team and shows
+// its secret once, on the team page.
+func (h *Handler) createTeamKey(w http.ResponseWriter, r *http.Request) {
+	if err := h.useFormToken(userOf(r), r.PostFormValue("form_token")); errors.Is(err, errFormUsed) {
+		http.Redirect(w, r, h.cfg.Prefix+"/team", http.StatusSeeOther)
+		return
+	} else if err != nil {
+		h.showTeam(w, r, http.StatusBadRequest, "", err.Error())
+		return
+	}
+	member := strings.TrimSpace(r.PostFormValue("user"))
+	o, msg := h.postedKey(r)
+	if msg != "" {
+		h.showTeam(w, r, http.StatusBadRequest, "", msg)
+		return
+	}
+	h.teamChange(w, r, "", func(svc TeamService, admin string) error {
+		secret, k, err := svc.CreateKey(r.Context(), admin, member, o)
+		if err == nil {
+			h.setFlashAt(w, r, "/team", admin, secret, k.ID)
+		}
+		return err
+	})
 }
 
 // showTeam renders the team page with an error message.
@@ -89,7 +122,15 @@ func (h *Handler) showTeam(w http.ResponseWriter, r *http.Request, status int, m
 		h.internal(w, r, "reading your team", err)
 		return
 	}
-	d := teamData{Team: t, Member: member, ByTag: &billing.Report{}}
+	d := teamData{Team: t, Member: member, ByTag: &billing.Report{}, FormToken: h.formToken(userOf(r))}
+	if secret, id, ok := h.takeFlashAt(w, r, "/team", userOf(r)); ok {
+		d.Secret = secret
+		for _, k := range t.Keys {
+			if k.ID == id {
+				d.KeyUser = k.User
+			}
+		}
+	}
 	if u := h.cfg.Services.Usage; u != nil {
 		until := h.cfg.Now().UTC().Truncate(24 * time.Hour)
 		since := until.AddDate(0, 0, -(teamDays - 1))

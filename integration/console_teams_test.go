@@ -55,6 +55,8 @@ func postForm(t *testing.T, b *browser, tab context.Context, path string, fields
 	js := fmt.Sprintf(`(async () => {
 		const f = new URLSearchParams(%s);
 		f.set('csrf_token', document.querySelector('meta[name=csrf-token]').content);
+		const ft = document.querySelector('input[name=form_token]');
+		if (ft && !f.has('form_token')) f.set('form_token', ft.value);
 		const r = await fetch(%q, {method: 'POST', body: f});
 		return r.status;
 	})()`, jsObject(fields), path)
@@ -180,6 +182,21 @@ func TestConsoleTeams(t *testing.T) {
 	b.run(lead, chromedp.WaitVisible(`#team-by-tag svg`, chromedp.ByQuery))
 	b.screenshot(lead, "team-admin")
 
+	// Creates a key for its member: the secret is shown once, and works.
+	b.run(lead,
+		chromedp.SetValue(`#create-team-key select[name=user]`, "member-a", chromedp.ByQuery),
+		chromedp.SendKeys(`#create-team-key input[name=name]`, "made-by-lead", chromedp.ByQuery),
+		chromedp.Click(`#create-team-key button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#secret`, chromedp.ByID),
+	)
+	var newSecret string
+	b.run(lead, chromedp.Text(`#secret`, &newSecret, chromedp.ByID))
+	if st, _, body := call(t, http.MethodPost, "/v1/chat/completions", newSecret, `{"model":"mock-gpt","messages":[{"role":"user","content":"x"}]}`); st != http.StatusOK {
+		t.Errorf("the key alpha's admin made for member-a: %d %s", st, body)
+	}
+	if recs := waitLedger(t, "member-a", 2); recs[1].Team != "alpha" {
+		t.Errorf("the new key's request: team %q, want alpha", recs[1].Team)
+	}
 	t.Log("the team admin's page checked")
 	// Nothing of team beta can be changed from alpha's admin page.
 	for i, tc := range []struct {
@@ -193,10 +210,15 @@ func TestConsoleTeams(t *testing.T) {
 		{"/console/team/members/lead-b/remove", nil, http.StatusNotFound},
 		{"/console/team/keys/" + ids["member-b"] + "/revoke", nil, http.StatusNotFound},
 		{"/console/team/keys/" + ids["lead-b"] + "/revoke", nil, http.StatusNotFound},
+		{"/console/team/keys", map[string]string{"user": "member-b", "name": "sneaky"}, http.StatusNotFound},
 	} {
 		if st := postForm(t, b, lead, tc.path, tc.fields); st != tc.want {
 			t.Errorf("Test %d: alpha's admin posts %s: %d, want %d", i, tc.path, st, tc.want)
 		}
+	}
+	var keysB []struct{ ID string }
+	if adminJSON(t, http.MethodGet, "/air/keys?user=member-b", "", &keysB); len(keysB) != 1 {
+		t.Errorf("member-b's keys after alpha's admin's attempts: %+v, want the one", keysB)
 	}
 	var beta struct {
 		Members []struct{ User string } `json:"members"`
