@@ -2,8 +2,11 @@ package billing
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +177,48 @@ func TestTaskChargeKeepsTeam(t *testing.T) {
 	}
 	if st := te.Budgets().Status(ScopeTeam, "search"); len(st.Spend) != 1 || st.Spend[0].Total != rec.Cost || rec.Cost == 0 {
 		t.Errorf("team spend %+v, want the task's %d", st.Spend, rec.Cost)
+	}
+}
+
+// TestTeamBudgetRace races two users of one team on one instance: their
+// requests, admitted concurrently, never spend the team's limit beyond
+// the bound (the estimate of one request, when estimates hold), while
+// each user's own limit is far away.
+func TestTeamBudgetRace(t *testing.T) {
+	ctx := context.Background()
+	te := newTestEngine(t)
+	const limit = claudeCost * 10
+	if err := te.Budgets().SetLimits(ctx, ScopeTeam, "search", Limits{Total: limit}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for g := range 8 {
+		s := Subject{User: []string{"alice", "bob"}[g%2], KeyID: fmt.Sprintf("key_%d", g), Team: "search"}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				res, aerr := te.Admit(ctx, s, "claude-x", claudeUsage)
+				if aerr != nil {
+					continue
+				}
+				admitted.Add(1)
+				res.Settle(Record{User: s.User, KeyID: s.KeyID, Model: "claude-x", Usage: claudeUsage})
+			}
+		}()
+	}
+	wg.Wait()
+	st := te.Budgets().Status(ScopeTeam, "search")
+	if len(st.Spend) != 1 || st.Spend[0].Total > limit+claudeCost || st.Spend[0].Total < limit || st.Spend[0].Reserved != 0 {
+		t.Fatalf("the team spent %+v with %d requests admitted; want %d to %d, nothing reserved", st.Spend, admitted.Load(), limit, limit+claudeCost)
+	}
+	te.flush(t)
+	var sum Amount
+	if err := te.Ledger().Records(ctx, time.Time{}, time.Time{}, func(r Record) error { sum += r.Cost; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if sum != st.Spend[0].Total {
+		t.Errorf("the records cost %d, the team's spend is %d", sum, st.Spend[0].Total)
 	}
 }
