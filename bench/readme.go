@@ -30,7 +30,11 @@ func report(o options, scenarios []*scenario, idle *idleCPU, pgs []*pgScenario, 
 	return params, tbl, verdict
 }
 
-// writeResults regenerates, in the README at path, the results section
+// resultsFile is where -write-readme writes the results, relative to the
+// repository root: the generated page of docs/perf.
+const resultsFile = "docs/perf/results.md"
+
+// writeResults regenerates, in the results page at path, the results section
 // of the scenarios run: the main one when the run had the default set
 // (key ""), or else the section of that set of scenarios (see
 // replaceSection), so that a partial run does not replace the rows of the
@@ -51,7 +55,7 @@ func writeResults(path, key string, when time.Time, host, params, tbl, verdict s
 // results section.
 const defaultScenarios = "1,2,3,4,5,6,7,9,10"
 
-// sectionKey names the README section of a run of the scenarios in want:
+// sectionKey names the results section of a run of the scenarios in want:
 // "" for the default set, else their sorted list ("4,5,6,7", "pg").
 func sectionKey(want map[int]bool, pg bool) string {
 	var ids []string
@@ -66,12 +70,16 @@ func sectionKey(want map[int]bool, pg bool) string {
 	if pg {
 		ids = append(ids, "pg")
 	}
+	if want[translateScenarioID] {
+		ids = append(ids, "translate")
+	}
 	if k := strings.Join(ids, ","); k != defaultScenarios {
 		return k
 	}
 	return ""
 }
 
+// Markers of the generated sections of the results page.
 const (
 	beginMarker = "<!-- bench:results:begin -->"
 	endMarker   = "<!-- bench:results:end -->"
@@ -92,7 +100,7 @@ func replaceSection(doc, key, section string) (string, error) {
 	i := strings.Index(doc, beginMarker)
 	j := strings.Index(doc, endMarker)
 	if i < 0 || j < 0 || j < i {
-		return "", errors.New("README: results markers missing or out of order")
+		return "", errors.New(resultsFile + ": results markers missing or out of order")
 	}
 	begin, end := markers(key)
 	i, j = strings.Index(doc, begin), strings.Index(doc, end)
@@ -100,7 +108,7 @@ func replaceSection(doc, key, section string) (string, error) {
 	case i >= 0 && j > i:
 		return doc[:i+len(begin)] + "\n" + section + doc[j:], nil
 	case i >= 0 || j >= 0:
-		return "", fmt.Errorf("README: markers of the results of scenarios %s out of order", key)
+		return "", fmt.Errorf("%s: markers of the results of scenarios %s out of order", resultsFile, key)
 	}
 	at := strings.Index(doc, endMarker) + len(endMarker)
 	added := fmt.Sprintf("\n\n### Scenarios %s only\n\nA run of these scenarios alone, written by `-write-readme`; "+
@@ -108,7 +116,7 @@ func replaceSection(doc, key, section string) (string, error) {
 	return doc[:at] + added + doc[at:], nil
 }
 
-// resultsSection is the generated README section.
+// resultsSection is the generated section of the results page.
 func resultsSection(when time.Time, host, params, tbl, verdict string) string {
 	return fmt.Sprintf("Run of %s on %s.\n\n%s\n\n%s\n%s\n", when.UTC().Format("2006-01-02 15:04 MST"), host, params, tbl, verdict)
 }

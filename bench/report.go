@@ -295,7 +295,6 @@ func cpuModel(cpuinfo []byte) string {
 	return "unknown CPU"
 }
 
-// Markers of the generated section of bench/README.md.
 // maxMetricsCost is the most CPU per request that caddy-air's metrics may
 // add (issue #18): 3% over caddy-air with `metrics off`.
 const maxMetricsCost = 0.03

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -242,6 +244,26 @@ func TestTableShowsBothDurabilities(t *testing.T) {
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("verdicts lack %q:\n%s", want, v)
+		}
+	}
+}
+
+// TestResultsFile: -write-readme writes into docs/perf/results.md, which
+// holds the markers of the main section and of the partial runs, so that a
+// run replaces the figures there rather than failing after its 20 minutes.
+func TestResultsFile(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", resultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", "pg", "4,5,6,7"} {
+		begin, end := markers(key)
+		out, err := replaceSection(string(doc), key, "fresh figures\n")
+		if err != nil {
+			t.Fatalf("section %q: %v", key, err)
+		}
+		if !strings.Contains(out, begin+"\nfresh figures\n"+end) || strings.Count(out, begin) != 1 {
+			t.Errorf("section %q was not replaced in place", key)
 		}
 	}
 }

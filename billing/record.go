@@ -17,6 +17,18 @@ const (
 	EndpointTasks     = "tasks"
 	// EndpointEmbeddings is POST /v1/embeddings.
 	EndpointEmbeddings = "embeddings"
+	// EndpointModerations is POST /v1/moderations.
+	EndpointModerations = "moderations"
+	// EndpointSpeech is POST /v1/audio/speech.
+	EndpointSpeech = "speech"
+	// EndpointTranscriptions is POST /v1/audio/transcriptions.
+	EndpointTranscriptions = "transcriptions"
+	// EndpointTranslations is POST /v1/audio/translations.
+	EndpointTranslations = "translations"
+	// EndpointPassthrough is a request air_passthrough forwarded.
+	EndpointPassthrough = "passthrough"
+	// EndpointRerank is POST /v1/rerank.
+	EndpointRerank = "rerank"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.

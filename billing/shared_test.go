@@ -120,7 +120,8 @@ func TestSharedBudgetRace(t *testing.T) {
 			// machine could miss extending a slice (every 250 ms) before
 			// it expired, and the backend lent its room again while its
 			// requests were in flight, which is beyond the bound (the
-			// README states it for leases extended in time).
+			// docs/operations/several-instances.md states it for leases extended
+			// in time).
 			ins := newInstances(t, 3, 5*time.Second, map[store.Subject]store.Limits{key: {Currency: "USD", Total: int64(limit)}})
 			// The bound: the excess of the requests in flight on each
 			// instance when it last admitted one, at most its most

@@ -126,7 +126,7 @@ func (l *Ledger) idle() bool {
 // syncs run in the background and an answer does not wait for them; in
 // strict each answer waits for its batch's sync: up to 25 ms more before
 // its last bytes (half of it on average under load; an idle ledger syncs
-// a lone record at once). See bench/README.md for the measured trade-off.
+// a lone record at once). See docs/perf/history.md for the measured trade-off.
 const DefaultCommitInterval = 25 * time.Millisecond
 
 // SetCommitInterval sets the least time between the starts of two syncs

@@ -31,11 +31,13 @@ var running atomic.Pointer[App]
 //
 //	POST   /air/keys            {"user","name","expires_at"|"expires_in"} → the new key, once
 //	GET    /air/keys[?user=]    → the keys, without secrets
-//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry"} → the changed key
+//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry","allow_ips"} → the changed key
 //	DELETE /air/keys/<id>       → revokes the key
+//	POST   /air/keys/<id>/regenerate {"grace"} → the key with its new secret, once
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
 //	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
+//	GET    /air/alerts[?limit=] → the newest alerts' deliveries to each webhook, newest first
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -55,6 +57,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
+		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
 	}, append(a.billingRoutes(), a.teamRoutes()...)...)
 }
 
@@ -131,6 +134,9 @@ func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := strings.TrimPrefix(r.URL.Path, "/air/keys/")
+	if kid, ok := strings.CutSuffix(id, "/regenerate"); ok {
+		return handleRegenerate(w, r, st, kid)
+	}
 	var k *keys.Key
 	switch r.Method {
 	case http.MethodDelete:

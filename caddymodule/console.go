@@ -85,6 +85,9 @@ func (c *Console) Provision(ctx caddy.Context) error {
 	if c.Prefix == "" {
 		c.Prefix = defaultConsolePrefix
 	}
+	if err := c.check(); err != nil {
+		return err
+	}
 	svc := consoleServices{app: app, chat: chat}
 	c.h, err = console.New(console.Config{
 		Prefix:  c.Prefix,
@@ -92,6 +95,7 @@ func (c *Console) Provision(ctx caddy.Context) error {
 		CSRFKey: key,
 		Services: console.Services{
 			Keys: svc, Usage: svc, Tasks: consoleTasks{svc}, Playground: svc, Operators: svc, Teams: consoleTeams{svc},
+			Alerts: consoleAlerts{svc},
 		},
 		Logger: ctx.Logger(),
 	})
@@ -158,10 +162,10 @@ func (c *Console) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			case "user_header":
 				c.UserHeader = d.Val()
 			case "prefix":
-				if !strings.HasPrefix(d.Val(), "/") {
-					return d.Errf("prefix must start with /")
-				}
 				c.Prefix = d.Val()
+				if err := c.check(); err != nil {
+					return d.Err(err.Error())
+				}
 			default:
 				c.CSRFSecret = d.Val()
 			}
@@ -171,6 +175,15 @@ func (c *Console) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unknown air_console option %q", d.Val())
 		}
+	}
+	return nil
+}
+
+// check checks the console's settings, whatever config set them (the
+// Caddyfile or JSON): the prefix is a path.
+func (c *Console) check() error {
+	if !strings.HasPrefix(c.Prefix, "/") {
+		return errors.New("air_console: prefix must start with /")
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (a *App) parseHealth(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			r, perr := strconv.ParseFloat(s, 64)
-			if perr != nil || r < 0 || r > 1 {
+			if perr != nil {
 				return d.Errf("min_success_rate: want a number from 0 to 1, got %q", s)
 			}
 			a.Health.MinSuccessRate = &r
@@ -127,6 +127,9 @@ func (a *App) parseHealth(d *caddyfile.Dispenser) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := a.Health.validate(); err != nil {
+		return d.Err(err.Error())
 	}
 	return nil
 }

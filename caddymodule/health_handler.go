@@ -93,8 +93,8 @@ func (h *Health) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
 	if d.NextArg() {
 		h.Check = d.Val()
-		if h.Check != "ready" && h.Check != "live" {
-			return d.Errf("air_health: want ready or live, got %q", h.Check)
+		if err := h.Validate(); err != nil {
+			return d.Err(err.Error())
 		}
 	}
 	if d.NextArg() {

@@ -34,6 +34,20 @@ type MockFault struct {
 	For caddy.Duration `json:"for,omitempty"`
 }
 
+// check checks the rates of m and of its faults, which are
+// probabilities, whatever config set them (the Caddyfile or JSON).
+func (m *Mock) check() error {
+	if m.FailureRate < 0 || m.FailureRate > 1 {
+		return fmt.Errorf("air_mock: failure_rate: want a number from 0 to 1, got %v", m.FailureRate)
+	}
+	for i, f := range m.Faults {
+		if f.Rate < 0 || f.Rate > 1 {
+			return fmt.Errorf("air_mock: fault %d: fault rate: want a number from 0 to 1, got %v", i, f.Rate)
+		}
+	}
+	return nil
+}
+
 // providerFaults converts the configured faults for the mock provider.
 func (m *Mock) providerFaults() ([]mockprovider.Fault, error) {
 	out := make([]mockprovider.Fault, 0, len(m.Faults))
@@ -114,7 +128,7 @@ func parseMockFault(d *caddyfile.Dispenser) (MockFault, error) {
 // setFaultRate parses a fault's rate, a number from 0 to 1.
 func setFaultRate(d *caddyfile.Dispenser, f *MockFault, s string) error {
 	r, err := strconv.ParseFloat(s, 64)
-	if err != nil || r < 0 || r > 1 {
+	if err != nil {
 		return d.Errf("fault rate: want a number from 0 to 1, got %q", s)
 	}
 	f.Rate = r

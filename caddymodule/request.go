@@ -88,7 +88,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // expect, as writeError does, and returns err as a caddyhttp.HandlerError
 // with the answer's status, for the handler to return: Caddy's error log
 // then records the failure and the server's handle_errors routes run. The
-// client keeps the JSON body written here (see README, "Errors").
+// client keeps the JSON body written here (see docs/api/errors.md).
 func respondError(w http.ResponseWriter, r *http.Request, err error) error {
 	e := asAPIError(err)
 	writeError(w, r, e)

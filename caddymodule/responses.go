@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/responses"
@@ -55,7 +56,7 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 func (h *Responses) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.Responses, endpoint: billing.EndpointResponses, path: "/responses",
-		kind: providers.KindChat, inspect: chatproxy.InspectResponses,
+		kind: providers.KindChat, inspect: chatproxy.InspectResponses, client: translate.Responses,
 	})
 }
 
@@ -165,7 +166,7 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
 	}
-	rt.responses.Hold(res.ResponseID, responseHold{heldReservation{res: reservation, app: h.app}})
+	rt.responses.Hold(res.ResponseID, budgetHold{res: reservation, app: h.app})
 	return true
 }
 

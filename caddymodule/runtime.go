@@ -52,7 +52,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		Media:                st.repos.Media,
 		Routes:               a.routes,
 		Client:               &http.Client{Transport: a.transport.Transport},
-		Biller:               taskBiller{engine: engine, app: a},
+		Biller:               ledgerBiller{engine: engine, app: a},
 		TTL:                  time.Duration(a.Tasks.TTL),
 		MediaTTL:             time.Duration(a.Tasks.MediaTTL),
 		PollInterval:         time.Duration(a.Tasks.PollInterval),
@@ -71,7 +71,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rb := responseBiller{engine: engine, app: a}
+	rb := ledgerBiller{engine: engine, app: a}
 	var poller *responses.Poller
 	if st.repos.Responses != nil {
 		pc := a.Responses.pollerConfig()
@@ -94,14 +94,20 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	return &runtime{billing: engine, tasks: svc, responses: poller}, nil
 }
 
-// runBackground runs the task poller and the background-response poller
-// until ctx is done. They resume the running tasks and pending responses
-// of the store, so both survive reloads and restarts.
+// runBackground runs the task poller, the background-response poller and
+// the alerts until ctx is done. The pollers resume the running tasks and
+// pending responses of the store, so both survive reloads and restarts.
 func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	if a.Storage.Backend == backendPostgres {
 		go a.settleTakenOver(ctx, rt)
 	}
 	go a.router.RunHealthChecks(ctx, a.Transport())
+	alerting := make(chan struct{})
+	go func() {
+		defer close(alerting)
+		a.runAlerts(ctx, a.live.state.Load())
+	}()
+	defer func() { <-alerting }()
 	if rt.responses != nil {
 		go rt.responses.Run(ctx)
 	}
@@ -109,9 +115,15 @@ func (a *App) runBackground(ctx context.Context, rt *runtime) {
 }
 
 // settleInterval is how often an instance on a shared backend records the
-// requests that other, dead instances left interrupted: about once per
-// instance lease, after which a dead instance's intents are taken over.
-const settleInterval = 15 * time.Second
+// requests that other, dead instances left interrupted: a third of the
+// instance lease (15 s), as often as each instance renews its own. A dead
+// instance's lease expires 10 to 15 s after its last heartbeat, so its
+// in-flight requests are recorded interrupted at most 20 s after its
+// death (measured: 14.7–19.5 s, bench/README.md; every 15 s, it was up to
+// 30 s, 29.5 s measured, as all instances that start together tick
+// together). The check is one statement on tables that hold only the
+// live instances and the requests in flight.
+const settleInterval = 5 * time.Second
 
 // settleTakenOver records, until ctx is done, the interrupted requests of
 // instances that died while this one runs (the first call at start only
@@ -144,53 +156,6 @@ func (a *App) runtimeState() *runtime {
 	return a.live.rt.Load()
 }
 
-// taskBiller charges succeeded tasks to the ledger, idempotently by task id.
-type taskBiller struct {
-	engine *billing.Engine
-	app    *App
-}
-
-// ChargeTask implements tasks.Biller.
-func (b taskBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
-	rec := taskRecord(c)
-	// Charged without its reservation (by another instance, or after a
-	// restart): the team is its user's now; its tags are not kept.
-	if st := b.app.current(); st != nil {
-		if t := st.teams.Of(c.User); t != nil {
-			rec.Team = t.Name
-		}
-	}
-	rec, fresh, err := b.engine.Charge(ctx, rec)
-	if err == nil && fresh {
-		route := b.app.metricsRoute(c.Model)
-		route.Charge(rec.Currency, int64(rec.Cost), c.User, c.KeyID)
-		route.Unpriced(rec.Unpriced)
-	}
-	return err
-}
-
-// taskRecord is the ledger record of a succeeded task's charge.
-func taskRecord(c tasks.Charge) billing.Record {
-	return billing.Record{
-		ID:          c.TaskID,
-		Endpoint:    billing.EndpointTasks,
-		User:        c.User,
-		KeyID:       c.KeyID,
-		Model:       c.Model,
-		Provider:    c.Provider,
-		Deployment:  c.Deployment,
-		ServedModel: c.ServedModel,
-		Source:      billing.SourceUnits,
-		Status:      http.StatusOK,
-		Outcome:     billing.OutcomeOK,
-		Images:      c.Images,
-		VideoMillis: c.VideoSeconds * 1000,
-		Usage:       c.Usage,
-		// How long the task took, from its create until it succeeded.
-		DurationMillis: durationMillis(c.Duration),
-	}
-}
-
 // taskObserver is what the task service reports to, nil when metrics are
 // off.
 func (a *App) taskObserver() tasks.Observer {
@@ -200,28 +165,40 @@ func (a *App) taskObserver() tasks.Observer {
 	return a.metrics
 }
 
-// responseBiller charges finished background responses to the ledger,
-// idempotently by the id of their create's record.
-type responseBiller struct {
+// ledgerBiller charges what finished without a hold (or whose hold was
+// lost to a reload or an earlier attempt) to the ledger, idempotently by
+// record id: succeeded tasks and finished background responses.
+type ledgerBiller struct {
 	engine *billing.Engine
 	app    *App
 }
 
 // Charge implements responses.Biller.
-func (b responseBiller) Charge(ctx context.Context, rec billing.Record) error {
+func (b ledgerBiller) Charge(ctx context.Context, rec billing.Record) error {
 	rec, fresh, err := b.engine.Charge(ctx, rec)
 	if err == nil && fresh {
-		route := b.app.metricsRoute(rec.Model)
-		route.Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
-		route.Unpriced(rec.Unpriced)
+		b.app.countCharge(rec)
 	}
 	return err
 }
 
+// ChargeTask implements tasks.Biller.
+func (b ledgerBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
+	rec := c.Record()
+	// Charged without its reservation (by another instance, or after a
+	// restart): the team is its user's now; its tags are not kept.
+	if st := b.app.current(); st != nil {
+		if t := st.teams.Of(c.User); t != nil {
+			rec.Team = t.Name
+		}
+	}
+	return b.Charge(ctx, rec)
+}
+
 // Interface guards.
 var (
-	_ tasks.Biller     = taskBiller{}
-	_ responses.Biller = responseBiller{}
+	_ tasks.Biller     = ledgerBiller{}
+	_ responses.Biller = ledgerBiller{}
 )
 
 // taskAttempts is what the task service reports submission attempts to,
@@ -232,8 +209,6 @@ func (a *App) taskAttempts() routing.AttemptObserver {
 	}
 	return a.metrics
 }
-
-var _ tasks.Biller = taskBiller{}
 
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {

@@ -25,7 +25,7 @@ func TestTaskHoldEnds(t *testing.T) {
 	}{
 		{"succeeded", func(h tasks.Hold) error {
 			return h.Charge(context.Background(), tasks.Charge{TaskID: "task_1", User: "alice", KeyID: "key_1",
-				Model: "vid", Kind: "video", VideoSeconds: 8})
+				Model: "vid", Kind: "video", VideoSeconds: 8}.Record())
 		}, video, "insufficient_quota"},
 		{"failed", func(h tasks.Hold) error { h.Release(); return nil }, 0, "rate_limit_exceeded"},
 		{"refused", func(h tasks.Hold) error { h.Cancel(); return nil }, 0, ""},

@@ -1,40 +1,10 @@
 package chatproxy
 
-import (
-	"bytes"
-	"sync/atomic"
-)
+import "github.com/caddy-air/caddy-air/bodypin"
 
 // Pinner counts the holders of a request body's memory.
-type Pinner interface {
-	// Pin adds a holder.
-	Pin()
-	// Unpin lets go of one.
-	Unpin()
-}
+type Pinner = bodypin.Pinner
 
-// bodyReader reads an upstream request body; it holds a pin on the body
+// newBodyReader returns a reader of b that holds a pin of pin, if any,
 // from its making until its first Close.
-type bodyReader struct {
-	bytes.Reader
-	pin    Pinner
-	closed atomic.Bool
-}
-
-// newBodyReader returns a reader of b that holds a pin of pin, if any.
-func newBodyReader(b []byte, pin Pinner) *bodyReader {
-	r := &bodyReader{pin: pin}
-	r.Reset(b)
-	if pin != nil {
-		pin.Pin()
-	}
-	return r
-}
-
-// Close lets go of the reader's pin, once.
-func (r *bodyReader) Close() error {
-	if r.pin != nil && r.closed.CompareAndSwap(false, true) {
-		r.pin.Unpin()
-	}
-	return nil
-}
+func newBodyReader(b []byte, pin Pinner) *bodypin.Reader { return bodypin.NewReader(pin, b) }

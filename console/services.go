@@ -31,6 +31,8 @@ type Services struct {
 	Operators OperatorService
 	// Teams serves the team admins' page and the operators' teams.
 	Teams TeamService
+	// Alerts reads the alerts, for the operators' alerts page.
+	Alerts AlertService
 }
 
 // ErrNotFound is returned by services for an id that does not exist.

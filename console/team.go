@@ -100,7 +100,7 @@ func (h *Handler) createTeamKey(w http.ResponseWriter, r *http.Request) {
 	h.teamChange(w, r, "", func(svc TeamService, admin string) error {
 		secret, k, err := svc.CreateKey(r.Context(), admin, member, o)
 		if err == nil {
-			h.setFlashAt(w, r, "/team", admin, secret, k.ID)
+			h.setFlash(w, r, "/team", admin, secret, k.ID)
 		}
 		return err
 	})
@@ -123,7 +123,7 @@ func (h *Handler) showTeam(w http.ResponseWriter, r *http.Request, status int, m
 		return
 	}
 	d := teamData{Team: t, Member: member, ByTag: &billing.Report{}, FormToken: h.formToken(userOf(r))}
-	if secret, id, ok := h.takeFlashAt(w, r, "/team", userOf(r)); ok {
+	if secret, id, ok := h.takeFlash(w, r, "/team", userOf(r)); ok {
 		d.Secret = secret
 		for _, k := range t.Keys {
 			if k.ID == id {

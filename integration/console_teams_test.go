@@ -47,10 +47,10 @@ func asUser(user string) []string {
 	return []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+user+"-pw"))}
 }
 
-// postForm posts fields to path from tab's page with the page's anti-CSRF
+// consolePostForm posts fields to path from tab's page with the page's anti-CSRF
 // token, as the page's own forms do, and returns the answer's status (a
 // redirect is followed: 200 for a change made).
-func postForm(t *testing.T, b *browser, tab context.Context, path string, fields map[string]string) int {
+func consolePostForm(t *testing.T, b *browser, tab context.Context, path string, fields map[string]string) int {
 	t.Helper()
 	js := fmt.Sprintf(`(async () => {
 		const f = new URLSearchParams(%s);
@@ -212,7 +212,7 @@ func TestConsoleTeams(t *testing.T) {
 		{"/console/team/keys/" + ids["lead-b"] + "/revoke", nil, http.StatusNotFound},
 		{"/console/team/keys", map[string]string{"user": "member-b", "name": "sneaky"}, http.StatusNotFound},
 	} {
-		if st := postForm(t, b, lead, tc.path, tc.fields); st != tc.want {
+		if st := consolePostForm(t, b, lead, tc.path, tc.fields); st != tc.want {
 			t.Errorf("Test %d: alpha's admin posts %s: %d, want %d", i, tc.path, st, tc.want)
 		}
 	}
@@ -235,7 +235,7 @@ func TestConsoleTeams(t *testing.T) {
 	// revokes its member's key.
 	leadB := b.tab("lead-b", "lead-b-pw")
 	b.run(leadB, chromedp.Navigate(console+"/team"), chromedp.WaitVisible(`#team-members`, chromedp.ByID))
-	if st := postForm(t, b, leadB, "/console/team/keys/"+ids["member-a"]+"/revoke", nil); st != http.StatusNotFound {
+	if st := consolePostForm(t, b, leadB, "/console/team/keys/"+ids["member-a"]+"/revoke", nil); st != http.StatusNotFound {
 		t.Errorf("beta's admin revokes alpha's key: %d, want 404", st)
 	}
 	row := fmt.Sprintf(`#team-keys tr[data-key-id=%q]`, ids["member-a"])

@@ -141,7 +141,7 @@ func TestEdgeErrorsAreJSON(t *testing.T) {
 		for _, line := range strings.Split(logs, "\n") {
 			// At debug level Caddy logs the http app's config as it is
 			// (http.auto_https "adjusted config"), air_mock's literal
-			// api_key included; the README says to keep secrets in
+			// api_key included; docs/operations/logs.md says to keep secrets in
 			// handler config out of literals. Provider keys live in the
 			// air app, which no log shows.
 			if strings.Contains(line, `"msg":"adjusted config"`) {

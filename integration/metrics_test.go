@@ -347,11 +347,12 @@ func TestMetricsScrape(t *testing.T) {
 }
 
 // checkMetricsDocumented fails for every caddy-air metric in s (air_… and
-// gen_ai_… families) that the README's reference does not name, so that an
-// operator finds each series the gateway exports explained there.
+// gen_ai_… families) that the metrics reference (docs/operations/metrics.md)
+// does not name, so that an operator finds each series the gateway exports
+// explained there.
 func checkMetricsDocumented(t *testing.T, s scrape) {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "operations", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func checkMetricsDocumented(t *testing.T, s scrape) {
 	}
 	for name := range families {
 		if !bytes.Contains(readme, []byte("`"+name+"`")) {
-			t.Errorf("metric %s is exported but not named (in backquotes) in README.md", name)
+			t.Errorf("metric %s is exported but not named (in backquotes) in docs/operations/metrics.md", name)
 		}
 	}
 }

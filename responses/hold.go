@@ -15,17 +15,10 @@ import (
 // Hold is a background response's claim on its owner's budget: the
 // reservation of its create, kept while the response runs and ended
 // exactly once, by whoever bills it (the Poller, or a client's retrieval
-// through Poller.Settle) or by the sweep that finds it ended elsewhere.
-type Hold interface {
-	// Charge records rec, the response's record, in place of what the
-	// hold reserved. Like Biller.Charge it is idempotent by record id.
-	// The hold ends whatever it returns; on an error the response stays
-	// pending and is billed through the Biller later.
-	Charge(ctx context.Context, rec billing.Record) error
-	// Release ends the hold of a response billed without it (by another
-	// instance) or gone: the reserved cost is given back.
-	Release()
-}
+// through Poller.Settle) with Charge, or with Release by the sweep that
+// finds it billed elsewhere or gone. On a failed Charge the response
+// stays pending and is billed through the Biller later.
+type Hold = holds.Hold
 
 // Holds keeps the holds of running background responses, by response
 // id. It outlives a Poller: the Pollers of successive configs on one
@@ -33,10 +26,10 @@ type Hold interface {
 // reserve, so that a config reload loses none. A restart loses them: the
 // responses are still billed when they finish, but hold nothing until
 // then.
-type Holds = holds.Set[Hold]
+type Holds = holds.Set
 
 // NewHolds returns an empty Holds.
-func NewHolds() *Holds { return holds.New[Hold]() }
+func NewHolds() *Holds { return holds.New() }
 
 // holdSweepInterval is how often the poller ends the holds of responses
 // that were billed elsewhere (another instance) or are gone.
@@ -48,11 +41,7 @@ const holdSweepInterval = 30 * time.Second
 // a poll that bills the response first charges it through the Biller,
 // and the next sweep gives h back, so the two count both for that while,
 // never neither.
-func (p *Poller) Hold(id string, h Hold) {
-	if h != nil {
-		p.c.Holds.Keep(id, h)
-	}
-}
+func (p *Poller) Hold(id string, h Hold) { p.c.Holds.Keep(id, h) }
 
 // Settle is the package's Settle through the Poller's Biller, charged
 // through the response's hold when one is kept.
@@ -77,39 +66,33 @@ type heldBiller struct {
 
 // Charge implements Biller.
 func (hb heldBiller) Charge(ctx context.Context, rec billing.Record) error {
-	if h, _ := hb.holds.Take(hb.id); h != nil {
-		return h.Charge(ctx, rec)
+	if held, err := hb.holds.Charge(ctx, hb.id, rec); held {
+		return err
 	}
 	return hb.b.Charge(ctx, rec)
 }
 
 // release gives back the hold of response id, if one is kept.
-func (p *Poller) release(id string) {
-	if h, _ := p.c.Holds.Take(id); h != nil {
-		h.Release()
-	}
-}
+func (p *Poller) release(id string) { p.c.Holds.Release(id) }
 
 // SweepHolds releases the holds of responses that are no longer pending
 // without this instance having billed them (another instance's poller
 // or retrieval did) or that are gone from the store: a hold never
 // outlives its response.
 func (p *Poller) SweepHolds(ctx context.Context) {
-	for _, id := range p.c.Holds.IDs() {
+	p.c.Holds.Sweep(ctx, func(ctx context.Context, id string) (bool, error) {
 		b, err := p.c.Store.Get(ctx, id)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			if ctx.Err() == nil {
-				p.c.Logger.Warn("checking a held background response", zap.String("response", id), zap.Error(err))
-			}
-			continue
+		if errors.Is(err, store.ErrNotFound) {
+			return true, nil
 		}
-		if err == nil {
-			if ref, derr := Decode(b); derr == nil && ref.Unbilled {
-				continue
-			}
+		if err != nil {
+			return false, err
 		}
-		p.release(id)
-	}
+		ref, derr := Decode(b)
+		return derr != nil || !ref.Unbilled, nil
+	}, func(id string, err error) {
+		p.c.Logger.Warn("checking a held background response", zap.String("response", id), zap.Error(err))
+	})
 }
 
 // Interface guards.

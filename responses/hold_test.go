@@ -32,6 +32,10 @@ func (h *fakeHold) Release() {
 	h.released++
 }
 
+// Cancel fails the test: the hold of a response that exists is charged
+// or released, never cancelled.
+func (h *fakeHold) Cancel() { panic("the hold of a registered background response was cancelled") }
+
 // ends returns the records charged through h and how often it was
 // released.
 func (h *fakeHold) ends() ([]billing.Record, int) {

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -16,7 +14,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect/authn"
+	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -26,7 +26,6 @@ const (
 	DefaultMaxPollInterval = time.Minute
 	DefaultMaxAge          = 24 * time.Hour
 	DefaultLease           = 2 * time.Minute
-	defaultConcurrency     = 8
 )
 
 // maxPollBody bounds the body of one retrieval the poller reads: a
@@ -35,10 +34,6 @@ const maxPollBody = 64 << 20
 
 // pollTimeout bounds one retrieval; the lease must exceed it.
 const pollTimeout = 30 * time.Second
-
-// maxSweep bounds the responses one sweep works on; the rest wait for the
-// next.
-const maxSweep = 10000
 
 // Routes finds the providers that hold responses.
 type Routes interface {
@@ -86,6 +81,8 @@ type Config struct {
 // them.
 type Poller struct {
 	c Config
+	// jobs runs the claims of due responses (Run, Sweep).
+	jobs *jobs.Poller[store.PendingResponse]
 }
 
 // NewPoller returns a poller with c's defaults filled in.
@@ -112,9 +109,6 @@ func NewPoller(c Config) (*Poller, error) {
 	if c.Lease <= pollTimeout {
 		return nil, fmt.Errorf("responses: lease %s must exceed the poll timeout %s", c.Lease, pollTimeout)
 	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = defaultConcurrency
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -124,7 +118,23 @@ func NewPoller(c Config) (*Poller, error) {
 	if c.Holds == nil {
 		c.Holds = NewHolds()
 	}
-	return &Poller{c: c}, nil
+	p := &Poller{c: c}
+	var err error
+	p.jobs, err = jobs.New(jobs.Config[store.PendingResponse]{
+		Name:        "background responses",
+		Claim:       c.Store.ClaimDue,
+		Step:        p.work,
+		Lease:       c.Lease,
+		Tick:        max(c.PollInterval/4, time.Millisecond),
+		Concurrency: c.Concurrency,
+		Chores:      []jobs.Chore{{Every: holdSweepInterval, Run: p.SweepHolds}},
+		Now:         c.Now,
+		Logger:      c.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // FirstPoll is when a background response created at now is first
@@ -132,53 +142,15 @@ func NewPoller(c Config) (*Poller, error) {
 func (p *Poller) FirstPoll(now time.Time) time.Time { return now.Add(p.c.PollInterval) }
 
 // Run sweeps the pending responses until ctx is done: at once, and then
-// every quarter of the poll interval. A new Poller on the same store
-// resumes what a stopped one left. Every holdSweepInterval it also ends
-// the holds of responses billed elsewhere or gone (SweepHolds).
-func (p *Poller) Run(ctx context.Context) {
-	tick := time.NewTicker(max(p.c.PollInterval/4, time.Millisecond))
-	defer tick.Stop()
-	holdTick := time.NewTicker(holdSweepInterval)
-	defer holdTick.Stop()
-	for {
-		p.Sweep(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-holdTick.C:
-			p.SweepHolds(ctx)
-		case <-tick.C:
-		}
-	}
-}
+// every quarter of the poll interval (jobs.Poller). A new Poller on the
+// same store resumes what a stopped one left. Every holdSweepInterval it
+// also ends the holds of responses billed elsewhere or gone (SweepHolds).
+func (p *Poller) Run(ctx context.Context) { p.jobs.Run(ctx) }
 
 // Sweep works once on every pending response that is due: it claims
 // them, Concurrency at a time, for one lease each, so that no other
 // poller, of this instance or another, works on them meanwhile.
-func (p *Poller) Sweep(ctx context.Context) {
-	for swept := 0; swept < maxSweep && ctx.Err() == nil; {
-		claimed, err := p.c.Store.ClaimDue(ctx, p.c.Now(), p.c.Lease, p.c.Concurrency)
-		if err != nil {
-			if ctx.Err() == nil {
-				p.c.Logger.Error("claiming due background responses", zap.Error(err))
-			}
-			return
-		}
-		if len(claimed) == 0 {
-			return
-		}
-		swept += len(claimed)
-		var wg sync.WaitGroup
-		for _, c := range claimed {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p.work(ctx, c)
-			}()
-		}
-		wg.Wait()
-	}
-}
+func (p *Poller) Sweep(ctx context.Context) { p.jobs.Sweep(ctx) }
 
 // work polls claimed response c once and bills it if it finished, or
 // schedules its next poll.
@@ -219,7 +191,10 @@ func (p *Poller) work(ctx context.Context, c store.PendingResponse) {
 	case err != nil:
 		log.Warn("polling a background response", zap.Error(err))
 	}
-	p.reschedule(ctx, log, c.ID, now.Add(max(p.interval(age), o.retryAfter)))
+	// A provider's Retry-After (at most an hour) may put the next poll
+	// off, but not past the response's max age, when it is given up.
+	bo := jobs.Backoff{Max: max(p.c.MaxAge-age, p.c.PollInterval)}
+	p.reschedule(ctx, log, c.ID, now.Add(bo.Wait(p.interval(age), o.retryAfter)))
 }
 
 // SettleIfFinished retrieves background response id (stored as ref) from
@@ -302,9 +277,7 @@ func (p *Poller) poll(ctx context.Context, id string, ref *Ref) (observation, er
 		return o, err
 	}
 	defer resp.Body.Close()
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		o.retryAfter = time.Duration(s) * time.Second
-	}
+	o.retryAfter = routing.ParseRetryAfter(resp.Header.Get("Retry-After"), p.c.Now())
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return o, errGone

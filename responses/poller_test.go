@@ -388,3 +388,49 @@ func TestSettleIfFinished(t *testing.T) {
 		t.Errorf("after SettleIfFinished: %d writes, records %v, pending %v", w, recs, e.pending())
 	}
 }
+
+// TestPollerRetryAfterCapped checks that a provider's Retry-After, however
+// far off, puts a background response's next poll off by an hour at most
+// and never past its max age: the response is still billed when it ends,
+// or recorded unfinished at its max age, instead of never being polled
+// again.
+func TestPollerRetryAfterCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name, retryAfter string
+		maxAge, next     time.Duration
+	}{
+		{"31 years", "999999999", 24 * time.Hour, time.Hour},
+		{"past a Duration", "99999999999999", 24 * time.Hour, time.Hour},
+		{"a far date", "Fri, 31 Dec 9999 23:59:59 GMT", 24 * time.Hour, time.Hour},
+		{"beyond the max age", "3000", 30 * time.Minute, 30*time.Minute - 5*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.poller.c.MaxAge = tc.maxAge
+			ctx := context.Background()
+			e.register()
+			e.up.mu.Lock()
+			e.up.status, e.up.body, e.up.header = http.StatusTooManyRequests, `{"error":{}}`, http.Header{"Retry-After": {tc.retryAfter}}
+			e.up.mu.Unlock()
+			e.clock.Advance(5 * time.Second)
+			e.poller.Sweep(ctx)
+			e.up.mu.Lock()
+			e.up.status, e.up.header = http.StatusOK, nil
+			e.up.mu.Unlock()
+			e.up.set(http.StatusOK, completed)
+			e.clock.Advance(tc.next - time.Millisecond)
+			e.poller.Sweep(ctx)
+			if n := e.up.count(); n != 1 {
+				t.Fatalf("%d polls before the capped Retry-After passed, want 1", n)
+			}
+			e.clock.Advance(time.Millisecond)
+			e.poller.Sweep(ctx)
+			if n := e.up.count(); n != 2 {
+				t.Fatalf("%d polls once the capped Retry-After passed, want 2", n)
+			}
+			if recs, _ := e.ledger.snapshot(); len(recs) != 1 {
+				t.Errorf("%d records once the response finished, want 1", len(recs))
+			}
+		})
+	}
+}

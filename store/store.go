@@ -60,6 +60,8 @@ type Repos struct {
 	// Responses maps response ids to where they live; nil when the backend
 	// has none (the Responses API's retrieval then answers 404).
 	Responses Responses
+	// Alerts is the outbox of raised alerts.
+	Alerts Alerts
 	// Probe tests that the backend takes writes, for the health check;
 	// nil when the backend has no probe.
 	Probe Prober

@@ -3,11 +3,13 @@ package tasks
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
@@ -30,22 +32,11 @@ type Estimate struct {
 
 // Hold is a task's claim on its owner's budget, taken before the task
 // starts (Admit) and ended exactly once, by the service, when the task
-// ends: with Charge when it succeeds, with Release when it fails or
-// expires, with Cancel when the create is refused before a task exists.
-type Hold interface {
-	// Charge records c, the charge of the succeeded task, in place of
-	// what the hold reserved. Like Biller.ChargeTask it is idempotent by
-	// c.TaskID. The hold ends whatever it returns; on an error the
-	// service charges the task through its Biller later.
-	Charge(ctx context.Context, c Charge) error
-	// Release ends the hold of a task that ended without a charge: the
-	// reserved cost is given back, the created task still counts as a
-	// request.
-	Release()
-	// Cancel ends the hold of a create refused before its task existed:
-	// nothing counts.
-	Cancel()
-}
+// ends: with Charge (the task's Charge.Record) when it succeeds, with
+// Release when it fails or expires, with Cancel when the create is
+// refused before a task exists. On a failed Charge the service charges
+// the task through its Biller later.
+type Hold = holds.Hold
 
 // Admit reserves what a create estimated at e may cost, or refuses it (a
 // spend or rate limit reached). It is called once the body is valid,
@@ -75,36 +66,56 @@ func (r *request) estimate() Estimate {
 // Holds (Config.Holds), as they share the budgets the holds reserve, so
 // that a config reload loses none. Holds are in memory: a restart loses
 // those of running tasks, which are still charged when they succeed.
-type Holds = holds.Set[Hold]
+type Holds = holds.Set
 
 // NewHolds returns an empty Holds.
-func NewHolds() *Holds { return holds.New[Hold]() }
+func NewHolds() *Holds { return holds.New() }
 
 // releaseHold ends the hold of task id, which ended without a charge.
-func (s *Service) releaseHold(id string) {
-	if h, _ := s.holds.Take(id); h != nil {
-		h.Release()
-	}
-}
+func (s *Service) releaseHold(id string) { s.holds.Release(id) }
 
 // sweepHolds releases the holds of tasks that ended without this service
 // ending them (another poller of the store finished or failed them) or
 // that are gone from the store: a hold never outlives its task.
 func (s *Service) sweepHolds(ctx context.Context) {
 	now := s.now()
-	for _, id := range s.holds.IDs() {
+	s.holds.Sweep(ctx, func(ctx context.Context, id string) (bool, error) {
 		t, err := s.load(ctx, id)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			if ctx.Err() == nil {
-				s.log.Warn("checking a held task", zap.String("task", id), zap.Error(err))
-			}
-			continue
+		if errors.Is(err, store.ErrNotFound) {
+			return true, nil
 		}
-		if err == nil && !s.expired(t, now) && !t.holdEnded() {
-			continue
+		if err != nil {
+			return false, err
 		}
-		s.releaseHold(id)
+		return s.expired(t, now) || t.holdEnded(), nil
+	}, func(id string, err error) {
+		s.log.Warn("checking a held task", zap.String("task", id), zap.Error(err))
+	})
+}
+
+// Record is the ledger record of c, the charge of a succeeded task.
+func (c Charge) Record() billing.Record {
+	rec := billing.Record{
+		ID:          c.TaskID,
+		Endpoint:    billing.EndpointTasks,
+		User:        c.User,
+		KeyID:       c.KeyID,
+		Model:       c.Model,
+		Provider:    c.Provider,
+		Deployment:  c.Deployment,
+		ServedModel: c.ServedModel,
+		Source:      billing.SourceUnits,
+		Status:      http.StatusOK,
+		Outcome:     billing.OutcomeOK,
+		Images:      c.Images,
+		VideoMillis: c.VideoSeconds * 1000,
+		Usage:       c.Usage,
 	}
+	// How long the task took, from its create until it succeeded.
+	if c.Duration > 0 {
+		rec.DurationMillis = max(c.Duration.Milliseconds(), 1)
+	}
+	return rec
 }
 
 // holdEnded reports whether t ended in a way that ends its hold: failed,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -15,15 +16,15 @@ import (
 type fakeHold struct {
 	mu        sync.Mutex
 	chargeErr error
-	charged   []Charge
+	charged   []billing.Record
 	released  int
 	cancelled int
 }
 
-func (h *fakeHold) Charge(_ context.Context, c Charge) error {
+func (h *fakeHold) Charge(_ context.Context, rec billing.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.charged = append(h.charged, c)
+	h.charged = append(h.charged, rec)
 	return h.chargeErr
 }
 
@@ -133,7 +134,7 @@ func TestHoldEndsOnceWithTheTask(t *testing.T) {
 			if c != tt.wantCharged || r != tt.wantReleased || x != 0 {
 				t.Errorf("hold charged %d, released %d, cancelled %d times; want %d, %d, 0", c, r, x, tt.wantCharged, tt.wantReleased)
 			}
-			if c == 1 && (h.charged[0].VideoSeconds != 8 || h.charged[0].TaskID != tk.ID) {
+			if c == 1 && (h.charged[0].VideoMillis != 8000 || h.charged[0].ID != tk.ID) {
 				t.Errorf("charge %+v", h.charged[0])
 			}
 			if n := len(e.biller.charges()); n != tt.wantBilled {

@@ -3,14 +3,13 @@ package tasks
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
-)
 
-// maxSweep bounds the tasks one sweep looks at; the rest wait for the next.
-const maxSweep = 10000
+	"github.com/caddy-air/caddy-air/jobs"
+	"github.com/caddy-air/caddy-air/store"
+)
 
 // mediaSweepInterval is how often expired media are deleted. They are not
 // served past their expiry whether deleted or not; the sweep frees the
@@ -21,30 +20,28 @@ const mediaSweepInterval = time.Minute
 // ctx is done. It picks up every working task of the store, so a new
 // Service on the same store resumes what a stopped one left. Several
 // Services may run on one store: a task is claimed for a lease
-// (store.Tasks.ClaimDue) before anyone works on it. Run also deletes expired
-// media, at once and then every minute, and ends the holds of tasks that
-// ended elsewhere or are gone (holdSweepInterval).
-func (s *Service) Run(ctx context.Context) {
-	every := max(s.pollInterval/4, time.Millisecond)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	mediaTick := time.NewTicker(mediaSweepInterval)
-	defer mediaTick.Stop()
-	holdTick := time.NewTicker(holdSweepInterval)
-	defer holdTick.Stop()
-	s.expireMedia(ctx)
-	for {
-		s.sweep(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-mediaTick.C:
-			s.expireMedia(ctx)
-		case <-holdTick.C:
-			s.sweepHolds(ctx)
-		case <-tick.C:
-		}
-	}
+// (store.Tasks.ClaimDue) before anyone works on it (jobs.Poller). Run also
+// deletes expired media, at once and then every minute, and ends the holds
+// of tasks that ended elsewhere or are gone (holdSweepInterval).
+func (s *Service) Run(ctx context.Context) { s.poller.Run(ctx) }
+
+// newPoller returns the durable poller of s's tasks: each claimed task is
+// advanced one step (work).
+func (s *Service) newPoller() (*jobs.Poller[store.TaskRecord], error) {
+	return jobs.New(jobs.Config[store.TaskRecord]{
+		Name:        "tasks",
+		Claim:       s.store.ClaimDue,
+		Step:        s.workRecord,
+		Lease:       s.lease,
+		Tick:        max(s.pollInterval/4, time.Millisecond),
+		Concurrency: s.concurrency,
+		Chores: []jobs.Chore{
+			{Every: mediaSweepInterval, AtStart: true, Run: s.expireMedia},
+			{Every: holdSweepInterval, Run: s.sweepHolds},
+		},
+		Now:    s.now,
+		Logger: s.log,
+	})
 }
 
 // expireMedia deletes the re-hosted files that expired.
@@ -58,38 +55,14 @@ func (s *Service) expireMedia(ctx context.Context) {
 	}
 }
 
-// sweep works once on every working task that is due: it claims them,
-// s.concurrency at a time, for one lease each (store.Tasks.ClaimDue), so
-// that no other poller, of this instance or another, works on them
-// meanwhile.
-func (s *Service) sweep(ctx context.Context) {
-	for swept := 0; swept < maxSweep && ctx.Err() == nil; {
-		claimed, err := s.store.ClaimDue(ctx, s.now(), s.lease, s.concurrency)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("claiming due tasks", zap.Error(err))
-			}
-			return
-		}
-		if len(claimed) == 0 {
-			return
-		}
-		swept += len(claimed)
-		var wg sync.WaitGroup
-		for i := range claimed {
-			t, err := decode(&claimed[i])
-			if err != nil {
-				s.log.Error("claiming task", zap.String("task", claimed[i].ID), zap.Error(err))
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.work(ctx, t)
-			}()
-		}
-		wg.Wait()
+// workRecord advances the task of claimed record rec by one step.
+func (s *Service) workRecord(ctx context.Context, rec store.TaskRecord) {
+	t, err := decode(&rec)
+	if err != nil {
+		s.log.Error("claiming task", zap.String("task", rec.ID), zap.Error(err))
+		return
 	}
+	s.work(ctx, t)
 }
 
 // work advances claimed task t by one step.

@@ -13,6 +13,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
+	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -38,7 +39,6 @@ const (
 	defaultLease             = 2 * time.Minute
 	defaultMaxRunning        = 2 * time.Hour
 	defaultMaxMedia          = 60 << 20
-	defaultConcurrency       = 8
 	defaultMaxCreates        = 64
 	defaultTimeout           = 5 * time.Minute
 	defaultTypicalDuration   = 3 * time.Minute
@@ -206,6 +206,8 @@ type Service struct {
 	attempts     routing.AttemptObserver
 	holds        *Holds
 	buffers      Buffers
+	// poller runs the claims of due tasks (Run).
+	poller *jobs.Poller[store.TaskRecord]
 }
 
 // New returns a Service for c.
@@ -248,9 +250,6 @@ func New(c Config) (*Service, error) {
 	if s.maxMedia <= 0 {
 		s.maxMedia = defaultMaxMedia
 	}
-	if s.concurrency <= 0 {
-		s.concurrency = defaultConcurrency
-	}
 	if c.MaxConcurrentCreates <= 0 {
 		c.MaxConcurrentCreates = defaultMaxCreates
 	}
@@ -261,6 +260,9 @@ func New(c Config) (*Service, error) {
 	s.obs = c.Observer
 	if s.obs == nil {
 		s.obs = nopObserver{}
+	}
+	if s.poller, err = s.newPoller(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -133,28 +134,24 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 	}
 	// The task's hold, if this service took one, becomes the charge;
 	// a retry, or a task without a hold, is charged by the Biller.
-	if h, _ := s.holds.Take(t.ID); h != nil || s.biller != nil {
-		var err error
-		if h != nil {
-			err = h.Charge(ctx, c)
-		} else {
-			err = s.biller.ChargeTask(ctx, c)
-		}
-		if err != nil {
-			s.log.Error("charging task", zap.String("task", t.ID), zap.Error(err))
-			stored, _, uerr := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
-				if t.Billing != BillingPending {
-					return false
-				}
-				t.Failures++
-				t.NextPollAt = now.Add(s.backoff(t.Failures, 0))
-				return true
-			})
-			if uerr != nil {
-				return t
+	held, err := s.holds.Charge(ctx, t.ID, c.Record())
+	if !held && s.biller != nil {
+		err = s.biller.ChargeTask(ctx, c)
+	}
+	if err != nil {
+		s.log.Error("charging task", zap.String("task", t.ID), zap.Error(err))
+		stored, _, uerr := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
+			if t.Billing != BillingPending {
+				return false
 			}
-			return stored
+			t.Failures++
+			t.NextPollAt = now.Add(s.backoff(t.Failures, 0))
+			return true
+		})
+		if uerr != nil {
+			return t
 		}
+		return stored
 	}
 	stored, _, err := s.update(context.WithoutCancel(ctx), t.ID, func(t *Task, now time.Time) bool {
 		if t.Billing != BillingPending {
@@ -174,11 +171,7 @@ func (s *Service) charge(ctx context.Context, t *Task) *Task {
 // backoff is the wait before the next attempt after n consecutive errors:
 // PollInterval doubled per error, at least what the provider asked for
 // (retryAfter), and at most MaxBackoff whatever it asked for, so that a
-// provider cannot put a task's polls off past MaxRunning.
+// provider cannot put a task's polls off past MaxRunning (jobs.Backoff).
 func (s *Service) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := s.pollInterval
-	for i := 1; i < n && d < s.maxBackoff; i++ {
-		d *= 2
-	}
-	return min(max(d, retryAfter), s.maxBackoff)
+	return jobs.Backoff{Initial: s.pollInterval, Max: s.maxBackoff}.Next(n, retryAfter)
 }

@@ -2,17 +2,12 @@ package tasks
 
 import (
 	"io"
-	"net"
-	"sync/atomic"
+
+	"github.com/caddy-air/caddy-air/bodypin"
 )
 
 // Pinner counts the holders of a request body's memory (see CreateFrom).
-type Pinner interface {
-	// Pin adds a holder.
-	Pin()
-	// Unpin lets go of one.
-	Unpin()
-}
+type Pinner = bodypin.Pinner
 
 // upBody is an upstream request body made of segments sent one after the
 // other: spans of the client's body and the few bytes of the edits between
@@ -45,31 +40,4 @@ func (b *upBody) Bytes() []byte {
 
 // reader returns a reader of the whole body that holds a pin, if any, until
 // its first Close.
-func (b *upBody) reader() io.ReadCloser {
-	r := &segReader{bufs: append(net.Buffers(nil), b.segs...), pin: b.pin}
-	if b.pin != nil {
-		b.pin.Pin()
-	}
-	return r
-}
-
-// segReader reads the segments of an upBody.
-type segReader struct {
-	bufs   net.Buffers
-	pin    Pinner
-	closed atomic.Bool
-}
-
-// Read reads from the segments in order.
-func (r *segReader) Read(p []byte) (int, error) { return r.bufs.Read(p) }
-
-// WriteTo writes the segments left to w, without an intermediate buffer.
-func (r *segReader) WriteTo(w io.Writer) (int64, error) { return r.bufs.WriteTo(w) }
-
-// Close lets go of the reader's pin, once.
-func (r *segReader) Close() error {
-	if r.pin != nil && r.closed.CompareAndSwap(false, true) {
-		r.pin.Unpin()
-	}
-	return nil
-}
+func (b *upBody) reader() io.ReadCloser { return bodypin.NewSegmentsReader(b.pin, b.segs) }

@@ -78,6 +78,9 @@ func appendStored(b []byte, st *storedRecord) []byte {
 	}
 	b = appendCBORText(b, st.Unpriced)
 	b = appendCBORInt(b, st.DurationMillis)
+	b = appendCBORInt(b, st.Characters)
+	b = appendCBORInt(b, st.AudioMillis)
+	b = appendCBORInt(b, st.SearchUnits)
 	b = appendCBORText(b, st.Team)
 	return appendCBORText(b, st.Tags)
 }

@@ -69,6 +69,7 @@ func OpenRepos(c Config) (store.Repos, error) {
 		Tasks:      NewTasks(db),
 		Media:      WithLegacyMedia(media, db),
 		Responses:  NewResponses(db),
+		Alerts:     NewAlerts(db),
 		Probe:      prober{db},
 		Reserve:    db.room.reserve,
 		Closer:     closer{ledger, db},

@@ -65,7 +65,10 @@ type DB struct {
 	// logged.
 	dsn string
 
-	intents   *Intents
+	intents *Intents
+	// journaled are the records that Ledger.Write journaled and no
+	// Ledger.Sync has yet written to the ledger (see journal.go).
+	journaled journaled
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -150,6 +153,7 @@ func (db *DB) Repos() store.Repos {
 		Tasks:      &Tasks{db: db},
 		Media:      &Media{db: db},
 		Responses:  &Responses{db: db},
+		Alerts:     &Alerts{db: db},
 		Probe:      db,
 		Closer:     db,
 	}
