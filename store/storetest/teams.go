@@ -66,14 +66,16 @@ func RunTeams(t *testing.T, b Backend) {
 	}
 }
 
-// runTeamSpend checks that a record's team and tags are kept and that its
-// cost counts in its team's spend, as in its user's and key's.
+// runTeamSpend checks that a record's team and tags are kept, next to its
+// units of the audio and rerank endpoints, and that its cost counts in its
+// team's spend, as in its user's and key's.
 func runTeamSpend(t *testing.T, b Backend) {
 	ctx := context.Background()
 	h := b.open(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	recs := []store.Record{
-		{ID: "r1", Time: now, User: "alice", KeyID: "k1", Team: "search", Tags: "a,b:c", Model: "m", Priced: true, Currency: "USD", Cost: 70},
+		{ID: "r1", Time: now, User: "alice", KeyID: "k1", Team: "search", Tags: "a,b:c", Model: "m", Priced: true, Currency: "USD", Cost: 70,
+			Usage: store.Usage{Characters: 120, AudioMillis: 3400, SearchUnits: 2}},
 		{ID: "r2", Time: now, User: "bob", KeyID: "k2", Team: "search", Model: "m", Priced: true, Currency: "USD", Cost: 30},
 		{ID: "r3", Time: now, User: "carol", KeyID: "k3", Model: "m", Priced: true, Currency: "USD", Cost: 5},
 	}
@@ -98,24 +100,31 @@ func runTeamSpend(t *testing.T, b Backend) {
 		must(t, h.r.Ledger.Records(ctx, time.Time{}, time.Time{}, func(r store.Record) error { got = append(got, r); return nil }))
 		if len(got) != 3 || got[0].Team != "search" || got[0].Tags != "a,b:c" || got[2].Team != "" || got[2].Tags != "" {
 			t.Errorf("%s: records %+v, want their teams and tags kept", phase, got)
+		} else if u := got[0].Usage; u.Characters != 120 || u.AudioMillis != 3400 || u.SearchUnits != 2 {
+			t.Errorf("%s: units %+v, want 120 characters, 3400 audio ms and 2 search units next to the team", phase, u)
 		}
 		b.reopen(t, h)
 	}
 }
 
-// runKeyTags checks that a key's default tags are kept, across a
-// restart, and that a key without tags reads back none.
+// runKeyTags checks that a key's default tags are kept next to its
+// allow-list, across a regenerate and a restart, and that a key without
+// tags reads back none.
 func runKeyTags(t *testing.T, b Backend) {
 	ctx := context.Background()
 	h := b.open(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_t1", Hash: "h-t1", User: "alice", CreatedAt: t0, Tags: []string{"search", "env:prod"}}))
+	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_t1", Hash: "h-t1", User: "alice", CreatedAt: t0, Tags: []string{"search", "env:prod"},
+		AllowIPs: []string{"10.0.0.0/8"}}))
 	must(t, h.r.Keys.Create(ctx, store.Key{ID: "key_t2", Hash: "h-t2", User: "alice", CreatedAt: t0.Add(time.Second)}))
+	if _, err := h.r.Keys.Regenerate(ctx, "key_t1", "h-t1b", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	for _, phase := range []string{"written", "reopened"} {
-		k, err := h.r.Keys.ByHash(ctx, "h-t1")
+		k, err := h.r.Keys.ByHash(ctx, "h-t1b")
 		must(t, err)
-		if !reflect.DeepEqual(k.Tags, []string{"search", "env:prod"}) {
-			t.Errorf("%s: tags %q, want [search env:prod]", phase, k.Tags)
+		if !reflect.DeepEqual(k.Tags, []string{"search", "env:prod"}) || !reflect.DeepEqual(k.AllowIPs, []string{"10.0.0.0/8"}) {
+			t.Errorf("%s: tags %q and allow-list %q, want [search env:prod] and [10.0.0.0/8]", phase, k.Tags, k.AllowIPs)
 		}
 		list, err := h.r.Keys.List(ctx, "alice")
 		must(t, err)
