@@ -21,23 +21,28 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "keys|usage|users|ledger|budget|providers|prices|migrate …",
+		Usage: "keys|usage|users|ledger|budget|team|providers|prices|migrate …",
 		Short: "Manages caddy-air keys, usage reports and budgets, and shows upstream state",
 		Long: `
 Manages caddy-air through the admin API of a running Caddy (these never
 open the database themselves). The admin address is taken from --address, or from the
 config given with --config (and --adapter), or is the default localhost:2019.
 
-  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>] [--allow-ips <cidrs>]
+  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--tags <tags>] [--limit <amount>] [--allow-ips <cidrs>]
   caddy air keys list [--user <user>] [--json]
   caddy air keys revoke <key id>
   caddy air keys regenerate <key id> [--grace <duration>]
-  caddy air usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
+  caddy air usage [--by day|model|key|user|team|tag|day-key] [--user <u>] [--key <id>] [--model <m>] [--team <t>] [--tag <tag>] [--since <date>] [--until <date>] [--json]
   caddy air users [--month <YYYY-MM>] [--json]
   caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--newest-first] [--csv|--json]
   caddy air budget set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>] [--max-parallel <n>]
   caddy air budget get|delete --user <u> | --key <id>
   caddy air budget list [--json]
+  caddy air team create <team> [--models <ids,globs>]
+  caddy air team add <team> <user> [--admin]
+  caddy air team remove <team> <user>
+  caddy air team limits <team> [--monthly <amount>] [--total <amount>] [--models <ids,globs>] …
+  caddy air team list [--json]
   caddy air providers [--json]
   caddy air prices [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
@@ -61,7 +66,7 @@ func keyCommand() *cobra.Command {
 	key := &cobra.Command{Use: "keys", Aliases: []string{"key"}, Short: "Creates, lists and revokes API keys"}
 
 	create := &cobra.Command{
-		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--tags <tags>] [--limit <amount>]",
+		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--tags <tags>] [--limit <amount>] [--allow-ips <cidrs>]",
 		Short: "Creates a key and prints it once, on the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
