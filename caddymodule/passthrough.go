@@ -117,7 +117,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if aerr := st.guard.check(); aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
-	reservation, aerr := rt.billing.Admit(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, h.BillAs, billing.Usage{})
+	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
 	if aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
