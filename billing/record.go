@@ -29,6 +29,8 @@ const (
 	EndpointPassthrough = "passthrough"
 	// EndpointRerank is POST /v1/rerank.
 	EndpointRerank = "rerank"
+	// EndpointBatch is a line of a batch's output (/v1/batches).
+	EndpointBatch = "batch"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.
@@ -79,8 +81,8 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the budget's month.
 	Time time.Time `json:"time"`
-	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks or
-	// EndpointEmbeddings.
+	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks,
+	// EndpointEmbeddings or EndpointBatch.
 	Endpoint string `json:"endpoint"`
 	// User owns the key that made the request.
 	User string `json:"user"`

@@ -103,6 +103,8 @@ type App struct {
 	Models []*ModelConfig `json:"models,omitempty"`
 	// Tasks tunes the image and video task service.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Batches tunes the files and batches service (air_batches).
+	Batches *BatchesConfig `json:"batches,omitempty"`
 	// Responses tunes the poller that bills background responses.
 	Responses *ResponsesConfig `json:"responses,omitempty"`
 	// Health tunes the health checks.
@@ -255,6 +257,9 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := a.Alerts.validate(); err != nil {
+		return err
+	}
+	if err := a.Batches.validate(); err != nil {
 		return err
 	}
 	if a.Tasks != nil && a.Tasks.Lease < 0 {

@@ -199,6 +199,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseTasks(d)
 		case "responses":
 			err = a.parseResponses(d)
+		case "batches":
+			err = a.parseBatches(d)
 		case "health":
 			err = a.parseHealth(d)
 		case "metrics":

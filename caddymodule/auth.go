@@ -126,7 +126,9 @@ func secretOf(r *http.Request) string {
 	return strings.TrimSpace(r.Header.Get("x-api-key"))
 }
 
-// checkContentType requires JSON on requests that carry a body.
+// checkContentType requires JSON on requests that carry a body, and
+// allows a multipart form on a files upload (POST to a path ending in
+// /files).
 func checkContentType(r *http.Request) *apierror.Error {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
@@ -139,7 +141,7 @@ func checkContentType(r *http.Request) *apierror.Error {
 	if err == nil && mt == "application/json" {
 		return nil
 	}
-	if err == nil && mt == "multipart/form-data" && multipartPath(r.URL.Path) {
+	if err == nil && mt == "multipart/form-data" && multipartPath(r) {
 		return nil
 	}
 	return apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "unsupported_media_type",
@@ -149,8 +151,10 @@ func checkContentType(r *http.Request) *apierror.Error {
 // multipartPath reports the endpoints whose requests are multipart forms
 // (audio transcriptions and translations), the only ones a multipart
 // body may reach.
-func multipartPath(p string) bool {
-	return strings.HasSuffix(p, "/audio/transcriptions") || strings.HasSuffix(p, "/audio/translations")
+func multipartPath(r *http.Request) bool {
+	p := r.URL.Path
+	return strings.HasSuffix(p, "/audio/transcriptions") || strings.HasSuffix(p, "/audio/translations") ||
+		(r.Method == http.MethodPost && strings.HasSuffix(p, "/files"))
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

@@ -25,6 +25,7 @@ var parserPages = map[string][]string{
 	"toOption":                {"model.md"},
 	"parseTasks":              {"tasks.md"},
 	"parseResponses":          {"responses.md"},
+	"parseBatches":            {"files-batches.md"},
 	"parseHealth":             {"health.md"},
 	"parseMetrics":            {"metrics.md"},
 	"parseMockFault":          {"air_mock.md"},

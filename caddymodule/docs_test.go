@@ -37,6 +37,7 @@ var typePages = map[string]string{
 	"DeploymentConfig":  "model.md",
 	"TasksConfig":       "tasks.md",
 	"ResponsesConfig":   "responses.md",
+	"BatchesConfig":     "files-batches.md",
 	"HealthConfig":      "health.md",
 	"MetricsConfig":     "metrics.md",
 	"AlertsConfig":      "alerts.md",

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/batches"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/routing"
@@ -20,6 +21,8 @@ import (
 type runtime struct {
 	billing *billing.Engine
 	tasks   *tasks.Service
+	// batches serves files and batches, and polls and bills batches.
+	batches *batches.Service
 	// responses polls and bills background responses, for retrievals
 	// too (responses.Poller.Settle); nil without a responses store.
 	responses *responses.Poller
@@ -83,6 +86,14 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 			return nil, err
 		}
 	}
+	bc := a.Batches.serviceConfig()
+	bc.Files, bc.Batches, bc.Media, bc.Routes, bc.Biller = st.repos.Files, st.repos.Batches, st.repos.Media, a.routes, rb
+	bc.Client = &http.Client{Transport: a.transport.Transport}
+	bc.Holds, bc.MaxJSONDepth, bc.Logger = st.batchHolds, a.MaxJSONDepth, a.logger.Named("batches")
+	bsvc, err := batches.New(bc)
+	if err != nil {
+		return nil, err
+	}
 	st.interrupted.Do(func() {
 		n, err := engine.SettleInterrupted(context.Background())
 		if err != nil {
@@ -91,7 +102,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 			a.logger.Warn("recorded requests that the last stop interrupted (outcome interrupted, usage estimated, no cost)", zap.Int("records", n))
 		}
 	})
-	return &runtime{billing: engine, tasks: svc, responses: poller}, nil
+	return &runtime{billing: engine, tasks: svc, responses: poller, batches: bsvc}, nil
 }
 
 // runBackground runs the task poller, the background-response poller and
@@ -111,6 +122,7 @@ func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	if rt.responses != nil {
 		go rt.responses.Run(ctx)
 	}
+	go rt.batches.Run(ctx)
 	rt.tasks.Run(ctx)
 }
 
@@ -167,7 +179,9 @@ func (a *App) taskObserver() tasks.Observer {
 
 // ledgerBiller charges what finished without a hold (or whose hold was
 // lost to a reload or an earlier attempt) to the ledger, idempotently by
-// record id: succeeded tasks and finished background responses.
+// record id: succeeded tasks, finished background responses and the
+// lines of finished batches. Charged without its reservation, a record
+// counts in its user's team of now; its tags are not kept.
 type ledgerBiller struct {
 	engine *billing.Engine
 	app    *App
@@ -175,6 +189,11 @@ type ledgerBiller struct {
 
 // Charge implements responses.Biller.
 func (b ledgerBiller) Charge(ctx context.Context, rec billing.Record) error {
+	if st := b.app.current(); st != nil && rec.Team == "" {
+		if t := st.teams.Of(rec.User); t != nil {
+			rec.Team = t.Name
+		}
+	}
 	rec, fresh, err := b.engine.Charge(ctx, rec)
 	if err == nil && fresh {
 		b.app.countCharge(rec)
@@ -184,15 +203,7 @@ func (b ledgerBiller) Charge(ctx context.Context, rec billing.Record) error {
 
 // ChargeTask implements tasks.Biller.
 func (b ledgerBiller) ChargeTask(ctx context.Context, c tasks.Charge) error {
-	rec := c.Record()
-	// Charged without its reservation (by another instance, or after a
-	// restart): the team is its user's now; its tags are not kept.
-	if st := b.app.current(); st != nil {
-		if t := st.teams.Of(c.User); t != nil {
-			rec.Team = t.Name
-		}
-	}
-	return b.Charge(ctx, rec)
+	return b.Charge(ctx, c.Record())
 }
 
 // Interface guards.

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
@@ -42,7 +43,10 @@ type state struct {
 	// responseHolds keeps the budget holds of the running background
 	// responses created through this state, across config reloads.
 	responseHolds *responses.Holds
-	guard         *storageGuard
+	// batchHolds keeps the budget holds of the running batches created
+	// through this state, across config reloads.
+	batchHolds *holds.Set
+	guard      *storageGuard
 	// stop ends the services' watches of the repositories.
 	stop context.CancelFunc
 	// interrupted settles, once, the requests the last stop interrupted.
@@ -133,6 +137,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		teams:         ts,
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
+		batchHolds:    holds.New(),
 		guard:         newStorageGuard(s.Dir, minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),
 		stop:          stop,
 		log:           log,

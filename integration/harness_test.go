@@ -179,6 +179,8 @@ http://localhost:9080 {
 			air_images /v1/images/generations
 			air_responses /v1/responses*
 			air_tasks /v1/tasks*
+			air_batches /v1/files*
+			air_batches /v1/batches*
 			air_models /v1/models*
 			air_not_found
 		}

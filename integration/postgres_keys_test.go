@@ -32,7 +32,9 @@ func TestPostgresKeyChangesReachEveryInstance(t *testing.T) {
 	}
 	id := keyList[0].ID
 	chat := `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`
-	works := func(p *process, key string) (int, string) { return postStatus(t, p.url("/v1/chat/completions"), key, chat) }
+	works := func(p *process, key string) (int, string) {
+		return postStatus(t, p.url("/v1/chat/completions"), key, chat)
+	}
 	for _, p := range []*process{a, b} { // both cache the key
 		if status, body := works(p, old); status != http.StatusOK {
 			t.Fatalf("before, on port %s: %d %s", p.port, status, body)

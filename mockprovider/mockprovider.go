@@ -34,6 +34,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -106,6 +107,9 @@ type Handler struct {
 	// clouds are the cloud providers' fakes it mounts.
 	clouds clouds
 	google *google
+	// batches keeps the Files and Batch APIs' files and batches.
+	batches     *batchStore
+	batchesOnce sync.Once
 }
 
 // maxBodyBytes bounds request bodies.
@@ -219,13 +223,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Request-Id", newID("req_", 32))
-	if name, ok := strings.CutPrefix(rest, "/files/"); ok {
+	if name, ok := strings.CutPrefix(rest, "/files/"); ok && !strings.HasPrefix(name, "file-") {
 		if allow(w, r, http.MethodGet, false) {
 			h.file(w, r, name)
 		}
 		return
 	}
 	serve := h.route(r, rest)
+	if serve == nil {
+		serve = h.batchRoute(r, rest)
+	}
 	if serve == nil {
 		h.notFound(w, r)
 		return
@@ -287,6 +294,12 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { h.getModel(w, r, id) })
 	}
 	return nil
+}
+
+// batchStore returns h's files and batches.
+func (h *Handler) batchStore() *batchStore {
+	h.batchesOnce.Do(func() { h.batches = &batchStore{files: map[string][]byte{}, batches: map[string]*mockBatch{}} })
+	return h.batches
 }
 
 // notFound answers an unknown endpoint in the OpenAI error shape.

@@ -55,6 +55,13 @@ type Repos struct {
 	RateLimits RateLimits
 	// Tasks keeps image and video tasks and their leases.
 	Tasks Tasks
+	// Files keeps the records of the files users upload (/v1/files), in
+	// the shape of tasks: a file is never Working. Their content is in
+	// Media.
+	Files Tasks
+	// Batches keeps batches (/v1/batches) and their leases, in the shape
+	// of tasks: a batch is Working until it is billed.
+	Batches Tasks
 	// Media keeps re-hosted files.
 	Media MediaStore
 	// Responses maps response ids to where they live; nil when the backend

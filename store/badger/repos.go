@@ -67,6 +67,8 @@ func OpenRepos(c Config) (store.Repos, error) {
 		Teams:      NewTeams(db),
 		RateLimits: NewRateLimits(),
 		Tasks:      NewTasks(db),
+		Files:      NewDocs(db, filesSpace),
+		Batches:    NewDocs(db, batchesSpace),
 		Media:      WithLegacyMedia(media, db),
 		Responses:  NewResponses(db),
 		Alerts:     NewAlerts(db),

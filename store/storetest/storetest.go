@@ -45,6 +45,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("IntentTeam", func(t *testing.T) { runIntentTeam(t, b) })
 	t.Run("RateLimits", func(t *testing.T) { RunRateLimits(t, b) })
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
+	t.Run("Docs", func(t *testing.T) { RunDocs(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })
 	t.Run("Responses", func(t *testing.T) { RunResponses(t, b) })
 	t.Run("Alerts", func(t *testing.T) { RunAlerts(t, b) })
