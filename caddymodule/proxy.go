@@ -83,6 +83,10 @@ type protocolSpec struct {
 	// unbilled marks an endpoint whose requests leave no ledger record
 	// (token counting); they still count against the rate limits.
 	unbilled bool
+	// count, when set, answers a token count for a model whose provider
+	// does not speak Messages (countTokens), in place of the proxy.
+	count func(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in chatproxy.Inspected,
+		route *providers.Route, reservation *billing.Reservation) error
 	// client is the endpoint's protocol as package translate names it,
 	// for the endpoints whose requests may be translated to a model of
 	// the other protocol; "" for the others.
@@ -224,6 +228,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	intent := rec
 	intent.Usage = chatproxy.EstimateRequest(in, 0)
 	intent.Usage.Output = 0
+	if h.spec.count != nil && wireOf(route) != translate.Messages {
+		return h.spec.count(h, w, r, body, in, route, reservation)
+	}
 	if h.spec.unbilled {
 		return h.serveUnbilled(w, r, reservation, upstreamBody, rebody, rb, in, route, injected, requestID)
 	}
@@ -422,6 +429,9 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 	route, err := h.app.Routes().Lookup(model)
 	if err != nil {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
+	}
+	if h.spec.count != nil && wireOf(route) != "" {
+		return route, nil // counted for any chat or messages model
 	}
 	if providers.IsCloud(route.Provider.Protocol) && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is served by a %s provider, which this endpoint does not reach: use /v1/chat/completions, /v1/messages or /v1/responses", model, route.Provider.Protocol))
