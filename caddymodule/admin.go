@@ -58,7 +58,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
 		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
-	}, a.billingRoutes()...)
+	}, append(a.billingRoutes(), a.teamRoutes()...)...)
 }
 
 // startedState returns the running app's state, or an API error.

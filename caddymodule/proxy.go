@@ -156,7 +156,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	if aerr := allowModel(key, in.Model); aerr != nil {
+	if aerr := allowModel(r, key, in.Model); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
 	rspan := telemetry.StartRoute(r.Context(), telemetry.Route{Operation: h.spec.endpoint, Model: in.Model})
@@ -198,7 +198,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr := st.guard.check(); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	subject := billing.Subject{User: key.User, KeyID: key.ID}
+	subject := subjectOf(r, key)
 	estimate := chatproxy.EstimateRequest(in, route.MaxOutputTokens)
 	if h.spec.noOutput {
 		estimate.Output = 0
@@ -220,6 +220,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		KeyID:    key.ID,
 		Model:    in.Model,
 		Provider: route.Provider.Name,
+		// An interrupted request's record, from its intent, counts in
+		// the team too.
+		Team: subject.Team,
+		Tags: subject.Tags,
 	}
 	intent := rec
 	intent.Usage = chatproxy.EstimateRequest(in, 0)
