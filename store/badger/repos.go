@@ -68,6 +68,7 @@ func OpenRepos(c Config) (store.Repos, error) {
 		Tasks:      NewTasks(db),
 		Media:      WithLegacyMedia(media, db),
 		Responses:  NewResponses(db),
+		Audit:      NewAudit(db),
 		Probe:      prober{db},
 		Reserve:    db.room.reserve,
 		Closer:     closer{ledger, db},

@@ -149,6 +149,7 @@ func (db *DB) Repos() store.Repos {
 		Tasks:      &Tasks{db: db},
 		Media:      &Media{db: db},
 		Responses:  &Responses{db: db},
+		Audit:      &Audit{db: db},
 		Probe:      db,
 		Closer:     db,
 	}

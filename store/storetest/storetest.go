@@ -43,6 +43,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })
 	t.Run("Responses", func(t *testing.T) { RunResponses(t, b) })
+	t.Run("Audit", func(t *testing.T) { RunAudit(t, b) })
 }
 
 // open opens new storage that is closed at the end of the test.
