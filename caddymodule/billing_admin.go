@@ -196,12 +196,12 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		} else if err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
-		if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
+		if err := st.setLimits(r.Context(), scope, id, lim); err != nil {
 			return apiErr(http.StatusBadRequest, err)
 		}
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
 	case http.MethodDelete:
-		if err := st.budgets.DeleteLimits(r.Context(), scope, id); err != nil {
+		if err := st.deleteLimits(r.Context(), scope, id); err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))

@@ -51,7 +51,7 @@ func airCommand(cmd *cobra.Command) {
 	cmd.PersistentFlags().String("address", "", "The address of the admin API")
 	cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 	cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), pricesCommand(), migrateCommand())
+	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), pricesCommand(), migrateCommand(), auditCommand())
 	groupCommand(cmd)
 }
 
@@ -189,7 +189,7 @@ func adminRaw(cmd *cobra.Command, method, uri string, body []byte) ([]byte, erro
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, cliHeaders(), rd)
 	if err != nil {
 		return nil, adminError(addr, err)
 	}

@@ -61,7 +61,7 @@ func (s consoleServices) UpdateKey(ctx context.Context, id string, e console.Key
 		return console.Key{}, err
 	}
 	c := keys.Change{Name: &e.Name, Models: &e.Models, ExpiresAt: e.ExpiresAt, NoExpiry: e.ExpiresAt == nil}
-	k, err := st.keys.Update(ctx, id, c)
+	k, err := st.updateKey(ctx, id, c)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.Key{}, console.ErrNotFound
 	}
@@ -77,7 +77,7 @@ func (s consoleServices) RevokeKey(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = st.keys.Revoke(ctx, id)
+	_, err = st.revokeKey(ctx, "", id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.ErrNotFound
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/responses"
@@ -33,6 +34,8 @@ type state struct {
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
+	// audit records the changes operators and users make.
+	audit *audit.Log
 	// taskHolds keeps the budget holds of the running tasks created
 	// through this state, across config reloads.
 	taskHolds *tasks.Holds
@@ -112,6 +115,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		keys:          ks,
 		ledger:        ledger,
 		budgets:       budgets,
+		audit:         audit.New(repos.Audit),
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
 		guard:         newStorageGuard(s.Dir, minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),

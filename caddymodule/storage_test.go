@@ -132,7 +132,7 @@ func TestMigrateCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate --dsn: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "applied") || !strings.Contains(out, "schema version 9 ") {
+	if strings.Contains(out, "applied") || !strings.Contains(out, "schema version 19 ") {
 		t.Errorf("second run printed:\n%s", out)
 	}
 	if _, err := run("--dsn", "postgres://air:hunter2-secret@127.0.0.1:1/air?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "hunter2") {

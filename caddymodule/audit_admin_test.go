@@ -1,0 +1,220 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-air/caddy-air/audit"
+	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// auditTestState starts an app on a Badger store in a temporary
+// directory as the running one, for the admin API, and returns its state.
+func auditTestState(t *testing.T) (*App, *state) {
+	t.Helper()
+	st, err := openState(&Storage{Backend: backendBadger, Dir: t.TempDir()}, 0, 0, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &App{live: new(live)}
+	app.live.state.Store(st)
+	prev := running.Swap(app)
+	t.Cleanup(func() {
+		running.Store(prev)
+		_ = st.close()
+	})
+	return app, st
+}
+
+// auditEntries returns every entry of the trail, newest first.
+func auditEntries(t *testing.T, st *state) []store.AuditEntry {
+	t.Helper()
+	p, err := st.audit.List(context.Background(), audit.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Entries
+}
+
+// adminDo sends one request to the admin route that serves path, as the
+// admin API would, from 192.0.2.9.
+func adminDo(t *testing.T, method, path, body string, hdr http.Header) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.RemoteAddr = "192.0.2.9:4444"
+	for k, v := range hdr {
+		r.Header[k] = v
+	}
+	mux := http.NewServeMux()
+	for _, rt := range (Admin{}).Routes() {
+		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.Handler.ServeHTTP(w, r); err != nil {
+				w.WriteHeader(599) // an API error: the status does not matter here, only that it is not 2xx
+			}
+		})
+	}
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, r)
+	return w
+}
+
+// TestAdminMutationsAudited enumerates every admin route: each change it
+// makes writes exactly one audit entry with the admin API as the actor,
+// and every other method on it (reads, refusals) writes none. A route
+// missing from the table fails the test, so a new route cannot leave
+// its changes out of the trail.
+func TestAdminMutationsAudited(t *testing.T) {
+	_, st := auditTestState(t)
+	// The key the changes act on, made outside the admin API.
+	_, k, err := st.keys.Create(context.Background(), keys.CreateOptions{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		method, path, body string
+		action, target     string // the entry it must write
+	}
+	// mutations lists, for each route pattern, the changes it can make,
+	// in order; probe is a path of the route to try every other method on.
+	routes := map[string]struct {
+		probe     string
+		mutations []call
+	}{
+		"/air/keys": {"/air/keys", []call{
+			{"POST", "/air/keys", `{"user":"bob","name":"laptop"}`, "key.create", ""},
+		}},
+		"/air/keys/": {"/air/keys/" + k.ID, []call{
+			{"PATCH", "/air/keys/" + k.ID, `{"name":"renamed"}`, "key.update", k.ID},
+			{"DELETE", "/air/keys/" + k.ID, ``, "key.revoke", k.ID},
+		}},
+		"/air/budgets/": {"/air/budgets/user/alice", []call{
+			{"PUT", "/air/budgets/user/alice", `{"rpm":10}`, "budget.set", "alice"},
+			{"POST", "/air/budgets/key/" + k.ID, `{"tpm":1000}`, "budget.set", k.ID},
+			{"DELETE", "/air/budgets/user/alice", ``, "budget.delete", "alice"},
+		}},
+		"/air/health":    {"/air/health", nil},
+		"/air/providers": {"/air/providers", nil},
+		"/air/prices":    {"/air/prices", nil},
+		"/air/refusals":  {"/air/refusals", nil},
+		"/air/audit":     {"/air/audit", nil},
+		"/air/usage":     {"/air/usage", nil},
+		"/air/users":     {"/air/users", nil},
+		"/air/records":   {"/air/records", nil},
+		"/air/ledger":    {"/air/ledger", nil},
+	}
+	for _, rt := range (Admin{}).Routes() {
+		tc, ok := routes[rt.Pattern]
+		if !ok {
+			t.Errorf("admin route %s is not in this test's table: list the changes it makes, so that each is checked to write one audit entry", rt.Pattern)
+			continue
+		}
+		for _, c := range tc.mutations {
+			n := len(auditEntries(t, st))
+			w := adminDo(t, c.method, c.path, c.body, nil)
+			if w.Code/100 != 2 {
+				t.Errorf("%s %s: status %d %s", c.method, c.path, w.Code, w.Body)
+				continue
+			}
+			all := auditEntries(t, st)
+			if len(all) != n+1 {
+				t.Errorf("%s %s wrote %d audit entries, want 1", c.method, c.path, len(all)-n)
+				continue
+			}
+			e := all[0]
+			target := c.target
+			if target == "" { // a new key: its id is in the answer
+				var out struct{ ID string }
+				_ = json.Unmarshal(w.Body.Bytes(), &out)
+				target = out.ID
+			}
+			if e.Action != c.action || e.TargetID != target || e.Actor != "admin-api" || e.Via != "admin-api" || e.ClientIP != "192.0.2.9" {
+				t.Errorf("%s %s: entry %+v, want %s of %s by admin-api from 192.0.2.9", c.method, c.path, e, c.action, target)
+			}
+		}
+		for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+			if slicesHasMethod(tc.mutations, m, func(c call) string { return c.method }) {
+				continue
+			}
+			n := len(auditEntries(t, st))
+			w := adminDo(t, m, tc.probe, `{}`, nil)
+			if got := len(auditEntries(t, st)) - n; got != 0 {
+				t.Errorf("%s %s (status %d) wrote %d audit entries: list it among the route's changes", m, tc.probe, w.Code, got)
+			}
+			if w.Code/100 == 2 {
+				t.Errorf("%s %s succeeded (%d) but is not in the table of changes", m, tc.probe, w.Code)
+			}
+		}
+	}
+}
+
+// slicesHasMethod reports whether one of cs has method m.
+func slicesHasMethod[C any](cs []C, m string, method func(C) string) bool {
+	for _, c := range cs {
+		if method(c) == m {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAdminAuditCLIActor checks that a change through `caddy air` is
+// recorded as the CLI's, with the user it reported, and that GET
+// /air/audit filters and exports it with the secret of a new key left
+// out.
+func TestAdminAuditCLIActor(t *testing.T) {
+	auditTestState(t)
+	w := adminDo(t, "POST", "/air/keys", `{"user":"carol"}`, cliHeaders())
+	if w.Code != http.StatusCreated {
+		t.Fatalf("creating a key: %d %s", w.Code, w.Body)
+	}
+	var created struct{ ID, Key string }
+	if err := json.Unmarshal(w.Body.Bytes(), &created); err != nil || created.Key == "" {
+		t.Fatalf("answer %s: %v", w.Body, err)
+	}
+	adminDo(t, "PUT", "/air/budgets/user/carol", `{"rpm":5}`, nil)
+	w = adminDo(t, "GET", "/air/audit?actor=cli", "", nil)
+	var page auditPage
+	if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || len(page.Entries) != 1 {
+		t.Fatalf("GET /air/audit?actor=cli: %s (%v)", w.Body, err)
+	}
+	e := page.Entries[0]
+	if e.Via != "cli" || e.Action != "key.create" || e.TargetID != created.ID || e.Identity == "" {
+		t.Errorf("the CLI's entry: %+v", e)
+	}
+	if !strings.Contains(string(e.After), `"user":"carol"`) {
+		t.Errorf("after: %s", e.After)
+	}
+	for _, f := range []string{"csv", "jsonl"} {
+		w = adminDo(t, "GET", "/air/audit?format="+f, "", nil)
+		body := w.Body.String()
+		if w.Code != 200 || strings.Count(body, "\n") < 2 || !strings.Contains(body, "budget.set") || !strings.Contains(body, created.ID) {
+			t.Errorf("export %s: %d\n%s", f, w.Code, body)
+		}
+		if strings.Contains(body, created.Key) {
+			t.Errorf("export %s holds the key's secret", f)
+		}
+	}
+	for _, q := range []string{"limit=0", "before=x", "since=yesterday", "format=xml"} {
+		if w := adminDo(t, "GET", "/air/audit?"+q, "", nil); w.Code/100 == 2 {
+			t.Errorf("GET /air/audit?%s: %d, want refused", q, w.Code)
+		}
+	}
+	w = adminDo(t, "GET", "/air/audit?limit=1", "", nil)
+	_ = json.Unmarshal(w.Body.Bytes(), &page)
+	if len(page.Entries) != 1 || page.Entries[0].Action != "budget.set" || page.Next == "" {
+		t.Fatalf("first page of 1: %s", w.Body)
+	}
+	w = adminDo(t, "GET", "/air/audit?limit=1&before="+page.Next, "", nil)
+	page = auditPage{}
+	_ = json.Unmarshal(w.Body.Bytes(), &page)
+	if len(page.Entries) != 1 || page.Entries[0].Action != "key.create" || page.Next != "" {
+		t.Errorf("second page: %s", w.Body)
+	}
+}

@@ -1,0 +1,137 @@
+package caddymodule
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddy-air/caddy-air/console"
+)
+
+// consoleCSRFKey is the console's CSRF key in these tests.
+var consoleCSRFKey = []byte("0123456789abcdef0123456789abcdef")
+
+// consoleCSRF is user's anti-CSRF token, as console.Handler computes it.
+func consoleCSRF(user string) string {
+	m := hmac.New(sha256.New, consoleCSRFKey)
+	m.Write([]byte("air-console-csrf\x00"))
+	m.Write([]byte(user))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// formToken matches a form's one-time token in a page.
+var formToken = regexp.MustCompile(`name="form_token" value="([^"]+)"`)
+
+// TestConsoleMutationsAudited checks that every change of the console's
+// services writes one audit entry, and, through the console's forms
+// (Console.ServeHTTP), that the entry names the signed-in user and the
+// client's address. The services' methods are enumerated: a new method
+// of console.KeyService or console.OperatorService that is not in the
+// table fails the test.
+func TestConsoleMutationsAudited(t *testing.T) {
+	app, st := auditTestState(t)
+	svc := consoleServices{app: app}
+	h, err := console.New(console.Config{Prefix: "/console", Admins: []string{"op"}, CSRFKey: consoleCSRFKey,
+		Services: console.Services{Keys: svc, Operators: svc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Console{UserHeader: "X-User", h: h}
+	do := func(user, method, path string, form url.Values) *httptest.ResponseRecorder {
+		t.Helper()
+		var body string
+		if form != nil {
+			form.Set("csrf_token", consoleCSRF(user))
+			body = form.Encode()
+		}
+		r := httptest.NewRequest(method, "http://gw.example"+path, strings.NewReader(body))
+		r.RemoteAddr = "198.51.100.4:5555"
+		r.Header.Set("X-User", user)
+		if form != nil {
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		w := httptest.NewRecorder()
+		_ = c.ServeHTTP(w, r, nil)
+		return w
+	}
+	token := func(user, page string) string {
+		t.Helper()
+		m := formToken.FindStringSubmatch(do(user, "GET", page, nil).Body.String())
+		if m == nil {
+			t.Fatalf("no form token on %s", page)
+		}
+		return m[1]
+	}
+	newKeyID := func() string {
+		all := auditEntries(t, st)
+		return all[0].TargetID
+	}
+	var aliceKey, bobKey string
+	// forms are the console's mutating forms, in order; mutates is the
+	// service method each calls.
+	forms := []struct {
+		user, path string
+		form       func() url.Values
+		action     string
+		mutates    string
+		after      func()
+	}{
+		{"alice", "/console/keys", func() url.Values {
+			return url.Values{"name": {"mine"}, "form_token": {token("alice", "/console/keys")}}
+		}, "key.create", "Create", func() { aliceKey = newKeyID() }},
+		{"op", "/console/operators/keys", func() url.Values {
+			return url.Values{"user": {"bob"}, "form_token": {token("op", "/console/operators/keys")}}
+		}, "key.create", "CreateKeyFor", func() { bobKey = newKeyID() }},
+		{"op", "", func() url.Values { return url.Values{"name": {"bob's"}, "models": {"gpt-*"}} }, "key.update", "UpdateKey", nil},
+		{"op", "/console/operators/budgets", func() url.Values { return url.Values{"scope": {"user"}, "id": {"bob"}, "rpm": {"7"}} }, "budget.set", "SetBudget", nil},
+		{"op", "/console/operators/budgets/delete", func() url.Values { return url.Values{"scope": {"user"}, "id": {"bob"}} }, "budget.delete", "DeleteBudget", nil},
+		{"alice", "", func() url.Values { return url.Values{} }, "key.revoke", "Revoke", nil},
+		{"op", "", func() url.Values { return url.Values{} }, "key.revoke", "RevokeKey", nil},
+	}
+	called := map[string]bool{}
+	for i, f := range forms {
+		path := f.path
+		switch f.mutates { // paths with the ids of keys made above
+		case "UpdateKey":
+			path = "/console/operators/keys/" + bobKey + "/edit"
+		case "Revoke":
+			path = "/console/keys/" + aliceKey + "/revoke"
+		case "RevokeKey":
+			path = "/console/operators/keys/" + bobKey + "/revoke"
+		}
+		form := f.form()
+		n := len(auditEntries(t, st))
+		w := do(f.user, "POST", path, form)
+		if w.Code >= 400 {
+			t.Fatalf("form %d, POST %s: %d %s", i, path, w.Code, w.Body)
+		}
+		all := auditEntries(t, st)
+		if len(all) != n+1 {
+			t.Fatalf("form %d, POST %s wrote %d audit entries, want 1", i, path, len(all)-n)
+		}
+		if e := all[0]; e.Action != f.action || e.Actor != f.user || e.Via != "console" || e.ClientIP != "198.51.100.4" {
+			t.Errorf("form %d, POST %s: entry %+v, want %s by %s via the console from 198.51.100.4", i, path, e, f.action, f.user)
+		}
+		if f.after != nil {
+			f.after()
+		}
+		called[f.mutates] = true
+	}
+	// Every method of the console's services is either a read or one of
+	// the changes above.
+	reads := map[string]bool{"List": true, "Budget": true, "Users": true, "Budgets": true, "SearchRecords": true,
+		"ExportRecordsCSV": true, "AllKeys": true, "Refusals": true, "Prices": true, "Providers": true}
+	for _, it := range []reflect.Type{reflect.TypeFor[console.KeyService](), reflect.TypeFor[console.OperatorService]()} {
+		for m := range it.Methods() {
+			if !reads[m.Name] && !called[m.Name] {
+				t.Errorf("%s.%s is neither a read nor a change this test makes through a form: add its form to the table", it.Name(), m.Name)
+			}
+		}
+	}
+}
