@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -118,6 +119,40 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Latest returns the newest entry of action (nil when there is none).
+func (l *Log) Latest(ctx context.Context, action string) (*store.AuditEntry, error) {
+	var out *store.AuditEntry
+	err := l.repo.List(ctx, store.AuditQuery{Action: action}, func(e store.AuditEntry, _ string) error {
+		out = &e
+		return store.ErrStop
+	})
+	return out, err
+}
+
+// RecordChange records e unless e.After is what the newest entry of
+// e.Action recorded after it: for changes noticed rather than made, such
+// as a reloaded config, which every instance notices. e.Before is
+// replaced by that entry's After. It reports whether it recorded e.
+func (l *Log) RecordChange(ctx context.Context, e Entry) (bool, error) {
+	last, err := l.Latest(ctx, e.Action)
+	if err != nil {
+		return false, err
+	}
+	after, err := Redact(e.After)
+	if err != nil {
+		return false, err
+	}
+	e.Before = nil
+	if last != nil {
+		if SameJSON(last.After, after) {
+			return false, nil
+		}
+		e.Before = json.RawMessage(last.After)
+	}
+	e.After = json.RawMessage(after)
+	return true, l.Record(ctx, e)
 }
 
 // Query selects entries: store.AuditQuery and a page size.
