@@ -38,7 +38,7 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	app, st := auditTestState(t)
 	svc := consoleServices{app: app}
 	h, err := console.New(console.Config{Prefix: "/console", Admins: []string{"op"}, CSRFKey: consoleCSRFKey,
-		Services: console.Services{Keys: svc, Operators: svc}})
+		Services: console.Services{Keys: svc, Operators: svc, Audit: svc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +122,27 @@ func TestConsoleMutationsAudited(t *testing.T) {
 			f.after()
 		}
 		called[f.mutates] = true
+	}
+	// The operators' audit page lists the changes, newest first, and
+	// exports them; it is an operator's only.
+	n := len(auditEntries(t, st))
+	page := do("op", "GET", "/console/operators/audit?actor=op", nil)
+	body := page.Body.String()
+	if page.Code != 200 || strings.Count(body, `data-action="`) != 5 || !strings.Contains(body, `data-action="key.revoke" data-target="`+bobKey+`"`) ||
+		strings.Index(body, "key.revoke") > strings.Index(body, "key.update") {
+		t.Errorf("the audit page of op's changes: %d\n%s", page.Code, body)
+	}
+	if csv := do("op", "GET", "/console/operators/audit.csv?action=key.create", nil).Body.String(); strings.Count(csv, "\n") != 3 || !strings.Contains(csv, aliceKey) {
+		t.Errorf("the CSV export of key.create: %q", csv)
+	}
+	if w := do("alice", "GET", "/console/operators/audit", nil); w.Code != 403 && w.Code != 404 || strings.Contains(w.Body.String(), "key.create") {
+		t.Errorf("alice's view of the audit page: %d", w.Code)
+	}
+	if w := do("op", "GET", "/console/operators/audit?before=junk", nil); w.Code != 400 {
+		t.Errorf("a bad cursor: %d", w.Code)
+	}
+	if got := len(auditEntries(t, st)); got != n {
+		t.Errorf("reading the trail wrote %d entries", got-n)
 	}
 	// Every method of the console's services is either a read or one of
 	// the changes above.

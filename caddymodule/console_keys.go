@@ -3,11 +3,14 @@ package caddymodule
 import (
 	"context"
 	"errors"
+	"io"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/refusals"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Refused implements console.UsageService: the user's entries of the
@@ -82,4 +85,28 @@ func (s consoleServices) RevokeKey(ctx context.Context, id string) error {
 		return console.ErrNotFound
 	}
 	return err
+}
+
+// Trail implements console.AuditService: GET /air/audit.
+func (s consoleServices) Trail(ctx context.Context, q audit.Query) (*audit.Page, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	if q.Before != "" {
+		if _, _, err := store.ParseAuditCursor(q.Before); err != nil {
+			return nil, console.Invalid(err)
+		}
+	}
+	return st.audit.List(ctx, q)
+}
+
+// ExportTrail implements console.AuditService: GET
+// /air/audit?format=csv|jsonl.
+func (s consoleServices) ExportTrail(ctx context.Context, q store.AuditQuery, format string, w io.Writer) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	return st.audit.Export(ctx, q, format, w)
 }

@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -129,6 +130,11 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /operators/keys/{id}/edit", h.admin(h.editKey))
 	m.HandleFunc("GET /operators/spend", h.admin(h.spendPage))
 	m.HandleFunc("GET /operators/refusals", h.admin(h.refusalsPage))
+	if h.cfg.Services.Audit != nil {
+		m.HandleFunc("GET /operators/audit", h.admin(h.auditPage))
+		m.HandleFunc("GET /operators/audit.csv", h.admin(h.auditExport(audit.FormatCSV)))
+		m.HandleFunc("GET /operators/audit.jsonl", h.admin(h.auditExport(audit.FormatJSONL)))
+	}
 	m.HandleFunc("GET /signout", h.signoutPage)
 	m.HandleFunc("GET /signout/now", h.signoutNow)
 	h.mux = m
@@ -247,7 +253,7 @@ func (h *Handler) renderMsg(w http.ResponseWriter, r *http.Request, status int, 
 	p := page{
 		Title: title, Nav: name, User: user, Prefix: h.cfg.Prefix, CSRF: h.csrfToken(user),
 		Admin: h.isAdmin(user) && s.Operators != nil, Data: data, Error: msg,
-		Has: map[string]bool{"keys": s.Keys != nil, "usage": s.Usage != nil, "tasks": s.Tasks != nil, "playground": s.Playground != nil},
+		Has: map[string]bool{"keys": s.Keys != nil, "usage": s.Usage != nil, "tasks": s.Tasks != nil, "playground": s.Playground != nil, "audit": s.Audit != nil},
 	}
 	t, ok := h.pages[name]
 	if !ok {

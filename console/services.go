@@ -29,6 +29,8 @@ type Services struct {
 	Playground PlaygroundService
 	// Operators serves the operators' page.
 	Operators OperatorService
+	// Audit reads the audit trail for the operators' audit page.
+	Audit AuditService
 }
 
 // ErrNotFound is returned by services for an id that does not exist.
