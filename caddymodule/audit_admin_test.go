@@ -218,3 +218,47 @@ func TestAdminAuditCLIActor(t *testing.T) {
 		t.Errorf("second page: %s", w.Body)
 	}
 }
+
+// adminHandler serves the admin routes of caddy-air, as Caddy's admin
+// server would.
+func adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range (Admin{}).Routes() {
+		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.Handler.ServeHTTP(w, r); err != nil {
+				http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusBadRequest)
+			}
+		})
+	}
+	return mux
+}
+
+// TestAuditCommand checks `caddy air audit`: a key made with `caddy air
+// keys create` is listed as the CLI's change, filters narrow the list,
+// and --csv exports it.
+func TestAuditCommand(t *testing.T) {
+	auditTestState(t)
+	h := adminHandler()
+	if _, err := runAir(t, h, "keys", "create", "--user", "dave"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runAir(t, h, "budget", "set", "--user", "dave", "--rpm", "3"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runAir(t, h, "audit", "--actor", "cli", "--since", "1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[1], "budget.set") || !strings.Contains(lines[1], `{"rpm":3}`) ||
+		!strings.Contains(lines[2], "key.create") || !strings.Contains(lines[2], "cli (") || !strings.Contains(lines[2], `"user":"dave"`) {
+		t.Errorf("caddy air audit:\n%s", out)
+	}
+	out, err = runAir(t, h, "audit", "--action", "key.create", "--csv")
+	if err != nil || !strings.HasPrefix(out, "time,actor,") || strings.Count(out, "\n") != 2 || strings.Contains(out, "budget.set") {
+		t.Errorf("caddy air audit --csv: %v\n%s", err, out)
+	}
+	if out, err = runAir(t, h, "audit", "--since", "yesterday"); err == nil {
+		t.Errorf("a bad --since was accepted:\n%s", out)
+	}
+}

@@ -20,7 +20,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "keys|usage|users|ledger|budget|providers|prices|migrate …",
+		Usage: "keys|usage|users|ledger|budget|providers|prices|migrate|audit …",
 		Short: "Manages caddy-air keys, usage reports and budgets, and shows upstream state",
 		Long: `
 Manages caddy-air through the admin API of a running Caddy (these never
@@ -39,6 +39,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air providers [--json]
   caddy air prices [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
+  caddy air audit [--since <when>] [--until <when>] [--actor <a>] [--action <a>] [--target <id>] [--limit <n>] [--before <cursor>] [--csv|--jsonl|--json]
 
 "migrate" is the exception: it connects to the PostgreSQL database itself.
 `,
