@@ -32,7 +32,8 @@ func TestRecordCarriesActorAndRedacts(t *testing.T) {
 	ctx := WithActor(context.Background(), Actor{Name: "alice", Via: ViaConsole, ClientIP: "192.0.2.7"})
 	secret := "sk-air-abcdefghijklmnop1234"
 	err := l.Record(ctx, Entry{Action: "key.create", TargetType: "key", TargetID: "k1",
-		After: map[string]any{"id": "k1", "key": secret, "name": "mine " + secret, "nested": []any{map[string]any{"Hash": "deadbeef"}}}})
+		After: map[string]any{"id": "k1", "key": secret, "name": "mine " + secret, "nested": []any{map[string]any{"Hash": "deadbeef", "client_secret": "cs-1", "DB_Password": "pw-1", "max_output_tokens": 5}},
+			"base_url": "https://u:pw-2@up.example/v1?api-key=q-1#frag"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +45,13 @@ func TestRecordCarriesActorAndRedacts(t *testing.T) {
 	if e.Actor != "alice" || e.Via != ViaConsole || e.ClientIP != "192.0.2.7" || e.Action != "key.create" || e.TargetID != "k1" || e.Before != nil {
 		t.Errorf("entry: %+v", e)
 	}
-	if bytes.Contains(e.After, []byte("sk-air")) || bytes.Contains(e.After, []byte("deadbeef")) {
-		t.Errorf("a secret was stored: %s", e.After)
+	for _, secret := range []string{"sk-air", "deadbeef", "cs-1", "pw-1", "pw-2", "q-1", "frag"} {
+		if bytes.Contains(e.After, []byte(secret)) {
+			t.Errorf("secret %q was stored: %s", secret, e.After)
+		}
+	}
+	if !bytes.Contains(e.After, []byte(`"max_output_tokens":5`)) || !bytes.Contains(e.After, []byte(`"base_url":"https://up.example/v1"`)) {
+		t.Errorf("a value that is no secret was changed: %s", e.After)
 	}
 	var after map[string]any
 	if err := json.Unmarshal(e.After, &after); err != nil || after["id"] != "k1" || after["key"] != Redacted || after["name"] != "mine "+Redacted {

@@ -14,6 +14,24 @@ var secretFields = map[string]bool{
 	"password": true, "token": true, "authorization": true, "api_keys": true, "keys": true,
 }
 
+// secretParts are parts of member names whose values are never stored
+// (client_secret, db_password, private_key, aws_credentials…).
+var secretParts = []string{"secret", "password", "passwd", "api_key", "apikey", "private_key", "credential"}
+
+// isSecretName reports whether a member named k holds a secret.
+func isSecretName(k string) bool {
+	k = strings.ToLower(k)
+	if secretFields[k] {
+		return true
+	}
+	for _, p := range secretParts {
+		if strings.Contains(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Redacted replaces a secret's value.
 const Redacted = "[redacted]"
 
@@ -46,7 +64,7 @@ func redactValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if secretFields[strings.ToLower(k)] {
+			if isSecretName(k) {
 				x[k] = Redacted
 				continue
 			}
