@@ -3,12 +3,15 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/keys"
@@ -260,5 +263,32 @@ func TestAuditCommand(t *testing.T) {
 	}
 	if out, err = runAir(t, h, "audit", "--since", "yesterday"); err == nil {
 		t.Errorf("a bad --since was accepted:\n%s", out)
+	}
+}
+
+// failingAudit is an audit store that refuses every write.
+type failingAudit struct{ store.Audit }
+
+func (failingAudit) Append(context.Context, store.AuditEntry) error { return errors.New("disk on fire") }
+
+// TestAuditFailureLogged checks what happens when the trail cannot be
+// written: the change stands (the key works), the answer is the change's,
+// and the failure is logged as an error naming the action.
+func TestAuditFailureLogged(t *testing.T) {
+	_, st := auditTestState(t)
+	core, logs := observer.New(zap.ErrorLevel)
+	st.log = zap.New(core)
+	st.audit = audit.New(failingAudit{})
+	w := adminDo(t, "POST", "/air/keys", `{"user":"frank"}`, nil)
+	var created struct{ ID, Key string }
+	if err := json.Unmarshal(w.Body.Bytes(), &created); w.Code != http.StatusCreated || err != nil {
+		t.Fatalf("creating a key with the trail down: %d %s", w.Code, w.Body)
+	}
+	if k, err := st.keys.Authenticate(context.Background(), created.Key); err != nil || k.ID != created.ID {
+		t.Errorf("the key made with the trail down: %v", err)
+	}
+	entries := logs.FilterMessage("the audit trail did not record a change").All()
+	if len(entries) != 1 || entries[0].ContextMap()["action"] != "key.create" || !strings.Contains(fmt.Sprint(entries[0].ContextMap()["error"]), "disk on fire") {
+		t.Errorf("logged: %+v", logs.All())
 	}
 }
