@@ -269,7 +269,9 @@ func TestAuditCommand(t *testing.T) {
 // failingAudit is an audit store that refuses every write.
 type failingAudit struct{ store.Audit }
 
-func (failingAudit) Append(context.Context, store.AuditEntry) error { return errors.New("disk on fire") }
+func (failingAudit) Append(context.Context, store.AuditEntry) error {
+	return errors.New("disk on fire")
+}
 
 // TestAuditFailureLogged checks what happens when the trail cannot be
 // written: the change stands (the key works), the answer is the change's,
