@@ -10,6 +10,12 @@ const (
 	EndpointMessages        = "messages"
 	EndpointResponses       = "responses"
 	EndpointEmbeddings      = "embeddings"
+	EndpointModerations     = "moderations"
+	EndpointSpeech          = "speech"
+	EndpointRerank          = "rerank"
+	EndpointTranscriptions  = "transcriptions"
+	EndpointTranslations    = "translations"
+	EndpointPassthrough     = "passthrough"
 	EndpointCountTokens     = "count_tokens"
 	EndpointImages          = "images"
 	EndpointTasks           = "tasks"
@@ -38,7 +44,9 @@ func Endpoint(name string) string {
 	switch name {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
-	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels:
+	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
+		EndpointModerations, EndpointSpeech, EndpointRerank, EndpointTranscriptions, EndpointTranslations,
+		EndpointPassthrough:
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")
@@ -57,6 +65,16 @@ func Endpoint(name string) string {
 		return EndpointResponses
 	case p == "embeddings":
 		return EndpointEmbeddings
+	case p == "moderations":
+		return EndpointModerations
+	case p == "audio/speech":
+		return EndpointSpeech
+	case p == "rerank":
+		return EndpointRerank
+	case p == "audio/transcriptions":
+		return EndpointTranscriptions
+	case p == "audio/translations":
+		return EndpointTranslations
 	case p == "images/generations":
 		return EndpointImages
 	case p == "tasks" || strings.HasPrefix(p, "tasks/"):

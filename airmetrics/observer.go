@@ -110,7 +110,8 @@ type requestKey struct {
 // kindEndpoints are the endpoint a model kind is usually called on, whose
 // series a route resolves in advance.
 var kindEndpoints = map[string]string{"chat": EndpointChatCompletions, "messages": EndpointMessages,
-	"embedding": EndpointEmbeddings, "image": EndpointImages, "video": EndpointTasks}
+	"embedding": EndpointEmbeddings, "image": EndpointImages, "video": EndpointTasks,
+	"moderation": EndpointModerations, "speech": EndpointSpeech, "transcription": EndpointTranscriptions, "rerank": EndpointRerank}
 
 func newRoute(o *Observer, kind, provider, model, resp string) *Route {
 	m := o.m

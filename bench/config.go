@@ -10,6 +10,10 @@ import (
 // the mock provider and prices it.
 const benchModel = "mock-gpt"
 
+// translatedModel is served by the mock's Messages API: a chat
+// completions request for it is translated (scenario translate).
+const translatedModel = "mock-claude"
+
 // upstreamKey is the API key the mock provider expects. Bare Caddy's
 // clients send it themselves; caddy-air sends it in place of the client's
 // sk-air- key.
@@ -25,6 +29,7 @@ const pricesJSON = `{
         {"input": "2.40", "output": "9.60"}
       ]
     },
+    "` + translatedModel + `": {"tiers": [{"input": "0.80", "output": "2.00"}]},
     "` + mediaModel + `": {"video_second": "0.10"}
   }
 }
@@ -71,7 +76,13 @@ func airCaddyfile(adminPort, port, upstreamPort int, storage, pricesFile, extra 
 			base_url http://127.0.0.1:%d/v1
 			api_key %s
 		}
+		provider mock-anthropic {
+			protocol anthropic
+			base_url http://127.0.0.1:%d/v1
+			api_key %s
+		}
 		model %s mock
+		model %s mock-anthropic
 		model %s mock {
 			kind video
 		}
@@ -89,7 +100,7 @@ http://:%d {
 		air_media
 	}
 }
-`, adminPort, storage, pricesFile, upstreamPort, upstreamKey, benchModel, mediaModel, port)
+`, adminPort, storage, pricesFile, upstreamPort, upstreamKey, upstreamPort, upstreamKey, benchModel, translatedModel, mediaModel, port)
 }
 
 // writeFile writes content to name in dir and returns its path.

@@ -40,6 +40,10 @@ type result struct {
 	// Latencies are the durations of the OK requests, from sending to the
 	// end of the body, sorted.
 	Latencies []time.Duration
+	// FirstBytes are, for the OK streams, the durations from sending to
+	// the first byte of the body (the first event: time to first token),
+	// sorted; empty for loads that are not streams.
+	FirstBytes []time.Duration
 	// Elapsed is the wall time from the first send to the last answer.
 	Elapsed time.Duration
 }
@@ -50,7 +54,11 @@ type collector struct {
 	res result
 }
 
-func (c *collector) add(d time.Duration, err error) {
+func (c *collector) add(d time.Duration, err error) { c.addTimed(d, 0, err) }
+
+// addTimed is add with the time to the body's first byte (0: not
+// measured).
+func (c *collector) addTimed(d, first time.Duration, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
@@ -62,6 +70,9 @@ func (c *collector) add(d time.Duration, err error) {
 	}
 	c.res.OK++
 	c.res.Latencies = append(c.res.Latencies, d)
+	if first > 0 {
+		c.res.FirstBytes = append(c.res.FirstBytes, first)
+	}
 }
 
 func (c *collector) result(elapsed time.Duration) result {
@@ -70,6 +81,7 @@ func (c *collector) result(elapsed time.Duration) result {
 	r := c.res
 	r.Elapsed = elapsed
 	slices.Sort(r.Latencies)
+	slices.Sort(r.FirstBytes)
 	return r
 }
 
@@ -87,39 +99,64 @@ func newClient(conns int) *http.Client {
 // do sends r once and reads the whole answer. If opened is not nil, it is
 // called once the answer's headers arrived.
 func do(ctx context.Context, client *http.Client, r request, opened func()) (time.Duration, error) {
+	d, _, err := doTimed(ctx, client, r, opened)
+	return d, err
+}
+
+// doTimed is do that also returns, for a stream, the time from sending to
+// the first byte of the answer's body.
+func doTimed(ctx context.Context, client *http.Client, r request, opened func()) (d, first time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.Key)
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if opened != nil {
 		opened()
 	}
-	body, events, err := readBody(resp.Body, r.Stream)
+	fb := &firstByte{r: resp.Body}
+	body, events, err := readBody(fb, r.Stream)
 	resp.Body.Close()
-	d := time.Since(start)
+	d = time.Since(start)
+	if r.Stream && !fb.at.IsZero() {
+		first = fb.at.Sub(start)
+	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+		return 0, 0, fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
 	}
 	if r.Stream && !bytes.HasSuffix(bytes.TrimSpace(body), []byte("data: [DONE]")) {
-		return 0, fmt.Errorf("stream not ended by [DONE]: ...%.200s", tail(body, 200))
+		return 0, 0, fmt.Errorf("stream not ended by [DONE]: ...%.200s", tail(body, 200))
 	}
 	if r.Stream && events < r.MinEvents {
-		return 0, fmt.Errorf("stream of %d events, want at least %d", events, r.MinEvents)
+		return 0, 0, fmt.Errorf("stream of %d events, want at least %d", events, r.MinEvents)
 	}
 	if !r.Stream && !bytes.Contains(body, []byte(`"choices"`)) {
-		return 0, fmt.Errorf("answer without choices: %.200s", body)
+		return 0, 0, fmt.Errorf("answer without choices: %.200s", body)
 	}
-	return d, nil
+	return d, first, nil
+}
+
+// firstByte is a reader that notes when its first byte arrived.
+type firstByte struct {
+	r  io.Reader
+	at time.Time
+}
+
+func (f *firstByte) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 && f.at.IsZero() {
+		f.at = time.Now()
+	}
+	return n, err
 }
 
 // readBody reads body to its end. For a stream it keeps only the last
@@ -168,7 +205,7 @@ func constantRate(ctx context.Context, client *http.Client, r request, rate int,
 	elapsed := openLoop(ctx, rate, d, maxInFlight, func() {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		c.add(do(rctx, client, r, nil))
+		c.addTimed(doTimed(rctx, client, r, nil))
 	})
 	return c.result(elapsed)
 }

@@ -53,7 +53,14 @@ type options struct {
 	writeReadme    bool
 	airOptions     string
 	pgOptions      string
-	metricsOff     bool
+	// pgInstances is the number of caddy-air instances sharing one
+	// PostgreSQL cluster in scenario pg (at least 2).
+	pgInstances int
+	// pgLoads runs scenario pg's loads; takeover is the number of
+	// rounds of its takeover measurement (see measureTakeover).
+	pgLoads    bool
+	takeover   int
+	metricsOff bool
 	// strict adds caddy-air with ledger_durability strict as a target.
 	strict bool
 	// conns is the number of connections of the closed-loop scenarios.
@@ -88,7 +95,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.streamLife, "stream-life", 10*time.Second, "duration of one slow stream")
 	flag.DurationVar(&o.streamDelay, "stream-delay", 100*time.Millisecond, "pause between two events of a slow stream")
 	flag.DurationVar(&o.ramp, "ramp", 2*time.Second, "time over which the slow streams are opened")
-	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), neither in the default set")
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "comma-separated scenarios to run; \"chaos\" (or 8) is the chaos run and \"pg\" caddy-air on PostgreSQL (needs its server binaries), \"translate\" chat requests for a Messages model against a chat model, none in the default set")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile of the -profile-target under scenario 2 to `file`")
 	flag.StringVar(&o.profileTarget, "profile-target", "air", "process to profile: air (caddy-air) or bare (bare Caddy, for comparison)")
@@ -98,6 +105,9 @@ func parseFlags() options {
 	flag.StringVar(&o.airOptions, "air-options", "", "Caddyfile `text` added to caddy-air's air block, e.g. \"ledger_commit_interval 5ms\"")
 	flag.StringVar(&o.pgOptions, "pg-options", "", "Caddyfile `text` for the block of scenario pg's `storage postgres` line, e.g. \"intent_gather 20ms\"")
 	flag.BoolVar(&o.metricsOff, "metrics-off", false, "also run caddy-air with `metrics off` as a third target, to measure what its metrics cost")
+	flag.IntVar(&o.pgInstances, "pg-instances", 3, "caddy-air instances sharing the PostgreSQL cluster in scenario pg (compared with as many bare Caddy processes)")
+	flag.BoolVar(&o.pgLoads, "pg-loads", true, "run scenario pg's loads (false: only its -takeover rounds)")
+	flag.IntVar(&o.takeover, "takeover", 0, "rounds of scenario pg's takeover measurement: an instance killed with streams in flight, timed until the others record them interrupted")
 	flag.BoolVar(&o.strict, "strict", false, "also run caddy-air with `ledger_durability strict` as another target, so that the table shows both durabilities")
 	flag.IntVar(&o.conns, "conns", 50, "connections of the closed-loop scenarios 9 and 10, each sending its next request when its last answer ended")
 	flag.BoolVar(&o.quiet, "q", false, "print only the final table")
@@ -238,7 +248,20 @@ func benchmark(ctx context.Context, o options) error {
 		}
 	}
 
+	var translated string
+	if want[translateScenarioID] {
+		if translated, err = b.translateScenario(ctx); err != nil {
+			return err
+		}
+	}
+
 	params, tbl, verdict := report(o, scenarios, idle, pgs, b.pgIdle)
+	if translated != "" {
+		if len(scenarios) == 0 && pgs == nil {
+			tbl = "" // only scenario translate ran
+		}
+		tbl += "\nScenario translate: an OpenAI chat client's request for a Messages model (translated both ways) against the same request for a chat model (passed through), on caddy-air.\n" + translated
+	}
 	fmt.Printf("\n%s\n%s\n\n%s\n%s", host, params, tbl, verdict)
 	if !o.writeReadme {
 		return nil

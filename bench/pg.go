@@ -54,9 +54,11 @@ func (t *pgTarget) load(ctx context.Context, body []byte, stream bool, rate int,
 			out.FirstError = r.FirstError
 		}
 		out.Latencies = append(out.Latencies, r.Latencies...)
+		out.FirstBytes = append(out.FirstBytes, r.FirstBytes...)
 		out.Elapsed = max(out.Elapsed, r.Elapsed)
 	}
 	slices.Sort(out.Latencies)
+	slices.Sort(out.FirstBytes)
 	return out
 }
 
@@ -130,9 +132,9 @@ func (b *bench) runPG(ctx context.Context, pg *pgCluster, targets []*pgTarget, t
 			if err != nil {
 				return nil, err
 			}
-			b.logf("%s round %d %-28s %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  gateway CPU %6.0f µs/req  PostgreSQL CPU %6.0f µs/req  peak RSS %6.1f MiB  errors %d %s",
+			b.logf("%s round %d %-28s %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  first byte p50 %6.2f ms  p99 %7.2f ms  gateway CPU %6.0f µs/req  PostgreSQL CPU %6.0f µs/req  peak RSS %6.1f MiB  errors %d %s",
 				title, i+1, t.label, r.RPS(), ms(percentile(r.Latencies, 0.5)), ms(percentile(r.Latencies, 0.99)),
-				r.CPUPerRequest(), r.PGPerRequest(), mib(r.PeakRSS), r.Errors, r.FirstError)
+				ms(percentile(r.FirstBytes, 0.5)), ms(percentile(r.FirstBytes, 0.99)), r.CPUPerRequest(), r.PGPerRequest(), mib(r.PeakRSS), r.Errors, r.FirstError)
 			sc.Runs[t.label] = append(sc.Runs[t.label], r)
 			time.Sleep(500 * time.Millisecond)
 		}
@@ -141,8 +143,8 @@ func (b *bench) runPG(ctx context.Context, pg *pgCluster, targets []*pgTarget, t
 }
 
 // pgScenarios runs scenario pg: chat JSON and SSE against bare Caddy (one
-// and two processes), caddy-air on Badger, and caddy-air on one PostgreSQL
-// cluster with one and with two instances.
+// and -pg-instances processes), caddy-air on Badger, and caddy-air on one
+// PostgreSQL cluster with one and with -pg-instances instances.
 func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) ([]*pgScenario, error) {
 	pg, err := startPG(ctx, root)
 	if err != nil {
@@ -160,7 +162,8 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 	if b.opts.pgOptions != "" {
 		storage += " {\n\t\t\t" + b.opts.pgOptions + "\n\t\t}"
 	}
-	for i := range 2 {
+	n := max(2, b.opts.pgInstances)
+	for i := range n {
 		p, err := newAirProcess(b.opts.caddyBin, tmp, fmt.Sprintf("air-pg-%d", i+1), upPort, storage, b.opts.airOptions)
 		if err != nil {
 			return nil, err
@@ -171,18 +174,22 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 		}
 		instances = append(instances, p)
 	}
-	// Two instances are compared with two bare Caddy processes sharing the
-	// same load: each of two half-busy processes pays its own runtime
+	// n instances are compared with n bare Caddy processes sharing the
+	// same load: each of n partly busy processes pays its own runtime
 	// (schedulers, timers, GC) whatever it serves.
-	bare2, err := newBareProcess(b.opts.caddyBin, tmp, "bare-2", upPort)
-	if err != nil {
-		return nil, err
+	bareN := []*caddyProcess{b.targets[0].proc}
+	for i := 2; i <= n; i++ {
+		p, err := newBareProcess(b.opts.caddyBin, tmp, fmt.Sprintf("bare-%d", i), upPort)
+		if err != nil {
+			return nil, err
+		}
+		b.logf("starting %s on 127.0.0.1:%d (admin %d)", p.Name, p.Port, p.AdminPort)
+		if err := p.Start(ctx); err != nil {
+			return nil, err
+		}
+		defer p.Stop()
+		bareN = append(bareN, p)
 	}
-	b.logf("starting %s on 127.0.0.1:%d (admin %d)", bare2.Name, bare2.Port, bare2.AdminPort)
-	if err := bare2.Start(ctx); err != nil {
-		return nil, err
-	}
-	defer bare2.Stop()
 	// One key, created through the first instance: the second reads it
 	// from the database.
 	key, err := createKey(ctx, instances[0])
@@ -206,12 +213,22 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 	bare, air := b.targets[0], b.targets[1]
 	targets := []*pgTarget{
 		{label: bareLabel, procs: []*caddyProcess{bare.proc}, key: bare.key, clients: clients(1)},
-		{label: bareTwoLabel, procs: []*caddyProcess{bare.proc, bare2}, key: bare.key, clients: clients(2)},
+		{label: bareManyLabel(n), procs: bareN, key: bare.key, clients: clients(n)},
 		{label: airLabel + " (Badger)", procs: []*caddyProcess{air.proc}, key: air.key, clients: clients(1)},
 		{label: pgOneLabel, procs: instances[:1], key: key, clients: clients(1)},
-		{label: pgTwoLabel, procs: instances, key: key, clients: clients(2)},
+		{label: pgManyLabel(n), procs: instances, key: key, clients: clients(n)},
 	}
-	var out []*pgScenario
+	if b.opts.takeover > 0 {
+		runs, err := b.measureTakeover(ctx, tmp, upPort, storage, key, instances[0])
+		if err != nil {
+			return nil, err
+		}
+		b.pgIdle += takeoverReport(runs, n)
+	}
+	out := []*pgScenario{}
+	if !b.opts.pgLoads {
+		return out, nil
+	}
 	for _, s := range []struct {
 		title  string
 		body   []byte
@@ -230,13 +247,18 @@ func (b *bench) pgScenarios(ctx context.Context, root, tmp string, upPort int) (
 	return out, nil
 }
 
-// Labels of scenario pg's caddy-air instances on PostgreSQL, and of the
-// two bare Caddy processes the two instances are compared with.
+// pgOneLabel is the label of scenario pg's caddy-air instance on
+// PostgreSQL alone; pgPrefix starts the labels of every target on it.
 const (
-	bareTwoLabel = "bare Caddy, 2 instances"
-	pgOneLabel   = "caddy-air, PostgreSQL, 1 instance"
-	pgTwoLabel   = "caddy-air, PostgreSQL, 2 instances"
+	pgPrefix   = "caddy-air, PostgreSQL, "
+	pgOneLabel = pgPrefix + "1 instance"
 )
+
+// pgManyLabel is the label of scenario pg's n caddy-air instances on
+// PostgreSQL, bareManyLabel that of the n bare Caddy processes they are
+// compared with.
+func pgManyLabel(n int) string   { return fmt.Sprintf("%s%d instances", pgPrefix, n) }
+func bareManyLabel(n int) string { return fmt.Sprintf("bare Caddy, %d instances", n) }
 
 // measurePGIdle reads the CPU time of the instances and of the cluster
 // over d, with no load, and describes it.

@@ -57,20 +57,21 @@ func TestClusterCPUCountsChildren(t *testing.T) {
 	}
 }
 
-// TestBaselineOf: two instances on PostgreSQL are compared with two bare
+// TestBaselineOf: n instances on PostgreSQL are compared with n bare
 // Caddy processes when the run had them, everything else with one.
 func TestBaselineOf(t *testing.T) {
-	withTwo := &pgScenario{Runs: map[string][]pgRun{bareLabel: nil, bareTwoLabel: nil}}
-	withoutTwo := &pgScenario{Runs: map[string][]pgRun{bareLabel: nil}}
+	withThree := &pgScenario{Runs: map[string][]pgRun{bareLabel: nil, bareManyLabel(3): nil}}
+	withoutThree := &pgScenario{Runs: map[string][]pgRun{bareLabel: nil}}
 	for i, tc := range []struct {
 		sc    *pgScenario
 		label string
 		want  string
 	}{
-		{withTwo, pgTwoLabel, bareTwoLabel},
-		{withTwo, pgOneLabel, bareLabel},
-		{withTwo, bareTwoLabel, bareLabel},
-		{withoutTwo, pgTwoLabel, bareLabel},
+		{withThree, pgManyLabel(3), bareManyLabel(3)},
+		{withThree, pgOneLabel, bareLabel},
+		{withThree, bareManyLabel(3), bareLabel},
+		{withThree, pgManyLabel(2), bareLabel},
+		{withoutThree, pgManyLabel(3), bareLabel},
 	} {
 		if got := baselineOf(tc.sc, tc.label); got != tc.want {
 			t.Errorf("Test %d: %s is compared with %q, want %q", i, tc.label, got, tc.want)

@@ -70,6 +70,9 @@ func sectionKey(want map[int]bool, pg bool) string {
 	if pg {
 		ids = append(ids, "pg")
 	}
+	if want[translateScenarioID] {
+		ids = append(ids, "translate")
+	}
 	if k := strings.Join(ids, ","); k != defaultScenarios {
 		return k
 	}

@@ -113,7 +113,8 @@ type bench struct {
 	targets []*target
 	// restart restarts both Caddy processes (for scenario 3).
 	restart func(ctx context.Context) error
-	// pgIdle describes scenario pg's idle CPU, when measured.
+	// pgIdle describes scenario pg's idle CPU, when measured, and then
+	// its takeover rounds (-takeover), when run.
 	pgIdle string
 	logf   func(format string, args ...any)
 }

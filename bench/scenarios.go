@@ -18,6 +18,8 @@ func parseScenarios(list string) (want map[int]bool, pg bool, err error) {
 			want[n] = true
 		case "chaos":
 			want[chaosScenario] = true
+		case "translate":
+			want[translateScenarioID] = true
 		case "pg":
 			pg = true
 		default:

@@ -77,6 +77,16 @@ func (e *Engine) AdmitTask(ctx context.Context, s Subject, model string, images 
 	return e.admit(s, model, e.prices.QuoteTask(model, images, videoMillis), 0, false)
 }
 
+// AdmitBatch is Admit for a batch of requests for model that are
+// estimated to use estimate in all, priced at serviceTier (the batch
+// discount): it reserves the batch's cost until the batch ends. The
+// batch counts as one request against the rate limits, its tokens do not
+// (they are spread over hours), and it is not a request in flight.
+func (e *Engine) AdmitBatch(ctx context.Context, s Subject, model string, estimate Usage, serviceTier string) (*Reservation, *apierror.Error) {
+	estimate = estimate.Bounded()
+	return e.admit(s, model, e.prices.quote(model, estimate, units{}, serviceTier), 0, false)
+}
+
 // maxHoldCost bounds what one request reserves: about 8,796 currency
 // units, more than any real request's estimate, and small enough that a
 // million requests in flight at once cannot overflow an account's

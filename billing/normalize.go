@@ -118,8 +118,9 @@ func NormalizeDashScope(usage []byte) (Usage, error) { return NormalizeOpenAI(us
 // cache_read_input_tokens. cache_creation{ephemeral_5m_input_tokens,
 // ephemeral_1h_input_tokens} is a breakdown of cache_creation_input_tokens
 // and gives the total only when that is absent; its 1-hour part is
-// CacheCreation1h, capped at the total. Anthropic does not report
-// reasoning tokens separately, so Reasoning stays zero.
+// CacheCreation1h, capped at the total.
+// output_tokens_details.thinking_tokens is the part of output_tokens spent
+// on reasoning, Reasoning (capped at Output); absent, Reasoning stays zero.
 // server_tool_use.web_search_requests and web_fetch_requests are the server
 // tools' calls, WebSearches and WebFetches; code_execution_requests, the
 // calls of code execution, which run in the message's one container, make
@@ -140,6 +141,7 @@ func NormalizeAnthropic(usage []byte) (Usage, error) {
 	}
 	out.CacheCreation1h = min(oneHour(u.Get("cache_creation")), out.CacheCreation)
 	out.Output = count(u.Get("output_tokens"))
+	out.Reasoning = min(count(u.Get("output_tokens_details.thinking_tokens")), out.Output)
 	out.WebSearches, out.WebFetches, out.CodeSessions = serverToolUse(u.Get("server_tool_use"))
 	return out, nil
 }

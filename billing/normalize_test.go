@@ -132,6 +132,16 @@ func TestNormalizeAnthropic(t *testing.T) {
 			want: Usage{Input: 21, CacheCreation: 188086, CacheRead: 5, Output: 393},
 		},
 		{
+			name: "thinking tokens, part of the output",
+			in:   `{"input_tokens":25,"output_tokens":15,"output_tokens_details":{"thinking_tokens":9}}`,
+			want: Usage{Input: 25, Output: 15, Reasoning: 9},
+		},
+		{
+			name: "thinking tokens capped at the output",
+			in:   `{"input_tokens":1,"output_tokens":5,"output_tokens_details":{"thinking_tokens":50}}`,
+			want: Usage{Input: 1, Output: 5, Reasoning: 5},
+		},
+		{
 			name: "breakdown only",
 			in:   `{"input_tokens":3,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":24},"output_tokens":1}`,
 			want: Usage{Input: 3, CacheCreation: 1024, CacheCreation1h: 24, Output: 1},

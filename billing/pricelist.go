@@ -28,6 +28,9 @@ type ModelPrices struct {
 	// Charges are the prices of audio and image tokens and of tool calls,
 	// nil when the model has none.
 	Charges *ChargePrices `json:"charges,omitempty"`
+	// Units are the prices of characters, audio seconds, search units and
+	// requests, nil when the model has none.
+	Units *UnitPrices `json:"units,omitempty"`
 }
 
 // TierPrices is one token tier.
@@ -75,6 +78,7 @@ func (mp *modelPrice) view() ModelPrices {
 		v.Tiers = append(v.Tiers, TierPrices{UpTo: t.upTo, Input: perMillion(t.input), Output: perMillion(t.output)})
 	}
 	v.Charges = mp.charges.view()
+	v.Units = mp.units.view()
 	for name, m := range mp.serviceTiers {
 		if v.ServiceTiers == nil {
 			v.ServiceTiers = map[string]string{}

@@ -148,6 +148,8 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 			mp.charges.imageIn, mp.charges.imageOut, err = parseTokenPair(k.Str, f)
 		case "tools":
 			mp.charges.tools, err = parseTools(f)
+		case "character", "audio_second", "search_unit", "request":
+			err = mp.units.set(k.Str, f)
 		default:
 			err = fmt.Errorf("unknown field %q", k.Str)
 		}
@@ -173,8 +175,8 @@ func parseModel(id string, v gjson.Result, currency string) (*modelPrice, error)
 		}
 		mp.tiers = []tier{cm.tier(0, d, decimal.Zero)}
 	}
-	if len(mp.tiers) == 0 && mp.unit == unitNone {
-		return nil, errors.New("no prices: set tiers, embedding, image, video_second or video_task")
+	if len(mp.tiers) == 0 && mp.unit == unitNone && !mp.units.any() {
+		return nil, errors.New("no prices: set tiers, embedding, image, video_second, video_task, character, audio_second, search_unit or request")
 	}
 	for _, r := range [...]struct {
 		name string

@@ -39,7 +39,11 @@ import (
 //	      "image": "0.04"
 //	    },
 //	    "sora-2": {"video_second": "0.10"},
-//	    "veo-*": {"video_task": "0.5"}
+//	    "veo-*": {"video_task": "0.5"},
+//	    "tts-1": {"character": "0.000015"},
+//	    "whisper-1": {"audio_second": "0.0001"},
+//	    "rerank-v3.5": {"search_unit": "0.002"},
+//	    "omni-moderation-latest": {"request": "0"}
 //	  }
 //	}
 //
@@ -60,8 +64,11 @@ import (
 // task; a model has at most one of them. audio and image_tokens price the
 // audio and image parts of the input and output tokens per million (they
 // need tiers, which price the rest), and tools prices the provider's tool
-// calls per call (pricecharges.go); a charge the usage has and the model
-// has no rule for is recorded as unpriced (Record.Unpriced). Prices are JSON strings or numbers
+// calls per call (pricecharges.go); character, audio_second, search_unit
+// and request price a speech's input characters, a transcription's audio,
+// a rerank's search units and each request answered (priceunits.go); a
+// charge the usage has and the model has no rule for is recorded as
+// unpriced (Record.Unpriced). Prices are JSON strings or numbers
 // and are read exactly, never through floating point.
 type PriceTable struct {
 	currency string
@@ -98,6 +105,9 @@ type modelPrice struct {
 	embedding bool
 	// charges are the rates of audio and image tokens and tool calls.
 	charges chargeRates
+	// units are the rates of characters, audio seconds, search units and
+	// requests (priceunits.go).
+	units unitRates
 }
 
 // tier is one token tier with its rates in nanos per token.

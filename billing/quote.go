@@ -21,9 +21,11 @@ type Quote struct {
 	Unpriced []string `json:"unpriced,omitempty"`
 }
 
-// units are the task quantities a price may apply to.
+// units are the task quantities a price may apply to, and whether the
+// request is (to be) answered, which a request price applies to.
 type units struct {
 	images, videoMillis, tasks int64
+	answered                   bool
 }
 
 // Quote prices token usage u of model. The request's total prompt tokens
@@ -39,8 +41,11 @@ type units struct {
 // their per-call price (see pricecharges.go); a charge without a rule is
 // listed in Quote.Unpriced. The cost is computed exactly and rounded once
 // to an Amount. Negative counts count as zero.
+//
+// It prices a request about to be made, as admission estimates it: a
+// request price applies.
 func (pt *PriceTable) Quote(model string, u Usage) Quote {
-	return pt.quote(model, u, units{}, "")
+	return pt.quote(model, u, units{answered: true}, "")
 }
 
 // QuoteTask prices a task of model that succeeds with the given number of
@@ -65,7 +70,7 @@ func (pt *PriceTable) QuoteTask(model string, images int, videoMillis int64) Quo
 func (pt *PriceTable) QuoteRecord(rec *Record) Quote {
 	un := units{images: int64(rec.Images), videoMillis: rec.VideoMillis}
 	if rec.Outcome == OutcomeOK {
-		un.tasks = 1
+		un.tasks, un.answered = 1, true
 	}
 	q := pt.quote(pt.priceModel(rec), rec.Usage, un, rec.ServiceTier)
 	if Unbilled(rec.Outcome) {
@@ -116,6 +121,7 @@ func (pt *PriceTable) quote(model string, u Usage, un units, serviceTier string)
 		terms = append(terms, term{textIn, tr.input}, term{u.CacheCreation - h1, tr.creation}, term{h1, tr.creation1h},
 			term{u.CacheRead, tr.read}, term{textOut, tr.output})
 	}
+	terms, unpriced = mp.units.terms(terms, u, un.answered, len(mp.tiers) > 0, unpriced)
 	switch mp.unit {
 	case unitImage:
 		if perImage {

@@ -17,6 +17,20 @@ const (
 	EndpointTasks     = "tasks"
 	// EndpointEmbeddings is POST /v1/embeddings.
 	EndpointEmbeddings = "embeddings"
+	// EndpointModerations is POST /v1/moderations.
+	EndpointModerations = "moderations"
+	// EndpointSpeech is POST /v1/audio/speech.
+	EndpointSpeech = "speech"
+	// EndpointTranscriptions is POST /v1/audio/transcriptions.
+	EndpointTranscriptions = "transcriptions"
+	// EndpointTranslations is POST /v1/audio/translations.
+	EndpointTranslations = "translations"
+	// EndpointPassthrough is a request air_passthrough forwarded.
+	EndpointPassthrough = "passthrough"
+	// EndpointRerank is POST /v1/rerank.
+	EndpointRerank = "rerank"
+	// EndpointBatch is a line of a batch's output (/v1/batches).
+	EndpointBatch = "batch"
 )
 
 // Outcomes recorded in Record.Outcome. Other values are allowed.
@@ -67,8 +81,8 @@ type Record struct {
 	// Time is when the request started (UTC); it picks the aggregate's day
 	// and the budget's month.
 	Time time.Time `json:"time"`
-	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks or
-	// EndpointEmbeddings.
+	// Endpoint is EndpointChat, EndpointMessages, EndpointTasks,
+	// EndpointEmbeddings or EndpointBatch.
 	Endpoint string `json:"endpoint"`
 	// User owns the key that made the request.
 	User string `json:"user"`

@@ -51,6 +51,16 @@ type Usage struct {
 	CodeSessions int64 `json:"code_sessions,omitempty"`
 	// ImageCalls counts the Responses API's image_generation_call items.
 	ImageCalls int64 `json:"image_generation_calls,omitempty"`
+	// Characters counts the input characters of a speech request, priced
+	// by the model's character rule (priceunits.go).
+	Characters int64 `json:"characters,omitempty"`
+	// AudioMillis is the duration of the audio of a transcription or
+	// translation in milliseconds, priced by the model's audio_second
+	// rule.
+	AudioMillis int64 `json:"audio_ms,omitempty"`
+	// SearchUnits counts a rerank's search units, priced by the model's
+	// search_unit rule.
+	SearchUnits int64 `json:"search_units,omitempty"`
 }
 
 // Charge kinds: the names of the charges of a Usage beyond plain tokens,
@@ -98,7 +108,8 @@ const MaxTokenCount = 1 << 40
 func (u Usage) Bounded() Usage {
 	for _, n := range []*int64{&u.Input, &u.CacheCreation, &u.CacheCreation1h, &u.CacheRead, &u.Output, &u.Reasoning,
 		&u.AudioInput, &u.AudioOutput, &u.ImageInput, &u.ImageOutput,
-		&u.WebSearches, &u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls} {
+		&u.WebSearches, &u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls,
+		&u.Characters, &u.AudioMillis, &u.SearchUnits} {
 		*n = min(max(*n, 0), MaxTokenCount)
 	}
 	return u
@@ -131,6 +142,9 @@ func (u Usage) Add(o Usage) Usage {
 		FileSearches:    store.AddSat(u.FileSearches, o.FileSearches),
 		CodeSessions:    store.AddSat(u.CodeSessions, o.CodeSessions),
 		ImageCalls:      store.AddSat(u.ImageCalls, o.ImageCalls),
+		Characters:      store.AddSat(u.Characters, o.Characters),
+		AudioMillis:     store.AddSat(u.AudioMillis, o.AudioMillis),
+		SearchUnits:     store.AddSat(u.SearchUnits, o.SearchUnits),
 	}
 }
 

@@ -94,6 +94,9 @@ var adaptEnv = map[string]string{
 	"AZURE_KEY":         "az",
 	"ANTHROPIC_API_KEY": "sk-ant",
 	"DASHSCOPE_API_KEY": "sk-ds",
+	"AIR_AWS_KEY_ID":    "ASIAEXAMPLE",
+	"AIR_AWS_SECRET":    "aws-secret",
+	"AIR_AWS_TOKEN":     "aws-session-token",
 }
 
 // TestInvalidConfigs loads each testdata/adapt/invalid/*.caddytest both

@@ -31,12 +31,14 @@ var running atomic.Pointer[App]
 //
 //	POST   /air/keys            {"user","name","expires_at"|"expires_in"} → the new key, once
 //	GET    /air/keys[?user=]    → the keys, without secrets
-//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry"} → the changed key
+//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry","allow_ips"} → the changed key
 //	DELETE /air/keys/<id>       → revokes the key
+//	POST   /air/keys/<id>/regenerate {"grace"} → the key with its new secret, once
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
 //	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
 //	GET    /air/audit[?since=&until=&actor=&action=&target=&limit=&before=&format=csv|jsonl] → the audit trail, newest first
+//	GET    /air/alerts[?limit=] → the newest alerts' deliveries to each webhook, newest first
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -58,6 +60,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
 		{Pattern: "/air/audit", Handler: caddy.AdminHandlerFunc(a.handleAudit)},
+		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
 	}, a.billingRoutes()...)
 	for i, rt := range routes {
 		routes[i].Handler = caddy.AdminHandlerFunc(auditedAdmin(rt.Handler.ServeHTTP))
@@ -138,6 +141,9 @@ func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := strings.TrimPrefix(r.URL.Path, "/air/keys/")
+	if kid, ok := strings.CutSuffix(id, "/regenerate"); ok {
+		return handleRegenerate(w, r, st, kid)
+	}
 	var k *keys.Key
 	switch r.Method {
 	case http.MethodDelete:

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
+	"github.com/caddy-air/caddy-air/alerts"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -102,6 +103,8 @@ type App struct {
 	Models []*ModelConfig `json:"models,omitempty"`
 	// Tasks tunes the image and video task service.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Batches tunes the files and batches service (air_batches).
+	Batches *BatchesConfig `json:"batches,omitempty"`
 	// Responses tunes the poller that bills background responses.
 	Responses *ResponsesConfig `json:"responses,omitempty"`
 	// Health tunes the health checks.
@@ -109,6 +112,8 @@ type App struct {
 	// Metrics configures the Prometheus metrics. Default: on, without
 	// per-user labels.
 	Metrics *MetricsConfig `json:"metrics,omitempty"`
+	// Alerts configures the alerts and the webhooks that receive them.
+	Alerts *AlertsConfig `json:"alerts,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -131,6 +136,8 @@ type App struct {
 	stateRefs []string
 	// probe tests that the store takes writes, for health.
 	probe *storeProbe
+	// alerts queues and delivers this config's alerts.
+	alerts *alerts.Dispatcher
 }
 
 // live is what a started config serves with; handlers read it per request.
@@ -197,6 +204,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.setupMetrics(ctx); err != nil {
 		return fmt.Errorf("metrics: %v", err)
 	}
+	if err := a.provisionAlerts(ctx); err != nil {
+		return a.configError(err)
+	}
 	a.router = routing.New(routing.Config{Table: a.routes, Options: a.routingOptions(), Observer: a.routingObserver(),
 		States: a.upstreamState, Logger: a.logger.Named("routing")})
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}, MaxResponseHeaderSize: maxUpstreamHeader}
@@ -244,6 +254,12 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := a.Health.validate(); err != nil {
+		return err
+	}
+	if err := a.Alerts.validate(); err != nil {
+		return err
+	}
+	if err := a.Batches.validate(); err != nil {
 		return err
 	}
 	if a.Tasks != nil && a.Tasks.Lease < 0 {

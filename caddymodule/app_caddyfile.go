@@ -40,9 +40,18 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_json_depth <levels>
 //		max_buffered_bodies <size>
 //		provider <name> {
-//			protocol openai|anthropic|dashscope
+//			protocol openai|anthropic|dashscope|gemini|vertex|bedrock|azure|cohere
 //			base_url <url> [<url>…]
 //			api_key <key> [<key>…]
+//			project <gcp-project>                 (vertex)
+//			region <gcp-region>|<aws-region>      (vertex, bedrock)
+//			credentials_file <service-account.json> (vertex)
+//			token_url <url>                       (vertex)
+//			access_key_id <id>                    (bedrock)
+//			secret_access_key <secret>            (bedrock)
+//			session_token <token>                 (bedrock)
+//			endpoint <url> [<url>…]               (azure: base_url)
+//			api_version <yyyy-mm-dd[-preview]>|v1 (azure)
 //			timeout <duration>
 //			try_timeout <duration>
 //			retries <n>
@@ -65,8 +74,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			to <provider> [<upstream_model>] [weight <n>] [keys <i>…] [max_concurrent <n>] [rpm <n>] [tpm <n>]
 //			fallback <model> [<model>…]
 //			lb_policy weighted_random|round_robin|least_requests|lowest_latency
-//			kind chat|messages|image|video|embedding
+//			kind chat|messages|image|video|embedding|moderation|speech|transcription|rerank
 //			sizes <width>x<height> [...]
+//			formats <format> [...]
 //			typical_duration <duration>
 //			max_output_tokens <n>
 //		}]
@@ -93,6 +103,16 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		metrics off
 //		metrics {
 //			per_user
+//		}
+//		alerts {
+//			webhook <name> <url> {
+//				secret <secret>
+//				events <kind>...
+//				format json|slack
+//			}
+//			key_expiry_lead <duration>
+//			check_interval <duration>
+//			queue_size <n>
 //		}
 //	}
 //
@@ -179,10 +199,14 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseTasks(d)
 		case "responses":
 			err = a.parseResponses(d)
+		case "batches":
+			err = a.parseBatches(d)
 		case "health":
 			err = a.parseHealth(d)
 		case "metrics":
 			err = a.parseMetrics(d)
+		case "alerts":
+			err = a.parseAlerts(d)
 		default:
 			return d.Errf("unrecognized air option %q", d.Val())
 		}
@@ -219,8 +243,10 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&p.Protocol) {
 				return d.ArgErr()
 			}
-		case "base_url":
+		case "base_url", "endpoint":
 			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
+		case "access_key_id", "secret_access_key", "session_token", "api_version":
+			err = parseBedrockAzureOption(d, p)
 		case "api_key":
 			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
 		case "timeout":
@@ -265,6 +291,22 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			p.TPM, err = parsePositiveInt(d)
 		case "health_check":
 			p.HealthCheck, err = parseHealthCheck(d)
+		case "project":
+			if !d.AllArgs(&p.Project) {
+				return d.ArgErr()
+			}
+		case "region":
+			if !d.AllArgs(&p.Region) {
+				return d.ArgErr()
+			}
+		case "credentials_file":
+			if !d.AllArgs(&p.CredentialsFile) {
+				return d.ArgErr()
+			}
+		case "token_url":
+			if !d.AllArgs(&p.TokenURL) {
+				return d.ArgErr()
+			}
 		default:
 			return d.Errf("unrecognized provider option %q", d.Val())
 		}
@@ -274,9 +316,6 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 	}
 	if p.Protocol == "" {
 		return d.Errf("provider %s: protocol is required", p.Name)
-	}
-	if len(p.BaseURLs) == 0 {
-		return d.Errf("provider %s: base_url is required", p.Name)
 	}
 	a.Providers = append(a.Providers, p)
 	return nil
@@ -321,6 +360,12 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 			}
 		case "sizes":
 			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
+		case "formats":
+			fs := d.RemainingArgs()
+			if len(fs) == 0 {
+				return d.ArgErr()
+			}
+			m.Formats = append(m.Formats, fs...)
 		case "typical_duration":
 			m.TypicalDuration, err = parseDuration(d)
 		case "max_output_tokens":

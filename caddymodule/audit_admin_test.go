@@ -95,6 +95,7 @@ func TestAdminMutationsAudited(t *testing.T) {
 		}},
 		"/air/keys/": {"/air/keys/" + k.ID, []call{
 			{"PATCH", "/air/keys/" + k.ID, `{"name":"renamed"}`, "key.update", k.ID},
+			{"POST", "/air/keys/" + k.ID + "/regenerate", `{"grace":"1h"}`, "key.regenerate", k.ID},
 			{"DELETE", "/air/keys/" + k.ID, ``, "key.revoke", k.ID},
 		}},
 		"/air/budgets/": {"/air/budgets/user/alice", []call{
@@ -107,6 +108,7 @@ func TestAdminMutationsAudited(t *testing.T) {
 		"/air/prices":    {"/air/prices", nil},
 		"/air/refusals":  {"/air/refusals", nil},
 		"/air/audit":     {"/air/audit", nil},
+		"/air/alerts":    {"/air/alerts", nil},
 		"/air/usage":     {"/air/usage", nil},
 		"/air/users":     {"/air/users", nil},
 		"/air/records":   {"/air/records", nil},

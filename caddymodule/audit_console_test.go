@@ -91,6 +91,7 @@ func TestConsoleMutationsAudited(t *testing.T) {
 		{"op", "", func() url.Values { return url.Values{"name": {"bob's"}, "models": {"gpt-*"}} }, "key.update", "UpdateKey", nil},
 		{"op", "/console/operators/budgets", func() url.Values { return url.Values{"scope": {"user"}, "id": {"bob"}, "rpm": {"7"}} }, "budget.set", "SetBudget", nil},
 		{"op", "/console/operators/budgets/delete", func() url.Values { return url.Values{"scope": {"user"}, "id": {"bob"}} }, "budget.delete", "DeleteBudget", nil},
+		{"op", "", func() url.Values { return url.Values{"grace": {"1h"}} }, "key.regenerate", "RegenerateKey", nil},
 		{"alice", "", func() url.Values { return url.Values{} }, "key.revoke", "Revoke", nil},
 		{"op", "", func() url.Values { return url.Values{} }, "key.revoke", "RevokeKey", nil},
 	}
@@ -98,6 +99,8 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	for i, f := range forms {
 		path := f.path
 		switch f.mutates { // paths with the ids of keys made above
+		case "RegenerateKey":
+			path = "/console/operators/keys/" + bobKey + "/regenerate"
 		case "UpdateKey":
 			path = "/console/operators/keys/" + bobKey + "/edit"
 		case "Revoke":
@@ -128,7 +131,7 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	n := len(auditEntries(t, st))
 	page := do("op", "GET", "/console/operators/audit?actor=op", nil)
 	body := page.Body.String()
-	if page.Code != 200 || strings.Count(body, `data-action="`) != 5 || !strings.Contains(body, `data-action="key.revoke" data-target="`+bobKey+`"`) ||
+	if page.Code != 200 || strings.Count(body, `data-action="`) != 6 || !strings.Contains(body, `data-action="key.revoke" data-target="`+bobKey+`"`) ||
 		strings.Index(body, "key.revoke") > strings.Index(body, "key.update") {
 		t.Errorf("the audit page of op's changes: %d\n%s", page.Code, body)
 	}
@@ -148,7 +151,7 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	// the changes above.
 	reads := map[string]bool{"List": true, "Budget": true, "Users": true, "Budgets": true, "SearchRecords": true,
 		"ExportRecordsCSV": true, "AllKeys": true, "Refusals": true, "Prices": true, "Providers": true}
-	for _, it := range []reflect.Type{reflect.TypeFor[console.KeyService](), reflect.TypeFor[console.OperatorService]()} {
+	for _, it := range []reflect.Type{reflect.TypeFor[console.KeyService](), reflect.TypeFor[console.OperatorService](), reflect.TypeFor[console.KeyRegenerator]()} {
 		for m := range it.Methods() {
 			if !reads[m.Name] && !called[m.Name] {
 				t.Errorf("%s.%s is neither a read nor a change this test makes through a form: add its form to the table", it.Name(), m.Name)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"time"
 	"strings"
 
 	"go.uber.org/zap"
@@ -181,4 +182,17 @@ func (st *state) deleteLimits(ctx context.Context, scope billing.Scope, id strin
 	}
 	st.record(ctx, audit.Entry{Action: "budget.delete", TargetType: string(scope), TargetID: id, Before: before})
 	return nil
+}
+
+// regenerateKey gives key id a new secret (the old one working for
+// grace) and records it; the secrets are not recorded.
+func (st *state) regenerateKey(ctx context.Context, id string, grace time.Duration) (string, *keys.Key, error) {
+	before := st.keySnapshot(st.keyByID(ctx, id))
+	secret, k, err := st.keys.Regenerate(ctx, id, grace)
+	if err != nil {
+		return "", nil, err
+	}
+	st.record(ctx, audit.Entry{Action: "key.regenerate", TargetType: "key", TargetID: id, Before: before,
+		After: map[string]any{"key_state": st.keySnapshot(k), "grace": grace.String()}})
+	return secret, k, nil
 }

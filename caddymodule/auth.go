@@ -29,6 +29,12 @@ func init() {
 // the variables air.user and air.key_id (and in the access log), and
 // requires `Content-Type: application/json` on requests with a body.
 type Auth struct {
+	// AnyBody lets requests with a body of any content type through, for
+	// routes whose handlers take more than JSON (air_passthrough). Default:
+	// false, JSON only (and multipart forms on the audio transcription
+	// and translation paths).
+	AnyBody bool `json:"any_body,omitempty"`
+
 	app *App
 	log *zap.Logger
 }
@@ -67,7 +73,12 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
 	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
 	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
-	if e := checkContentType(r); e != nil {
+	if e := checkClientIP(r, k); e != nil {
+		// The key is valid: the refusal names its user.
+		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
+		return respondError(w, r, e)
+	}
+	if e := checkContentType(r); e != nil && !h.AnyBody {
 		// The key is valid: the refusal names its user.
 		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
 		return respondError(w, r, e)
@@ -81,7 +92,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // presented secret is logged.
 func (h *Auth) reject(w http.ResponseWriter, r *http.Request, err error) error {
 	var known bool
-	for _, e := range []error{keys.ErrMissing, keys.ErrMalformed, keys.ErrUnknown, keys.ErrRevoked, keys.ErrExpired} {
+	for _, e := range []error{keys.ErrMissing, keys.ErrMalformed, keys.ErrUnknown, keys.ErrRevoked, keys.ErrExpired, keys.ErrReplaced} {
 		known = known || errors.Is(err, e)
 	}
 	if !known {
@@ -113,7 +124,9 @@ func secretOf(r *http.Request) string {
 	return strings.TrimSpace(r.Header.Get("x-api-key"))
 }
 
-// checkContentType requires JSON on requests that carry a body.
+// checkContentType requires JSON on requests that carry a body, and
+// allows a multipart form on a files upload (POST to a path ending in
+// /files).
 func checkContentType(r *http.Request) *apierror.Error {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
@@ -126,22 +139,44 @@ func checkContentType(r *http.Request) *apierror.Error {
 	if err == nil && mt == "application/json" {
 		return nil
 	}
+	if err == nil && mt == "multipart/form-data" && multipartPath(r) {
+		return nil
+	}
 	return apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "unsupported_media_type",
 		"requests with a body must have 'Content-Type: application/json'")
 }
 
+// multipartPath reports the endpoints whose requests are multipart forms
+// (audio transcriptions and translations), the only ones a multipart
+// body may reach.
+func multipartPath(r *http.Request) bool {
+	p := r.URL.Path
+	return strings.HasSuffix(p, "/audio/transcriptions") || strings.HasSuffix(p, "/audio/translations") ||
+		(r.Method == http.MethodPost && strings.HasSuffix(p, "/files"))
+}
+
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
-//	air_auth [<matcher>]
+//	air_auth [<matcher>] [{
+//		any_body
+//	}]
 //
-// It takes no options: keys are managed with `caddy air key …`.
+// Keys are managed with `caddy air key …`.
 func (h *Auth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	if d.NextBlock(0) {
-		return d.Errf("air_auth takes no options")
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "any_body":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.AnyBody = true
+		default:
+			return d.Errf("unrecognized air_auth option %q", d.Val())
+		}
 	}
 	return nil
 }

@@ -27,9 +27,10 @@ Manages caddy-air through the admin API of a running Caddy (these never
 open the database themselves). The admin address is taken from --address, or from the
 config given with --config (and --adapter), or is the default localhost:2019.
 
-  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>]
+  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>] [--allow-ips <cidrs>]
   caddy air keys list [--user <user>] [--json]
   caddy air keys revoke <key id>
+  caddy air keys regenerate <key id> [--grace <duration>]
   caddy air usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
   caddy air users [--month <YYYY-MM>] [--json]
   caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--newest-first] [--csv|--json]
@@ -69,7 +70,8 @@ func keyCommand() *cobra.Command {
 			expires, _ := cmd.Flags().GetString("expires")
 			models, _ := cmd.Flags().GetStringSlice("models")
 			limit, _ := cmd.Flags().GetString("limit")
-			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Limit: limit}, ExpiresIn: expires})
+			allow, _ := cmd.Flags().GetStringSlice("allow-ips")
+			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Limit: limit, AllowIPs: allow}, ExpiresIn: expires})
 			var out createKeyResponse
 			if err := adminCall(cmd, http.MethodPost, "/air/keys", body, &out); err != nil {
 				return err
@@ -95,6 +97,7 @@ func keyCommand() *cobra.Command {
 	create.Flags().String("expires", "", "Lifetime of the key, e.g. 720h or 30d (default: no expiry)")
 	create.Flags().StringSlice("models", nil, "Models the key may use: ids or globs, comma-separated, e.g. 'gpt-4o,claude-*' (default: all)")
 	create.Flags().String("limit", "", "All-time spend limit of the key, e.g. 5.00, in the price file's currency (default: none)")
+	create.Flags().StringSlice("allow-ips", nil, "Client networks the key may be used from: CIDRs or addresses, comma-separated (default: any)")
 	_ = create.MarkFlagRequired("user")
 
 	list := &cobra.Command{
@@ -140,7 +143,7 @@ func keyCommand() *cobra.Command {
 			return nil
 		},
 	}
-	key.AddCommand(create, list, revoke)
+	key.AddCommand(create, list, revoke, regenerateCommand())
 	return groupCommand(key)
 }
 

@@ -16,18 +16,22 @@ import (
 // sub-blocks of handlers. A new parser with subdirectives needs its entry
 // here, and its subdirectives on that page.
 var parserPages = map[string][]string{
-	"parseGlobalOption": {"air.md"},
-	"parseProvider":     {"provider.md"},
-	"parseHealthCheck":  {"provider.md"},
-	"parseModel":        {"model.md"},
-	"parseTo":           {"model.md"},
-	"toOption":          {"model.md"},
-	"parseTasks":        {"tasks.md"},
-	"parseResponses":    {"responses.md"},
-	"parseHealth":       {"health.md"},
-	"parseMetrics":      {"metrics.md"},
-	"parseMockFault":    {"air_mock.md"},
-	"parseMediaPath":    {"air_images.md", "air_tasks.md"},
+	"parseGlobalOption":       {"air.md"},
+	"parseProvider":           {"provider.md"},
+	"parseAlerts":             {"alerts.md"},
+	"parseHealthCheck":        {"provider.md"},
+	"parseModel":              {"model.md"},
+	"parseTo":                 {"model.md"},
+	"toOption":                {"model.md"},
+	"parseTasks":              {"tasks.md"},
+	"parseResponses":          {"responses.md"},
+	"parseBatches":            {"files-batches.md"},
+	"parseHealth":             {"health.md"},
+	"parseMetrics":            {"metrics.md"},
+	"parseMockFault":          {"air_mock.md"},
+	"parseMockBedrock":        {"air_mock.md"},
+	"parseBedrockAzureOption": {"provider.md"},
+	"parseMediaPath":          {"air_images.md", "air_tasks.md"},
 }
 
 // parsedPackage parses this package's non-test Go files with comments.

@@ -37,8 +37,19 @@ var typePages = map[string]string{
 	"DeploymentConfig":  "model.md",
 	"TasksConfig":       "tasks.md",
 	"ResponsesConfig":   "responses.md",
+	"BatchesConfig":     "files-batches.md",
 	"HealthConfig":      "health.md",
 	"MetricsConfig":     "metrics.md",
+	"AlertsConfig":      "alerts.md",
+	"WebhookConfig":     "alerts.md",
+}
+
+// modulePages names the page of a handler module documented with others
+// of its family on one page, instead of air_x.md or x.md.
+var modulePages = map[string]string{
+	"http.handlers.air_speech":         "audio.md",
+	"http.handlers.air_transcriptions": "audio.md",
+	"http.handlers.air_translations":   "audio.md",
 }
 
 // docModule is one registered module of this repository and its page.
@@ -74,6 +85,8 @@ func ourModules(t *testing.T) []docModule {
 			page = "air.md"
 		case strings.HasPrefix(id, "admin.api."):
 			page = "admin.md"
+		case modulePages[id] != "":
+			page = modulePages[id]
 		default:
 			page = name + ".md"
 			if _, err := os.Stat(filepath.Join(configDocs, page)); err != nil {

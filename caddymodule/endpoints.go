@@ -19,10 +19,13 @@ import (
 func init() {
 	caddy.RegisterModule(Embeddings{})
 	caddy.RegisterModule(CountTokens{})
+	caddy.RegisterModule(Moderations{})
 	httpcaddyfile.RegisterHandlerDirective("air_embeddings", parseHandler[Embeddings])
 	httpcaddyfile.RegisterHandlerDirective("air_count_tokens", parseHandler[CountTokens])
+	httpcaddyfile.RegisterHandlerDirective("air_moderations", parseHandler[Moderations])
 	httpcaddyfile.RegisterDirectiveOrder("air_embeddings", httpcaddyfile.Before, "respond")
 	httpcaddyfile.RegisterDirectiveOrder("air_count_tokens", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("air_moderations", httpcaddyfile.Before, "respond")
 }
 
 // Embeddings is the `air_embeddings` handler: `POST /v1/embeddings`,
@@ -38,6 +41,32 @@ type Embeddings struct{ proxyHandler }
 // leaves no ledger record, but counts as a request against the rate
 // limits.
 type CountTokens struct{ proxyHandler }
+
+// Moderations is the `air_moderations` handler: `POST /v1/moderations`,
+// passed through to the provider of the model (of kind moderation) byte
+// for byte but for the model alias, and billed by the model's request
+// price (which may be 0), not by tokens.
+type Moderations struct{ proxyHandler }
+
+// CaddyModule returns the Caddy module information.
+func (Moderations) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.air_moderations", New: func() caddy.Module { return new(Moderations) }}
+}
+
+// Provision sets the handler up for OpenAI moderations.
+func (h *Moderations) Provision(ctx caddy.Context) error {
+	return h.provision(ctx, protocolSpec{
+		protocol: chatproxy.OpenAI, endpoint: billing.EndpointModerations, path: "/moderations",
+		kind: providers.KindModeration, inspect: chatproxy.InspectModerations, noOutput: true,
+		usage: unitsOnly,
+	})
+}
+
+// unitsOnly is the usage of a request billed by its request price alone:
+// no tokens.
+func unitsOnly(chatproxy.Inspected, *chatproxy.Result) (billing.Usage, billing.Source) {
+	return billing.Usage{}, billing.SourceUnits
+}
 
 // CaddyModule returns the Caddy module information.
 func (Embeddings) CaddyModule() caddy.ModuleInfo {
@@ -104,6 +133,9 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 var (
 	_ caddy.Provisioner           = (*Embeddings)(nil)
 	_ caddy.Provisioner           = (*CountTokens)(nil)
+	_ caddy.Provisioner           = (*Moderations)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Moderations)(nil)
+	_ caddyfile.Unmarshaler       = (*Moderations)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Embeddings)(nil)
 	_ caddyhttp.MiddlewareHandler = (*CountTokens)(nil)
 	_ caddyfile.Unmarshaler       = (*Embeddings)(nil)

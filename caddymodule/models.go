@@ -56,6 +56,10 @@ type openAIModel struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Kind is the gateway's model kind (chat, messages, embedding,
+	// moderation, speech, transcription, rerank, image, video): the
+	// endpoint that serves it. OpenAI's SDKs ignore the member.
+	Kind string `json:"kind"`
 }
 
 // anthropicModel is a model object in Anthropic's shape.
@@ -118,7 +122,7 @@ func nonNil[T any](s []T) []T {
 }
 
 func (m *Models) openAIModel(id string, r *providers.Route) openAIModel {
-	return openAIModel{ID: id, Object: "model", Created: m.created.Unix(), OwnedBy: r.Provider.Name}
+	return openAIModel{ID: id, Object: "model", Created: m.created.Unix(), OwnedBy: r.Provider.Name, Kind: r.Kind}
 }
 
 func (m *Models) anthropicModel(id string) anthropicModel {

@@ -16,11 +16,20 @@ import (
 type ProviderConfig struct {
 	// Name identifies the provider in model lines and the ledger.
 	Name string `json:"name"`
-	// Protocol is "openai", "anthropic" or "dashscope".
+	// Protocol is "openai", "anthropic", "dashscope", "gemini" (Google AI
+	// Studio), "vertex" (Gemini on Vertex AI), "bedrock" (Amazon Bedrock's
+	// Converse API) or "azure" (Azure OpenAI).
 	Protocol string `json:"protocol"`
 	// BaseURLs are the provider's API base URLs, e.g.
 	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
-	BaseURLs []string `json:"base_urls"`
+	// Default, for gemini: https://generativelanguage.googleapis.com; for
+	// vertex: Region's endpoint, https://{region}-aiplatform.googleapis.com;
+	// for bedrock: Region's runtime endpoint,
+	// https://bedrock-runtime.{region}.amazonaws.com (set one only for a
+	// VPC endpoint or a proxy). An azure provider's are its resource
+	// endpoints, such as https://my-resource.openai.azure.com. Required
+	// for the other protocols.
+	BaseURLs []string `json:"base_urls,omitempty"`
 	// APIKeys are the provider's credentials, used in turn with BaseURLs.
 	// Placeholders like {env.X} are expanded.
 	APIKeys []string `json:"api_keys,omitempty"`
@@ -71,11 +80,32 @@ type ProviderConfig struct {
 	TPM int `json:"tpm,omitempty"`
 	// HealthCheck, when set, probes each base URL × key at an interval.
 	HealthCheck *HealthCheckConfig `json:"health_check,omitempty"`
+	// Project is a vertex provider's Google Cloud project. Default: the
+	// project its credentials name. Placeholders are expanded.
+	Project string `json:"project,omitempty"`
+	// Region is a vertex provider's location, such as us-central1 or
+	// global, or a bedrock provider's AWS region, such as us-east-1 (which
+	// picks its runtime endpoint and scopes its signatures). Required for
+	// vertex and bedrock. Placeholders are expanded.
+	Region string `json:"region,omitempty"`
+	// CredentialsFile is the path of a vertex provider's service account
+	// key (JSON). Default: the application default credentials
+	// (GOOGLE_APPLICATION_CREDENTIALS, gcloud's, or the metadata server's).
+	CredentialsFile string `json:"credentials_file,omitempty"`
+	// TokenURL replaces the token endpoint (token_uri) of CredentialsFile,
+	// for a private or fake OAuth2 endpoint.
+	TokenURL string `json:"token_url,omitempty"`
+	// Bedrock holds a bedrock provider's AWS credentials; without it the
+	// AWS SDK's default credential chain supplies them.
+	Bedrock *BedrockConfig `json:"bedrock,omitempty"`
+	// Azure holds an azure provider's api-version (or the v1 path).
+	Azure *AzureConfig `json:"azure,omitempty"`
 }
 
 // HealthCheckConfig is a provider's active health check.
 type HealthCheckConfig struct {
-	// Path is requested with GET below each base URL. Default: /models.
+	// Path is requested with GET below each base URL. Default: /models
+	// (/v1beta/models for a gemini provider).
 	Path string `json:"path,omitempty"`
 	// Interval is the time between two checks. Default: 30s.
 	Interval caddy.Duration `json:"interval,omitempty"`
@@ -125,6 +155,9 @@ type ModelConfig struct {
 	Kind string `json:"kind,omitempty"`
 	// Sizes lists the allowed "<width>x<height>" sizes of a task model.
 	Sizes []string `json:"sizes,omitempty"`
+	// Formats lists the response formats (mp3, wav, …) a speech model
+	// produces; empty allows any.
+	Formats []string `json:"formats,omitempty"`
 	// TypicalDuration is how long the model's videos usually take; it
 	// drives the progress of tasks whose upstream reports none.
 	TypicalDuration caddy.Duration `json:"typical_duration,omitempty"`
@@ -177,6 +210,18 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			}
 			p.APIKeys = append(p.APIKeys, v)
 		}
+		switch {
+		case pc.Protocol == providers.ProtocolBedrock || pc.Protocol == providers.ProtocolAzure || pc.Bedrock != nil || pc.Azure != nil:
+			if err := a.provisionBedrockAzure(pc, p, repl); err != nil {
+				return nil, a.configError(fmt.Errorf("provider %s: %w", pc.Name, err))
+			}
+		case providers.IsCloud(p.Protocol):
+			if err := a.cloudEndpoint(repl, pc, p); err != nil {
+				return nil, a.configError(err)
+			}
+		case pc.Project != "" || pc.Region != "" || pc.CredentialsFile != "" || pc.TokenURL != "":
+			return nil, a.configError(fmt.Errorf("provider %s: project, region, credentials_file and token_url are vertex settings (region a bedrock one too)", pc.Name))
+		}
 		byName[p.Name] = p
 		provs = append(provs, p)
 	}
@@ -187,6 +232,7 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			UpstreamModel:   mc.UpstreamModel,
 			Kind:            mc.Kind,
 			Sizes:           mc.Sizes,
+			Formats:         mc.Formats,
 			TypicalDuration: time.Duration(mc.TypicalDuration),
 			MaxOutputTokens: int64(mc.MaxOutputTokens),
 			Fallbacks:       mc.Fallbacks,
@@ -250,6 +296,12 @@ func (a *App) routingOptions() map[string]routing.Options {
 			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM, TryTimeout: time.Duration(pc.TryTimeout)}
 		if hc := pc.HealthCheck; hc != nil {
 			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
+			if hc.Path == "" && pc.Protocol == providers.ProtocolGemini {
+				o.HealthCheck.Path = "/v1beta/models" // AI Studio's model list
+			}
+			if hc.Path == "" && pc.Protocol == providers.ProtocolAzure {
+				o.HealthCheck.Path = a.azureHealthPath(pc.Name)
+			}
 		}
 		out[pc.Name] = o
 	}

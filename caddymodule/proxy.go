@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -86,6 +87,21 @@ type protocolSpec struct {
 	// for the endpoints whose requests may be translated to a model of
 	// the other protocol; "" for the others.
 	client string
+	// usage, when set, is the usage a request is billed on, in place of
+	// the tokens the proxy tapped: for the endpoints billed by other
+	// quantities (a moderation by request, speech by character).
+	usage func(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
+	// check, when set, refuses a request the model's route does not
+	// allow, before admission (a speech format the model lacks).
+	check func(in chatproxy.Inspected, route *providers.Route) *apierror.Error
+	// binary marks an answer that is a file (chatproxy.Call.Binary).
+	binary bool
+	// multipart marks an endpoint whose requests are multipart forms
+	// (chatproxy.InspectTranscription), read up to maxBody bytes (0: the
+	// app's max_request_body) and sent upstream with their own content
+	// type, the model alias edited in place.
+	multipart bool
+	maxBody   int64
 }
 
 // proxyHandler is the shared body of Chat and Messages.
@@ -124,7 +140,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := readBody(w, r, cmp.Or(h.spec.maxBody, h.app.MaxRequestBody))
 	if err != nil {
 		return h.refuse(w, r, mr, err)
 	}
@@ -132,7 +148,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	// until their transports close them (Call.BodyPin).
 	defer rb.release()
 	body := rb.Bytes()
-	in, aerr := h.spec.inspect(body, h.app.MaxJSONDepth)
+	in, aerr := h.inspect(r, body)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
@@ -147,6 +163,14 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
 	mr = h.app.metrics.Route(route.Pattern)
+	if aerr := h.refuseStateful(body, in, route); aerr != nil {
+		return h.refuse(w, r, mr, aerr)
+	}
+	if h.spec.check != nil {
+		if aerr := h.spec.check(in, route); aerr != nil {
+			return h.refuse(w, r, mr, aerr)
+		}
+	}
 	pin, aerr := h.pinned(r.Context(), st, key, in, route)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
@@ -230,6 +254,8 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		BodyModel:    route.UpstreamModel,
 		Rebody:       rebody,
 		Leg:          lg.leg(w),
+		Binary:       h.spec.binary,
+		ContentType:  h.contentType(r),
 	})
 	defer res.Close()
 	// No upstream request is made after Serve: the handler lets go of the
@@ -244,6 +270,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.finishTranslated(r, &res, nil)
 	}
 	rec.Usage, rec.Source, rec.Status, rec.Outcome = res.Usage, res.Source, res.Status, res.Outcome
+	if h.spec.usage != nil && res.Status < 400 {
+		rec.Usage, rec.Source = h.spec.usage(in, &res)
+	}
 	rec.ServiceTier = res.ServiceTier
 	servedBy(&rec, res.Target)
 	if h.remember(r.Context(), st, rt, &rec, in, &res, reservation) {
@@ -289,6 +318,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 func (h *proxyHandler) prepare(rb *requestBody, body []byte, in chatproxy.Inspected, route *providers.Route) (
 	out []byte, injected bool, rebody func(string) ([]byte, error), err error) {
 	proto := h.spec.protocol
+	if h.spec.multipart {
+		rebody = func(model string) ([]byte, error) { return chatproxy.PrepareMultipart(body, in, model), nil }
+		return chatproxy.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
+	}
 	if len(route.Deployments) > 1 || len(route.Fallbacks) > 0 {
 		rebody = func(model string) ([]byte, error) {
 			b, _, err := chatproxy.PrepareBody(proto, body, in, model)
@@ -306,6 +339,23 @@ func (h *proxyHandler) prepare(rb *requestBody, body []byte, in chatproxy.Inspec
 	}
 	out, injected, err = chatproxy.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
 	return out, injected, nil, err
+}
+
+// inspect validates a request's body: a multipart form, or JSON.
+func (h *proxyHandler) inspect(r *http.Request, body []byte) (chatproxy.Inspected, *apierror.Error) {
+	if h.spec.multipart {
+		return chatproxy.InspectTranscription(r.Header.Get("Content-Type"), body)
+	}
+	return h.spec.inspect(body, h.app.MaxJSONDepth)
+}
+
+// contentType is the upstream request's content type: the client's for a
+// multipart form, whose boundary the body was written with.
+func (h *proxyHandler) contentType(r *http.Request) string {
+	if h.spec.multipart {
+		return r.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // servedBy records in rec the deployment that answered, and the model
@@ -369,6 +419,9 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 	if err != nil {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
 	}
+	if providers.IsCloud(route.Provider.Protocol) && h.translator(route) == nil {
+		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is served by a %s provider, which this endpoint does not reach: use /v1/chat/completions, /v1/messages or /v1/responses", model, route.Provider.Protocol))
+	}
 	if route.Kind != h.spec.kind && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", model, withArticle(route.Kind), endpointFor(route.Kind)))
 	}
@@ -401,6 +454,14 @@ func endpointFor(kind string) string {
 		return "POST /v1/tasks"
 	case providers.KindEmbedding:
 		return "POST /v1/embeddings"
+	case providers.KindModeration:
+		return "POST /v1/moderations"
+	case providers.KindSpeech:
+		return "POST /v1/audio/speech"
+	case providers.KindTranscription:
+		return "POST /v1/audio/transcriptions"
+	case providers.KindRerank:
+		return "POST /v1/rerank"
 	default:
 		return "POST /v1/chat/completions"
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/caddy-air/caddy-air/apierror"
 )
@@ -131,8 +132,11 @@ func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, er
 	return body, nil
 }
 
-// readFrom reads rd to its end into the buffer, growing it as needed.
+// readFrom reads rd to its end into the buffer, growing it as needed. A
+// body still arriving slowBodyAfter after its read began reads its rest
+// in chunks instead (readSlow).
 func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
+	start := time.Now()
 	for {
 		if buf := *b.buf; b.n < len(buf) {
 			k, err := rd.Read(buf[b.n:])
@@ -154,6 +158,9 @@ func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
 		if k > 0 {
 			if int64(b.n) >= limit {
 				return errTooLarge
+			}
+			if err == nil && time.Since(start) > slowBodyAfter {
+				return b.readSlow(rd, limit, b.probe[0])
 			}
 			if !b.grow() {
 				return errBudget
@@ -186,15 +193,23 @@ func (b *requestBody) reserve(n int) bool {
 // buffer; otherwise nextSize), charging the difference first, and returns
 // the old buffer to its pool.
 func (b *requestBody) grow() bool {
-	old, oldClass := b.buf, b.class
-	size := nextSize(len(*old))
-	if b.want > len(*old) {
+	size := nextSize(len(*b.buf))
+	if b.want > len(*b.buf) {
 		// The declared length is still ahead: grow eightfold toward it.
 		// The buffer never holds more than eight times what arrived, and
 		// a megabyte body is copied about a seventh of its size on the
 		// way, not once over as when doubling.
-		size = min(declaredGrowth*len(*old), b.want)
+		size = min(declaredGrowth*len(*b.buf), b.want)
 	}
+	return b.resize(size)
+}
+
+// resize moves the body to a buffer of size bytes (a class's size, or
+// larger than every class), charging the difference first, and returns
+// the old buffer to its pool; it reports false when the budget cannot
+// cover it.
+func (b *requestBody) resize(size int) bool {
+	old, oldClass := b.buf, b.class
 	more := int64(size - len(*old))
 	if !b.budget.take(more) {
 		return false

@@ -420,3 +420,81 @@ func TestBodyClasses(t *testing.T) {
 		}
 	}
 }
+
+// trickle is a body that sends its first 512 bytes at once, and the rest
+// piece bytes a read after a pause longer than slowBodyAfter, as a client
+// that trickles its body does. Before each read it notes the most the
+// budget held beyond what had arrived.
+type trickle struct {
+	data   []byte
+	off    int
+	piece  int
+	paused bool
+	excess int64 // the most bodies.used exceeded the bytes read by
+}
+
+func (r *trickle) Read(p []byte) (int, error) {
+	r.excess = max(r.excess, bodies.used.Load()-int64(r.off))
+	if r.off == len(r.data) {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(r.data)-r.off)
+	if r.off >= minBodyBuffer {
+		if !r.paused {
+			time.Sleep(slowBodyAfter + 10*time.Millisecond)
+			r.paused = true
+		}
+		n = min(n, r.piece)
+	}
+	copy(p, r.data[r.off:r.off+n])
+	r.off += n
+	return n, nil
+}
+
+// TestReadBodySlow: a body that trickles in, declared at 16 MiB, holds at
+// most a chunk beyond what arrived while it arrives (an eightfold buffer
+// held 32 KiB for 4 KiB), and ends whole in one buffer of its class, with
+// every chunk returned.
+func TestReadBodySlow(t *testing.T) {
+	for i, size := range []int{600, 5000, 20 << 10, 100<<10 + 7} {
+		bc := countBuffers(t, 64<<20)
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte('a' + j%26)
+		}
+		r := &trickle{data: data, piece: 1000}
+		b, err := readBody(httptest.NewRecorder(), postRequest(r, 16<<20), 16<<20)
+		if err != nil || !bytes.Equal(b.Bytes(), data) {
+			t.Fatalf("Test %d: %v (or the body differs)", i, err)
+		}
+		if limit := int64(minBodyBuffer + slowChunk); r.excess > limit {
+			t.Errorf("Test %d: while the body arrived the budget held up to %d bytes beyond it, want ≤ %d", i, r.excess, limit)
+		}
+		if c, want := cap(b.Bytes()), classSize(classFor(size)); c != want {
+			t.Errorf("Test %d: the body ends in a buffer of %d bytes, want its class's %d", i, c, want)
+		}
+		if used := bodies.used.Load(); used != int64(cap(b.Bytes())) {
+			t.Errorf("Test %d: the budget holds %d bytes for a buffer of %d", i, used, cap(b.Bytes()))
+		}
+		b.release()
+		bc.check(t, "after release")
+	}
+}
+
+// TestReadBodySlowLimits: a trickled body past the limit is refused, and
+// one past the budget is refused as busy, with nothing left held.
+func TestReadBodySlowLimits(t *testing.T) {
+	bc := countBuffers(t, 64<<20)
+	data := bytes.Repeat([]byte{'x'}, 10<<10)
+	_, err := readBody(httptest.NewRecorder(), postRequest(&trickle{data: data, piece: 1000}, -1), 8<<10)
+	var ae *apierror.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a trickled body over the limit: %v, want 413", err)
+	}
+	bc.check(t, "after the refusal")
+	bc = countBuffers(t, 6<<10)
+	if _, err := readBody(httptest.NewRecorder(), postRequest(&trickle{data: data, piece: 1000}, -1), 16<<20); !errors.Is(err, errBodiesBusy) {
+		t.Errorf("a trickled body over the budget: %v, want errBodiesBusy", err)
+	}
+	bc.check(t, "after the busy refusal")
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/responses"
@@ -55,7 +56,7 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 func (h *Responses) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.Responses, endpoint: billing.EndpointResponses, path: "/responses",
-		kind: providers.KindChat, inspect: chatproxy.InspectResponses,
+		kind: providers.KindChat, inspect: chatproxy.InspectResponses, client: translate.Responses,
 	})
 }
 

@@ -24,13 +24,13 @@ func (o routingMetrics) Cooldown(u *routing.Upstream) { o.m.Cooldown(u.Provider,
 // Fallback counts a request moving to a fallback model.
 func (o routingMetrics) Fallback(model, fallback string) { o.m.Fallback(model, fallback) }
 
-// routingObserver is the router's observer: the metrics, or nil when
-// metrics are off.
+// routingObserver is the router's observer: the alerts, and the metrics
+// unless they are off.
 func (a *App) routingObserver() routing.Observer {
 	if a.metrics == nil {
-		return nil
+		return breakerAlerts{a.alerts}
 	}
-	return routingMetrics{a.metrics.Metrics()}
+	return observers{routingMetrics{a.metrics.Metrics()}, breakerAlerts{a.alerts}}
 }
 
 // upstreamStates keeps the breaker and cooldown of every configured

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
@@ -42,7 +43,10 @@ type state struct {
 	// responseHolds keeps the budget holds of the running background
 	// responses created through this state, across config reloads.
 	responseHolds *responses.Holds
-	guard         *storageGuard
+	// batchHolds keeps the budget holds of the running batches created
+	// through this state, across config reloads.
+	batchHolds *holds.Set
+	guard      *storageGuard
 	// stop ends the services' watches of the repositories.
 	stop context.CancelFunc
 	// interrupted settles, once, the requests the last stop interrupted.
@@ -118,6 +122,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		audit:         audit.New(repos.Audit),
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
+		batchHolds:    holds.New(),
 		guard:         newStorageGuard(s.Dir, minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),
 		stop:          stop,
 		log:           log,

@@ -125,7 +125,14 @@ func TestMigrateCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "applied 00001_schema.sql") || !strings.Contains(out, "applied 00002_cache_1h_service_tier.sql") || !strings.Contains(out, "applied 00003_pending_responses.sql") || !strings.Contains(out, "applied 00004_key_scopes_usage_by_user.sql") || !strings.Contains(out, "applied 00005_ledger_deployment.sql") || !strings.Contains(out, "applied 00006_saturating_sums.sql") || !strings.Contains(out, "applied 00007_limits_max_parallel.sql") || !strings.Contains(out, "applied 00008_priced_tool_calls.sql") || !strings.Contains(out, "applied 00009_ledger_duration.sql") || !strings.Contains(out, "applied 00019_audit.sql") || !strings.Contains(out, "schema version 19 ") {
+	missing := false
+	for _, name := range []string{"00001_schema.sql", "00002_cache_1h_service_tier.sql", "00003_pending_responses.sql",
+		"00004_key_scopes_usage_by_user.sql", "00005_ledger_deployment.sql", "00006_saturating_sums.sql",
+		"00007_limits_max_parallel.sql", "00008_priced_tool_calls.sql", "00009_ledger_duration.sql",
+		"00013_ledger_units.sql", "00015_alerts_outbox.sql", "00016_key_regenerate_allow_ips.sql", "00017_files_batches.sql", "00019_audit.sql"} {
+		missing = missing || !strings.Contains(out, "applied "+name)
+	}
+	if missing || !strings.Contains(out, "schema version 19 ") {
 		t.Errorf("first run printed:\n%s", out)
 	}
 	out, err = run("--dsn", "{env.AIR_TEST_MIGRATE_DSN}")

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -11,11 +12,15 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// wireOf is the wire protocol a chat model of kind is served in: Chat
-// Completions for chat models, Messages for messages models, "" for the
-// other kinds, which no translation reaches.
-func wireOf(kind string) string {
-	switch kind {
+// wireOf is the wire protocol a chat model of route is served in: a
+// cloud provider's own (gemini, vertex), else Chat Completions for chat
+// models and Messages for messages models; "" for the other kinds, which
+// no translation reaches.
+func wireOf(route *providers.Route) string {
+	if p := route.Provider.Protocol; providers.IsCloud(p) {
+		return p
+	}
+	switch route.Kind {
 	case providers.KindChat:
 		return translate.Chat
 	case providers.KindMessages:
@@ -24,13 +29,27 @@ func wireOf(kind string) string {
 	return ""
 }
 
+// wire is the wire protocol route serves this endpoint's clients in:
+// wireOf route, except that a chat model of an openai provider serves
+// Responses clients in Responses, which OpenAI speaks as well (a chat
+// model of another protocol, such as dashscope, speaks only Chat
+// Completions).
+func (h *proxyHandler) wire(route *providers.Route) string {
+	w := wireOf(route)
+	if h.spec.client == translate.Responses && w == translate.Chat && route.Provider != nil &&
+		route.Provider.Protocol == providers.ProtocolOpenAI {
+		return translate.Responses
+	}
+	return w
+}
+
 // translator is the translation a request to route needs: nil when the
 // endpoint's protocol is the route's (pass-through) or none exists.
 func (h *proxyHandler) translator(route *providers.Route) *translate.Translator {
 	if h.spec.client == "" {
 		return nil
 	}
-	wire := wireOf(route.Kind)
+	wire := h.wire(route)
 	if wire == "" || wire == h.spec.client {
 		return nil
 	}
@@ -58,12 +77,18 @@ type legs struct {
 // legsFor decodes body for each protocol other than the client's among
 // route and its fallbacks, or refuses it (a parameter one of them cannot
 // honour, unless its model drops it). It returns nil when every target
-// speaks the client's protocol: the request then passes through.
+// speaks the client's protocol and is reached at its base URL and path:
+// the request then passes through as it is.
 func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
 	var lg *legs
 	add := func(r *providers.Route) *apierror.Error {
 		tr := h.translator(r)
 		if tr == nil {
+			// A provider of the client's protocol whose endpoint builds
+			// its requests (azure): passed through, on a leg.
+			if lg == nil && r.Provider.Endpoint != nil {
+				lg = &legs{h: h, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+			}
 			return nil
 		}
 		if lg == nil {
@@ -109,19 +134,35 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		wire := wireOf(t.Route.Kind)
-		if x, ok := lg.x[wire]; ok {
+		if x, ok := lg.x[lg.h.wire(t.Route)]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {
 				return nil, err
 			}
-			return &chatproxy.Leg{Protocol: protocolOf(wire), Path: x.Path(), Body: b, Writer: x.Writer(w)}, nil
+			l := &chatproxy.Leg{Protocol: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
+			if ep := t.Provider.Endpoint; ep != nil {
+				model, stream := x.Model(t.UpstreamModel), x.Stream()
+				l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
+					return ep.NewRequest(ctx, a, model, stream, body)
+				}
+			}
+			return l, nil
 		}
 		b, injected, err := chatproxy.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
 		if err != nil {
 			return nil, err
 		}
-		return &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}, nil
+		l := &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}
+		if ep := t.Provider.Endpoint; ep != nil {
+			model, stream := t.UpstreamModel, lg.in.Stream
+			if model == "" {
+				model = lg.in.Model
+			}
+			l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
+				return ep.NewRequest(ctx, a, model, stream, body)
+			}
+		}
+		return l, nil
 	}
 }
 

@@ -104,29 +104,41 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 	if method == "" {
 		method = http.MethodPost
 	}
-	var rd io.ReadCloser = http.NoBody
-	if body != nil {
-		rd = newBodyReader(body, c.BodyPin)
+	var req *http.Request
+	if c.newRequest != nil {
+		req, at.err = p.endpointRequest(httptrace.WithClientTrace(ctx, trace), c, a, body)
+		if at.err != nil {
+			return at
+		}
+	} else {
+		var rd io.ReadCloser = http.NoBody
+		if body != nil {
+			rd = newBodyReader(body, c.BodyPin)
+		}
+		var err error
+		req, err = http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, a.BaseURL+c.Path, rd)
+		if err != nil {
+			rd.Close()
+			at.err = err
+			return at
+		}
+		h := make(http.Header, 7)
+		if body != nil {
+			req.ContentLength = int64(len(body))
+			req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(body, c.BodyPin), nil }
+			h["Content-Type"] = jsonType
+			if c.ContentType != "" {
+				h["Content-Type"] = []string{c.ContentType}
+			}
+		}
+		h["Accept-Encoding"] = identity
+		if c.RequestID != "" {
+			h[RequestIDHeader] = []string{c.RequestID}
+		}
+		authn.SetAuth(h, c.Protocol.String(), a.APIKey, c.ClientHeader)
+		telemetry.Inject(ctx, h)
+		req.Header = h
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, a.BaseURL+c.Path, rd)
-	if err != nil {
-		rd.Close()
-		at.err = err
-		return at
-	}
-	h := make(http.Header, 7)
-	if body != nil {
-		req.ContentLength = int64(len(body))
-		req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(body, c.BodyPin), nil }
-		h["Content-Type"] = jsonType
-	}
-	h["Accept-Encoding"] = identity
-	if c.RequestID != "" {
-		h[RequestIDHeader] = []string{c.RequestID}
-	}
-	authn.SetAuth(h, c.Protocol.String(), a.APIKey, c.ClientHeader)
-	telemetry.Inject(ctx, h)
-	req.Header = h
 	rt := p.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -140,7 +152,26 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 		at.resp.Body.Close()
 		at.resp, at.err = nil, fmt.Errorf("upstream answered %d to a request that asked for no upgrade", code)
 	}
+	if at.err == nil && c.transcode != nil {
+		at.resp = c.transcode(at.resp)
+	}
 	return at
+}
+
+// endpointRequest is the request c's endpoint (Leg.NewRequest) builds to
+// a for body, with the proxy's own headers added.
+func (p *Proxy) endpointRequest(ctx context.Context, c *Call, a providers.Attempt, body []byte) (*http.Request, error) {
+	req, err := c.newRequest(ctx, a, body)
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	h["Accept-Encoding"] = identity
+	if c.RequestID != "" {
+		h[RequestIDHeader] = []string{c.RequestID}
+	}
+	telemetry.Inject(ctx, h)
+	return req, nil
 }
 
 // maxFailureBody bounds the body kept from a failed attempt that may be

@@ -86,7 +86,7 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 		w.WriteHeader(resp.StatusCode)
 		readErr, gone = p.copyStream(w, at, res, &t)
 	} else {
-		readErr, gone = p.holdBody(w, c, at, res, &t, ok && !encoded)
+		readErr, gone = p.holdBody(w, c, at, res, &t, ok && !encoded && !c.Binary)
 	}
 	gone = gone || r.Context().Err() != nil
 	timedOut := !gone && context.Cause(at.ctx) == errTimeout
@@ -339,7 +339,14 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 	copyHeader(h.header, resp.Header, false)
 	res.Held = h
 	buf := (*h.bp)[:0]
-	if n := resp.ContentLength; n >= int64(cap(buf)) && n < maxHeld {
+	limit := maxHeld
+	var rc *http.ResponseController
+	if c.Binary {
+		// A file: held no further than the pooled buffer, then
+		// forwarded and flushed as it arrives.
+		limit, rc = bufSize, http.NewResponseController(w)
+	}
+	if n := resp.ContentLength; n >= int64(cap(buf)) && n < int64(limit) {
 		// A declared length is read into one buffer of that size (and a
 		// byte more, to see the end), not grown to it step by step.
 		putBuf(h.bp)
@@ -349,10 +356,10 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 	var tail []byte // the last bytes of a large body, for its usage
 	for {
 		if len(buf) == cap(buf) {
-			if cap(buf) < maxHeld {
+			if cap(buf) < limit {
 				// Double, up to maxHeld: fewer copies than append's
 				// quarter steps at these sizes.
-				nb := make([]byte, len(buf), min(2*cap(buf), maxHeld))
+				nb := make([]byte, len(buf), min(2*cap(buf), limit))
 				copy(nb, buf)
 				buf = nb
 			} else if !h.started {
@@ -372,6 +379,9 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 		if h.started && len(buf) > 0 {
 			n, werr := w.Write(buf)
 			res.BytesOut += int64(n)
+			if werr == nil && rc != nil {
+				werr = flush(rc)
+			}
 			if werr != nil {
 				at.cancel(errClientGone)
 				gone = true

@@ -22,6 +22,11 @@ const (
 	// Responses is OpenAI's Responses API (/v1/responses), spoken by
 	// providers of the OpenAI protocol.
 	Responses
+	// Transcript is OpenAI's audio transcription and translation API,
+	// spoken by providers of the OpenAI protocol: its streams are
+	// transcript.text.delta events ended by transcript.text.done, which
+	// carries the usage (transcript.go).
+	Transcript
 )
 
 // String returns the protocol name used in provider configuration.

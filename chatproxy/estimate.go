@@ -113,6 +113,8 @@ func anthropicOutputBytes(resp gjson.Result) int {
 // max_output_tokens), at most billing.MaxTokenCount.
 func EstimateRequest(in Inspected, ceiling int64) billing.Usage {
 	u := estimate(int64(in.PromptBytes), 0)
+	u.Characters = in.Characters   // a speech input, for a character price
+	u.AudioMillis = in.AudioMillis // a transcription's audio, for a per-second price
 	u.Output = in.MaxTokens
 	if u.Output <= 0 {
 		u.Output = ceiling

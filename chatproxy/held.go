@@ -12,6 +12,17 @@ import (
 // it arrives, except for its last read, which is held instead.
 const maxHeld = 1 << 20
 
+// Body returns the whole body of a non-streaming answer that Serve held
+// (one that fit maxHeld), for a caller that reads its usage itself; nil
+// for a stream, a larger body or an error the gateway made. It is valid
+// until Close.
+func (h *Held) Body() []byte {
+	if h == nil || h.started || h.stream || h.err != nil {
+		return nil
+	}
+	return h.body
+}
+
 // Held is the end of a response that Serve kept back: a whole
 // non-streaming response (status, headers and body), the last read of a
 // larger one, or the final event of a stream (`data: [DONE]`,

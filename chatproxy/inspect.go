@@ -36,6 +36,18 @@ type Inspected struct {
 	// quarter of it estimates the prompt tokens when the upstream reports
 	// none.
 	PromptBytes int
+	// Characters is the number of characters (runes) of a speech
+	// request's input, which a character price bills.
+	Characters int64
+	// Format is a speech request's response_format, "mp3" when unset.
+	Format string
+	// Documents is the number of documents of a rerank request.
+	Documents int64
+	// AudioMillis is the duration of a transcription's audio file: read
+	// from it (WAV, MP3), or, when AudioEstimated, estimated from its
+	// size at 128 kbit/s.
+	AudioMillis    int64
+	AudioEstimated bool
 
 	// model, streamOptions and includeUsage locate in the body the values
 	// PrepareBody may edit, so that it need not look for them again.

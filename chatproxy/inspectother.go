@@ -16,6 +16,14 @@ func InspectEmbeddings(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 	return inspectPassThrough(body, maxDepth, "input")
 }
 
+// InspectModerations validates an OpenAI moderations request body as
+// InspectEmbeddings does: a model and an input (a string, an array of
+// strings, or an array of text and image parts), whose size estimates the
+// prompt.
+func InspectModerations(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+	return inspectPassThrough(body, maxDepth, "input")
+}
+
 // InspectCountTokens validates an Anthropic count_tokens request body as
 // InspectEmbeddings does, with messages as its required prompt field; the
 // size of messages, system and tools estimates the prompt.

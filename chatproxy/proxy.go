@@ -139,6 +139,15 @@ type Call struct {
 	// Client names whose request it is (the user), so that the
 	// provider's health counts the clients its failures came from.
 	Client string
+	// ContentType is the upstream request's Content-Type; empty means
+	// application/json. A multipart body keeps the client's, whose
+	// boundary it was written with.
+	ContentType string
+	// Binary marks an answer that is a file (speech audio), not JSON: it
+	// is not read for usage, and no more than a pooled buffer of it
+	// (32 KiB) is held; the rest is forwarded and flushed as it arrives,
+	// so that a large file costs no memory of its size.
+	Binary bool
 	// Leg, when set, adapts each attempt to its target, which may speak
 	// another protocol than the client (a fallback model of the other
 	// protocol): the attempt is sent and tapped as the Leg says, in place
@@ -146,6 +155,10 @@ type Call struct {
 	// written to the Leg's Writer. Protocol then stays the client's, the
 	// shape of the errors the proxy makes itself.
 	Leg func(t *routing.Target) (*Leg, error)
+
+	// newRequest and transcode are the Leg's, for its attempt.
+	newRequest func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error)
+	transcode  func(*http.Response) *http.Response
 }
 
 // Leg is one attempt's protocol, path and body, and the writer its answer
@@ -161,6 +174,18 @@ type Leg struct {
 	StripUsage bool
 	// Writer receives the answer; nil is the client's writer.
 	Writer http.ResponseWriter
+	// NewRequest, when set, builds the attempt's upstream request to a
+	// (its URL, content headers and credentials, for Body), in place of
+	// the base URL, Path and Protocol's key headers: a cloud provider's
+	// endpoint, which names the model in the URL and signs or
+	// authenticates each request. The proxy then adds its own headers
+	// (request id, trace context) and sends it.
+	NewRequest func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error)
+	// Transcode, when set, turns the upstream's answer into Protocol's
+	// wire before the proxy reads it (a cloud's answer into Messages):
+	// what it returns is then forwarded, tapped and billed as an answer
+	// of Protocol.
+	Transcode func(*http.Response) *http.Response
 }
 
 // Result is what happened to a call. Serve writes at most the beginning of
@@ -386,6 +411,7 @@ func (p *Proxy) legFor(c *Call, w http.ResponseWriter, t *routing.Target) (legge
 	}
 	cc := *c
 	cc.Protocol, cc.Path, cc.Body, cc.StripUsage, cc.Rebody = l.Protocol, l.Path, l.Body, l.StripUsage, nil
+	cc.newRequest, cc.transcode = l.NewRequest, l.Transcode
 	if l.Writer != nil {
 		w = l.Writer
 	}

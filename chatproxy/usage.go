@@ -100,13 +100,17 @@ func (t *tap) read(ev []byte) []byte {
 		payload = t.scratch
 	}
 	if len(payload) == 0 || payload[0] != '{' {
-		if t.proto == OpenAI && bytes.Equal(payload, doneData) {
+		if (t.proto == OpenAI || t.proto == Transcript) && bytes.Equal(payload, doneData) {
 			t.terminal = true
 		}
 		return ev // [DONE], or not JSON
 	}
 	if t.proto == Responses {
 		t.responsesEvent(payload)
+		return ev
+	}
+	if t.proto == Transcript {
+		t.transcriptEvent(payload)
 		return ev
 	}
 	if t.proto == Anthropic {
@@ -225,6 +229,9 @@ func (t *tap) mergeDelta(u gjson.Result) {
 	if present(u, "output_tokens") {
 		t.usage.Output = d.Output
 		t.reported = true
+	}
+	if present(u, "output_tokens_details") {
+		t.usage.Reasoning = d.Reasoning
 	}
 	if present(u, "input_tokens") {
 		t.usage.Input = d.Input
@@ -353,6 +360,12 @@ func (t *tap) tokens(promptBytes int, cut, gone bool) (billing.Usage, billing.So
 	case t.started:
 		u := t.usage
 		u.Output = max(u.Output, tokens(t.outBytes))
+		if u.Input == 0 && u.CacheRead == 0 && u.CacheCreation == 0 {
+			// A start that reported no input: a cloud's stream transcoded
+			// into Messages (Bedrock, Gemini), whose usage comes only at
+			// its end. Its prompt was read all the same.
+			u.Input = tokens(int64(promptBytes))
+		}
 		return u, src
 	}
 	return estimate(int64(promptBytes), t.outBytes), src

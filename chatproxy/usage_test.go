@@ -41,6 +41,30 @@ func TestTapAnthropicDelta(t *testing.T) {
 	}
 }
 
+// TestTapCutStreamWithoutStartUsage: a Messages stream whose start
+// reported no input (a cloud's, transcoded: Bedrock and Gemini report
+// usage only at the end) and which broke before its end bills the
+// prompt's estimate, not zero input; one whose start reported input
+// keeps it.
+func TestTapCutStreamWithoutStartUsage(t *testing.T) {
+	for i, tc := range []struct {
+		start string
+		want  billing.Usage
+	}{
+		{`{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}`, billing.Usage{Input: 100, Output: 2}},
+		{`{"input_tokens":0,"cache_read_input_tokens":30,"output_tokens":0}`, billing.Usage{CacheRead: 30, Output: 2}},
+		{`{"input_tokens":7,"output_tokens":1}`, billing.Usage{Input: 7, Output: 2}},
+	} {
+		tp := tap{proto: Anthropic}
+		tp.event([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":" + tc.start + "}}\n\n"))
+		tp.event([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Mock rep\"}}\n\n"))
+		u, src := tp.result(400, true, false)
+		if u != tc.want || src != billing.SourcePartial {
+			t.Errorf("Test %d: got %+v %s, want %+v partial", i, u, src, tc.want)
+		}
+	}
+}
+
 func TestTapEstimates(t *testing.T) {
 	tp := tap{proto: OpenAI}
 	tp.event([]byte(`data: {"choices":[{"delta":{"content":"12345678","reasoning_content":"abcd"}}]}` + "\n\n"))

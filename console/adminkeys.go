@@ -66,7 +66,7 @@ func sortKeysByName(list []Key) {
 // allKeysPage lists every user's keys, searched by q and state.
 func (h *Handler) allKeysPage(w http.ResponseWriter, r *http.Request) {
 	d := allKeysData{Search: strings.TrimSpace(r.URL.Query().Get("q")), State: r.URL.Query().Get("state")}
-	if secret, id, ok := h.takeFlash(w, r, userOf(r)); ok {
+	if secret, id, ok := h.takeFlash(w, r, "/operators/keys", userOf(r)); ok {
 		d.Secret, d.Created = secret, &Key{ID: id}
 	}
 	h.showAllKeys(w, r, http.StatusOK, d, "")
@@ -154,7 +154,7 @@ func (h *Handler) createKeyFor(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, "creating a key", err)
 		return
 	}
-	h.setFlash(w, r, userOf(r), secret, k.ID)
+	h.setFlash(w, r, "/operators/keys", userOf(r), secret, k.ID)
 	http.Redirect(w, r, h.cfg.Prefix+"/operators/keys?q="+k.ID, http.StatusSeeOther)
 }
 

@@ -126,6 +126,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /operators/keys", h.admin(h.createKeyFor))
 	m.HandleFunc("GET /operators/keys/{id}/revoke", h.admin(h.confirmRevokeAny))
 	m.HandleFunc("POST /operators/keys/{id}/revoke", h.admin(h.revokeAnyKey))
+	m.HandleFunc("GET /operators/keys/{id}/regenerate", h.admin(h.confirmRegenerate))
+	m.HandleFunc("POST /operators/keys/{id}/regenerate", h.admin(h.regenerateKey))
 	m.HandleFunc("GET /operators/keys/{id}/edit", h.admin(h.editKeyPage))
 	m.HandleFunc("POST /operators/keys/{id}/edit", h.admin(h.editKey))
 	m.HandleFunc("GET /operators/spend", h.admin(h.spendPage))
@@ -135,6 +137,7 @@ func (h *Handler) routes() {
 		m.HandleFunc("GET /operators/audit.csv", h.admin(h.auditExport(audit.FormatCSV)))
 		m.HandleFunc("GET /operators/audit.jsonl", h.admin(h.auditExport(audit.FormatJSONL)))
 	}
+	m.HandleFunc("GET /operators/alerts", h.admin(h.alertsPage))
 	m.HandleFunc("GET /signout", h.signoutPage)
 	m.HandleFunc("GET /signout/now", h.signoutNow)
 	h.mux = m
@@ -253,7 +256,8 @@ func (h *Handler) renderMsg(w http.ResponseWriter, r *http.Request, status int, 
 	p := page{
 		Title: title, Nav: name, User: user, Prefix: h.cfg.Prefix, CSRF: h.csrfToken(user),
 		Admin: h.isAdmin(user) && s.Operators != nil, Data: data, Error: msg,
-		Has: map[string]bool{"keys": s.Keys != nil, "usage": s.Usage != nil, "tasks": s.Tasks != nil, "playground": s.Playground != nil, "audit": s.Audit != nil},
+		Has: map[string]bool{"keys": s.Keys != nil, "usage": s.Usage != nil, "tasks": s.Tasks != nil, "playground": s.Playground != nil,
+			"alerts": s.Alerts != nil, "audit": s.Audit != nil, "regenerate": h.regenerator() != nil},
 	}
 	t, ok := h.pages[name]
 	if !ok {

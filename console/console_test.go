@@ -61,7 +61,8 @@ func withToken(h *Handler, user string, form url.Values) url.Values {
 }
 
 // follow serves the GET that the redirect w answers with, as a browser
-// does: with the cookies w set.
+// does: with the cookies w set whose path matches the location's (RFC
+// 6265, 5.1.4).
 func follow(t *testing.T, h *Handler, user string, w *httptest.ResponseRecorder) *httptest.ResponseRecorder {
 	t.Helper()
 	if w.Code != http.StatusSeeOther {
@@ -69,7 +70,10 @@ func follow(t *testing.T, h *Handler, user string, w *httptest.ResponseRecorder)
 	}
 	r := httptest.NewRequest("GET", "http://"+testHost+w.Header().Get("Location"), nil)
 	for _, c := range w.Result().Cookies() {
-		r.AddCookie(c)
+		p := r.URL.Path
+		if c.Path == "" || p == c.Path || strings.HasPrefix(p, c.Path) && (strings.HasSuffix(c.Path, "/") || p[len(c.Path)] == '/') {
+			r.AddCookie(c)
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r, user)

@@ -35,7 +35,7 @@ const maxKeyName = keys.MaxNameLen
 // form just created (see setFlash).
 func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request) {
 	var d keysData
-	if secret, id, ok := h.takeFlash(w, r, userOf(r)); ok {
+	if secret, id, ok := h.takeFlash(w, r, "/keys", userOf(r)); ok {
 		d.Secret = secret
 		d.Created = &Key{ID: id}
 	}
@@ -108,7 +108,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	// Post/Redirect/Get: the secret travels in a cookie to the page the
 	// redirect lands on, so a refresh there re-posts nothing.
-	h.setFlash(w, r, userOf(r), secret, k.ID)
+	h.setFlash(w, r, "/keys", userOf(r), secret, k.ID)
 	http.Redirect(w, r, h.cfg.Prefix+"/keys", http.StatusSeeOther)
 }
 

@@ -118,9 +118,10 @@ func (h *Handler) flashAEAD() cipher.AEAD {
 }
 
 // setFlash sets the cookie that shows user's new key secret on the next
-// keys page: encrypted and bound to user, for flashTTL, sent only to the
-// keys page and never to scripts.
-func (h *Handler) setFlash(w http.ResponseWriter, r *http.Request, user, secret, keyID string) {
+// visit of page (the user's keys page, "/keys", or the operators',
+// "/operators/keys"): encrypted and bound to user, for flashTTL, sent only
+// to that page and never to scripts.
+func (h *Handler) setFlash(w http.ResponseWriter, r *http.Request, page, user, secret, keyID string) {
 	aead := h.flashAEAD()
 	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce)
@@ -129,19 +130,19 @@ func (h *Handler) setFlash(w http.ResponseWriter, r *http.Request, user, secret,
 	plain := append(exp[:], keyID+"\x00"+secret...)
 	sealed := aead.Seal(nonce, nonce, plain, []byte(user))
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString(sealed),
-		Path: h.cfg.Prefix + "/keys", MaxAge: int(flashTTL / time.Second), HttpOnly: true, Secure: r.TLS != nil,
+		Path: h.cfg.Prefix + page, MaxAge: int(flashTTL / time.Second), HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode})
 }
 
 // takeFlash returns the new key's secret and id that the cookie of r
-// holds for user, and clears the cookie; ok is false without one that
-// decrypts for user and is not expired.
-func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request, user string) (secret, keyID string, ok bool) {
+// holds for user on page, and clears the cookie; ok is false without one
+// that decrypts for user and is not expired.
+func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request, page, user string) (secret, keyID string, ok bool) {
 	c, err := r.Cookie(flashCookie)
 	if err != nil {
 		return "", "", false
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: h.cfg.Prefix + "/keys", MaxAge: -1, HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: h.cfg.Prefix + page, MaxAge: -1, HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	sealed, err := base64.RawURLEncoding.DecodeString(c.Value)
 	aead := h.flashAEAD()

@@ -31,6 +31,8 @@ type Services struct {
 	Operators OperatorService
 	// Audit reads the audit trail for the operators' audit page.
 	Audit AuditService
+	// Alerts reads the alerts, for the operators' alerts page.
+	Alerts AlertService
 }
 
 // ErrNotFound is returned by services for an id that does not exist.

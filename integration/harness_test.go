@@ -135,6 +135,19 @@ var configTemplate = template.Must(template.New("caddyfile").Parse(`{
 			kind video
 			typical_duration 2s
 		}
+		model omni-moderation-latest mock {
+			kind moderation
+		}
+		model mock-tts mock {
+			kind speech
+			formats mp3 wav pcm
+		}
+		model mock-rerank mock {
+			kind rerank
+		}
+		model whisper-1 mock {
+			kind transcription
+		}
 		{{.Models}}
 		{{.Extra}}
 	}
@@ -158,9 +171,16 @@ http://localhost:9080 {
 			air_messages /v1/messages
 			air_count_tokens /v1/messages/count_tokens
 			air_embeddings /v1/embeddings
+			air_moderations /v1/moderations
+			air_speech /v1/audio/speech
+			air_rerank /v1/rerank
+			air_transcriptions /v1/audio/transcriptions
+			air_translations /v1/audio/translations
 			air_images /v1/images/generations
 			air_responses /v1/responses*
 			air_tasks /v1/tasks*
+			air_batches /v1/files*
+			air_batches /v1/batches*
 			air_models /v1/models*
 			air_not_found
 		}

@@ -53,7 +53,24 @@ func TestPostgresChatBilled(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, raw)
 	}
-	// No waiting: the answer's last byte waited for the commit.
+	// No waiting: the answer's last byte waited for the commit of its
+	// record, in the journal (ledger_durability journaled, the default:
+	// over its intent, until the next sync writes the ledger) or in the
+	// ledger.
+	var durable int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM air_ledger WHERE key_id = $1) +
+		(SELECT count(*) FROM air_intents WHERE record ? 'Journaled' AND record->>'KeyID' = $1
+			AND NOT EXISTS (SELECT 1 FROM air_ledger l WHERE l.id = air_intents.id))`, keyID).Scan(&durable); err != nil {
+		t.Fatal(err)
+	}
+	if durable != 1 {
+		t.Fatalf("%d records of the answer in PostgreSQL (journal or ledger) at its last byte, want 1", durable)
+	}
+	// A report flushes the ledger: the record and its counts are in.
+	var report struct{}
+	if status := adminGet(t, adminAddr, "/air/usage?user=pg-chat", &report); status != http.StatusOK {
+		t.Fatalf("usage: status %d", status)
+	}
 	var n, input, cost, duration int64
 	var outcome string
 	err = conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(input + cache_read), 0), coalesce(sum(cost), 0), coalesce(max(outcome), ''),
@@ -226,6 +243,14 @@ func TestPostgresTwoInstances(t *testing.T) {
 		Totals []struct {
 			Requests int64 `json:"requests"`
 		} `json:"totals"`
+	}
+	// In ledger_durability journaled, an instance writes its answers'
+	// records to the shared ledger with its next sync, within a commit
+	// interval of the answer: another instance's reports see them then.
+	// A's own report flushes A's ledger; then B's must count both.
+	var own struct{}
+	if status := adminGet(t, procAdminAddr, "/air/usage?user=two", &own); status != http.StatusOK {
+		t.Fatalf("usage through A: status %d", status)
 	}
 	status := adminGet(t, procAdminAddrB, "/air/usage?user=two", &usage)
 	var requests int64

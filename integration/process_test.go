@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Ports of gateway processes started by these tests; distinct from the
@@ -236,8 +238,26 @@ func TestQuickstart(t *testing.T) {
 	if status, body := getStatus(t, p.url("/v1/models"), ""); status != http.StatusUnauthorized || !strings.Contains(body, `"invalid_api_key"`) {
 		t.Fatalf("without a key: %d %s", status, body)
 	}
+	// The example's Gemini model, on the mock's Gemini API.
+	if status, _, body := callURL(t, http.MethodPost, p.url("/v1/messages"), key,
+		`{"model":"mock-gemini","max_tokens":64,"messages":[{"role":"user","content":"Hello Gemini"}]}`, "anthropic-version", "2023-06-01"); status != http.StatusOK ||
+		gjson.GetBytes(body, "content.0.text").Str != "Mock reply to: Hello Gemini" {
+		t.Fatalf("mock-gemini: %d %s", status, body)
+	}
 
 	checkAccessLog(t, p, key)
+
+	// The example's Bedrock and Azure models, on the mock's fakes.
+	if status, _, body := callURL(t, http.MethodPost, p.url("/v1/messages"), key,
+		`{"model":"mock-bedrock","max_tokens":64,"messages":[{"role":"user","content":"Hello Bedrock"}]}`, "anthropic-version", "2023-06-01"); status != http.StatusOK ||
+		gjson.GetBytes(body, "content.0.text").Str != "Mock reply to: Hello Bedrock" {
+		t.Fatalf("mock-bedrock: %d %s", status, body)
+	}
+	if status, _, body := callURL(t, http.MethodPost, p.url("/v1/chat/completions"), key,
+		`{"model":"mock-azure","messages":[{"role":"user","content":"Hello Azure"}]}`); status != http.StatusOK ||
+		!strings.Contains(gjson.GetBytes(body, "choices.0.message.content").Str, "Hello Azure") {
+		t.Fatalf("mock-azure: %d %s", status, body)
+	}
 
 	list := caddyCLI(t, "air", "key", "list", "--user", "alice", "--config", cfg)
 	if !strings.Contains(list, "alice") || !strings.Contains(list, "quickstart") || strings.Contains(list, key) {

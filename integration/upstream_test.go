@@ -117,6 +117,11 @@ type ledgerRecord struct {
 		FileSearches    int64 `json:"file_searches"`
 		CodeSessions    int64 `json:"code_sessions"`
 		ImageCalls      int64 `json:"image_generation_calls"`
+		// Characters, AudioMillis and SearchUnits are the quantities of
+		// speech, transcriptions and rerank (issue #33).
+		Characters  int64 `json:"characters"`
+		AudioMillis int64 `json:"audio_ms"`
+		SearchUnits int64 `json:"search_units"`
 	} `json:"usage"`
 	// Unpriced lists the charges the price file had no rule for (issue
 	// #31).

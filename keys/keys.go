@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"strings"
 	"time"
@@ -47,6 +48,17 @@ type Key struct {
 	// State is "active", "revoked" or "expired" when the key was listed;
 	// empty on keys that Authenticate returns.
 	State string `json:"state,omitempty"`
+	// AllowIPs, if not empty, are the CIDRs from which the key may be
+	// used (checked against Caddy's client_ip).
+	AllowIPs []string `json:"allow_ips,omitempty"`
+	// PreviousSecretUntil, if set, is when the secret the key had before
+	// its last regenerate stops (or stopped) working.
+	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
+
+	// hash is the hash of the key's current secret.
+	hash string
+	// allow are AllowIPs, parsed.
+	allow []netip.Prefix
 }
 
 // Key states, as Key.State and StateAt report them.

@@ -13,7 +13,7 @@ import (
 	"github.com/caddy-air/caddy-air/store/badger"
 )
 
-func newTestService(t *testing.T) (*Service, *badger.DB) {
+func newTestService(t testing.TB) (*Service, *badger.DB) {
 	t.Helper()
 	db, err := badger.Open(badger.Options{Dir: t.TempDir(), GCInterval: -1})
 	if err != nil {

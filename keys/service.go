@@ -134,8 +134,16 @@ func (s *Service) forget(h string) {
 
 // fromStore converts a stored key.
 func fromStore(k store.Key) *Key {
-	return &Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
-		Models: k.Models, LastUsedAt: k.LastUsedAt}
+	out := &Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
+		Models: k.Models, LastUsedAt: k.LastUsedAt, AllowIPs: k.AllowIPs, PreviousSecretUntil: k.PrevUntil, hash: k.Hash}
+	// Stored lists were checked when set; an entry that does not parse
+	// allows nothing.
+	for _, c := range k.AllowIPs {
+		if p, err := parsePrefix(c); err == nil {
+			out.allow = append(out.allow, p)
+		}
+	}
+	return out
 }
 
 // CreateOptions describes a new key.
@@ -155,6 +163,9 @@ type CreateOptions struct {
 	// amount in the price table's currency such as "5.00". It needs the
 	// service's Limiter.
 	Limit string `json:"limit,omitempty"`
+	// AllowIPs optionally restricts the key to clients in these CIDRs
+	// (or single addresses), IPv4 or IPv6; at most MaxAllowIPs.
+	AllowIPs []string `json:"allow_ips,omitempty"`
 }
 
 // Create issues a new key and returns its secret (shown once) and record.
@@ -173,6 +184,10 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (string, *Key, er
 		return "", nil, errors.New("expiry must be in the future")
 	}
 	models, err := checkModels(o.Models)
+	if err != nil {
+		return "", nil, err
+	}
+	allow, prefixes, err := checkAllowIPs(o.AllowIPs)
 	if err != nil {
 		return "", nil, err
 	}
@@ -196,9 +211,10 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (string, *Key, er
 			return "", nil, fmt.Errorf("limit: %w", err)
 		}
 	}
-	k := &Key{ID: id, User: o.User, Name: o.Name, CreatedAt: s.now().UTC(), ExpiresAt: o.ExpiresAt, Models: models}
-	err = s.store.Create(ctx, store.Key{ID: k.ID, Hash: Hash(secret), User: k.User, Name: k.Name, CreatedAt: k.CreatedAt,
-		ExpiresAt: k.ExpiresAt, Models: models})
+	k := &Key{ID: id, User: o.User, Name: o.Name, CreatedAt: s.now().UTC(), ExpiresAt: o.ExpiresAt, Models: models, AllowIPs: allow,
+		hash: Hash(secret), allow: prefixes}
+	err = s.store.Create(ctx, store.Key{ID: k.ID, Hash: k.hash, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt,
+		ExpiresAt: k.ExpiresAt, Models: models, AllowIPs: allow})
 	if err != nil {
 		return "", nil, fmt.Errorf("storing key: %w", err)
 	}
@@ -235,6 +251,10 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Key, error)
 	k := e.key
 	if k.RevokedAt != nil {
 		return nil, ErrRevoked
+	}
+	if h != k.hash && (k.PreviousSecretUntil == nil || !now.Before(*k.PreviousSecretUntil)) {
+		// The key's previous secret, past its grace.
+		return nil, ErrReplaced
 	}
 	if !k.Active(now) {
 		return nil, ErrExpired

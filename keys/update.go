@@ -21,9 +21,12 @@ type Change struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// NoExpiry removes the key's expiry.
 	NoExpiry bool `json:"no_expiry,omitempty"`
+	// AllowIPs are the CIDRs the key may be used from from now on; empty
+	// allows every address.
+	AllowIPs *[]string `json:"allow_ips,omitempty"`
 }
 
-// Update changes the name, models or expiry of key id (ErrNoSuchKey if
+// Update changes the name, models, expiry or allowed IPs of key id (ErrNoSuchKey if
 // there is none), checked as Create checks them; every instance's cache
 // drops the key, so the change applies to its next request. A revoked key
 // stays revoked.
@@ -41,7 +44,12 @@ func (s *Service) Update(ctx context.Context, id string, c Change) (*Key, error)
 	if cur == nil {
 		return nil, ErrNoSuchKey
 	}
-	ch := store.KeyChange{Name: cur.Name, Models: cur.Models, ExpiresAt: cur.ExpiresAt}
+	ch := store.KeyChange{Name: cur.Name, Models: cur.Models, ExpiresAt: cur.ExpiresAt, AllowIPs: cur.AllowIPs}
+	if c.AllowIPs != nil {
+		if ch.AllowIPs, _, err = checkAllowIPs(*c.AllowIPs); err != nil {
+			return nil, err
+		}
+	}
 	if c.Name != nil {
 		if err := checkText("name", *c.Name, MaxNameLen); err != nil {
 			return nil, err

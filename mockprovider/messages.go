@@ -31,6 +31,9 @@ type msgRequest struct {
 	// badSignature marks a thinking block sent back without the
 	// signature the mock gave it.
 	badSignature bool
+	// unthoughtToolTurn marks a last assistant message with a tool_use
+	// that does not start with a thinking block.
+	unthoughtToolTurn bool
 }
 
 // breakpoint is a block carrying cache_control: the prompt up to and
@@ -85,6 +88,12 @@ func (h *Handler) parseMessages(body []byte) (req msgRequest, msg string) {
 	}
 	req.maxTokens = maxTokens.Int()
 	h.readPrompt(&req, system, messages)
+	if req.thinking && req.afterTool && req.unthoughtToolTurn {
+		// As Anthropic does: a tool loop with thinking on continues from
+		// the turn's signed thinking, which the client must send back.
+		return req, "messages: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, " +
+			"a final `assistant` message must start with a thinking block (preceding the lastmost set of `tool_use` and `tool_result` blocks)."
+	}
 	req.chooseTool(tools, toolChoice)
 	return req, ""
 }
@@ -145,6 +154,10 @@ func (h *Handler) readPrompt(req *msgRequest, system, messages gjson.Result) {
 		ph.WriteString(role)
 		c := m.Get("content")
 		req.afterTool = false
+		if role == "assistant" {
+			first := c.Get("0.type").Str
+			req.unthoughtToolTurn = first != "thinking" && first != "redacted_thinking" && c.Get(`#(type=="tool_use")`).Exists()
+		}
 		if c.IsArray() {
 			var text strings.Builder
 			c.ForEach(func(_, b gjson.Result) bool {

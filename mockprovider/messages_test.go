@@ -283,3 +283,35 @@ func TestMessagesThinkingSignatureChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestMessagesThinkingToolTurn: with thinking on, a tool loop's last
+// assistant message must start with its thinking block, as Anthropic
+// requires, so that a client that loses it is refused.
+func TestMessagesThinkingToolTurn(t *testing.T) {
+	h := New(Config{})
+	for i, tc := range []struct {
+		first    string
+		thinking bool
+		status   int
+	}{
+		{`{"type":"thinking","thinking":"hmm","signature":"` + mockSignature("hmm") + `"},`, true, 200},
+		{`{"type":"redacted_thinking","data":"x"},`, true, 200},
+		{``, true, 400},
+		{``, false, 200},
+	} {
+		thinking := ""
+		if tc.thinking {
+			thinking = `"thinking":{"type":"enabled","budget_tokens":1024},`
+		}
+		body := `{"model":"m","max_tokens":2048,` + thinking + `"tools":[{"name":"w","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"q"},` +
+			`{"role":"assistant","content":[` + tc.first + `{"type":"tool_use","id":"toolu_1","name":"w","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"}]}]}`
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body))
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.status || (tc.status == 400 && !strings.Contains(rec.Body.String(), "must start with a thinking block")) {
+			t.Errorf("Test %d: status %d: %s", i, rec.Code, rec.Body)
+		}
+	}
+}

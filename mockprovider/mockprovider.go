@@ -1,6 +1,7 @@
 // Package mockprovider is a deterministic, offline stand-in for real LLM and
 // media providers. Its Handler speaks the wire formats of OpenAI chat
-// completions, responses, images and videos and of Anthropic messages, closely enough
+// completions, responses, images and videos, of Anthropic messages, and
+// of Google's Gemini API and Vertex AI (generateContent, see serveGoogle), closely enough
 // for the official SDKs to parse every answer, so that the gateway can be
 // run, tested and benchmarked without network access or provider accounts.
 //
@@ -33,6 +34,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -64,12 +66,31 @@ type Config struct {
 	FaultSeed uint64
 	// Clock returns the current time. Default: time.Now.
 	Clock func() time.Time
+	// Bedrock, if set, mounts a fake Bedrock Runtime (see BedrockConfig)
+	// on the Converse paths, …/model/{id}/converse and converse-stream,
+	// under any prefix.
+	Bedrock *BedrockConfig
+	// AzureKey, if set, mounts a fake Azure OpenAI resource requiring
+	// this api-key on the deployment and v1 paths, …/openai/deployments/…
+	// and …/openai/v1/…, under any prefix; it answers as the mock's chat
+	// completions.
+	AzureKey string
 	// OriginalPath, if set, returns the path of r as the client sent it,
 	// before a proxy stripped a prefix (Caddy's handle_path does). Image
 	// URLs point at the part of that path before its last "/v1", so that
 	// clients can fetch them. When nil or empty, r.URL.Path is used, and
 	// the X-Forwarded-Prefix header when the path has no prefix.
 	OriginalPath func(r *http.Request) string
+	// VertexServiceAccount is the key file (JSON) of the service account
+	// the fake Vertex AI serves: its token endpoint (the mount's /token)
+	// grants tokens for JWT assertions signed by the account's key, and
+	// its /v1/projects/… endpoints take only those tokens. Empty disables
+	// the fake Vertex AI; the fake Gemini API (/v1beta/models/…) is always
+	// on, and checks APIKey in x-goog-api-key.
+	VertexServiceAccount []byte
+	// VertexProject and VertexRegion are the fake Vertex AI's location.
+	// Default: DefaultVertexProject, DefaultVertexRegion.
+	VertexProject, VertexRegion string
 }
 
 // Handler is the mock provider. It implements http.Handler and is safe for
@@ -83,6 +104,12 @@ type Handler struct {
 	// responses keeps the Responses API's stored responses.
 	responses respStore
 	faults    *faults
+	// clouds are the cloud providers' fakes it mounts.
+	clouds clouds
+	google *google
+	// batches keeps the Files and Batch APIs' files and batches.
+	batches     *batchStore
+	batchesOnce sync.Once
 }
 
 // maxBodyBytes bounds request bodies.
@@ -91,6 +118,11 @@ const maxBodyBytes = 32 << 20
 // Validate reports whether c's faults are valid: rates from 0 to 1 that
 // add up to at most 1, statuses from 400 to 599, no negative duration.
 func (c *Config) Validate() error {
+	if len(c.VertexServiceAccount) > 0 {
+		if _, _, err := serviceAccount(c.VertexServiceAccount); err != nil {
+			return err
+		}
+	}
 	return validateFaults(c.Faults)
 }
 
@@ -115,7 +147,12 @@ func New(c Config) *Handler {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &Handler{
+	g, err := newGoogle(&c)
+	if err != nil {
+		panic("mockprovider: " + err.Error())
+	}
+	h := &Handler{
+		google: g,
 		cfg:    c,
 		clock:  clock,
 		seed:   maphash.MakeSeed(),
@@ -123,6 +160,8 @@ func New(c Config) *Handler {
 		videos: newVideoStore(maxVideos),
 		faults: &faults{list: c.Faults, start: clock(), seed: seed, done: make(chan struct{})},
 	}
+	h.clouds = newClouds(c, h)
+	return h
 }
 
 // Close ends the requests that a hang or slow fault holds, at once; the
@@ -144,7 +183,14 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, anthropic bool) 
 
 // ServeHTTP answers r as the provider whose endpoint the path names.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.serveGoogle(w, r) || h.serveCloud(w, r) {
+		return
+	}
 	path := r.URL.Path
+	if strings.HasSuffix(path, "/v2/rerank") {
+		h.cohere(w, r)
+		return
+	}
 	i := strings.LastIndex(path, "/v1/")
 	if i < 0 {
 		h.notFound(w, r)
@@ -177,13 +223,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Request-Id", newID("req_", 32))
-	if name, ok := strings.CutPrefix(rest, "/files/"); ok {
+	if name, ok := strings.CutPrefix(rest, "/files/"); ok && !strings.HasPrefix(name, "file-") {
 		if allow(w, r, http.MethodGet, false) {
 			h.file(w, r, name)
 		}
 		return
 	}
 	serve := h.route(r, rest)
+	if serve == nil {
+		serve = h.batchRoute(r, rest)
+	}
 	if serve == nil {
 		h.notFound(w, r)
 		return
@@ -215,6 +264,15 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodPost, h.chat)
 	case rest == "/embeddings":
 		return only(http.MethodPost, h.embeddings)
+	case rest == "/moderations":
+		return only(http.MethodPost, h.moderations)
+	case rest == "/audio/speech":
+		return only(http.MethodPost, h.speech)
+	case rest == "/audio/transcriptions" || rest == "/audio/translations":
+		translate := rest == "/audio/translations"
+		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.transcribe(w, r, translate) })
+	case rest == "/rerank":
+		return only(http.MethodPost, func(w http.ResponseWriter, r *http.Request) { h.rerank(w, r, false) })
 	case rest == "/images/generations":
 		return only(http.MethodPost, h.images)
 	case rest == "/videos" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
@@ -236,6 +294,12 @@ func (h *Handler) route(r *http.Request, rest string) http.HandlerFunc {
 		return only(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { h.getModel(w, r, id) })
 	}
 	return nil
+}
+
+// batchStore returns h's files and batches.
+func (h *Handler) batchStore() *batchStore {
+	h.batchesOnce.Do(func() { h.batches = &batchStore{files: map[string][]byte{}, batches: map[string]*mockBatch{}} })
+	return h.batches
 }
 
 // notFound answers an unknown endpoint in the OpenAI error shape.

@@ -4,8 +4,10 @@
 package providers
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"sort"
 	"strings"
@@ -21,7 +23,40 @@ const (
 	// ProtocolDashScope is Alibaba DashScope's native asynchronous
 	// generation API (image and video tasks).
 	ProtocolDashScope = "dashscope"
+	// ProtocolGemini is Google AI Studio's Gemini API (generateContent),
+	// reached through a translation from every client protocol.
+	ProtocolGemini = "gemini"
+	// ProtocolVertex is Gemini on Google Cloud's Vertex AI, reached as
+	// ProtocolGemini is, with OAuth2 bearer tokens.
+	ProtocolVertex = "vertex"
+	// ProtocolCohere is Cohere's v2 API (rerank); its base URL ends in
+	// /v2.
+	ProtocolCohere = "cohere"
+	// ProtocolBedrock is Amazon Bedrock Runtime's Converse API, signed
+	// with SigV4.
+	ProtocolBedrock = "bedrock"
+	// ProtocolAzure is Azure OpenAI: OpenAI's chat completions on a
+	// deployment (or v1) path, with an api-key header.
+	ProtocolAzure = "azure"
 )
+
+// IsCloud reports a protocol whose requests an Endpoint builds: its URLs
+// name the model, its credentials are more than a key header.
+func IsCloud(protocol string) bool {
+	return protocol == ProtocolGemini || protocol == ProtocolVertex || protocol == ProtocolBedrock
+}
+
+// Endpoint builds and authenticates the requests of a provider whose
+// protocol needs more than a base URL and a key header (IsCloud).
+type Endpoint interface {
+	// NewRequest returns the chat request of body, already in the
+	// provider's protocol, for model to attempt a (its base URL and key),
+	// authenticated: a streamed one when stream is set.
+	NewRequest(ctx context.Context, a Attempt, model string, stream bool, body []byte) (*http.Request, error)
+	// Authorize sets the credentials of req, another request to attempt
+	// a (a health check).
+	Authorize(req *http.Request, a Attempt) error
+}
 
 // Kinds of model, which decide the endpoint that serves them.
 const (
@@ -35,6 +70,15 @@ const (
 	KindVideo = "video"
 	// KindEmbedding models are served by /v1/embeddings.
 	KindEmbedding = "embedding"
+	// KindModeration models are served by /v1/moderations.
+	KindModeration = "moderation"
+	// KindSpeech models are served by /v1/audio/speech.
+	KindSpeech = "speech"
+	// KindTranscription models are served by /v1/audio/transcriptions and
+	// /v1/audio/translations.
+	KindTranscription = "transcription"
+	// KindRerank models are served by /v1/rerank.
+	KindRerank = "rerank"
 )
 
 // Provider is one upstream service.
@@ -55,6 +99,9 @@ type Provider struct {
 	// Retries is how many further attempts a request gets, on the next base
 	// URL or key, when an attempt fails before the first response byte.
 	Retries int
+	// Endpoint builds and authenticates the requests of a cloud provider
+	// (IsCloud(Protocol)); nil for the others.
+	Endpoint Endpoint
 }
 
 // Attempt is one (base URL, API key) pair to send a request to.
@@ -120,6 +167,9 @@ type Route struct {
 	// Sizes lists the allowed "<width>x<height>" sizes of an image or video
 	// model; empty allows any well-formed size.
 	Sizes []string
+	// Formats lists the response formats a speech model produces (mp3,
+	// wav, …); empty allows any.
+	Formats []string
 	// TypicalDuration is how long a video usually takes to generate; it is
 	// used to derive progress when the upstream reports none.
 	TypicalDuration time.Duration
@@ -175,7 +225,11 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			return nil, fmt.Errorf("provider %q declared twice", p.Name)
 		}
 		switch p.Protocol {
-		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope:
+		case ProtocolOpenAI, ProtocolAnthropic, ProtocolDashScope, ProtocolCohere:
+		case ProtocolGemini, ProtocolVertex, ProtocolBedrock, ProtocolAzure:
+			if p.Endpoint == nil {
+				return nil, fmt.Errorf("provider %q: a %s provider needs an endpoint", p.Name, p.Protocol)
+			}
 		default:
 			return nil, fmt.Errorf("provider %q: unknown protocol %q", p.Name, p.Protocol)
 		}
@@ -198,9 +252,15 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 			r.MaxOutputTokens = DefaultMaxOutputTokens
 		}
 		switch r.Kind {
-		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding:
+		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding, KindModeration, KindSpeech, KindTranscription, KindRerank:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
+		}
+		if IsCloud(r.Provider.Protocol) && !translated(r.Kind) {
+			return nil, fmt.Errorf("model %q: a %s provider serves chat and messages models, not %s", r.Pattern, r.Provider.Protocol, r.Kind)
+		}
+		if r.Provider.Protocol == ProtocolAzure && r.Kind != KindChat {
+			return nil, fmt.Errorf("model %q: an azure provider serves chat models (which /v1/messages reaches too), not %s", r.Pattern, r.Kind)
 		}
 		if r.IsGlob() {
 			if _, err := path.Match(r.Pattern, ""); err != nil {
@@ -301,7 +361,9 @@ func DefaultKind(protocol string) string {
 		return KindMessages
 	case ProtocolDashScope:
 		return KindImage
-	default:
+	case ProtocolCohere:
+		return KindRerank
+	default: // openai and azure, and the clouds, whose chat models both chat protocols reach
 		return KindChat
 	}
 }

@@ -110,7 +110,11 @@ func probe(ctx context.Context, rt http.RoundTripper, p *providers.Provider, bas
 	if err != nil {
 		return false
 	}
-	if key != "" {
+	if p.Endpoint != nil {
+		if p.Endpoint.Authorize(req, providers.Attempt{BaseURL: base, APIKey: key}) != nil {
+			return false
+		}
+	} else if key != "" {
 		authn.SetAuth(req.Header, p.Protocol, key, nil)
 	}
 	resp, err := rt.RoundTrip(req)

@@ -28,6 +28,14 @@ type Key struct {
 	// LastUsedAt, if set, is when the key last authenticated a request, as
 	// last written by Touch (coalesced: it may lag by a minute).
 	LastUsedAt *time.Time
+	// PrevHash, if set, is the hash of the key's secret before its last
+	// Regenerate; ByHash finds the key by it too. It authenticates until
+	// PrevUntil.
+	PrevHash string
+	// PrevUntil is when the previous secret stops working.
+	PrevUntil *time.Time
+	// AllowIPs, if not empty, are the CIDRs from which the key may be used.
+	AllowIPs []string
 }
 
 // KeyChange is what Keys.Update sets of a key; each field replaces the
@@ -40,6 +48,8 @@ type KeyChange struct {
 	Models []string
 	// ExpiresAt is when the key stops working; nil: never.
 	ExpiresAt *time.Time
+	// AllowIPs are the CIDRs from which the key may be used; empty: any.
+	AllowIPs []string
 }
 
 // Keys keeps API keys.
@@ -55,7 +65,9 @@ type Keys interface {
 	// nothing is stored.
 	Create(ctx context.Context, k Key) error
 	// ByHash returns the key whose secret hashes to hash, revoked and
-	// expired keys included, or ErrNotFound.
+	// expired keys included, or ErrNotFound. A key is found by its
+	// PrevHash too (whether its PrevUntil has passed is the caller's to
+	// judge).
 	ByHash(ctx context.Context, hash string) (Key, error)
 	// List returns the keys of user (every key when user is ""), oldest
 	// first.
@@ -64,7 +76,13 @@ type Keys interface {
 	// key keeps the first time and changes nothing. An unknown id is
 	// ErrNotFound.
 	Revoke(ctx context.Context, id string, at time.Time) (Key, error)
-	// Update replaces key id's name, models and expiry with ch's and
+	// Regenerate gives key id the secret whose hash is hash: its current
+	// hash becomes its PrevHash, valid until prevUntil (a time past ends
+	// it at once), and a PrevHash it had is forgotten. Every
+	// instance's cache drops the key (Revocations reports its former
+	// hashes). An unknown id is ErrNotFound; a hash taken is ErrExists.
+	Regenerate(ctx context.Context, id, hash string, prevUntil time.Time) (Key, error)
+	// Update replaces key id's name, models, expiry and allowed IPs with ch's and
 	// returns the key. Every instance's cache drops the key:
 	// Revocations reports its hash, as for a revocation, so that the
 	// change applies to the next request everywhere. An unknown id is
@@ -74,7 +92,8 @@ type Keys interface {
 	// key's LastUsedAt becomes the later of its value and the given time.
 	// Unknown ids are skipped. All of used is written in one batch.
 	Touch(ctx context.Context, used map[string]time.Time) error
-	// Revocations calls fn with the hash of every key revoked (through any
-	// instance) after the call, until ctx ends. fn must not block.
+	// Revocations calls fn with the hash of every key revoked, updated or
+	// regenerated (through any instance) after the call, and with the
+	// hashes it had before, until ctx ends. fn must not block.
 	Revocations(ctx context.Context, fn func(hash string))
 }

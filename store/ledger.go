@@ -28,6 +28,9 @@ type Usage struct {
 	// WebSearches, WebFetches, FileSearches, CodeSessions and ImageCalls
 	// count the provider's priced tool calls.
 	WebSearches, WebFetches, FileSearches, CodeSessions, ImageCalls int64
+	// Characters, AudioMillis and SearchUnits are the quantities of the
+	// speech, transcription and rerank endpoints.
+	Characters, AudioMillis, SearchUnits int64
 }
 
 // Record is one settled request or task (billing.Record's storage shape).
@@ -185,7 +188,8 @@ func addUsage(a, b Usage) Usage {
 		ImageInput: AddSat(a.ImageInput, b.ImageInput), ImageOutput: AddSat(a.ImageOutput, b.ImageOutput),
 		WebSearches: AddSat(a.WebSearches, b.WebSearches), WebFetches: AddSat(a.WebFetches, b.WebFetches),
 		FileSearches: AddSat(a.FileSearches, b.FileSearches), CodeSessions: AddSat(a.CodeSessions, b.CodeSessions),
-		ImageCalls: AddSat(a.ImageCalls, b.ImageCalls)}
+		ImageCalls: AddSat(a.ImageCalls, b.ImageCalls), Characters: AddSat(a.Characters, b.Characters),
+		AudioMillis: AddSat(a.AudioMillis, b.AudioMillis), SearchUnits: AddSat(a.SearchUnits, b.SearchUnits)}
 }
 
 func inc(m map[string]int64, k string, n int64) map[string]int64 {
@@ -339,17 +343,18 @@ type DeferredSync interface {
 	// Write is Append without the wait for the machine-crash durability:
 	// when it returns nil its records survive a kill of the process, an
 	// OOM kill or a panic (Badger: written to the journal with a write,
-	// not synced; PostgreSQL: committed with synchronous_commit off). Its
-	// other terms are Append's. Records written are counted in the
-	// aggregates and spend once a Sync covered them (Badger), or at once
-	// (PostgreSQL); Flush counts only what a Sync covered.
+	// not synced; PostgreSQL: journaled over their intents, committed with
+	// synchronous_commit off). Its other terms are Append's. Records
+	// written are counted in the aggregates and spend once a Sync covered
+	// them; Flush counts only what a Sync covered.
 	Write(ctx context.Context, recs []Record) error
 	// Sync makes every record written before the call durable against a
 	// crash of the machine (Badger: one fdatasync of the journal;
-	// PostgreSQL: a synchronous commit, which flushes the WAL of every
-	// earlier commit). It may run concurrently with Write and must not
-	// hold it up for the time the disk takes. An error that Err reports
-	// from then on stops the ledger.
+	// PostgreSQL: the journaled records written to the ledger in a
+	// synchronous commit, which flushes the WAL of every earlier commit).
+	// It may run concurrently with Write and must not hold it up for the
+	// time the disk takes. An error that Err reports from then on stops
+	// the ledger.
 	Sync(ctx context.Context) error
 }
 

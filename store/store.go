@@ -53,6 +53,13 @@ type Repos struct {
 	RateLimits RateLimits
 	// Tasks keeps image and video tasks and their leases.
 	Tasks Tasks
+	// Files keeps the records of the files users upload (/v1/files), in
+	// the shape of tasks: a file is never Working. Their content is in
+	// Media.
+	Files Tasks
+	// Batches keeps batches (/v1/batches) and their leases, in the shape
+	// of tasks: a batch is Working until it is billed.
+	Batches Tasks
 	// Media keeps re-hosted files.
 	Media MediaStore
 	// Responses maps response ids to where they live; nil when the backend
@@ -60,6 +67,8 @@ type Repos struct {
 	Responses Responses
 	// Audit keeps the audit trail of changes made by operators and users.
 	Audit Audit
+	// Alerts is the outbox of raised alerts.
+	Alerts Alerts
 	// Probe tests that the backend takes writes, for the health check;
 	// nil when the backend has no probe.
 	Probe Prober

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/internal/jsonview"
 )
 
 // NewStreamDecoder returns a decoder of a Messages event stream.
@@ -85,7 +86,11 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 		default:
 			return false
 		}
-		ev.Text, d.scratch = dialect.StringBytes(data, delta.Get(field), d.scratch)
+		// The raw token, unescaped into scratch only if it has escapes
+		// (as a tool's arguments always do): a gjson lookup of the
+		// string would allocate its unescaped copy.
+		raw, _ := jsonview.Member(delta.Raw, field)
+		ev.Text, d.scratch = jsonview.Text(d.scratch, raw)
 		return len(ev.Text) > 0
 	case "content_block_start":
 		cb := gjson.Get(s, "content_block")
@@ -154,6 +159,9 @@ func (d *decoder) mergeUsage(u gjson.Result) {
 		return
 	}
 	d.usage.Output, d.hasUse = n.Output, true
+	if u.Get("output_tokens_details").Exists() {
+		d.usage.Reasoning = n.Reasoning
+	}
 	if u.Get("input_tokens").Exists() {
 		d.usage.Input = n.Input
 	}

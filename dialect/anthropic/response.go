@@ -38,7 +38,8 @@ func (Codec) EncodeResponse(dst []byte, r *dialect.Response) ([]byte, error) {
 }
 
 // AppendUsage appends u as a Messages usage object, whose input_tokens
-// exclude the cache reads and writes.
+// exclude the cache reads and writes; the reasoning part of the output,
+// when there is one, is output_tokens_details.thinking_tokens.
 func AppendUsage(b []byte, u billing.Usage) []byte {
 	b = append(b, `{"input_tokens":`...)
 	b = dialect.AppendInt(b, u.Input)
@@ -55,6 +56,11 @@ func AppendUsage(b []byte, u billing.Usage) []byte {
 	}
 	b = append(b, `,"output_tokens":`...)
 	b = dialect.AppendInt(b, u.Output)
+	if u.Reasoning > 0 {
+		b = append(b, `,"output_tokens_details":{"thinking_tokens":`...)
+		b = dialect.AppendInt(b, u.Reasoning)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

@@ -10,6 +10,7 @@ import "net/http"
 // Protocol names, as providers.Provider.Protocol spells them.
 const (
 	protocolAnthropic = "anthropic"
+	protocolGemini    = "gemini"
 )
 
 // DefaultAnthropicVersion is the anthropic-version header sent to an
@@ -23,6 +24,14 @@ const DefaultAnthropicVersion = "2023-06-01"
 // anthropic-version and anthropic-beta. Header keys are written in
 // canonical form without http.Header.Set's canonicalization cost.
 func SetAuth(h http.Header, protocol, key string, client http.Header) {
+	if protocol == protocolGemini {
+		// Google AI Studio: the key in x-goog-api-key, never in the URL
+		// (where logs keep it).
+		if key != "" {
+			h["X-Goog-Api-Key"] = []string{key}
+		}
+		return
+	}
 	if protocol == protocolAnthropic {
 		if key != "" {
 			h["X-Api-Key"] = []string{key}

@@ -18,6 +18,8 @@ func TestSetAuth(t *testing.T) {
 		{"anthropic", "ak", nil, http.Header{"X-Api-Key": {"ak"}, "Anthropic-Version": {DefaultAnthropicVersion}}},
 		{"anthropic", "ak", client, http.Header{"X-Api-Key": {"ak"}, "Anthropic-Version": {"2026-10-21"}, "Anthropic-Beta": {"b1"}}},
 		{"anthropic", "", nil, http.Header{"Anthropic-Version": {DefaultAnthropicVersion}}},
+		{"gemini", "AIza-1", client, http.Header{"X-Goog-Api-Key": {"AIza-1"}}},
+		{"gemini", "", nil, http.Header{}},
 	} {
 		h := http.Header{}
 		SetAuth(h, tc.protocol, tc.key, tc.client)

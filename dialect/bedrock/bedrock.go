@@ -49,13 +49,16 @@ func URL(base, modelID string, stream bool) string {
 }
 
 // ModelFromPath returns the model id and whether the call streams from
-// the escaped path of a Converse URL, or ok false if it is none.
+// the escaped path of a Converse URL, or ok false if it is none. The
+// path may have a prefix (a VPC endpoint's, a proxy's): the model id,
+// escaped, holds no '/', so its segment follows the last "/model/".
 func ModelFromPath(escapedPath string) (modelID string, stream, ok bool) {
-	rest, found := strings.CutPrefix(escapedPath, "/model/")
-	if !found {
+	i := strings.LastIndex(escapedPath, "/model/")
+	if i < 0 {
 		return "", false, false
 	}
-	i := strings.LastIndexByte(rest, '/')
+	rest := escapedPath[i+len("/model/"):]
+	i = strings.LastIndexByte(rest, '/')
 	if i <= 0 {
 		return "", false, false
 	}

@@ -205,6 +205,9 @@ func TestURL(t *testing.T) {
 		{BaseURL("us-east-1"), "anthropic.claude-3-5-sonnet-20240620-v1:0", false, "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse"},
 		{"http://127.0.0.1:9/", "us.amazon.nova-pro-v1:0", true, "http://127.0.0.1:9/model/us.amazon.nova-pro-v1%3A0/converse-stream"},
 		{"https://x", "arn:aws:bedrock:us-east-1:123:inference-profile/us.meta.llama3", false, "https://x/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2Fus.meta.llama3/converse"},
+		// A prefix (a proxy's, the mock provider's mount), even one
+		// holding "/model/".
+		{"http://127.0.0.1:9/mock/model/bedrock", "us.amazon.nova-pro-v1:0", false, "http://127.0.0.1:9/mock/model/bedrock/model/us.amazon.nova-pro-v1%3A0/converse"},
 	} {
 		got := URL(tc.base, tc.model, tc.stream)
 		if got != tc.want {

@@ -75,6 +75,10 @@ func TestEncodeRequest(t *testing.T) {
 	if len(r.Unsupported) != 0 {
 		t.Errorf("unsupported %v", r.Unsupported)
 	}
+	// What was left out without changing the answer is reported.
+	if want := []string{"cache_control", "redacted_thinking"}; !reflect.DeepEqual(r.Dropped, want) {
+		t.Errorf("dropped %v, want %v", r.Dropped, want)
+	}
 }
 
 func TestEncodeRequestRefusals(t *testing.T) {

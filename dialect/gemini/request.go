@@ -88,8 +88,10 @@ func badRequest(param, msg string) *dialect.Error {
 // is left out and appended to r.Unsupported; a tool result whose call is
 // not in the history (so that its name is unknown) and an image at a URL
 // Gemini cannot fetch are refused with a 400. Cache breakpoints are left
-// out: Gemini caches prompt prefixes implicitly.
+// out (Gemini caches prompt prefixes implicitly), and so is Anthropic's
+// encrypted reasoning: both are appended to r.Dropped.
 func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
+	dropped(r)
 	body := generateRequest{Contents: make([]content, 0, len(r.Messages))}
 	if len(r.System) > 0 {
 		sys := &content{}
@@ -145,6 +147,32 @@ func (Codec) EncodeRequest(dst []byte, r *dialect.Request) ([]byte, error) {
 		return dst, badRequest("", err.Error())
 	}
 	return append(dst, b...), nil
+}
+
+// dropped records in r what Gemini takes no input for: cache
+// breakpoints and redacted (encrypted) reasoning.
+func dropped(r *dialect.Request) {
+	cache := false
+	for i := range r.System {
+		cache = cache || r.System[i].CacheControl != nil
+	}
+	for i := range r.Tools {
+		cache = cache || r.Tools[i].CacheControl != nil
+	}
+	redacted := false
+	for i := range r.Messages {
+		for j := range r.Messages[i].Content {
+			b := &r.Messages[i].Content[j]
+			cache = cache || b.CacheControl != nil
+			redacted = redacted || b.Kind == dialect.BlockRedactedThinking
+		}
+	}
+	if cache {
+		r.Drop("cache_control")
+	}
+	if redacted {
+		r.Drop("redacted_thinking")
+	}
 }
 
 // encodeBlock appends the parts of one block.

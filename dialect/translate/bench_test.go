@@ -7,7 +7,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 )
 
 // BenchmarkTranslateEvent translates one text delta event, provider bytes
@@ -37,7 +39,33 @@ var eventCases = []eventCase{
 			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" deterministic reply\"}}\n\n",
 		anthropic.Codec{}, openai.Codec{}},
+	{"messages-to-responses",
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" deterministic reply\"}}\n\n",
+		anthropic.Codec{}, responses.Codec{}},
+	{"messages-to-responses-arguments",
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{}}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \\\"Os\"}}\n\n",
+		anthropic.Codec{}, responses.Codec{}},
+	{"chat-to-responses",
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}` + "\n\n",
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"g","choices":[{"index":0,"delta":{"content":" deterministic reply"},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n",
+		openai.Codec{}, responses.Codec{}},
+	// Bedrock's binary event stream: its frames (CRC-checked) to either
+	// client's SSE.
+	{"bedrock-to-messages", bedrockStart, bedrockDelta, bedrock.Codec{}, anthropic.Codec{}},
+	{"bedrock-to-chat", bedrockStart, bedrockDelta, bedrock.Codec{}, openai.Codec{}},
 }
+
+// bedrockStart and bedrockDelta are ConverseStream frames: its start and
+// a first text delta (which opens the block), then a text delta.
+var (
+	bedrockStart = string(bedrock.EncodeEvent("messageStart", map[string]any{"role": "assistant", "p": "abcdefghijklmnop"})) +
+		string(bedrock.EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": "A"}, "p": "abcdefghijklmnop"}))
+	bedrockDelta = string(bedrock.EncodeEvent("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": " deterministic reply"}, "p": "abcdefghijklmnop"}))
+)
 
 func benchmarkEvent(b *testing.B, tc eventCase) {
 	{
@@ -128,3 +156,37 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
+
+// BenchmarkTranslateExchangeResponses translates a whole streamed
+// exchange of a Responses client to a messages model: its ~1 KB request,
+// decoded and encoded, and a 20-delta answer with its usage, through the
+// Writer.
+func BenchmarkTranslateExchangeResponses(b *testing.B) {
+	req := []byte(`{"model":"mock-claude","max_output_tokens":1024,"stream":true,"store":false,"instructions":"You are a helpful assistant that answers briefly and precisely, citing the relevant facts and nothing else.",` +
+		`"input":[{"role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("Tell me about the history of the city and its harbour. ", 14) + `"}]}]}`)
+	deltas := make([]string, 20)
+	for i := range deltas {
+		deltas[i] = `{"type":"text_delta","text":" deterministic"}`
+	}
+	events := strings.SplitAfter(anthropicStream(`{"input_tokens":200,"output_tokens":1}`, `{"output_tokens":20}`,
+		blockEvents(0, `{"type":"text","text":""}`, deltas...)), "\n\n")
+	tr := For(Responses, Messages)
+	w := &discard{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		x, err := tr.Request(req, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := x.Body(""); err != nil {
+			b.Fatal(err)
+		}
+		tw := x.Writer(w)
+		tw.Header().Set("Content-Type", "text/event-stream")
+		tw.WriteHeader(200)
+		for _, e := range events {
+			_, _ = tw.Write([]byte(e))
+		}
+		tw.Close()
+	}
+}

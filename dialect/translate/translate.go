@@ -18,7 +18,11 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/bedrock"
+	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
+	"github.com/caddy-air/caddy-air/dialect/vertex"
 )
 
 // Protocol names of the wire protocols, as providers name them.
@@ -27,6 +31,15 @@ const (
 	Chat = "openai"
 	// Messages is Anthropic's Messages.
 	Messages = "anthropic"
+	// Responses is OpenAI's Responses, a client protocol only here: a
+	// provider that speaks it is reached without translation.
+	Responses = "responses"
+	// Gemini is Google AI Studio's generateContent, a cloud protocol.
+	Gemini = "gemini"
+	// Vertex is Vertex AI's generateContent, a cloud protocol.
+	Vertex = "vertex"
+	// Bedrock is Amazon Bedrock Runtime's Converse, a cloud protocol.
+	Bedrock = "bedrock"
 )
 
 // DroppedHeader is the response header that lists, comma-separated, the
@@ -41,34 +54,66 @@ const DroppedHeader = "X-Air-Dropped-Params"
 type Translator struct {
 	// Client and Provider name the two protocols.
 	Client, Provider string
-	// Path is the provider's request path below its base URL.
+	// Wire is the protocol the proxy reads the answers in: Provider's, or
+	// Messages for a cloud provider, whose answers are transcoded into it
+	// (Exchange.Transcode) before the proxy taps them.
+	Wire string
+	// Path is the provider's request path below its base URL; "" for a
+	// cloud provider, whose endpoint builds its URLs.
 	Path     string
 	client   dialect.ClientCodec
 	provider dialect.ProviderCodec
+	// answer decodes what the proxy reads (Wire's codec); cloud is the
+	// provider's codec behind a transcoding, nil for the others.
+	answer, cloud dialect.ProviderCodec
 }
 
-// codecs are the protocols with a dialect, by name, and their paths.
+// codecs are the protocols with a dialect, by name, and their paths. A
+// protocol without a client codec is a cloud provider's: no client speaks
+// it, and its answers are transcoded into Messages. A protocol without a
+// provider codec (nor path) is one only clients speak through the gateway.
 var codecs = map[string]struct {
 	client   dialect.ClientCodec
 	provider dialect.ProviderCodec
 	path     string
 }{
-	Chat:     {openai.Codec{}, openai.Codec{}, openai.Path},
-	Messages: {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
+	Chat:      {openai.Codec{}, openai.Codec{}, openai.Path},
+	Messages:  {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
+	Responses: {responses.Codec{}, nil, ""},
+	Gemini:    {nil, gemini.Codec{}, ""},
+	Vertex:    {nil, vertex.Codec{}, ""},
+	Bedrock:   {nil, bedrock.Codec{}, ""},
 }
 
 // translators are made once: they hold no state of an exchange.
 var translators = func() map[[2]string]*Translator {
 	m := make(map[[2]string]*Translator)
 	for c, cc := range codecs {
+		if cc.client == nil {
+			continue
+		}
 		for p, pc := range codecs {
-			if c != p {
-				m[[2]string{c, p}] = &Translator{Client: c, Provider: p, Path: pc.path, client: cc.client, provider: pc.provider}
+			if c == p || pc.provider == nil {
+				continue
 			}
+			t := &Translator{Client: c, Provider: p, Wire: p, Path: pc.path, client: cc.client, provider: pc.provider, answer: pc.provider}
+			if pc.client == nil {
+				t.Wire, t.answer, t.cloud = Messages, anthropic.Codec{}, pc.provider
+			}
+			m[[2]string{c, p}] = t
 		}
 	}
 	return m
 }()
+
+// IsCloud reports a cloud provider's protocol: one whose requests every
+// client protocol reaches through a translation, whose URLs and
+// credentials its endpoint makes, and whose answers are transcoded into
+// Messages.
+func IsCloud(protocol string) bool {
+	c, ok := codecs[protocol]
+	return ok && c.client == nil
+}
 
 // For returns the translator from client to provider, nil when the two
 // are one protocol (pass through) or no translation between them exists.
@@ -122,11 +167,30 @@ func (t *Translator) Request(body []byte, o Options) (*Exchange, error) {
 	if _, err := t.provider.EncodeRequest(nil, req); err != nil {
 		return nil, err
 	}
+	if pn, ok := t.client.(paramNamer); ok {
+		rename(pn, req.Unsupported)
+		rename(pn, req.Dropped)
+	}
 	if len(req.Unsupported) > 0 && !o.DropParams {
 		return nil, &UnsupportedError{Param: req.Unsupported[0], Provider: t.Provider}
 	}
 	x.Dropped = append(append(x.Dropped, req.Unsupported...), req.Dropped...)
 	return x, nil
+}
+
+// paramNamer is a client codec that names in its own protocol's terms the
+// parameters a provider codec records as unsupported or dropped (which
+// use the Chat Completions and Messages names).
+type paramNamer interface {
+	// ClientParam is the client's name of the parameter param.
+	ClientParam(param string) string
+}
+
+// rename renames params in place.
+func rename(pn paramNamer, params []string) {
+	for i, p := range params {
+		params[i] = pn.ClientParam(p)
+	}
 }
 
 // DroppedValue is the value of DroppedHeader, "" when nothing was dropped.
@@ -145,3 +209,18 @@ func (x *Exchange) Body(upstreamModel string) ([]byte, error) {
 
 // Path is the provider's request path.
 func (x *Exchange) Path() string { return x.t.Path }
+
+// Model is the model named upstream: upstreamModel, or the client's when
+// it is "".
+func (x *Exchange) Model(upstreamModel string) string {
+	if upstreamModel != "" {
+		return upstreamModel
+	}
+	return x.req.Model
+}
+
+// Stream reports whether the client asked for a stream.
+func (x *Exchange) Stream() bool { return x.req.Stream }
+
+// Wire is the protocol the proxy reads x's answers in (Translator.Wire).
+func (x *Exchange) Wire() string { return x.t.Wire }

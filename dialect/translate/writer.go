@@ -13,10 +13,13 @@ import (
 // an event stream event by event as it arrives (the provider's bytes are
 // fed to its stream decoder, each neutral event encoded at once); a whole
 // answer or an error once complete, at Close. Call Close once the proxy
-// is done writing.
+// is done writing. When the client's protocol is the wire's (a Messages
+// client of a cloud provider, whose answers are transcoded into
+// Messages), it passes the answer through and only adds DroppedHeader.
 type Writer struct {
 	w       http.ResponseWriter
 	x       *Exchange
+	same    bool // the client's protocol is the wire's: pass through
 	status  int
 	started bool // WriteHeader was called
 	stream  bool
@@ -29,7 +32,9 @@ type Writer struct {
 }
 
 // Writer returns the translating writer of x's answer to w.
-func (x *Exchange) Writer(w http.ResponseWriter) *Writer { return &Writer{w: w, x: x} }
+func (x *Exchange) Writer(w http.ResponseWriter) *Writer {
+	return &Writer{w: w, x: x, same: x.t.Client == x.t.Wire}
+}
 
 // setDropped lists the parameters left out, as the answer starts.
 func (tw *Writer) setDropped() {
@@ -53,10 +58,15 @@ func (tw *Writer) WriteHeader(status int) {
 		return
 	}
 	tw.started, tw.status = true, status
+	if tw.same {
+		tw.setDropped()
+		tw.w.WriteHeader(status)
+		return
+	}
 	h := tw.w.Header()
 	if status >= 200 && status < 300 && isEventStream(h.Get("Content-Type")) {
 		tw.stream = true
-		tw.dec = tw.x.t.provider.NewStreamDecoder()
+		tw.dec = tw.x.t.answer.NewStreamDecoder()
 		tw.enc = tw.x.t.client.NewStreamEncoder(tw.x.req)
 		h.Del("Content-Length")
 		tw.setDropped()
@@ -68,6 +78,9 @@ func (tw *Writer) WriteHeader(status int) {
 func (tw *Writer) Write(p []byte) (int, error) {
 	if !tw.started {
 		tw.WriteHeader(http.StatusOK)
+	}
+	if tw.same {
+		return tw.w.Write(p)
 	}
 	if !tw.stream {
 		tw.body = append(tw.body, p...)
@@ -99,8 +112,8 @@ func (tw *Writer) Write(p []byte) (int, error) {
 // the client's error event; a whole answer or error is translated and
 // written.
 func (tw *Writer) Close() {
-	if !tw.started {
-		return // nothing was answered: the client left
+	if !tw.started || tw.same {
+		return // nothing was answered (the client left), or all was passed
 	}
 	if tw.stream {
 		if !tw.ended && tw.dec.End(&tw.ev) {
@@ -125,13 +138,13 @@ func (tw *Writer) Close() {
 func (tw *Writer) translateWhole() (int, []byte) {
 	t := tw.x.t
 	if tw.status < 200 || tw.status >= 300 {
-		e := t.provider.DecodeError(tw.status, tw.w.Header(), tw.body)
+		e := t.answer.DecodeError(tw.status, tw.w.Header(), tw.body)
 		if e.RetryAfter > 0 && tw.w.Header().Get("Retry-After") == "" {
 			tw.w.Header().Set("Retry-After", strconv.Itoa(int(e.RetryAfter.Seconds())))
 		}
 		return t.client.EncodeError(e)
 	}
-	resp, err := t.provider.DecodeResponse(tw.body)
+	resp, err := t.answer.DecodeResponse(tw.body)
 	if err == nil {
 		var out []byte
 		if out, err = t.client.EncodeResponse(nil, resp); err == nil {

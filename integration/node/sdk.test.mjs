@@ -155,3 +155,36 @@ test('openai: responses, JSON, streamed, continued and retrieved', async () => {
   assert.equal(got.output_text, text);
   await assert.rejects(openai.responses.retrieve('resp_unknown'), (e) => e.status === 404);
 });
+
+test('openai: responses to an anthropic model, streamed, with a function call and its output', async () => {
+  const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+  const stream = await openai.responses.create({
+    model: 'mock-claude', input: 'Weather in Oslo?', tools, stream: true,
+  });
+  const types = [];
+  let args = '', done = null, seq = 0;
+  for await (const ev of stream) {
+    assert.equal(ev.sequence_number, seq++);
+    types.push(ev.type);
+    if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+    if (ev.type === 'response.completed') done = ev.response;
+  }
+  assert.equal(types[0], 'response.created');
+  assert.equal(types.at(-1), 'response.completed');
+  assert.ok(types.filter((t) => t === 'response.function_call_arguments.delta').length > 1, 'arguments came in one delta');
+  const call = done.output.find((it) => it.type === 'function_call');
+  assert.equal(call.name, 'get_weather');
+  assert.match(call.call_id, /^toolu_/);
+  assert.equal(call.arguments, args);
+  assert.ok(done.usage.input_tokens > 0 && done.usage.output_tokens > 0);
+
+  const next = await openai.responses.create({
+    model: 'mock-claude', tools,
+    input: [{ role: 'user', content: 'Weather in Oslo?' }, ...done.output,
+      { type: 'function_call_output', call_id: call.call_id, output: '12 degrees and rain' }],
+  });
+  assert.equal(next.status, 'completed');
+  assert.ok(next.output_text.length > 0);
+  await assert.rejects(openai.responses.create({ model: 'mock-claude', input: 'x', background: true }),
+    (e) => e.status === 400 && e.param === 'background');
+});

@@ -77,7 +77,10 @@ func appendStored(b []byte, st *storedRecord) []byte {
 		b = appendCBORInt(b, n)
 	}
 	b = appendCBORText(b, st.Unpriced)
-	return appendCBORInt(b, st.DurationMillis)
+	b = appendCBORInt(b, st.DurationMillis)
+	b = appendCBORInt(b, st.Characters)
+	b = appendCBORInt(b, st.AudioMillis)
+	return appendCBORInt(b, st.SearchUnits)
 }
 
 // appendCBORHead appends the head of a CBOR data item of major type

@@ -18,11 +18,14 @@ import (
 //
 //	k/h/<hash>  the key (JSON)
 //	k/i/<id>    the key's hash
+//	k/p/<hash>  the current hash of the key whose previous hash this is
+//	            (after a Regenerate, until its grace ends)
 //
 // and the index by user, which is newer (see keyUserPrefix).
 const (
 	keyHashPrefix = "k/h/"
 	keyIDPrefix   = "k/i/"
+	keyPrevPrefix = "k/p/"
 )
 
 // storedKey is a key's JSON in the store.
@@ -35,11 +38,14 @@ type storedKey struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 	Models    []string   `json:"models,omitempty"`
 	LastUsed  *time.Time `json:"last_used,omitempty"`
+	PrevHash  string     `json:"prev_hash,omitempty"`
+	PrevUntil *time.Time `json:"prev_until,omitempty"`
+	AllowIPs  []string   `json:"allow_ips,omitempty"`
 }
 
 func (s *storedKey) key(hash string) store.Key {
 	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
-		RevokedAt: s.RevokedAt, Models: s.Models, LastUsedAt: s.LastUsed}
+		RevokedAt: s.RevokedAt, Models: s.Models, LastUsedAt: s.LastUsed, PrevHash: s.PrevHash, PrevUntil: s.PrevUntil, AllowIPs: s.AllowIPs}
 }
 
 // Keys is the keys repository on a DB. Revocations are reported to the
@@ -62,7 +68,7 @@ func NewKeys(db *DB) *Keys { return &Keys{db: db, watchers: map[int]func(string)
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
 	val, err := json.Marshal(storedKey{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
-		RevokedAt: k.RevokedAt, Models: k.Models, LastUsed: k.LastUsedAt})
+		RevokedAt: k.RevokedAt, Models: k.Models, LastUsed: k.LastUsedAt, AllowIPs: k.AllowIPs})
 	if err != nil {
 		return err
 	}
@@ -83,9 +89,18 @@ func (r *Keys) Create(ctx context.Context, k store.Key) error {
 	})
 }
 
-// ByHash implements store.Keys.
+// ByHash implements store.Keys: by the key's hash, else by its previous
+// hash's entry.
 func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
 	val, err := r.db.Get(ctx, []byte(keyHashPrefix+hash))
+	if errors.Is(err, store.ErrNotFound) {
+		cur, perr := r.db.Get(ctx, []byte(keyPrevPrefix+hash))
+		if perr != nil {
+			return store.Key{}, perr
+		}
+		hash = string(cur)
+		val, err = r.db.Get(ctx, []byte(keyHashPrefix+hash))
+	}
 	if err != nil {
 		return store.Key{}, err
 	}
@@ -138,7 +153,10 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 // and the watchers of this process drop it from their caches.
 func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
 	return r.rewrite(ctx, id, func(sk *storedKey) bool {
-		sk.Name, sk.Models, sk.ExpiresAt = ch.Name, ch.Models, ch.ExpiresAt
+		sk.Name, sk.Models, sk.ExpiresAt, sk.AllowIPs = ch.Name, ch.Models, ch.ExpiresAt, ch.AllowIPs
+		if len(sk.AllowIPs) == 0 {
+			sk.AllowIPs = nil
+		}
 		if sk.ExpiresAt != nil {
 			e := sk.ExpiresAt.UTC()
 			sk.ExpiresAt = &e
@@ -186,13 +204,24 @@ func (r *Keys) rewrite(ctx context.Context, id string, edit func(*storedKey) boo
 		return store.Key{}, err
 	}
 	if changed {
-		r.mu.Lock()
-		for _, fn := range r.watchers {
-			fn(out.Hash)
-		}
-		r.mu.Unlock()
+		r.notify(out.Hash, out.PrevHash)
 	}
 	return out, nil
+}
+
+// notify tells the watchers of this process that the keys with hashes
+// changed.
+func (r *Keys) notify(hashes ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range hashes {
+		if h == "" {
+			continue
+		}
+		for _, fn := range r.watchers {
+			fn(h)
+		}
+	}
 }
 
 // Touch implements store.Keys: one transaction rewrites the keys whose

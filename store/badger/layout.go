@@ -168,6 +168,9 @@ type usageJSON struct {
 	FileSearches    int64 `json:"file_searches,omitempty"`
 	CodeSessions    int64 `json:"code_sessions,omitempty"`
 	ImageCalls      int64 `json:"image_generation_calls,omitempty"`
+	Characters      int64 `json:"characters,omitempty"`
+	AudioMillis     int64 `json:"audio_ms,omitempty"`
+	SearchUnits     int64 `json:"search_units,omitempty"`
 }
 
 // totalsJSON is an aggregate as the DB keeps it.

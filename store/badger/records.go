@@ -67,6 +67,11 @@ type storedRecord struct {
 	// Appended with request latency (issue #35); older records decode it
 	// as zero (not measured).
 	DurationMillis int64
+	// Appended with the audio and rerank endpoints (issue #33); older
+	// records decode them as zero.
+	Characters  int64
+	AudioMillis int64
+	SearchUnits int64
 }
 
 // storedOf returns the stored form of rec, without its ID.
@@ -86,6 +91,7 @@ func storedOf(rec *store.Record) storedRecord {
 		WebSearches: rec.Usage.WebSearches, WebFetches: rec.Usage.WebFetches, FileSearches: rec.Usage.FileSearches,
 		CodeSessions: rec.Usage.CodeSessions, ImageCalls: rec.Usage.ImageCalls, Unpriced: rec.Unpriced,
 		DurationMillis: rec.DurationMillis,
+		Characters:     rec.Usage.Characters, AudioMillis: rec.Usage.AudioMillis, SearchUnits: rec.Usage.SearchUnits,
 	}
 }
 
@@ -104,7 +110,8 @@ func unmarshalStored(id string, b []byte) (store.Record, error) {
 			CacheRead: s.CacheRead, Output: s.Output, Reasoning: s.Reasoning,
 			AudioInput: s.AudioInput, AudioOutput: s.AudioOutput, ImageInput: s.ImageInput, ImageOutput: s.ImageOutput,
 			WebSearches: s.WebSearches, WebFetches: s.WebFetches, FileSearches: s.FileSearches,
-			CodeSessions: s.CodeSessions, ImageCalls: s.ImageCalls},
+			CodeSessions: s.CodeSessions, ImageCalls: s.ImageCalls,
+			Characters: s.Characters, AudioMillis: s.AudioMillis, SearchUnits: s.SearchUnits},
 		Source: s.Source, Status: s.Status, Outcome: s.Outcome,
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,

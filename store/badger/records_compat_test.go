@@ -51,4 +51,14 @@ func TestUnmarshalStoredBeforeAppend(t *testing.T) {
 	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.DurationMillis != 1834 || back.Unpriced != rec.Unpriced {
 		t.Fatalf("round trip of the duration: %+v, %v", back, err)
 	}
+	// A record of the layout before the speech, transcription and rerank
+	// quantities reads them as zero, and they round-trip once set.
+	if rec.Usage.Characters != 0 || rec.Usage.AudioMillis != 0 || rec.Usage.SearchUnits != 0 {
+		t.Fatalf("old record decoded quantities: %+v", rec)
+	}
+	rec.Usage.Characters, rec.Usage.AudioMillis, rec.Usage.SearchUnits = 1200, 93_500, 3
+	st = storedOf(&rec)
+	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.Usage != rec.Usage || back.DurationMillis != 1834 {
+		t.Fatalf("round trip of the quantities: %+v, %v", back, err)
+	}
 }

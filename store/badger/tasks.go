@@ -33,36 +33,59 @@ const (
 	metaPrefix = "tm/"
 )
 
+// The key prefixes of files and batches (NewDocs): "xf/", "xfu/", ...
+const (
+	filesSpace   = "xf"
+	batchesSpace = "xb"
+)
+
 // maxListScan bounds the index entries one ListByUser reads.
 const maxListScan = 1000
 
 // Tasks is the tasks repository on a DB. Its leases hold between the
 // goroutines of one process (Badger's conflict detection makes a claim a
 // compare-and-set); one Badger store serves one instance.
-type Tasks struct{ db *DB }
+type Tasks struct {
+	db *DB
+	ns taskSpace
+}
+
+// taskSpace is the key prefixes of one repository of task-shaped
+// documents.
+type taskSpace struct{ doc, user, run, meta string }
+
+// tasksSpace is the tasks repository's.
+var tasksSpace = taskSpace{taskPrefix, userPrefix, runPrefix, metaPrefix}
 
 // NewTasks returns the tasks repository of db.
-func NewTasks(db *DB) *Tasks { return &Tasks{db: db} }
+func NewTasks(db *DB) *Tasks { return &Tasks{db: db, ns: tasksSpace} }
 
-func taskKey(id string) []byte { return []byte(taskPrefix + id) }
-func runKey(id string) []byte  { return []byte(runPrefix + id) }
-func metaKey(id string) []byte { return []byte(metaPrefix + id) }
+// NewDocs returns a repository of task-shaped documents of db under its
+// own key prefixes ns+"/", ns+"u/", ns+"r/" and ns+"m/" (files and
+// batches keep theirs so). ns must be no other repository's prefix.
+func NewDocs(db *DB, ns string) *Tasks {
+	return &Tasks{db: db, ns: taskSpace{ns + "/", ns + "u/", ns + "r/", ns + "m/"}}
+}
+
+func (r *Tasks) taskKey(id string) []byte { return []byte(r.ns.doc + id) }
+func (r *Tasks) runKey(id string) []byte  { return []byte(r.ns.run + id) }
+func (r *Tasks) metaKey(id string) []byte { return []byte(r.ns.meta + id) }
 
 // setMeta stores t's Created and User.
-func setMeta(txn *badger.Txn, t *store.TaskRecord, ttl time.Duration) error {
+func (r *Tasks) setMeta(txn *badger.Txn, t *store.TaskRecord, ttl time.Duration) error {
 	v := binary.BigEndian.AppendUint64(nil, uint64(t.Created.UnixNano()))
-	return setEntry(txn, metaKey(t.ID), append(v, t.User...), ttl)
+	return setEntry(txn, r.metaKey(t.ID), append(v, t.User...), ttl)
 }
 
 // userIndexPrefix is the prefix of a user's index keys; the user name is
 // encoded so that no user's prefix is a prefix of another's.
-func userIndexPrefix(user string) []byte {
-	return []byte(userPrefix + base64.RawURLEncoding.EncodeToString([]byte(user)) + "/")
+func (r *Tasks) userIndexPrefix(user string) []byte {
+	return []byte(r.ns.user + base64.RawURLEncoding.EncodeToString([]byte(user)) + "/")
 }
 
 // userKey orders a user's tasks newest first.
-func userKey(user string, created time.Time, id string) []byte {
-	k := userIndexPrefix(user)
+func (r *Tasks) userKey(user string, created time.Time, id string) []byte {
+	k := r.userIndexPrefix(user)
 	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(created.UnixNano()))
 	return append(k, id...)
 }
@@ -95,17 +118,17 @@ func (s *DB) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
 // Insert implements store.Tasks.
 func (r *Tasks) Insert(ctx context.Context, t store.TaskRecord) error {
 	return r.db.update(ctx, func(txn *badger.Txn) error {
-		if _, err := txn.Get(taskKey(t.ID)); err == nil {
+		if _, err := txn.Get(r.taskKey(t.ID)); err == nil {
 			return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
 		}
 		ttl := ttlUntil(t.Expires)
-		if err := setEntry(txn, taskKey(t.ID), t.Data, ttl); err != nil {
+		if err := setEntry(txn, r.taskKey(t.ID), t.Data, ttl); err != nil {
 			return err
 		}
-		if err := setEntry(txn, userKey(t.User, t.Created, t.ID), []byte{}, ttl); err != nil {
+		if err := setEntry(txn, r.userKey(t.User, t.Created, t.ID), []byte{}, ttl); err != nil {
 			return err
 		}
-		if err := setMeta(txn, &t, ttl); err != nil {
+		if err := r.setMeta(txn, &t, ttl); err != nil {
 			return err
 		}
 		return r.setRun(txn, &t, ttl)
@@ -115,14 +138,14 @@ func (r *Tasks) Insert(ctx context.Context, t store.TaskRecord) error {
 // setRun keeps t's running-index entry in step with t.
 func (r *Tasks) setRun(txn *badger.Txn, t *store.TaskRecord, ttl time.Duration) error {
 	if !t.Working {
-		return txn.Delete(runKey(t.ID))
+		return txn.Delete(r.runKey(t.ID))
 	}
-	return setEntry(txn, runKey(t.ID), binary.BigEndian.AppendUint64(nil, uint64(t.Due.UnixNano())), ttl)
+	return setEntry(txn, r.runKey(t.ID), binary.BigEndian.AppendUint64(nil, uint64(t.Due.UnixNano())), ttl)
 }
 
 // get reads task id in txn.
 func (r *Tasks) get(txn *badger.Txn, id string) (store.TaskRecord, error) {
-	item, err := txn.Get(taskKey(id))
+	item, err := txn.Get(r.taskKey(id))
 	if err != nil {
 		return store.TaskRecord{}, mapErr(err)
 	}
@@ -130,7 +153,7 @@ func (r *Tasks) get(txn *badger.Txn, id string) (store.TaskRecord, error) {
 	if t.Data, err = item.ValueCopy(nil); err != nil {
 		return t, err
 	}
-	switch meta, err := txn.Get(metaKey(id)); {
+	switch meta, err := txn.Get(r.metaKey(id)); {
 	case err == nil:
 		if err := meta.Value(func(v []byte) error {
 			if len(v) >= 8 {
@@ -144,7 +167,7 @@ func (r *Tasks) get(txn *badger.Txn, id string) (store.TaskRecord, error) {
 	case !errors.Is(err, badger.ErrKeyNotFound):
 		return t, err
 	}
-	run, err := txn.Get(runKey(id))
+	run, err := txn.Get(r.runKey(id))
 	switch {
 	case err == nil:
 		t.Working = true
@@ -179,7 +202,7 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 		changed = false
 		t, err := r.get(txn, id)
 		if errors.Is(err, store.ErrNotFound) {
-			if err := txn.Delete(runKey(id)); err != nil {
+			if err := txn.Delete(r.runKey(id)); err != nil {
 				return err
 			}
 			return store.ErrNotFound
@@ -196,12 +219,12 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 		t.ID, t.User = id, user
 		out = t
 		ttl := ttlUntil(t.Expires)
-		if err := setEntry(txn, taskKey(id), t.Data, ttl); err != nil {
+		if err := setEntry(txn, r.taskKey(id), t.Data, ttl); err != nil {
 			return err
 		}
 		if t.User != "" {
 			// Not for a task of an earlier version, which has no User.
-			if err := setMeta(txn, &t, ttl); err != nil {
+			if err := r.setMeta(txn, &t, ttl); err != nil {
 				return err
 			}
 		}
@@ -222,11 +245,11 @@ func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	// claim that loses a race only costs a candidate.
 	candidates := max(4*limit, 64)
 	var due []string
-	err := r.db.Scan(ctx, []byte(runPrefix), ScanOptions{}, func(k, v []byte) error {
+	err := r.db.Scan(ctx, []byte(r.ns.run), ScanOptions{}, func(k, v []byte) error {
 		if len(v) == 8 && time.Unix(0, int64(binary.BigEndian.Uint64(v))).After(now) {
 			return nil
 		}
-		due = append(due, string(k[len(runPrefix):]))
+		due = append(due, string(k[len(r.ns.run):]))
 		if len(due) >= candidates {
 			return store.ErrStop
 		}
@@ -262,13 +285,13 @@ func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 // ListByUser implements store.Tasks: the index orders a user's tasks
 // newest first and, within a nanosecond, by id.
 func (r *Tasks) ListByUser(ctx context.Context, user string, after store.TaskCursor, limit int) ([]store.TaskRecord, error) {
-	prefix := userIndexPrefix(user)
+	prefix := r.userIndexPrefix(user)
 	var start []byte
 	switch {
 	case after.Created.IsZero():
 	case after.ID != "":
 		// Right after the cursor's own index entry.
-		start = append(userKey(user, after.Created, after.ID), 0)
+		start = append(r.userKey(user, after.Created, after.ID), 0)
 	default:
 		start = binary.BigEndian.AppendUint64(append([]byte{}, prefix...), math.MaxUint64-uint64(after.Created.UnixNano()-1))
 	}

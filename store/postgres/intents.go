@@ -178,20 +178,32 @@ func (in *Intents) Interrupted(ctx context.Context) ([]store.Record, error) {
 				WHERE i.instance IN (SELECT id FROM dead)
 					OR (i.instance <> $1 AND NOT EXISTS (SELECT 1 FROM air_instances a WHERE a.id = i.instance))
 				RETURNING i.id, i.record, i.seq)
-			SELECT t.id, t.record, EXISTS (SELECT 1 FROM air_ledger l WHERE l.id = t.id) FROM taken t ORDER BY t.seq`, in.db.instance)
+			SELECT t.id, t.record, EXISTS (SELECT 1 FROM air_ledger l WHERE l.id = t.id), t.record ? '`+journaledKey+`'
+			FROM taken t ORDER BY t.seq`, in.db.instance)
 		if err != nil {
 			return err
 		}
 		var settled []string
+		journaled := []byte{'['}
 		for rows.Next() {
 			var id string
 			var raw []byte
-			var inLedger bool
-			if err := rows.Scan(&id, &raw, &inLedger); err != nil {
+			var inLedger, final bool
+			if err := rows.Scan(&id, &raw, &inLedger, &final); err != nil {
 				rows.Close()
 				return err
 			}
 			if inLedger {
+				settled = append(settled, id)
+				continue
+			}
+			if final {
+				// A finished record its instance journaled and did not
+				// live to write to the ledger: written as it was.
+				if len(journaled) > 1 {
+					journaled = append(journaled, ',')
+				}
+				journaled = append(journaled, raw...)
 				settled = append(settled, id)
 				continue
 			}
@@ -206,6 +218,12 @@ func (in *Intents) Interrupted(ctx context.Context) ([]store.Record, error) {
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		if len(journaled) > 1 {
+			var n int
+			if err := tx.QueryRow(ctx, insertLedger, string(append(journaled, ']'))).Scan(&n); err != nil {
+				return err
+			}
 		}
 		if len(settled) > 0 {
 			_, err = tx.Exec(ctx, `DELETE FROM air_intents WHERE id = ANY($1)`, settled)

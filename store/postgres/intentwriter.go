@@ -84,6 +84,11 @@ func (in *Intents) commit() bool {
 	var recs [][]byte
 	if batch != nil {
 		ids, recs = batch.ids, batch.recs
+		if len(ids) > 1 {
+			// The statement updates a row it conflicts with (a journaled
+			// record over its intent), which it may not do twice.
+			ids, recs = dropRepeated(ids, recs)
+		}
 	}
 	if len(ids) > 0 && len(resolve) > 0 {
 		// An intent resolved before its commit (its Add timed out) is
@@ -122,7 +127,8 @@ func (in *Intents) commit() bool {
 // insertIntents inserts the intents $2 (a JSON array of records, whose
 // ids are their "ID") of instance $1, in their order, and deletes the
 // resolved intents $3 (an array of ids): one statement, one implicit
-// transaction. It is prepared once on the writer's connection (as
+// transaction. A journaled record (marked journaledKey, see journal.go)
+// replaces the row of its id, its intent; an intent never replaces a row. It is prepared once on the writer's connection (as
 // intentsStatement) and run with its parameters in text form, which are
 // the bytes the writer has already or writes with a copy (the array
 // literal of the ids): no encoding by pgx. The ids stay an array
@@ -132,7 +138,8 @@ func (in *Intents) commit() bool {
 const insertIntents = `WITH resolved AS (DELETE FROM air_intents WHERE id = ANY($3::text[]))
 	INSERT INTO air_intents (id, instance, record)
 	SELECT r->>'ID', $1, r FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
-	ON CONFLICT (id) DO NOTHING`
+	ON CONFLICT (id) DO UPDATE SET instance = EXCLUDED.instance, record = EXCLUDED.record
+		WHERE EXCLUDED.record ? '` + journaledKey + `'`
 
 // intentsStatement is the name of insertIntents on the writer's
 // connection.

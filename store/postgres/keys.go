@@ -27,17 +27,24 @@ type Keys struct {
 	db *DB
 }
 
-const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used"
+const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, coalesce(prev_hash, ''), prev_until, allow_ips"
+
+// insertColumns are the columns Create writes.
+const insertColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, allow_ips"
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var k store.Key
-	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt)
+	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt, &k.PrevHash, &k.PrevUntil, &k.AllowIPs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
 	if len(k.Models) == 0 {
 		k.Models = nil
 	}
+	if len(k.AllowIPs) == 0 {
+		k.AllowIPs = nil
+	}
+	k.PrevUntil = utcPtr(k.PrevUntil)
 	k.LastUsedAt = utcPtr(k.LastUsedAt)
 	k.CreatedAt = k.CreatedAt.UTC()
 	k.ExpiresAt = utcPtr(k.ExpiresAt)
@@ -55,17 +62,19 @@ func utcPtr(t *time.Time) *time.Time {
 
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
-	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt)
+	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+insertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt, nonNilStrings(k.AllowIPs))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
 	}
 	return err
 }
 
-// ByHash implements store.Keys.
+// ByHash implements store.Keys: by hash, else by prev_hash (each a
+// unique index).
 func (r *Keys) ByHash(ctx context.Context, hash string) (store.Key, error) {
-	return scanKey(r.db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM air_keys WHERE hash = $1`, hash))
+	return scanKey(r.db.pool.QueryRow(ctx, `(SELECT `+keyColumns+` FROM air_keys WHERE hash = $1)
+		UNION ALL (SELECT `+keyColumns+` FROM air_keys WHERE prev_hash = $1) LIMIT 1`, hash))
 }
 
 // List implements store.Keys. A user's keys are one range of the index
@@ -123,14 +132,56 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
 	var out store.Key
 	err := pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
-		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET name = $2, models = $3, expires_at = $4, revoked_seen = clock_timestamp()
-			WHERE id = $1 RETURNING `+keyColumns, id, ch.Name, nonNilStrings(ch.Models), utcPtr(ch.ExpiresAt)))
+		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET name = $2, models = $3, expires_at = $4, allow_ips = $5,
+				revoked_seen = clock_timestamp()
+			WHERE id = $1 RETURNING `+keyColumns, id, ch.Name, nonNilStrings(ch.Models), utcPtr(ch.ExpiresAt), nonNilStrings(ch.AllowIPs)))
 		if err != nil {
 			return err
 		}
 		out = k
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, revokeChannel, k.Hash)
-		return err
+		return notifyKey(ctx, tx, k.Hash, k.PrevHash)
+	})
+	return out, err
+}
+
+// notifyKey tells every instance, when tx commits, that the keys with
+// these hashes changed.
+func notifyKey(ctx context.Context, tx pgx.Tx, hashes ...string) error {
+	for _, h := range hashes {
+		if h == "" {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, revokeChannel, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Regenerate implements store.Keys: one statement moves the key to its new
+// hash and keeps (or drops) the previous one, marks the change for the
+// listeners (revoked_seen) and notifies the key's former hashes.
+func (r *Keys) Regenerate(ctx context.Context, id, hash string, prevUntil time.Time) (store.Key, error) {
+	var out store.Key
+	err := pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
+		var old, former string
+		err := tx.QueryRow(ctx, `SELECT hash, coalesce(prev_hash, '') FROM air_keys WHERE id = $1 FOR UPDATE`, id).Scan(&old, &former)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET hash = $2, prev_hash = $3, prev_until = $4, revoked_seen = clock_timestamp()
+			WHERE id = $1 RETURNING `+keyColumns, id, hash, old, prevUntil.UTC()))
+		if isUniqueViolation(err) {
+			return fmt.Errorf("key hash: %w", store.ErrExists)
+		}
+		if err != nil {
+			return err
+		}
+		out = k
+		return notifyKey(ctx, tx, old, former)
 	})
 	return out, err
 }
@@ -203,7 +254,10 @@ func (l *listener) connect(ctx context.Context) error {
 	if !l.since.IsZero() {
 		// A second of overlap covers a transaction that took its time
 		// between setting revoked_seen and committing.
-		rows, err := pc.Query(ctx, `SELECT hash FROM air_keys WHERE revoked_seen >= $1`, l.since.Add(-time.Second))
+		// A regenerated key's previous hash is reported too; its older
+		// hashes were reported when it changed.
+		rows, err := pc.Query(ctx, `SELECT hash FROM air_keys WHERE revoked_seen >= $1
+			UNION ALL SELECT prev_hash FROM air_keys WHERE revoked_seen >= $1 AND prev_hash IS NOT NULL`, l.since.Add(-time.Second))
 		if err != nil {
 			_ = pc.Close(context.Background())
 			return err

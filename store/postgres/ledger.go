@@ -21,7 +21,9 @@ import (
 // instances. When Append returns, the transaction has committed, as
 // durably as the server's synchronous_commit says (only the intent
 // writer turns it off, for its own connection): a client's last byte,
-// which waits for it, waits for the commit.
+// which waits for it in ledger_durability strict, waits for the commit.
+// In journaled mode Write journals records instead and Sync writes them
+// here (journal.go).
 type Ledger struct {
 	db *DB
 	// retention is how long records are kept after they were written
@@ -33,7 +35,7 @@ type Ledger struct {
 const ledgerColumns = `id, ts, endpoint, user_name, key_id, model, provider, input, cache_creation, cache_read,
 	output, reasoning, source, status, outcome, images, video_ms, tier, priced, currency, cost,
 	cache_creation_1h, service_tier, deployment, served_model, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
-	duration_ms`
+	duration_ms, characters, audio_ms, search_units`
 
 func scanRecord(row pgx.Row) (store.Record, error) {
 	var r store.Record
@@ -63,7 +65,8 @@ func recordDest(r *store.Record, n *recordInts) []any {
 		&r.Source, &n.status, &r.Outcome, &n.images, &r.VideoMillis, &n.tier, &r.Priced, &r.Currency, &r.Cost,
 		&u.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel,
 		&u.AudioInput, &u.AudioOutput, &u.ImageInput, &u.ImageOutput, &u.WebSearches,
-		&u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls, &r.Unpriced, &r.DurationMillis}
+		&u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls, &r.Unpriced, &r.DurationMillis,
+		&u.Characters, &u.AudioMillis, &u.SearchUnits}
 }
 
 // Append implements store.Ledger.
@@ -72,37 +75,6 @@ func (l *Ledger) Append(ctx context.Context, recs []store.Record) error {
 		return nil
 	}
 	_, err := l.insert(ctx, recs)
-	return err
-}
-
-// Write implements store.DeferredSync: Append whose transaction commits
-// with synchronous_commit off (set for that transaction alone, within the
-// statement: still one round trip). It returns once the server has the
-// records, without waiting for their WAL flush: they survive any death of
-// the gateway, and a crash of the database server loses at most what its
-// WAL writer had not flushed (wal_writer_delay, 200 ms by default, up to
-// three times that), or less with the billing writer's Syncs.
-func (l *Ledger) Write(ctx context.Context, recs []store.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	_, err := l.insertWith(ctx, recs, ledgerAsyncStatement, insertLedgerAsync)
-	return err
-}
-
-// Sync implements store.DeferredSync: one synchronous commit of a
-// transaction that writes WAL (a no-op update of the instance's lease
-// row: a transaction that writes none commits without a flush), which
-// makes the server flush its WAL up to that commit, and so every
-// asynchronous commit before it. As for Append, how durable that is
-// follows the server's synchronous_commit. If the lease row is gone
-// (another instance took this one for dead), the heartbeat's upsert
-// writes it again.
-func (l *Ledger) Sync(ctx context.Context) error {
-	tag, err := l.db.pool.Exec(ctx, `UPDATE air_instances SET expires = expires WHERE id = $1`, l.db.instance)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = l.db.heartbeat(ctx)
-	}
 	return err
 }
 
@@ -135,12 +107,8 @@ func (l *Ledger) insertWith(ctx context.Context, recs []store.Record, name, sql 
 	}
 }
 
-// ledgerStatement is the name of insertLedger on the pool's connections,
-// ledgerAsyncStatement that of insertLedgerAsync.
-const (
-	ledgerStatement      = "air_insert_ledger"
-	ledgerAsyncStatement = "air_insert_ledger_async"
-)
+// ledgerStatement is the name of insertLedger on the pool's connections.
+const ledgerStatement = "air_insert_ledger"
 
 // insertOnce runs insertLedger once, on a connection of the pool where it
 // is prepared (once per connection), with its one parameter in text
@@ -202,7 +170,10 @@ func (l *Ledger) Records(ctx context.Context, since, until time.Time, fn func(st
 }
 
 // Flush implements store.Ledger: records are counted in the transaction
-// that writes them, so there is never anything left to count.
+// that writes them to the ledger (Append, Insert, Sync), so there is
+// never anything left to count; records journaled by Write and not yet
+// synced are not in the ledger yet (store.DeferredSync: Flush counts what
+// a Sync covered).
 func (l *Ledger) Flush(ctx context.Context) error { return ctx.Err() }
 
 // Err implements store.Ledger: a failed transaction fails only its own

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"strings"
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
@@ -48,22 +47,27 @@ const insertLedger = `WITH ins AS (
 		coalesce((r->'Usage'->>'FileSearches')::bigint, 0),
 		coalesce((r->'Usage'->>'CodeSessions')::bigint, 0),
 		coalesce((r->'Usage'->>'ImageCalls')::bigint, 0),
-		coalesce(r->>'Unpriced', ''), coalesce((r->>'DurationMillis')::bigint, 0)
+		coalesce(r->>'Unpriced', ''), coalesce((r->>'DurationMillis')::bigint, 0),
+		coalesce((r->'Usage'->>'Characters')::bigint, 0), coalesce((r->'Usage'->>'AudioMillis')::bigint, 0),
+		coalesce((r->'Usage'->>'SearchUnits')::bigint, 0)
 	FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ts, user_name, key_id, model, currency, priced, input, cache_creation, cache_creation_1h, cache_read,
-		output, reasoning, images, video_ms, cost, source, outcome, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges),
+		output, reasoning, images, video_ms, cost, source, outcome, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
+		characters, audio_ms, search_units),
 k AS (
 	SELECT (ts AT TIME ZONE 'UTC')::date AS day, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM') AS month, * FROM ins),
 u AS (
 	INSERT INTO air_usage AS u (day, user_name, key_id, model, currency, requests, unpriced,
 		input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h,
-		audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges)
+		audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
+		characters, audio_ms, search_units)
 	SELECT day, user_name, key_id, model, currency, count(*), count(*) FILTER (WHERE NOT priced),
 		air_sat(sum(input)), air_sat(sum(cache_creation)), air_sat(sum(cache_read)), air_sat(sum(output)),
 		air_sat(sum(reasoning)), air_sat(sum(images)), air_sat(sum(video_ms)), air_sat(sum(cost)),
 		air_sat(sum(cache_creation_1h)), air_sat(sum(audio_input)), air_sat(sum(audio_output)), air_sat(sum(image_input)), air_sat(sum(image_output)), air_sat(sum(web_searches)), air_sat(sum(web_fetches)), air_sat(sum(file_searches)), air_sat(sum(code_sessions)), air_sat(sum(image_calls)),
-		count(*) FILTER (WHERE unpriced_charges <> '')
+		count(*) FILTER (WHERE unpriced_charges <> ''),
+		air_sat(sum(characters)), air_sat(sum(audio_ms)), air_sat(sum(search_units))
 	FROM k GROUP BY day, user_name, key_id, model, currency
 	ORDER BY day, user_name COLLATE "C", key_id COLLATE "C", model COLLATE "C", currency COLLATE "C"
 	ON CONFLICT (day, user_name, key_id, model, currency) DO UPDATE SET
@@ -87,7 +91,10 @@ u AS (
 		file_searches = air_sat(u.file_searches::numeric + EXCLUDED.file_searches),
 		code_sessions = air_sat(u.code_sessions::numeric + EXCLUDED.code_sessions),
 		image_calls = air_sat(u.image_calls::numeric + EXCLUDED.image_calls),
-		unpriced_charges = air_sat(u.unpriced_charges::numeric + EXCLUDED.unpriced_charges)),
+		unpriced_charges = air_sat(u.unpriced_charges::numeric + EXCLUDED.unpriced_charges),
+		characters = air_sat(u.characters::numeric + EXCLUDED.characters),
+		audio_ms = air_sat(u.audio_ms::numeric + EXCLUDED.audio_ms),
+		search_units = air_sat(u.search_units::numeric + EXCLUDED.search_units)),
 c AS (
 	INSERT INTO air_usage_counts AS c (day, user_name, key_id, model, currency, kind, name, n)
 	SELECT day, user_name, key_id, model, currency, v.kind, v.name, count(*)
@@ -100,12 +107,14 @@ c AS (
 		n = air_sat(c.n::numeric + EXCLUDED.n)),
 m AS (
 	INSERT INTO air_usage_monthly AS u (month, user_name, currency, requests, unpriced, input, cache_creation,
-		cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges)
+		cache_creation_1h, cache_read, output, reasoning, images, video_ms, cost, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
+		characters, audio_ms, search_units)
 	SELECT month, user_name, currency, count(*), count(*) FILTER (WHERE NOT priced), air_sat(sum(input)),
 		air_sat(sum(cache_creation)), air_sat(sum(cache_creation_1h)), air_sat(sum(cache_read)),
 		air_sat(sum(output)), air_sat(sum(reasoning)), air_sat(sum(images)), air_sat(sum(video_ms)),
 		air_sat(sum(cost)), air_sat(sum(audio_input)), air_sat(sum(audio_output)), air_sat(sum(image_input)), air_sat(sum(image_output)), air_sat(sum(web_searches)), air_sat(sum(web_fetches)), air_sat(sum(file_searches)), air_sat(sum(code_sessions)), air_sat(sum(image_calls)),
-		count(*) FILTER (WHERE unpriced_charges <> '')
+		count(*) FILTER (WHERE unpriced_charges <> ''),
+		air_sat(sum(characters)), air_sat(sum(audio_ms)), air_sat(sum(search_units))
 	FROM k GROUP BY month, user_name, currency
 	ORDER BY month, user_name COLLATE "C", currency COLLATE "C"
 	ON CONFLICT (month, user_name, currency) DO UPDATE SET
@@ -129,7 +138,10 @@ m AS (
 		file_searches = air_sat(u.file_searches::numeric + EXCLUDED.file_searches),
 		code_sessions = air_sat(u.code_sessions::numeric + EXCLUDED.code_sessions),
 		image_calls = air_sat(u.image_calls::numeric + EXCLUDED.image_calls),
-		unpriced_charges = air_sat(u.unpriced_charges::numeric + EXCLUDED.unpriced_charges)),
+		unpriced_charges = air_sat(u.unpriced_charges::numeric + EXCLUDED.unpriced_charges),
+		characters = air_sat(u.characters::numeric + EXCLUDED.characters),
+		audio_ms = air_sat(u.audio_ms::numeric + EXCLUDED.audio_ms),
+		search_units = air_sat(u.search_units::numeric + EXCLUDED.search_units)),
 s AS (
 	INSERT INTO air_spend AS s (scope, subject, currency, period, amount)
 	SELECT v.scope, v.subject, currency, p.period, air_sat(sum(cost))
@@ -140,17 +152,6 @@ s AS (
 	ORDER BY v.scope COLLATE "C", v.subject COLLATE "C", currency COLLATE "C", p.period COLLATE "C"
 	ON CONFLICT (scope, subject, currency, period) DO UPDATE SET amount = air_sat(s.amount::numeric + EXCLUDED.amount))
 SELECT count(*) FROM ins`
-
-// insertLedgerAsync is insertLedger whose transaction commits with
-// synchronous_commit off (store.DeferredSync's Write): set_config(…, true)
-// sets it for the statement's own implicit transaction, whose commit reads
-// it. The final SELECT joins the setting's one row so that it is
-// evaluated whenever a record was inserted (with none there is nothing to
-// commit).
-var insertLedgerAsync = strings.Replace(
-	strings.Replace(insertLedger, "WITH ins AS (",
-		"WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),\nins AS (", 1),
-	"SELECT count(*) FROM ins", "SELECT count(*) FROM ins, async", 1)
 
 // appendLedgerRecords appends recs to b as the JSON array that
 // insertLedger reads. Their times are cut to the microsecond first, as

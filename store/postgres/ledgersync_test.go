@@ -38,47 +38,45 @@ func syncCommitDB(t *testing.T) *DB {
 	return db
 }
 
-// TestLedgerWriteCommitsAsynchronously checks the statement of Write
-// (ledger_durability journaled): it turns synchronous_commit off for its
-// own transaction, and for nothing after it, so that a pool connection
-// does not carry asynchronous commits into Append or Insert (strict mode,
-// tasks).
-func TestLedgerWriteCommitsAsynchronously(t *testing.T) {
+// TestLedgerWriteJournals checks Write (ledger_durability journaled): its
+// records are in the journal, over their intents, once Write returns, and
+// reach the ledger with the next Sync, counted once; the journal's
+// commits are asynchronous (the intent writer's session), the ledger's
+// synchronous.
+func TestLedgerWriteJournals(t *testing.T) {
 	ctx := context.Background()
 	db := syncCommitDB(t)
-	conn, err := db.Pool().Acquire(ctx)
-	if err != nil {
+	l := db.Repos().Ledger.(*Ledger)
+	if err := db.Repos().Intents.Add(rec("a", 0)); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Release()
-	setting := func(q pgx.Row) string {
-		var s string
-		if err := q.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	const show = `SELECT current_setting('synchronous_commit')`
-	if s := setting(conn.QueryRow(ctx, show)); s != "on" {
-		t.Fatalf("synchronous_commit of a pool connection is %q, want on", s)
-	}
-	arg := appendLedgerRecords(nil, []store.Record{rec("w1", 10)})
-	tx, err := conn.Begin(ctx)
-	if err != nil {
+	if err := l.Write(ctx, []store.Record{rec("a", 100), rec("b", 20)}); err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := tx.QueryRow(ctx, insertLedgerAsync, string(arg)).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("the asynchronous insert wrote %d records, %v; want 1", n, err)
-	}
-	if s := setting(tx.QueryRow(ctx, show)); s != "off" {
-		t.Errorf("synchronous_commit within Write's transaction is %q, want off", s)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	var journaled, inLedger int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE record ? 'Journaled' AND (record->>'Cost')::bigint > 0),
+		(SELECT count(*) FROM air_ledger) FROM air_intents`).Scan(&journaled, &inLedger); err != nil {
 		t.Fatal(err)
 	}
-	if s := setting(conn.QueryRow(ctx, show)); s != "on" {
-		t.Errorf("synchronous_commit after Write's transaction is %q, want on again", s)
+	if journaled != 2 || inLedger != 0 {
+		t.Errorf("after Write: %d records journaled, %d in the ledger; want 2 and 0 (the ledger's statement waits for Sync)", journaled, inLedger)
+	}
+	var sc string
+	if err := db.intents.conn.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&sc); err != nil || sc != "off" {
+		t.Errorf("the journal's session commits with synchronous_commit %q (%v), want off", sc, err)
+	}
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(db.journaled.recs); n != 0 {
+		t.Errorf("%d records still wait for a Sync after it", n)
+	}
+	var tot store.Totals
+	if err := l.Usage(ctx, store.UsageFilter{}, func(a store.Aggregate) error { tot.Merge(&a.Totals); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if tot.Requests != 2 || tot.Cost != 120 {
+		t.Errorf("totals %+v after Sync, want 2 records costing 120", tot)
 	}
 }
 

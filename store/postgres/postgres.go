@@ -65,7 +65,10 @@ type DB struct {
 	// logged.
 	dsn string
 
-	intents   *Intents
+	intents *Intents
+	// journaled are the records that Ledger.Write journaled and no
+	// Ledger.Sync has yet written to the ledger (see journal.go).
+	journaled journaled
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -147,9 +150,12 @@ func (db *DB) Repos() store.Repos {
 		Budgets:    &Budgets{db: db},
 		RateLimits: &RateLimits{db: db},
 		Tasks:      &Tasks{db: db},
+		Files:      &Tasks{db: db, table: "air_files"},
+		Batches:    &Tasks{db: db, table: "air_batches"},
 		Media:      &Media{db: db},
 		Responses:  &Responses{db: db},
 		Audit:      &Audit{db: db},
+		Alerts:     &Alerts{db: db},
 		Probe:      db,
 		Closer:     db,
 	}
@@ -200,8 +206,9 @@ func (db *DB) beat(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			db.log.Warn("the retention job failed", zap.Error(err))
-		case s.Records+s.Tasks+s.Media > 0:
-			db.log.Info("deleted expired rows", zap.Int64("records", s.Records), zap.Int64("tasks", s.Tasks), zap.Int64("media", s.Media))
+		case s.Records+s.Tasks+s.Media+s.Files+s.Batches > 0:
+			db.log.Info("deleted expired rows", zap.Int64("records", s.Records), zap.Int64("tasks", s.Tasks), zap.Int64("media", s.Media),
+				zap.Int64("files", s.Files), zap.Int64("batches", s.Batches))
 		}
 	}
 }

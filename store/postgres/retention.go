@@ -20,6 +20,8 @@ type Swept struct {
 	// budget leases and response ids, and rate-limit buckets idle for a
 	// day (a bucket nobody used starts full, as an idle one would be).
 	Records, Tasks, Media, Leases, Responses, Buckets int64
+	// Files and Batches are the expired file records and batches deleted.
+	Files, Batches int64
 }
 
 // Sweep runs the retention job once, if no other instance is running it:
@@ -39,6 +41,8 @@ func (db *DB) Sweep(ctx context.Context, now time.Time) (Swept, error) {
 		}{
 			{&s.Records, `DELETE FROM air_ledger WHERE $1::timestamptz IS NOT NULL AND written < $1`, retentionCutoff(now, db.retention)},
 			{&s.Tasks, `DELETE FROM air_tasks WHERE expires <= $1`, now},
+			{&s.Files, `DELETE FROM air_files WHERE expires <= $1`, now},
+			{&s.Batches, `DELETE FROM air_batches WHERE expires <= $1`, now},
 			{&s.Media, `DELETE FROM air_media WHERE expires <= $1`, now},
 			{&s.Leases, `DELETE FROM air_leases WHERE expires <= $1`, now},
 			{&s.Responses, `DELETE FROM air_responses WHERE expires <= $1`, now},

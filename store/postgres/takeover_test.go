@@ -47,6 +47,58 @@ func TestIntentsTakenOverFromADeadInstance(t *testing.T) {
 	}
 }
 
+// TestJournaledRecordsTakenOver: an instance that dies between the
+// journal write of its answers' records (ledger_durability journaled)
+// and their Sync leaves them in the journal; the instance that takes over
+// writes them to the ledger as they were, counted once, and reports only
+// the requests that had no record as interrupted.
+func TestJournaledRecordsTakenOver(t *testing.T) {
+	ctx := context.Background()
+	dbs := instances(t, 2)
+	dead, alive := dbs[0], dbs[1]
+	in := dead.Repos().Intents
+	for _, id := range []string{"done", "twice", "flying"} {
+		if err := in.Add(rec(id, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := dead.Repos().Ledger.(*Ledger)
+	if err := l.Write(ctx, []store.Record{rec("done", 70)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(ctx, []store.Record{rec("twice", 5), rec("twice", 5)}); err != nil {
+		t.Fatal(err)
+	}
+	dead.intents.close()
+	dead.stop()
+	<-dead.done
+	if _, err := dead.pool.Exec(ctx, `UPDATE air_instances SET expires = now() - interval '1s' WHERE id = $1`, dead.instance); err != nil {
+		t.Fatal(err)
+	}
+	got, err := alive.Repos().Intents.Interrupted(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "flying" {
+		t.Errorf("interrupted %+v, want only the request without a record", got)
+	}
+	r, err := alive.Repos().Ledger.Get(ctx, "done")
+	if err != nil || r.Outcome != "ok" || r.Cost != 70 {
+		t.Errorf("the journaled record in the ledger: %+v, %v; want it as written (ok, cost 70)", r, err)
+	}
+	var tot store.Totals
+	if err := alive.Repos().Ledger.Usage(ctx, store.UsageFilter{}, func(a store.Aggregate) error { tot.Merge(&a.Totals); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if tot.Requests != 2 || tot.Cost != 75 {
+		t.Errorf("totals %+v, want the 2 journaled records counted once (cost 75)", tot)
+	}
+	var left int
+	if err := alive.pool.QueryRow(ctx, `SELECT count(*) FROM air_intents WHERE record ? 'Journaled'`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d journaled rows left after the takeover (%v), want 0", left, err)
+	}
+}
+
 // TestSweepOneInstanceAtATime runs the retention job on two instances at
 // once: one does the work, the other skips it.
 func TestSweepOneInstanceAtATime(t *testing.T) {

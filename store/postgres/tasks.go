@@ -20,6 +20,17 @@ import (
 // reads.
 type Tasks struct {
 	db *DB
+	// table is the table of the documents; "" is air_tasks (air_files
+	// and air_batches keep files and batches the same way).
+	table string
+}
+
+// name is r's table.
+func (r *Tasks) name() string {
+	if r.table == "" {
+		return "air_tasks"
+	}
+	return r.table
 }
 
 const taskColumns = "id, user_name, created, expires, working, due, data"
@@ -52,7 +63,7 @@ func collectTasks(rows pgx.Rows, err error) ([]store.TaskRecord, error) {
 
 // Insert implements store.Tasks.
 func (r *Tasks) Insert(ctx context.Context, t store.TaskRecord) error {
-	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+	_, err := r.db.pool.Exec(ctx, `INSERT INTO `+r.name()+` (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		t.ID, t.User, t.Created, t.Expires, t.Working, t.Due, t.Data)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("task %s: %w", t.ID, store.ErrExists)
@@ -62,7 +73,7 @@ func (r *Tasks) Insert(ctx context.Context, t store.TaskRecord) error {
 
 // Get implements store.Tasks.
 func (r *Tasks) Get(ctx context.Context, id string) (store.TaskRecord, error) {
-	return scanTask(r.db.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM air_tasks WHERE id = $1 AND expires > now()`, id))
+	return scanTask(r.db.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM `+r.name()+` WHERE id = $1 AND expires > now()`, id))
 }
 
 // Update implements store.Tasks: the row is locked (FOR UPDATE) while fn
@@ -71,7 +82,7 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 	var out store.TaskRecord
 	var changed bool
 	err := retryTx(ctx, r.db, func(tx pgx.Tx) error {
-		t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM air_tasks WHERE id = $1 AND expires > now() FOR UPDATE`, id))
+		t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM `+r.name()+` WHERE id = $1 AND expires > now() FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -82,7 +93,7 @@ func (r *Tasks) Update(ctx context.Context, id string, fn func(t *store.TaskReco
 		}
 		t.ID, t.User = id, user
 		out = t
-		_, err = tx.Exec(ctx, `UPDATE air_tasks SET created = $2, expires = $3, working = $4, due = $5, data = $6 WHERE id = $1`,
+		_, err = tx.Exec(ctx, `UPDATE `+r.name()+` SET created = $2, expires = $3, working = $4, due = $5, data = $6 WHERE id = $1`,
 			id, t.Created, t.Expires, t.Working, t.Due, t.Data)
 		return err
 	})
@@ -97,8 +108,8 @@ func (r *Tasks) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	if max <= 0 {
 		return nil, nil
 	}
-	return collectTasks(r.db.pool.Query(ctx, `UPDATE air_tasks SET due = $2 WHERE id IN (
-			SELECT id FROM air_tasks WHERE working AND due <= $1 AND expires > $1
+	return collectTasks(r.db.pool.Query(ctx, `UPDATE `+r.name()+` SET due = $2 WHERE id IN (
+			SELECT id FROM `+r.name()+` WHERE working AND due <= $1 AND expires > $1
 			ORDER BY due LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING `+taskColumns, now, now.Add(lease), max))
 }
@@ -113,7 +124,7 @@ func (r *Tasks) ListByUser(ctx context.Context, user string, after store.TaskCur
 		c := after.Created.Truncate(time.Microsecond)
 		createdArg = &c
 	}
-	return collectTasks(r.db.pool.Query(ctx, `SELECT `+taskColumns+` FROM air_tasks
+	return collectTasks(r.db.pool.Query(ctx, `SELECT `+taskColumns+` FROM `+r.name()+`
 		WHERE user_name = $1 AND expires > now()
 			AND ($2::timestamptz IS NULL OR created < $2 OR (created = $2 AND $3 <> '' AND id COLLATE "C" > $3))
 		ORDER BY created DESC, id COLLATE "C" LIMIT $4`, user, createdArg, after.ID, limit))

@@ -19,6 +19,7 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 	rows, err := l.db.pool.Query(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.user_name, u.key_id, u.model, u.currency,
 			requests, unpriced, input, cache_creation, cache_read, output, reasoning, images, video_ms, cost, cache_creation_1h,
 			audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
+			characters, audio_ms, search_units,
 			(SELECT coalesce(jsonb_object_agg(name, n), '{}') FROM air_usage_counts c
 				WHERE (c.day, c.user_name, c.key_id, c.model, c.currency) = (u.day, u.user_name, u.key_id, u.model, u.currency) AND kind = 's'),
 			(SELECT coalesce(jsonb_object_agg(name, n), '{}') FROM air_usage_counts c
@@ -38,7 +39,8 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 			&t.Usage.Input, &t.Usage.CacheCreation, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning,
 			&t.Images, &t.VideoMillis, &t.Cost, &t.Usage.CacheCreation1h,
 			&t.Usage.AudioInput, &t.Usage.AudioOutput, &t.Usage.ImageInput, &t.Usage.ImageOutput, &t.Usage.WebSearches,
-			&t.Usage.WebFetches, &t.Usage.FileSearches, &t.Usage.CodeSessions, &t.Usage.ImageCalls, &t.UnpricedCharges, &t.Sources, &t.Outcomes); err != nil {
+			&t.Usage.WebFetches, &t.Usage.FileSearches, &t.Usage.CodeSessions, &t.Usage.ImageCalls, &t.UnpricedCharges,
+			&t.Usage.Characters, &t.Usage.AudioMillis, &t.Usage.SearchUnits, &t.Sources, &t.Outcomes); err != nil {
 			return err
 		}
 		if len(t.Sources) == 0 {
@@ -61,7 +63,8 @@ func (l *Ledger) Usage(ctx context.Context, f store.UsageFilter, fn func(store.A
 // air_usage_monthly.
 func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.UserTotals) error) error {
 	rows, err := l.db.pool.Query(ctx, `SELECT user_name, currency, requests, unpriced, input, cache_creation, cache_creation_1h,
-			cache_read, output, reasoning, images, video_ms, cost, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges
+			cache_read, output, reasoning, images, video_ms, cost, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
+			characters, audio_ms, search_units
 		FROM air_usage_monthly WHERE month = $1`, month)
 	if err != nil {
 		return err
@@ -73,7 +76,8 @@ func (l *Ledger) MonthTotals(ctx context.Context, month string, fn func(store.Us
 		if err := rows.Scan(&u.User, &u.Currency, &t.Requests, &t.Unpriced, &t.Usage.Input, &t.Usage.CacheCreation,
 			&t.Usage.CacheCreation1h, &t.Usage.CacheRead, &t.Usage.Output, &t.Usage.Reasoning, &t.Images, &t.VideoMillis, &t.Cost,
 			&t.Usage.AudioInput, &t.Usage.AudioOutput, &t.Usage.ImageInput, &t.Usage.ImageOutput, &t.Usage.WebSearches,
-			&t.Usage.WebFetches, &t.Usage.FileSearches, &t.Usage.CodeSessions, &t.Usage.ImageCalls, &t.UnpricedCharges); err != nil {
+			&t.Usage.WebFetches, &t.Usage.FileSearches, &t.Usage.CodeSessions, &t.Usage.ImageCalls, &t.UnpricedCharges,
+			&t.Usage.Characters, &t.Usage.AudioMillis, &t.Usage.SearchUnits); err != nil {
 			return err
 		}
 		if err := fn(u); err != nil {

@@ -15,6 +15,7 @@ import (
 func RunKeys(t *testing.T, b Backend) {
 	t.Run("Scopes", func(t *testing.T) { runKeyScopes(t, b) })
 	t.Run("Users", func(t *testing.T) { runKeyUsers(t, b) })
+	t.Run("Regenerate", func(t *testing.T) { runKeyRegenerate(t, b) })
 	ctx := context.Background()
 	h := b.open(t)
 	k := h.r.Keys

@@ -50,6 +50,11 @@ func randomRecords(rng *rand.Rand, prefix string, n int) []store.Record {
 			rec.Usage.CodeSessions, rec.Usage.ImageCalls = rng.Int63n(2), rng.Int63n(3)
 			rec.Unpriced = []string{"", "web_search", "audio_input,image_generation"}[rng.Intn(3)]
 		}
+		if rng.Intn(4) == 0 {
+			// The quantities of speech, transcriptions and rerank (issue
+			// #33).
+			rec.Usage.Characters, rec.Usage.AudioMillis, rec.Usage.SearchUnits = rng.Int63n(5000), rng.Int63n(600_000), rng.Int63n(5)
+		}
 		if rng.Intn(4) > 0 {
 			// How long it took (issue #35); 0: not measured.
 			rec.DurationMillis = 1 + rng.Int63n(600_000)

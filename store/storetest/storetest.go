@@ -41,9 +41,11 @@ func Run(t *testing.T, b Backend) {
 	t.Run("BudgetsSaturated", func(t *testing.T) { runBudgetsSaturated(t, b) })
 	t.Run("RateLimits", func(t *testing.T) { RunRateLimits(t, b) })
 	t.Run("Tasks", func(t *testing.T) { RunTasks(t, b) })
+	t.Run("Docs", func(t *testing.T) { RunDocs(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })
 	t.Run("Responses", func(t *testing.T) { RunResponses(t, b) })
 	t.Run("Audit", func(t *testing.T) { RunAudit(t, b) })
+	t.Run("Alerts", func(t *testing.T) { RunAlerts(t, b) })
 }
 
 // open opens new storage that is closed at the end of the test.

@@ -15,9 +15,39 @@ import (
 // claims of due working tasks only, exclusive within a lease and taken
 // over after it, and lists by user, newest first.
 func RunTasks(t *testing.T, b Backend) {
+	runTaskRepo(t, b, func(r store.Repos) store.Tasks { return r.Tasks })
+}
+
+// RunDocs checks the repositories of files and batches as RunTasks checks
+// tasks, and that the three keep their documents apart.
+func RunDocs(t *testing.T, b Backend) {
+	t.Run("Files", func(t *testing.T) { runTaskRepo(t, b, func(r store.Repos) store.Tasks { return r.Files }) })
+	t.Run("Batches", func(t *testing.T) { runTaskRepo(t, b, func(r store.Repos) store.Tasks { return r.Batches }) })
+	t.Run("Apart", func(t *testing.T) {
+		ctx := context.Background()
+		h := b.open(t)
+		now := time.Now().Truncate(time.Millisecond)
+		rec := store.TaskRecord{ID: "x1", User: "alice", Created: now, Expires: now.Add(time.Hour), Working: true, Due: now, Data: []byte(`{}`)}
+		must(t, h.r.Files.Insert(ctx, rec))
+		for name, r := range map[string]store.Tasks{"tasks": h.r.Tasks, "batches": h.r.Batches} {
+			if _, err := r.Get(ctx, "x1"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: Get of a file's id = %v, want ErrNotFound", name, err)
+			}
+			if got, err := r.ClaimDue(ctx, now, time.Minute, 10); err != nil || len(got) != 0 {
+				t.Errorf("%s: ClaimDue = %v, %v; want none of the files'", name, taskIDs(got), err)
+			}
+			if got, err := r.ListByUser(ctx, "alice", store.TaskCursor{}, 10); err != nil || len(got) != 0 {
+				t.Errorf("%s: ListByUser = %v, %v; want none of the files'", name, taskIDs(got), err)
+			}
+		}
+	})
+}
+
+// runTaskRepo checks the store.Tasks that pick chooses of b's repositories.
+func runTaskRepo(t *testing.T, b Backend, pick func(store.Repos) store.Tasks) {
 	ctx := context.Background()
 	h := b.open(t)
-	r := h.r.Tasks
+	r := pick(h.r)
 	now := time.Now().Truncate(time.Millisecond)
 	task := func(id, user string, created time.Time, working bool, due time.Time) store.TaskRecord {
 		return store.TaskRecord{ID: id, User: user, Created: created, Expires: now.Add(time.Hour),
