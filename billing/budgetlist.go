@@ -32,8 +32,8 @@ type BudgetEntry struct {
 	BudgetStatus
 }
 
-// List returns every user and key that has limits, with its limits and
-// spend, users first, each sorted by id. The subjects are read from the
+// List returns every user, key and team that has limits, with its limits
+// and spend: users, then keys, then teams, each sorted by id. The subjects are read from the
 // backend, so limits set through another instance are listed too.
 func (b *Budgets) List(ctx context.Context) ([]BudgetEntry, error) {
 	var subjects []store.Subject
@@ -47,8 +47,8 @@ func (b *Budgets) List(ctx context.Context) ([]BudgetEntry, error) {
 		return nil, err
 	}
 	sort.Slice(subjects, func(i, j int) bool {
-		if subjects[i].Scope != subjects[j].Scope {
-			return subjects[i].Scope == store.ScopeUser
+		if ri, rj := scopeRank(subjects[i].Scope), scopeRank(subjects[j].Scope); ri != rj {
+			return ri < rj
 		}
 		return subjects[i].ID < subjects[j].ID
 	})
@@ -62,4 +62,15 @@ func (b *Budgets) List(ctx context.Context) ([]BudgetEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// scopeRank orders the scopes of List: users, keys, teams.
+func scopeRank(s store.Scope) int {
+	switch s {
+	case store.ScopeUser:
+		return 0
+	case store.ScopeKey:
+		return 1
+	}
+	return 2
 }

@@ -111,7 +111,10 @@ type hold struct {
 
 // subjectsOf lists the accounts that s's requests count against.
 func subjectsOf(s Subject) []subjectKey {
-	out := make([]subjectKey, 0, 2)
+	out := make([]subjectKey, 0, 3)
+	if s.Team != "" {
+		out = append(out, subjectKey{ScopeTeam, s.Team})
+	}
 	if s.User != "" {
 		out = append(out, subjectKey{ScopeUser, s.User})
 	}
@@ -281,7 +284,7 @@ func (b *Budgets) record(rec *Record) {
 	now := b.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID}) {
+	for _, sk := range subjectsOf(Subject{User: rec.User, KeyID: rec.KeyID, Team: rec.Team}) {
 		acc := b.account(sk)
 		acc.addSpend(rec, now)
 		if b.sh != nil {
@@ -362,8 +365,11 @@ func (b *Budgets) Status(scope Scope, id string) BudgetStatus {
 
 // describe names a subject in error messages.
 func describe(sk subjectKey) string {
-	if sk.scope == ScopeUser {
+	switch sk.scope {
+	case ScopeUser:
 		return "your account"
+	case ScopeTeam:
+		return "your team"
 	}
 	return "this API key"
 }

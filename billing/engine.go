@@ -26,6 +26,12 @@ type Subject struct {
 	User string
 	// KeyID is the public id of the API key.
 	KeyID string
+	// Team is the user's team, "" if none. A request counts against the
+	// team's limits and spend too (key ⊂ user ⊂ team).
+	Team string
+	// Tags label the request in the ledger (Record.Tags): the validated
+	// x-air-tags header, or the key's default tags.
+	Tags []string
 }
 
 // NewEngine returns an engine. pt may be nil (every model unpriced) and b
@@ -113,13 +119,26 @@ func (e *Engine) admit(s Subject, model string, q Quote, tokens int64, parallel 
 
 // price completes rec from the reservation and prices it.
 func (r *Reservation) price(rec Record) Record {
+	return r.e.price(r.complete(rec))
+}
+
+// complete fills what rec leaves out from the reservation: its user and
+// key, and its model; the team and tags of the subject it was admitted
+// for, when rec is that user's.
+func (r *Reservation) complete(rec Record) Record {
 	if rec.User == "" && rec.KeyID == "" {
 		rec.User, rec.KeyID = r.s.User, r.s.KeyID
+	}
+	if rec.Team == "" && rec.User == r.s.User {
+		rec.Team = r.s.Team
+	}
+	if rec.Tags == nil && rec.User == r.s.User {
+		rec.Tags = r.s.Tags
 	}
 	if rec.Model == "" {
 		rec.Model = r.model
 	}
-	return r.e.price(rec)
+	return rec
 }
 
 // price fills rec's defaults and its Tier, Priced, Currency and Cost.
@@ -163,6 +182,12 @@ func (r *Reservation) Settle(rec Record) Record {
 func (r *Reservation) Intend(rec Record) error {
 	if rec.User == "" && rec.KeyID == "" {
 		rec.User, rec.KeyID = r.s.User, r.s.KeyID
+	}
+	if rec.Team == "" && rec.User == r.s.User {
+		rec.Team = r.s.Team
+	}
+	if rec.Tags == nil {
+		rec.Tags = r.s.Tags
 	}
 	if rec.Model == "" {
 		rec.Model = r.model
@@ -239,13 +264,7 @@ func (r *Reservation) ChargeWith(ctx context.Context, e *Engine, rec Record) (Re
 		e = r.e
 	}
 	r.once.Do(func() {
-		if rec.User == "" && rec.KeyID == "" {
-			rec.User, rec.KeyID = r.s.User, r.s.KeyID
-		}
-		if rec.Model == "" {
-			rec.Model = r.model
-		}
-		r.rec = e.price(rec)
+		r.rec = e.price(r.complete(rec))
 		r.fresh, r.err = r.e.ledger.Write(ctx, r.rec)
 		if b := r.e.budgets; b != nil && r.h != nil {
 			b.settle(r.h, &r.rec, r.fresh && r.err == nil)

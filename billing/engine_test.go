@@ -132,10 +132,10 @@ func TestSpendLimits(t *testing.T) {
 		s    Subject
 		want string
 	}{
-		{Subject{"alice", "key_a"}, ""},
-		{Subject{"alice", "key_b"}, ""},
-		{Subject{"alice", "key_c"}, "insufficient_quota"},
-		{Subject{"bob", "key_d"}, ""},
+		{Subject{User: "alice", KeyID: "key_a"}, ""},
+		{Subject{User: "alice", KeyID: "key_b"}, ""},
+		{Subject{User: "alice", KeyID: "key_c"}, "insufficient_quota"},
+		{Subject{User: "bob", KeyID: "key_d"}, ""},
 	} {
 		if got := code(settle(tc.s, "claude-x", "u"+string(rune('0'+i)))); got != tc.want {
 			t.Errorf("Test %d: %+v got %q, want %q", i, tc.s, got, tc.want)
@@ -159,14 +159,14 @@ func TestSpendLimits(t *testing.T) {
 	if _, ok := b.Limits(ScopeUser, "alice"); ok {
 		t.Error("limits still set after DeleteLimits")
 	}
-	if aerr := settle(Subject{"alice", "key_c"}, "claude-x", "u9"); aerr != nil {
+	if aerr := settle(Subject{User: "alice", KeyID: "key_c"}, "claude-x", "u9"); aerr != nil {
 		t.Errorf("after DeleteLimits: %v", aerr)
 	}
 	// Invalid limits are refused.
 	if err := b.SetLimits(ctx, ScopeKey, "k", Limits{RPM: -1}); err == nil {
 		t.Error("negative rpm accepted")
 	}
-	if err := b.SetLimits(ctx, Scope("team"), "k", Limits{}); err == nil {
+	if err := b.SetLimits(ctx, Scope("org"), "k", Limits{}); err == nil {
 		t.Error("unknown scope accepted")
 	}
 }

@@ -290,7 +290,7 @@ func checkAggregates(t *testing.T, seed int64) {
 		}
 		switch r.Intn(3) {
 		case 0:
-			res, aerr := te.Admit(context.Background(), Subject{rec.User, rec.KeyID}, rec.Model, Usage{})
+			res, aerr := te.Admit(context.Background(), Subject{User: rec.User, KeyID: rec.KeyID}, rec.Model, Usage{})
 			if aerr != nil {
 				t.Fatal(aerr)
 			}

@@ -51,12 +51,12 @@ func (l *Limits) validate() error {
 	return nil
 }
 
-// ParseScope parses "user" or "key".
+// ParseScope parses "user", "key" or "team".
 func ParseScope(s string) (Scope, error) {
 	if sc := Scope(s); sc.valid() {
 		return sc, nil
 	}
-	return "", fmt.Errorf("unknown scope %q: use \"user\" or \"key\"", s)
+	return "", fmt.Errorf("unknown scope %q: use \"user\", \"key\" or \"team\"", s)
 }
 
 // Limits returns the limits set for id in scope, and whether any are set.

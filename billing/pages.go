@@ -84,7 +84,7 @@ var csvHeader = []string{"id", "time", "endpoint", "user", "key_id", "model", "p
 	"cache_creation_1h_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens", "source", "status", "outcome",
 	"images", "video_ms", "cost", "currency", "audio_input_tokens", "audio_output_tokens", "image_input_tokens",
 	"image_output_tokens", "web_searches", "web_fetches", "file_searches", "code_sessions", "image_generation_calls", "unpriced",
-	"duration_ms"}
+	"duration_ms", "team", "tags"}
 
 // ExportCSV writes every record of q.User that q's filters select (from
 // q.After on) to w as CSV with a header line, page by page; without a
@@ -92,7 +92,8 @@ var csvHeader = []string{"id", "time", "endpoint", "user", "key_id", "model", "p
 // currency of a record of an unpriced model are both "unpriced", never a
 // zero cost; the last column lists, separated by ";", the charges of a
 // priced record that had no price (Record.Unpriced), and the one after
-// it how long the request took in milliseconds, empty when not measured.
+// it how long the request took in milliseconds, empty when not measured;
+// the last two are the request's team and its tags, separated by ";".
 func (l *Ledger) ExportCSV(ctx context.Context, q RecordQuery, w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
@@ -139,7 +140,8 @@ func csvRow(r *Record) []string {
 		i(u.Input), i(u.CacheCreation), i(u.CacheCreation1h), i(u.CacheRead), i(u.Output), i(u.Reasoning),
 		string(r.Source), strconv.Itoa(r.Status), t(r.Outcome), strconv.Itoa(r.Images), i(r.VideoMillis), cost, currency,
 		i(u.AudioInput), i(u.AudioOutput), i(u.ImageInput), i(u.ImageOutput), i(u.WebSearches), i(u.WebFetches),
-		i(u.FileSearches), i(u.CodeSessions), i(u.ImageCalls), strings.Join(r.Unpriced, ";"), duration}
+		i(u.FileSearches), i(u.CodeSessions), i(u.ImageCalls), strings.Join(r.Unpriced, ";"), duration,
+		t(r.Team), t(strings.Join(r.Tags, ";"))}
 }
 
 // csvText keeps a text cell from being read as a formula by a spreadsheet

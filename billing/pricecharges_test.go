@@ -111,9 +111,10 @@ func TestSettleRecordsUnpricedCharges(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	// The duration is the last column, empty when not measured.
-	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",web_searches,web_fetches,file_searches,code_sessions,image_generation_calls,unpriced,duration_ms") ||
-		!strings.HasSuffix(lines[1], ",USD,0,0,0,0,2,0,0,0,0,web_search,") || !strings.HasSuffix(lines[2], ",USD,0,0,0,0,2,0,0,0,0,,2417") {
+	// The duration follows the unpriced charges, empty when not measured;
+	// the team and tags come last.
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",web_searches,web_fetches,file_searches,code_sessions,image_generation_calls,unpriced,duration_ms,team,tags") ||
+		!strings.HasSuffix(lines[1], ",USD,0,0,0,0,2,0,0,0,0,web_search,,,") || !strings.HasSuffix(lines[2], ",USD,0,0,0,0,2,0,0,0,0,,2417,,") {
 		t.Fatalf("csv:\n%s", csv.String())
 	}
 }

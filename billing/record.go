@@ -134,6 +134,11 @@ type Record struct {
 	// measured, and 0 (left out) when not: records written before it was
 	// kept, and background responses.
 	DurationMillis int64 `json:"duration_ms,omitempty"`
+	// Team is the team of User when the request was admitted, "" if none.
+	Team string `json:"team,omitempty"`
+	// Tags are the request's tags (the x-air-tags header, or its key's
+	// default tags), in the order given; see package tags.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // applyQuote copies a quote's result into rec.
@@ -168,6 +173,7 @@ func (rec *Record) toStore() store.Record {
 		Tier: rec.Tier, Priced: rec.Priced, Currency: rec.Currency, Cost: int64(rec.Cost),
 		ServiceTier: rec.ServiceTier, Deployment: rec.Deployment, ServedModel: rec.ServedModel,
 		Unpriced: strings.Join(rec.Unpriced, ","), DurationMillis: rec.DurationMillis,
+		Team: rec.Team, Tags: strings.Join(rec.Tags, ","),
 	}
 }
 
@@ -180,10 +186,12 @@ func recordFromStore(s *store.Record) Record {
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: Amount(s.Cost),
 		ServiceTier: s.ServiceTier, Deployment: s.Deployment, ServedModel: s.ServedModel,
 		Unpriced: splitCharges(s.Unpriced), DurationMillis: s.DurationMillis,
+		Team: s.Team, Tags: splitCharges(s.Tags),
 	}
 }
 
-// splitCharges splits a stored list of unpriced charges; nil for "".
+// splitCharges splits a stored comma-separated list (unpriced charges,
+// tags); nil for "".
 func splitCharges(s string) []string {
 	if s == "" {
 		return nil

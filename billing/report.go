@@ -21,12 +21,20 @@ type ReportFilter struct {
 	KeyID string `json:"key_id,omitempty"`
 	// Model keeps only this model's requests.
 	Model string `json:"model,omitempty"`
+	// Team keeps only the requests of this team's members (the team of
+	// their user when they were made).
+	Team string `json:"team,omitempty"`
+	// Tag keeps only the requests that carry this tag.
+	Tag string `json:"tag,omitempty"`
 	// Since is the first day (UTC) to include; zero: from the beginning.
 	Since time.Time `json:"since,omitzero"`
 	// Until is the last day (UTC) to include, inclusive; zero: up to today.
 	Until time.Time `json:"until,omitzero"`
-	// By groups the rows by one dimension: day, model, key or user; ""
-	// groups them by day and model, "day-key" by day and key.
+	// By groups the rows by one dimension: day, model, key, user, team
+	// or tag; "" groups them by day and model, "day-key" by day and key.
+	// Reports by team or tag, and reports filtered by Team or Tag, are
+	// summed from the ledger's records (reportrecords.go), so they cover
+	// the records' retention only.
 	By GroupBy `json:"by,omitempty"`
 }
 
@@ -41,23 +49,31 @@ const (
 	ByKey      GroupBy = "key"
 	ByUser     GroupBy = "user"
 	ByDayKey   GroupBy = "day-key"
+	// ByTeam groups by the team of the requests' users ("" for none).
+	ByTeam GroupBy = "team"
+	// ByTag groups by tag: a request with several tags counts in each of
+	// their rows, one without any in the row of tag "".
+	ByTag GroupBy = "tag"
+	// ByDayTeam and ByDayTag group by day and team, and by day and tag.
+	ByDayTeam GroupBy = "day-team"
+	ByDayTag  GroupBy = "day-tag"
 )
 
-// ParseGroupBy parses a report dimension: day, model, key, user or
-// day-key ("" is day and model).
+// ParseGroupBy parses a report dimension: day, model, key, user, team,
+// tag, day-key, day-team or day-tag ("" is day and model).
 func ParseGroupBy(s string) (GroupBy, error) {
 	switch g := GroupBy(s); g {
-	case ByDayModel, ByDay, ByModel, ByKey, ByUser, ByDayKey:
+	case ByDayModel, ByDay, ByModel, ByKey, ByUser, ByDayKey, ByTeam, ByTag, ByDayTeam, ByDayTag:
 		return g, nil
 	}
-	return "", fmt.Errorf("unknown grouping %q: use day, model, key, user or day-key", s)
+	return "", fmt.Errorf("unknown grouping %q: use day, model, key, user, team, tag, day-key, day-team or day-tag", s)
 }
 
 // Report is the usage and cost of a filter's requests, by day and model
 // or by the filter's By.
 type Report struct {
-	// Rows are sorted by day, model, key, user and currency (the
-	// dimensions that are set).
+	// Rows are sorted by day, model, key, user, team, tag and currency
+	// (the dimensions that are set).
 	Rows []ReportRow `json:"rows"`
 	// Totals sums the rows per currency, sorted by currency; requests of
 	// unpriced models are under currency "".
@@ -77,6 +93,11 @@ type ReportRow struct {
 	KeyID string `json:"key_id,omitempty"`
 	// User is the user, when the rows are by user.
 	User string `json:"user,omitempty"`
+	// Team is the team, when the rows are by team ("" for users of no
+	// team).
+	Team string `json:"team,omitempty"`
+	// Tag is the tag, when the rows are by tag ("" for untagged requests).
+	Tag string `json:"tag,omitempty"`
 	// Currency is the currency of Cost ("" for unpriced models).
 	Currency string `json:"currency"`
 	// Priced is false for the requests of unpriced models, which have no
@@ -144,11 +165,16 @@ func (l *Ledger) Reports(ctx context.Context, f ReportFilter, by ...GroupBy) ([]
 		uf.Until = f.Until.UTC().Format(dayLayout)
 	}
 	groups := make([]map[aggKey]*ReportRow, len(by))
+	fromRecords := f.Team != "" || f.Tag != ""
 	for i, g := range by {
 		if _, err := ParseGroupBy(string(g)); err != nil {
 			return nil, err
 		}
 		groups[i] = map[aggKey]*ReportRow{}
+		fromRecords = fromRecords || g.fromRecords()
+	}
+	if fromRecords {
+		return l.reportsFromRecords(ctx, f, by, groups)
 	}
 	err := l.repo.Usage(ctx, uf, func(a store.Aggregate) error {
 		t := totalsFromStore(&a.Totals)
@@ -173,10 +199,15 @@ func (l *Ledger) Reports(ctx context.Context, f ReportFilter, by ...GroupBy) ([]
 	return reps, nil
 }
 
+// fromRecords reports whether g is summed from the ledger's records.
+func (g GroupBy) fromRecords() bool {
+	return g == ByTeam || g == ByTag || g == ByDayTeam || g == ByDayTag
+}
+
 // aggKey identifies a row of a report: the dimensions it groups by, and
 // a currency.
 type aggKey struct {
-	day, model, key, user, currency string
+	day, model, key, user, team, tag, currency string
 }
 
 // key is the row that aggregate a counts in.
@@ -195,6 +226,8 @@ func (g GroupBy) key(a *store.AggregateKey) aggKey {
 		k.user = a.User
 	case ByDayKey:
 		k.day, k.key = a.Day, a.KeyID
+	case ByDayTeam, ByDayTag:
+		k.day = a.Day
 	}
 	return k
 }
@@ -225,6 +258,12 @@ func buildReport(rows map[aggKey]*ReportRow) *Report {
 		}
 		if a.User != b.User {
 			return a.User < b.User
+		}
+		if a.Team != b.Team {
+			return a.Team < b.Team
+		}
+		if a.Tag != b.Tag {
+			return a.Tag < b.Tag
 		}
 		return a.Currency < b.Currency
 	})

@@ -61,7 +61,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
 		{Pattern: "/air/audit", Handler: caddy.AdminHandlerFunc(a.handleAudit)},
 		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
-	}, a.billingRoutes()...)
+	}, append(a.billingRoutes(), a.teamRoutes()...)...)
 	for i, rt := range routes {
 		routes[i].Handler = caddy.AdminHandlerFunc(auditedAdmin(rt.Handler.ServeHTTP))
 	}

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"os"
 	"os/user"
-	"time"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 

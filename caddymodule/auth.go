@@ -73,12 +73,14 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	caddyhttp.SetVar(r.Context(), varUser, k.User)
 	caddyhttp.SetVar(r.Context(), varKeyID, k.ID)
 	logFields(r, zap.String("air_user", k.User), zap.String("air_key_id", k.ID))
-	if e := checkClientIP(r, k); e != nil {
-		// The key is valid: the refusal names its user.
-		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
-		return respondError(w, r, e)
+	e := checkClientIP(r, k)
+	if e == nil {
+		e = readCaller(r, st, k)
 	}
-	if e := checkContentType(r); e != nil && !h.AnyBody {
+	if e == nil && !h.AnyBody {
+		e = checkContentType(r)
+	}
+	if e != nil {
 		// The key is valid: the refusal names its user.
 		h.app.observeRefusal(w, r, nil, r.URL.Path, e)
 		return respondError(w, r, e)

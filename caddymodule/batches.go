@@ -66,8 +66,9 @@ func (h *Batches) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	o := batches.Owner{User: key.User, KeyID: key.ID}
-	if len(key.Models) > 0 {
-		o.Allows = key.Allows
+	if team := teamOf(r); len(key.Models) > 0 || team != nil {
+		// The models both the key and its user's team allow.
+		o.Allows = func(model string) bool { return key.Allows(model) && team.Allows(model) }
 	}
 	path := r.URL.Path
 	if i := strings.LastIndex(path, "/files"); i >= 0 && !strings.Contains(path[i:], "/batches") {
@@ -273,7 +274,7 @@ func (h *Batches) create(w http.ResponseWriter, r *http.Request, key *keys.Key, 
 	if aerr := st.guard.check(); aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
-	subject := billing.Subject{User: key.User, KeyID: key.ID}
+	subject := subjectOf(r, key)
 	ctx := r.Context()
 	admit := func(model string, u billing.Usage) (holds.Hold, error) {
 		res, aerr := rt.billing.AdmitBatch(ctx, subject, model, u, batches.ServiceTier)

@@ -22,12 +22,12 @@ import (
 
 // billingRoutes are the admin routes over the ledger and budgets:
 //
-//	GET /air/usage?by=&user=&key=&model=&since=&until=  → the usage report, by day and model or by one of day, model, key, user
+//	GET /air/usage?by=&user=&key=&model=&team=&tag=&since=&until= → the usage report, by day and model or by one of day, model, key, user, team, tag
 //	GET /air/users?month=YYYY-MM                        → users with requests and spend, top spenders first
 //	GET /air/ledger?user=&key=&since=&until=&limit=&flush=1 → ledger records, in the order they were written
 //	GET /air/records?user=&key=&model=&outcome=&since=&until=&limit=&after=[&format=csv] → a page of one user's records (every user's without user), or all as CSV
-//	GET /air/budgets/                                   → every user and key with limits
-//	PUT|GET|DELETE /air/budgets/<user|key>/<id>         → spend and rate limits
+//	GET /air/budgets/                                   → every user, key and team with limits
+//	PUT|GET|DELETE /air/budgets/<user|key|team>/<id>    → spend and rate limits
 func (a Admin) billingRoutes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "/air/usage", Handler: caddy.AdminHandlerFunc(a.handleUsage)},
@@ -76,7 +76,7 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := billing.ReportFilter{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model")}
+	f := billing.ReportFilter{User: q.Get("user"), KeyID: q.Get("key"), Model: q.Get("model"), Team: q.Get("team"), Tag: q.Get("tag")}
 	if f.Since, f.Until, err = parseRange(q); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
@@ -177,7 +177,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	scopeName, id, ok := strings.Cut(rest, "/")
 	scope, serr := billing.ParseScope(scopeName)
 	if !ok || id == "" || serr != nil {
-		return apiErr(http.StatusNotFound, fmt.Errorf("use /air/budgets/user/<user> or /air/budgets/key/<key id>"))
+		return apiErr(http.StatusNotFound, fmt.Errorf("use /air/budgets/user/<user>, /air/budgets/key/<key id> or /air/budgets/team/<team>"))
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -187,17 +187,8 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
 			return err
 		}
-		var pt *billing.PriceTable
-		if app := running.Load(); app != nil {
-			pt = app.prices
-		}
-		if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
-			return apiErr(http.StatusBadRequest, err)
-		} else if err != nil {
-			return apiErr(http.StatusInternalServerError, err)
-		}
-		if err := st.setLimits(r.Context(), scope, id, lim); err != nil {
-			return apiErr(http.StatusBadRequest, err)
+		if err := setLimits(r, st, scope, id, lim); err != nil {
+			return err
 		}
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
 	case http.MethodDelete:
@@ -210,6 +201,52 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
+// setLimits checks and sets the limits of id in scope, for the admin API,
+// and records the change in the audit trail.
+func setLimits(r *http.Request, st *state, scope billing.Scope, id string, lim billing.Limits) error {
+	var pt *billing.PriceTable
+	if app := running.Load(); app != nil {
+		pt = app.prices
+	}
+	if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
+		return apiErr(http.StatusBadRequest, err)
+	} else if err != nil {
+		return apiErr(http.StatusInternalServerError, err)
+	}
+	if err := st.setLimits(r.Context(), scope, id, lim); err != nil {
+		return apiErr(http.StatusBadRequest, err)
+	}
+	return nil
+}
+
+// addLimitFlags adds the flags that limitsFromFlags reads.
+func addLimitFlags(cmd *cobra.Command) {
+	cmd.Flags().String("monthly", "", "Spend limit per calendar month (UTC)")
+	cmd.Flags().String("total", "", "Spend limit over all time")
+	cmd.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
+	cmd.Flags().Int64("rpm", 0, "Requests per minute")
+	cmd.Flags().Int64("tpm", 0, "Tokens per minute")
+	cmd.Flags().Int64("max-parallel", 0, "Requests in flight at once (per instance)")
+}
+
+// limitsFromFlags reads the limits of a command's flags (addLimitFlags).
+func limitsFromFlags(cmd *cobra.Command) (billing.Limits, error) {
+	var lim billing.Limits
+	var err error
+	lim.Currency, _ = cmd.Flags().GetString("currency")
+	for flag, dst := range map[string]*billing.Amount{"monthly": &lim.Monthly, "total": &lim.Total} {
+		if v, _ := cmd.Flags().GetString(flag); v != "" {
+			if *dst, err = billing.ParseAmount(v); err != nil {
+				return lim, fmt.Errorf("--%s: %v", flag, err)
+			}
+		}
+	}
+	lim.RPM, _ = cmd.Flags().GetInt64("rpm")
+	lim.TPM, _ = cmd.Flags().GetInt64("tpm")
+	lim.MaxParallel, _ = cmd.Flags().GetInt64("max-parallel")
+	return lim, nil
+}
+
 // printStatus prints a budget's status as a table, or as JSON with --json.
 func printStatus(cmd *cobra.Command, st billing.BudgetStatus) error {
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
@@ -220,12 +257,12 @@ func printStatus(cmd *cobra.Command, st billing.BudgetStatus) error {
 
 func usageCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]",
-		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key or user, or by day and key",
+		Use:   "usage [--by day|model|key|user|team|tag|day-key] [--user <u>] [--key <id>] [--model <m>] [--team <t>] [--tag <tag>] [--since <date>] [--until <date>] [--json]",
+		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key, user, team or tag, or by day and key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
-			for _, f := range []string{"by", "user", "key", "model", "since", "until"} {
+			for _, f := range []string{"by", "user", "key", "model", "team", "tag", "since", "until"} {
 				if v, _ := cmd.Flags().GetString(f); v != "" {
 					q.Set(f, v)
 				}
@@ -246,7 +283,9 @@ func usageCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().String("by", "", "Group by day, model, key, user or day-key (default: day and model)")
+	cmd.Flags().String("by", "", "Group by day, model, key, user, team, tag or day-key (default: day and model)")
+	cmd.Flags().String("team", "", "Only the requests of this team's members")
+	cmd.Flags().String("tag", "", "Only the requests with this tag")
 	cmd.Flags().String("user", "", "Only this user")
 	cmd.Flags().String("key", "", "Only this key id")
 	cmd.Flags().String("model", "", "Only this model")
@@ -295,18 +334,10 @@ func budgetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var lim billing.Limits
-			lim.Currency, _ = cmd.Flags().GetString("currency")
-			for flag, dst := range map[string]*billing.Amount{"monthly": &lim.Monthly, "total": &lim.Total} {
-				if v, _ := cmd.Flags().GetString(flag); v != "" {
-					if *dst, err = billing.ParseAmount(v); err != nil {
-						return fmt.Errorf("--%s: %v", flag, err)
-					}
-				}
+			lim, err := limitsFromFlags(cmd)
+			if err != nil {
+				return err
 			}
-			lim.RPM, _ = cmd.Flags().GetInt64("rpm")
-			lim.TPM, _ = cmd.Flags().GetInt64("tpm")
-			lim.MaxParallel, _ = cmd.Flags().GetInt64("max-parallel")
 			body, _ := json.Marshal(lim)
 			var out billing.BudgetStatus
 			if err := adminCall(cmd, http.MethodPut, path, body, &out); err != nil {
@@ -316,12 +347,7 @@ func budgetCommand() *cobra.Command {
 		},
 	}
 	addTarget(set)
-	set.Flags().String("monthly", "", "Spend limit per calendar month (UTC)")
-	set.Flags().String("total", "", "Spend limit over all time")
-	set.Flags().String("currency", "", "Currency of the limits (default: the price file's)")
-	set.Flags().Int64("rpm", 0, "Requests per minute")
-	set.Flags().Int64("tpm", 0, "Tokens per minute")
-	set.Flags().Int64("max-parallel", 0, "Requests in flight at once (per instance)")
+	addLimitFlags(set)
 	get := &cobra.Command{Use: "get --user <u> | --key <id>", Short: "Shows limits and spend", Args: cobra.NoArgs, RunE: show(http.MethodGet)}
 	del := &cobra.Command{Use: "delete --user <u> | --key <id>", Short: "Lifts the limits", Args: cobra.NoArgs, RunE: show(http.MethodDelete)}
 	addTarget(get)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/teams"
 )
 
 // errBadLimits marks a refusal of checkLimits: the request's fault (400).
 var errBadLimits = errors.New("limits refused")
 
 // checkLimits refuses limits that would look set and limit nothing: for
-// a key or a user the gateway does not know (a user is known by its
+// a key, a user or a team the gateway does not know (a user is known by its
 // keys), in a currency the price file does not know (codes are
 // case-sensitive: "usd" is not "USD"), or spend limits in a currency
 // that cannot count the cost of every priced model (no exchange rate).
@@ -39,6 +40,12 @@ func checkLimits(ctx context.Context, st *state, pt *billing.PriceTable, scope b
 		}
 		if len(own) == 0 {
 			return bad("no user %q: a user exists once a key is created for it", id)
+		}
+	case billing.ScopeTeam:
+		if _, err := st.teams.Get(ctx, id); errors.Is(err, teams.ErrNotFound) {
+			return bad("no team %q: create it with caddy air team create", id)
+		} else if err != nil {
+			return err
 		}
 	}
 	if lim.Currency != "" && !slices.Contains(pt.Currencies(), lim.Currency) {

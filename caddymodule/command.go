@@ -15,28 +15,34 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/tags"
 )
 
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "keys|usage|users|ledger|budget|providers|prices|migrate|audit …",
+		Usage: "keys|usage|users|ledger|budget|team|providers|prices|migrate|audit …",
 		Short: "Manages caddy-air keys, usage reports and budgets, and shows upstream state",
 		Long: `
 Manages caddy-air through the admin API of a running Caddy (these never
 open the database themselves). The admin address is taken from --address, or from the
 config given with --config (and --adapter), or is the default localhost:2019.
 
-  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>] [--allow-ips <cidrs>]
+  caddy air keys create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--tags <tags>] [--limit <amount>] [--allow-ips <cidrs>]
   caddy air keys list [--user <user>] [--json]
   caddy air keys revoke <key id>
   caddy air keys regenerate <key id> [--grace <duration>]
-  caddy air usage [--by day|model|key|user|day-key] [--user <u>] [--key <id>] [--model <m>] [--since <date>] [--until <date>] [--json]
+  caddy air usage [--by day|model|key|user|team|tag|day-key] [--user <u>] [--key <id>] [--model <m>] [--team <t>] [--tag <tag>] [--since <date>] [--until <date>] [--json]
   caddy air users [--month <YYYY-MM>] [--json]
   caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--newest-first] [--csv|--json]
   caddy air budget set --user <u> | --key <id> [--monthly <amount>] [--total <amount>] [--currency <c>] [--rpm <n>] [--tpm <n>] [--max-parallel <n>]
   caddy air budget get|delete --user <u> | --key <id>
   caddy air budget list [--json]
+  caddy air team create <team> [--models <ids,globs>]
+  caddy air team add <team> <user> [--admin]
+  caddy air team remove <team> <user>
+  caddy air team limits <team> [--monthly <amount>] [--total <amount>] [--models <ids,globs>] …
+  caddy air team list [--json]
   caddy air providers [--json]
   caddy air prices [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
@@ -53,7 +59,7 @@ func airCommand(cmd *cobra.Command) {
 	cmd.PersistentFlags().String("address", "", "The address of the admin API")
 	cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 	cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), providersCommand(), pricesCommand(), migrateCommand(), auditCommand())
+	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), teamCommand(), providersCommand(), pricesCommand(), migrateCommand(), auditCommand())
 	groupCommand(cmd)
 }
 
@@ -61,7 +67,7 @@ func keyCommand() *cobra.Command {
 	key := &cobra.Command{Use: "keys", Aliases: []string{"key"}, Short: "Creates, lists and revokes API keys"}
 
 	create := &cobra.Command{
-		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--limit <amount>]",
+		Use:   "create --user <user> [--name <name>] [--expires <duration>] [--models <ids,globs>] [--tags <tags>] [--limit <amount>] [--allow-ips <cidrs>]",
 		Short: "Creates a key and prints it once, on the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,8 +76,14 @@ func keyCommand() *cobra.Command {
 			expires, _ := cmd.Flags().GetString("expires")
 			models, _ := cmd.Flags().GetStringSlice("models")
 			limit, _ := cmd.Flags().GetString("limit")
+			tagList, _ := cmd.Flags().GetString("tags")
+			defTags, err := tags.Parse(tagList)
+			if err != nil {
+				return fmt.Errorf("--tags: %v", err)
+			}
 			allow, _ := cmd.Flags().GetStringSlice("allow-ips")
-			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Limit: limit, AllowIPs: allow}, ExpiresIn: expires})
+			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Tags: defTags, Limit: limit,
+				AllowIPs: allow}, ExpiresIn: expires})
 			var out createKeyResponse
 			if err := adminCall(cmd, http.MethodPost, "/air/keys", body, &out); err != nil {
 				return err
@@ -83,6 +95,9 @@ func keyCommand() *cobra.Command {
 			}
 			if len(out.Models) > 0 {
 				fmt.Fprintf(w, "models:  %s\n", strings.Join(out.Models, ","))
+			}
+			if len(out.Tags) > 0 {
+				fmt.Fprintf(w, "tags:    %s\n", strings.Join(out.Tags, ","))
 			}
 			if limit != "" {
 				fmt.Fprintf(w, "limit:   %s (all time)\n", limit)
@@ -96,6 +111,7 @@ func keyCommand() *cobra.Command {
 	create.Flags().String("name", "", "A label for the key")
 	create.Flags().String("expires", "", "Lifetime of the key, e.g. 720h or 30d (default: no expiry)")
 	create.Flags().StringSlice("models", nil, "Models the key may use: ids or globs, comma-separated, e.g. 'gpt-4o,claude-*' (default: all)")
+	create.Flags().String("tags", "", "Default tags of the key's requests, comma-separated, e.g. 'search,env:prod' (a request's x-air-tags header replaces them)")
 	create.Flags().String("limit", "", "All-time spend limit of the key, e.g. 5.00, in the price file's currency (default: none)")
 	create.Flags().StringSlice("allow-ips", nil, "Client networks the key may be used from: CIDRs or addresses, comma-separated (default: any)")
 	_ = create.MarkFlagRequired("user")

@@ -37,7 +37,9 @@ type Embeddings struct{ proxyHandler }
 
 // CountTokens is the `air_count_tokens` handler: `POST
 // /v1/messages/count_tokens`, Anthropic's token counting, passed through
-// to the provider of the model (of kind messages). It is not billed and
+// to the provider of a model of kind messages; a gemini or vertex model's
+// tokens are counted by Gemini's countTokens, and any other chat model's
+// are the gateway's own estimate (see countTokens). It is not billed and
 // leaves no ledger record, but counts as a request against the rate
 // limits.
 type CountTokens struct{ proxyHandler }
@@ -91,6 +93,7 @@ func (h *CountTokens) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: chatproxy.Anthropic, endpoint: "count_tokens", path: "/messages/count_tokens",
 		kind: providers.KindMessages, inspect: chatproxy.InspectCountTokens, noOutput: true, unbilled: true,
+		count: countTokens,
 	})
 }
 

@@ -21,7 +21,6 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/tasks"
@@ -107,7 +106,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	}
 	model := gjson.GetBytes(body, "model").Str
 	mr = h.app.metricsRoute(model)
-	if aerr := allowModel(key, model); aerr != nil {
+	if aerr := allowModel(r, key, model); aerr != nil {
 		return refuse(aerr)
 	}
 	if aerr := st.guard.check(); aerr != nil {
@@ -116,7 +115,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	// The task service reserves the n images asked for once the body is
 	// valid, and charges the images generated in their place before it
 	// returns (the hold of a task, as for /v1/tasks).
-	admit := h.app.admitTask(r.Context(), rt.billing, billing.Subject{User: key.User, KeyID: key.ID})
+	admit := h.app.admitTask(r.Context(), rt.billing, subjectOf(r, key))
 	task, aerr := create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
 		return refuse(aerr)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -82,13 +81,13 @@ func (m *Models) Provision(ctx caddy.Context) error {
 	return err
 }
 
-// render encodes the model lists in both shapes, of the models that key
-// may use (every model when key is nil).
-func (m *Models) render(key *keys.Key) (openAI, anthr []byte, err error) {
+// render encodes the model lists in both shapes, of the models that
+// allows (every model when allows is nil).
+func (m *Models) render(allows func(model string) bool) (openAI, anthr []byte, err error) {
 	var oa []openAIModel
 	var an []anthropicModel
 	for _, r := range m.routes.Models() {
-		if key != nil && !key.Allows(r.Pattern) {
+		if allows != nil && !allows(r.Pattern) {
 			continue
 		}
 		oa = append(oa, m.openAIModel(r.Pattern, r))
@@ -147,17 +146,18 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return m.fail(w, r, anthropic, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET on "+p))
 	}
 	id := strings.TrimPrefix(rest, "/")
-	// A key restricted to some models sees only those (air_auth in front
-	// sets the key; without it the whole list is public).
-	key := identity(r)
-	if key != nil && len(key.Models) == 0 {
+	// A key restricted to some models, or of a team that is, sees only
+	// those (air_auth in front sets the key and the team; without it the
+	// whole list is public).
+	key, team := identity(r), teamOf(r)
+	if key != nil && len(key.Models) == 0 && (team == nil || len(team.Models) == 0) {
 		key = nil
 	}
 	if id == "" {
 		oa, an := m.openAI, m.anthr
 		if key != nil {
 			var err error
-			if oa, an, err = m.render(key); err != nil {
+			if oa, an, err = m.render(func(model string) bool { return key.Allows(model) && team.Allows(model) }); err != nil {
 				return err
 			}
 		}
@@ -168,7 +168,7 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return writeRawJSON(w, http.StatusOK, oa)
 	}
 	if key != nil {
-		if aerr := allowModel(key, id); aerr != nil {
+		if aerr := allowModel(r, key, id); aerr != nil {
 			return m.fail(w, r, anthropic, aerr)
 		}
 	}

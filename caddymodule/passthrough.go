@@ -97,7 +97,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
-	if aerr := allowModel(key, h.BillAs); aerr != nil {
+	if aerr := allowModel(r, key, h.BillAs); aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
 	prov := h.app.Routes().Provider(h.Provider)
@@ -117,7 +117,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if aerr := st.guard.check(); aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
-	reservation, aerr := rt.billing.Admit(r.Context(), billing.Subject{User: key.User, KeyID: key.ID}, h.BillAs, billing.Usage{})
+	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
 	if aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}

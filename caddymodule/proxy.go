@@ -83,6 +83,10 @@ type protocolSpec struct {
 	// unbilled marks an endpoint whose requests leave no ledger record
 	// (token counting); they still count against the rate limits.
 	unbilled bool
+	// count, when set, answers a token count for a model whose provider
+	// does not speak Messages (countTokens), in place of the proxy.
+	count func(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in chatproxy.Inspected,
+		route *providers.Route, reservation *billing.Reservation) error
 	// client is the endpoint's protocol as package translate names it,
 	// for the endpoints whose requests may be translated to a model of
 	// the other protocol; "" for the others.
@@ -152,7 +156,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	if aerr := allowModel(key, in.Model); aerr != nil {
+	if aerr := allowModel(r, key, in.Model); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
 	rspan := telemetry.StartRoute(r.Context(), telemetry.Route{Operation: h.spec.endpoint, Model: in.Model})
@@ -194,7 +198,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if aerr := st.guard.check(); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
-	subject := billing.Subject{User: key.User, KeyID: key.ID}
+	subject := subjectOf(r, key)
 	estimate := chatproxy.EstimateRequest(in, route.MaxOutputTokens)
 	if h.spec.noOutput {
 		estimate.Output = 0
@@ -216,10 +220,17 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		KeyID:    key.ID,
 		Model:    in.Model,
 		Provider: route.Provider.Name,
+		// An interrupted request's record, from its intent, counts in
+		// the team too.
+		Team: subject.Team,
+		Tags: subject.Tags,
 	}
 	intent := rec
 	intent.Usage = chatproxy.EstimateRequest(in, 0)
 	intent.Usage.Output = 0
+	if h.spec.count != nil && wireOf(route) != translate.Messages {
+		return h.spec.count(h, w, r, body, in, route, reservation)
+	}
 	if h.spec.unbilled {
 		return h.serveUnbilled(w, r, reservation, upstreamBody, rebody, rb, in, route, injected, requestID)
 	}
@@ -418,6 +429,9 @@ func (h *proxyHandler) route(model string) (*providers.Route, *apierror.Error) {
 	route, err := h.app.Routes().Lookup(model)
 	if err != nil {
 		return nil, apierror.NotFound("model_not_found", fmt.Sprintf("the model %q does not exist or is not served here", model)).WithParam("model")
+	}
+	if h.spec.count != nil && wireOf(route) != "" {
+		return route, nil // counted for any chat or messages model
 	}
 	if providers.IsCloud(route.Provider.Protocol) && h.translator(route) == nil {
 		return nil, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is served by a %s provider, which this endpoint does not reach: use /v1/chat/completions, /v1/messages or /v1/responses", model, route.Provider.Protocol))

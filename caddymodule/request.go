@@ -140,17 +140,6 @@ func (a *App) caller(r *http.Request) (*keys.Key, *state, *runtime, *apierror.Er
 	return key, st, rt, nil
 }
 
-// allowModel refuses a request of key for a model outside the key's
-// scope: 403 model_not_allowed (permission_error in Anthropic's shape).
-// Every endpoint that names a model checks it here, once the model is
-// known.
-func allowModel(key *keys.Key, model string) *apierror.Error {
-	if key.Allows(model) {
-		return nil
-	}
-	return apierror.New(http.StatusForbidden, apierror.TypePermission, "model_not_allowed", (&keys.ErrModelNotAllowed{Model: model}).Error()).WithParam("model")
-}
-
 // errNotStarted answers requests that arrive before the app has started.
 var errNotStarted = apierror.New(http.StatusServiceUnavailable, apierror.TypeServer, "not_ready", "the gateway is starting; retry shortly")
 

@@ -198,7 +198,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
-	if aerr := allowModel(key, ref.Model); aerr != nil {
+	if aerr := allowModel(r, key, ref.Model); aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	prov := h.app.Routes().Provider(ref.Provider)
@@ -215,7 +215,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		}
 	}
 	mr := h.app.metricsRoute(ref.Model)
-	reservation, aerr := admitStored(r.Context(), rt, key, ref.Model, method)
+	reservation, aerr := admitStored(r, rt, key, ref.Model, method)
 	if aerr != nil {
 		return h.app.refuseRead(w, r, mr, aerr)
 	}
@@ -259,11 +259,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 // 429 over them. A spent budget does not refuse it (the response was paid
 // for; it then goes through uncounted), and a cancel or a DELETE, which
 // ends work, is never refused: both give a nil reservation.
-func admitStored(ctx context.Context, rt *runtime, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
+func admitStored(r *http.Request, rt *runtime, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
 	if method != http.MethodGet {
 		return nil, nil
 	}
-	res, aerr := rt.billing.Admit(ctx, billing.Subject{User: key.User, KeyID: key.ID}, model, billing.Usage{})
+	res, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), model, billing.Usage{})
 	if aerr != nil && aerr.Code != nil && *aerr.Code == "insufficient_quota" {
 		return nil, nil
 	}

@@ -179,7 +179,9 @@ func (a *App) taskObserver() tasks.Observer {
 
 // ledgerBiller charges what finished without a hold (or whose hold was
 // lost to a reload or an earlier attempt) to the ledger, idempotently by
-// record id: succeeded tasks and finished background responses.
+// record id: succeeded tasks, finished background responses and the
+// lines of finished batches. Charged without its reservation, a record
+// counts in its user's team of now; its tags are not kept.
 type ledgerBiller struct {
 	engine *billing.Engine
 	app    *App
@@ -187,6 +189,11 @@ type ledgerBiller struct {
 
 // Charge implements responses.Biller.
 func (b ledgerBiller) Charge(ctx context.Context, rec billing.Record) error {
+	if st := b.app.current(); st != nil && rec.Team == "" {
+		if t := st.teams.Of(rec.User); t != nil {
+			rec.Team = t.Name
+		}
+	}
 	rec, fresh, err := b.engine.Charge(ctx, rec)
 	if err == nil && fresh {
 		b.app.countCharge(rec)

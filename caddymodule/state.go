@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/store/postgres"
 	"github.com/caddy-air/caddy-air/tasks"
+	"github.com/caddy-air/caddy-air/teams"
 )
 
 // statePool holds the state of each storage backend across config
@@ -35,6 +36,8 @@ type state struct {
 	keys    *keys.Service
 	ledger  *billing.Ledger
 	budgets *billing.Budgets
+	// teams keeps teams and the membership read on every request.
+	teams *teams.Service
 	// audit records the changes operators and users make.
 	audit *audit.Log
 	// taskHolds keeps the budget holds of the running tasks created
@@ -61,6 +64,11 @@ type state struct {
 	poolKey string
 	log     *zap.Logger
 }
+
+// teamsRefresh is how often an instance of a shared backend reloads the
+// teams, so that a change made through another instance applies here
+// within it.
+const teamsRefresh = 2 * time.Second
 
 // openTimeout bounds how long opening a shared backend (connecting and
 // migrating) may take.
@@ -112,6 +120,16 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		// slices of them and shared rate limits.
 		budgets.Share(ctx, billing.SharedConfig{RateLimits: repos.RateLimits, Flush: ledger.Flush})
 	}
+	var refresh time.Duration
+	if s.Backend == backendPostgres {
+		refresh = teamsRefresh // other instances change them too
+	}
+	ts, err := teams.NewService(ctx, repos.Teams, refresh)
+	if err != nil {
+		stop()
+		_ = repos.Close()
+		return nil, err
+	}
 	ks := keys.NewService(ctx, repos.Keys)
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
@@ -119,6 +137,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		keys:          ks,
 		ledger:        ledger,
 		budgets:       budgets,
+		teams:         ts,
 		audit:         audit.New(repos.Audit),
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),

@@ -129,6 +129,7 @@ func TestMigrateCommand(t *testing.T) {
 	for _, name := range []string{"00001_schema.sql", "00002_cache_1h_service_tier.sql", "00003_pending_responses.sql",
 		"00004_key_scopes_usage_by_user.sql", "00005_ledger_deployment.sql", "00006_saturating_sums.sql",
 		"00007_limits_max_parallel.sql", "00008_priced_tool_calls.sql", "00009_ledger_duration.sql",
+		"00010_ledger_team_tags.sql", "00011_teams.sql", "00012_key_tags.sql",
 		"00013_ledger_units.sql", "00015_alerts_outbox.sql", "00016_key_regenerate_allow_ips.sql", "00017_files_batches.sql", "00019_audit.sql"} {
 		missing = missing || !strings.Contains(out, "applied "+name)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
@@ -131,7 +130,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	}
 	model := gjson.GetBytes(body, "model").String()
 	mr = h.app.metricsRoute(model)
-	if aerr := allowModel(key, model); aerr != nil {
+	if aerr := allowModel(r, key, model); aerr != nil {
 		return refuse(aerr)
 	}
 	if aerr := st.guard.check(); aerr != nil {
@@ -143,7 +142,7 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	// them into the charge when it succeeds (or gives them back when it
 	// fails). A created task counts as a request against the rate
 	// limits; a refused one does not.
-	admit := h.app.admitTask(r.Context(), rt.billing, billing.Subject{User: key.User, KeyID: key.ID})
+	admit := h.app.admitTask(r.Context(), rt.billing, subjectOf(r, key))
 	task, aerr := rt.tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r), admit)
 	if aerr != nil {
 		return refuse(aerr)

@@ -26,6 +26,10 @@ func reportLabels(g billing.GroupBy) []string {
 		return []string{"USER"}
 	case billing.ByDayKey:
 		return []string{"DAY", "KEY"}
+	case billing.ByTeam:
+		return []string{"TEAM"}
+	case billing.ByTag:
+		return []string{"TAG"}
 	}
 	return []string{"DAY", "MODEL"}
 }
@@ -43,8 +47,20 @@ func rowLabels(g billing.GroupBy, r *billing.ReportRow) []string {
 		return []string{r.User}
 	case billing.ByDayKey:
 		return []string{r.Day, r.KeyID}
+	case billing.ByTeam:
+		return []string{orNone(r.Team)}
+	case billing.ByTag:
+		return []string{orNone(r.Tag)}
 	}
 	return []string{r.Day, r.Model}
+}
+
+// orNone shows an empty team or tag as "(none)".
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // costText shows a cost, or "unpriced" for the requests of unpriced

@@ -72,6 +72,8 @@ var (
 	seriesModel = bySeries{"model", func(r *billing.ReportRow) string { return r.Model }}
 	seriesKey   = bySeries{"key", func(r *billing.ReportRow) string { return r.KeyID }}
 	seriesUser  = bySeries{"user", func(r *billing.ReportRow) string { return r.User }}
+	seriesTeam  = bySeries{"team", func(r *billing.ReportRow) string { return orNone(r.Team, "(no team)") }}
+	seriesTag   = bySeries{"tag", func(r *billing.ReportRow) string { return orNone(r.Tag, "(untagged)") }}
 )
 
 // usageCharts draws the report's cost (in its first priced currency) and
@@ -192,4 +194,12 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 func trimFloat(v float64) string {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
 	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// orNone is s, or none when s is empty.
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }

@@ -132,6 +132,12 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /operators/keys/{id}/edit", h.admin(h.editKey))
 	m.HandleFunc("GET /operators/spend", h.admin(h.spendPage))
 	m.HandleFunc("GET /operators/refusals", h.admin(h.refusalsPage))
+	m.HandleFunc("GET /team", h.teamPage)
+	m.HandleFunc("POST /team/members", h.addTeamMember)
+	m.HandleFunc("POST /team/members/{user}/remove", h.removeTeamMember)
+	m.HandleFunc("POST /team/keys", h.createTeamKey)
+	m.HandleFunc("POST /team/keys/{id}/revoke", h.revokeTeamKey)
+	m.HandleFunc("GET /operators/teams", h.admin(h.teamsPage))
 	if h.cfg.Services.Audit != nil {
 		m.HandleFunc("GET /operators/audit", h.admin(h.auditPage))
 		m.HandleFunc("GET /operators/audit.csv", h.admin(h.auditExport(audit.FormatCSV)))
@@ -257,7 +263,7 @@ func (h *Handler) renderMsg(w http.ResponseWriter, r *http.Request, status int, 
 		Title: title, Nav: name, User: user, Prefix: h.cfg.Prefix, CSRF: h.csrfToken(user),
 		Admin: h.isAdmin(user) && s.Operators != nil, Data: data, Error: msg,
 		Has: map[string]bool{"keys": s.Keys != nil, "usage": s.Usage != nil, "tasks": s.Tasks != nil, "playground": s.Playground != nil,
-			"alerts": s.Alerts != nil, "audit": s.Audit != nil, "regenerate": h.regenerator() != nil},
+			"teams": s.Teams != nil, "alerts": s.Alerts != nil, "audit": s.Audit != nil, "regenerate": h.regenerator() != nil},
 	}
 	t, ok := h.pages[name]
 	if !ok {

@@ -105,7 +105,7 @@ func postedBudget(r *http.Request) (budgetForm, billing.Scope, billing.Limits, s
 	var lim billing.Limits
 	scope, err := billing.ParseScope(f.Scope)
 	if err != nil {
-		return f, "", lim, "the scope must be user or key"
+		return f, "", lim, "the scope must be user, key or team"
 	}
 	if f.ID == "" {
 		return f, "", lim, "name the " + f.Scope + " whose limits to set"

@@ -116,7 +116,7 @@ func TestOperatorsSetChangeRemoveKeyLimits(t *testing.T) {
 		form url.Values
 		msg  string
 	}{
-		{url.Values{"scope": {"team"}, "id": {"x"}}, "the scope must be user or key"},
+		{url.Values{"scope": {"org"}, "id": {"x"}}, "the scope must be user, key or team"},
 		{url.Values{"scope": {"key"}, "id": {""}}, "name the key whose limits to set"},
 		{url.Values{"scope": {"user"}, "id": {"bob"}, "rpm": {"many"}}, "rpm: want a whole number"},
 		{url.Values{"scope": {"user"}, "id": {"bob"}, "monthly": {"-3"}}, "monthly: want an amount"},

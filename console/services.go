@@ -29,6 +29,8 @@ type Services struct {
 	Playground PlaygroundService
 	// Operators serves the operators' page.
 	Operators OperatorService
+	// Teams serves the team admins' page and the operators' teams.
+	Teams TeamService
 	// Audit reads the audit trail for the operators' audit page.
 	Audit AuditService
 	// Alerts reads the alerts, for the operators' alerts page.

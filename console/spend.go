@@ -10,10 +10,14 @@ import (
 )
 
 // spendData is the operators' spend page's data: usage across every
-// user, by model, key and user.
+// user, by model, key, user, team and tag.
 type spendData struct {
 	Filter                 usageFilter
 	ByUser, ByModel, ByKey *billing.Report
+	// ByTeam and ByTag are summed from the ledger's records (the
+	// aggregates know neither); their charts show cost by day.
+	ByTeam, ByTag               *billing.Report
+	TeamCostChart, TagCostChart *chart
 	// Cost and token charts by day, split by model, by key and by user.
 	ModelCostChart, ModelTokenChart *chart
 	KeyCostChart, KeyTokenChart     *chart
@@ -40,7 +44,7 @@ func (h *Handler) spendPage(w http.ResponseWriter, r *http.Request) {
 	}
 	empty := &billing.Report{}
 	if msg != "" {
-		h.renderMsg(w, r, http.StatusBadRequest, "spend", "Spend", spendData{Filter: f, ByUser: empty, ByModel: empty, ByKey: empty}, msg)
+		h.renderMsg(w, r, http.StatusBadRequest, "spend", "Spend", spendData{Filter: f, ByUser: empty, ByModel: empty, ByKey: empty, ByTeam: empty, ByTag: empty}, msg)
 		return
 	}
 	flt := billing.ReportFilter{Model: f.Model, KeyID: f.Key, Since: f.since, Until: f.until}
@@ -59,6 +63,15 @@ func (h *Handler) spendPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.UserCostChart, d.UserTokenChart = usageCharts(byDayUser, f.since, f.until, seriesUser)
+	// One read of the records for the four reports by team and tag.
+	tt, err := h.cfg.Services.Usage.Reports(r.Context(), flt, billing.ByDayTeam, billing.ByDayTag, billing.ByTeam, billing.ByTag)
+	if err != nil {
+		h.internal(w, r, "reading usage by team and tag", err)
+		return
+	}
+	d.ByTeam, d.ByTag = tt[2], tt[3]
+	d.TeamCostChart, _ = usageCharts(tt[0], f.since, f.until, seriesTeam)
+	d.TagCostChart, _ = usageCharts(tt[1], f.since, f.until, seriesTag)
 	h.render(w, r, http.StatusOK, "spend", "Spend", d)
 }
 

@@ -208,7 +208,11 @@ func newAzureRecorder(t *testing.T) *azureRecorder {
 		a.mu.Lock()
 		a.seen = append(a.seen, azureSeen{uri: r.URL.RequestURI(), apiKey: r.Header.Get("Api-Key"), auth: r.Header.Get("Authorization"), body: body})
 		a.mu.Unlock()
-		switch prompt := gjson.GetBytes(body, "messages.0.content").Str; {
+		prompt := gjson.GetBytes(body, "messages.0.content").Str
+		if prompt == "" { // content parts (a translated Responses request)
+			prompt = gjson.GetBytes(body, "messages.0.content.0.text").Str
+		}
+		switch {
 		case prompt == "429":
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Retry-After", "7")

@@ -10,9 +10,10 @@ import (
 )
 
 // TestDialectGeminiModels: gemini and vertex models are listed as chat
-// models, and the endpoints no translation reaches (token counting,
-// embeddings) refuse them with a 400 naming the ones that do. (Responses
-// reaches them: TestDialectResponsesSDKToGoogleModels.)
+// models, and the endpoint no translation reaches (embeddings) refuses
+// them with a 400 naming the ones that do. (Responses reaches them:
+// TestDialectResponsesSDKToGoogleModels; token counting is Gemini's:
+// TestCountTokensOtherProviders.)
 func TestDialectGeminiModels(t *testing.T) {
 	gc := newGoogleCloud(t, time.Hour)
 	startGateway(t, gatewayOptions{Providers: gc.providers(), Models: googleModels, Prices: googlePrices})
@@ -24,8 +25,8 @@ func TestDialectGeminiModels(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ path, body string }{
-		{"/v1/messages/count_tokens", `{"model":"vtx-pro","messages":[{"role":"user","content":"hi"}]}`},
 		{"/v1/embeddings", `{"model":"gem-flash","input":"hi"}`},
+		{"/v1/embeddings", `{"model":"vtx-pro","input":"hi"}`},
 	} {
 		status, _, out := call(t, http.MethodPost, tc.path, key, tc.body, "anthropic-version", "2023-06-01")
 		if status != 400 || !strings.Contains(gjson.GetBytes(out, "error.message").Str, "/v1/chat/completions, /v1/messages or /v1/responses") {

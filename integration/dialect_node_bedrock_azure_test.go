@@ -7,8 +7,9 @@ import (
 )
 
 // TestNodeSDKBedrockAzure runs integration/node/bedrock_azure.test.mjs:
-// the npm `@anthropic-ai/sdk` against a bedrock model and `openai`
-// against an azure model, through the gateway, against the mock's fake
+// the npm `@anthropic-ai/sdk` against a bedrock model, `openai` against
+// an azure model and its `responses.create` (stream) against a bedrock
+// model, through the gateway, against the mock's fake
 // Bedrock and Azure front. A missing Node or package fails the test.
 func TestNodeSDKBedrockAzure(t *testing.T) {
 	startGateway(t, gatewayOptions{MockOptions: bedrockMock, Providers: bedrockProviders + "\n\t\t" + azureProviders,
@@ -25,7 +26,10 @@ func TestNodeSDKBedrockAzure(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the npm SDK tests failed: %v", err)
 	}
-	// Every exchange left its record: 2 + 2 + 2 + 1 (the cut stream) on
-	// bedrock, 2 + 2 on azure.
-	waitLedger(t, "node-clouds", 11)
+	// Every exchange left its record: 2 + 2 + 2 + 1 (the cut stream) + 1
+	// (the Responses stream, last) on bedrock, 2 + 2 on azure.
+	recs := waitLedger(t, "node-clouds", 12)
+	if r := recs[len(recs)-1]; len(recs) != 12 || r.Endpoint != "responses" || r.Provider != "aws" || r.Outcome != "ok" || !r.Priced || r.Usage.Output == 0 {
+		t.Errorf("%d records, the last %+v", len(recs), r)
+	}
 }

@@ -159,10 +159,12 @@ func TestCountTokensAnthropicSDK(t *testing.T) {
 	if recs := ledgerOf(t, "count-sdk"); len(recs) != 0 {
 		t.Fatalf("count_tokens left ledger records: %+v", recs)
 	}
-	_, err = ac.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "mock-gpt", Messages: params.Messages})
+	// A chat model's count is the gateway's estimate
+	// (TestCountTokensOtherProviders); an embedding model has none.
+	_, err = ac.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "mock-embed", Messages: params.Messages})
 	var aErr *anthropic.Error
 	if !errors.As(err, &aErr) || aErr.StatusCode != http.StatusBadRequest || gjson.Get(aErr.RawJSON(), "error.type").Str != "invalid_request_error" {
-		t.Fatalf("a chat model: %v", err)
+		t.Fatalf("an embedding model: %v", err)
 	}
 	if status := adminJSON(t, http.MethodPut, "/air/budgets/key/"+keyID, `{"rpm":1}`, nil); status != http.StatusOK {
 		t.Fatalf("set rpm: %d", status)

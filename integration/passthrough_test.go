@@ -2,6 +2,8 @@ package integration
 
 import (
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -74,5 +76,36 @@ func TestPassthrough(t *testing.T) {
 	}
 	if recs := ledgerOf(t, "passthrough"); len(recs) != 4 {
 		t.Fatalf("%d records, want 4", len(recs))
+	}
+
+	// A member of a team: the record carries the team and the request's
+	// tags, a model outside the team's is refused, and a spent team
+	// refuses the pass-through as every other endpoint.
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodPost, "/air/teams", `{"name":"relay","models":["mock-passthrough"]}`},
+		{http.MethodPut, "/air/teams/relay/members/passthrough", ``},
+	} {
+		if got := adminJSON(t, c.method, c.path, c.body, nil); got/100 != 2 {
+			t.Fatalf("%s %s: %d", c.method, c.path, got)
+		}
+	}
+	if status, _, body := call(t, http.MethodGet, "/passthrough/mock/models", key, "", "x-air-tags", "relay,env:test"); status != http.StatusOK {
+		t.Fatalf("a team member through the pass-through: %d %s", status, body)
+	}
+	if rec := waitLedger(t, "passthrough", 5)[4]; rec.Team != "relay" || !reflect.DeepEqual(rec.Tags, []string{"relay", "env:test"}) {
+		t.Errorf("a team member's record: team %q, tags %q; want relay, [relay env:test]", rec.Team, rec.Tags)
+	}
+	if got := adminJSON(t, http.MethodPut, "/air/teams/relay/limits", `{"total":"0.000000001"}`, nil); got != http.StatusOK {
+		t.Fatalf("team limits: %d", got)
+	}
+	if status, _, body := call(t, http.MethodGet, "/passthrough/mock/models", key, ""); status != http.StatusTooManyRequests ||
+		!strings.Contains(gjson.GetBytes(body, "error.message").Str, "your team") {
+		t.Errorf("a member of a spent team through the pass-through: %d %s, want 429 naming the team", status, body)
+	}
+	if got := adminJSON(t, http.MethodPut, "/air/teams/relay/models", `{"models":["mock-gpt"]}`, nil); got != http.StatusOK {
+		t.Fatalf("team models: %d", got)
+	}
+	if status, _, body := call(t, http.MethodGet, "/passthrough/mock/models", key, ""); status != http.StatusForbidden {
+		t.Errorf("a model outside the team's through the pass-through: %d %s, want 403", status, body)
 	}
 }

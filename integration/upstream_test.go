@@ -128,6 +128,9 @@ type ledgerRecord struct {
 	Unpriced []string `json:"unpriced"`
 	// DurationMillis is how long the request took (issue #35).
 	DurationMillis int64 `json:"duration_ms"`
+	// Team and Tags are the request's team and tags (issue #32).
+	Team string   `json:"team"`
+	Tags []string `json:"tags"`
 }
 
 // ledgerOf returns the ledger records of user, after the asynchronous

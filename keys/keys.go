@@ -42,6 +42,9 @@ type Key struct {
 	// Models, if not empty, are the model ids and globs (path.Match
 	// syntax, e.g. "claude-*") the key may use; empty means every model.
 	Models []string `json:"models,omitempty"`
+	// Tags are the key's default tags: the tags of its requests that send
+	// no x-air-tags header.
+	Tags []string `json:"tags,omitempty"`
 	// LastUsedAt, if set, is when the key last authenticated a request. It
 	// is recorded at most once a minute per key, so it may lag by that.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/tags"
 )
 
 // Service creates, lists, revokes and authenticates keys. It caches active
@@ -135,7 +136,7 @@ func (s *Service) forget(h string) {
 // fromStore converts a stored key.
 func fromStore(k store.Key) *Key {
 	out := &Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
-		Models: k.Models, LastUsedAt: k.LastUsedAt, AllowIPs: k.AllowIPs, PreviousSecretUntil: k.PrevUntil, hash: k.Hash}
+		Models: k.Models, Tags: k.Tags, LastUsedAt: k.LastUsedAt, AllowIPs: k.AllowIPs, PreviousSecretUntil: k.PrevUntil, hash: k.Hash}
 	// Stored lists were checked when set; an entry that does not parse
 	// allows nothing.
 	for _, c := range k.AllowIPs {
@@ -159,6 +160,9 @@ type CreateOptions struct {
 	// Models optionally restricts the key to these model ids and globs
 	// (path.Match syntax, e.g. "claude-*"); empty allows every model.
 	Models []string `json:"models,omitempty"`
+	// Tags are the key's default tags (package tags' rules): the tags of
+	// its requests that send no x-air-tags header.
+	Tags []string `json:"tags,omitempty"`
 	// Limit is an optional all-time spend limit of the key, a decimal
 	// amount in the price table's currency such as "5.00". It needs the
 	// service's Limiter.
@@ -187,6 +191,12 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (string, *Key, er
 	if err != nil {
 		return "", nil, err
 	}
+	if err := tags.Check(o.Tags); err != nil {
+		return "", nil, fmt.Errorf("tags: %w", err)
+	}
+	if len(o.Tags) == 0 {
+		o.Tags = nil
+	}
 	allow, prefixes, err := checkAllowIPs(o.AllowIPs)
 	if err != nil {
 		return "", nil, err
@@ -211,10 +221,10 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (string, *Key, er
 			return "", nil, fmt.Errorf("limit: %w", err)
 		}
 	}
-	k := &Key{ID: id, User: o.User, Name: o.Name, CreatedAt: s.now().UTC(), ExpiresAt: o.ExpiresAt, Models: models, AllowIPs: allow,
-		hash: Hash(secret), allow: prefixes}
+	k := &Key{ID: id, User: o.User, Name: o.Name, CreatedAt: s.now().UTC(), ExpiresAt: o.ExpiresAt, Models: models, Tags: o.Tags,
+		AllowIPs: allow, hash: Hash(secret), allow: prefixes}
 	err = s.store.Create(ctx, store.Key{ID: k.ID, Hash: k.hash, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt,
-		ExpiresAt: k.ExpiresAt, Models: models, AllowIPs: allow})
+		ExpiresAt: k.ExpiresAt, Models: models, Tags: o.Tags, AllowIPs: allow})
 	if err != nil {
 		return "", nil, fmt.Errorf("storing key: %w", err)
 	}

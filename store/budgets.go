@@ -7,20 +7,23 @@ import (
 	"time"
 )
 
-// Scope says whether limits and spend belong to a user or to an API key.
+// Scope says whether limits and spend belong to a team, a user or an API
+// key.
 type Scope string
 
 // Scopes of a Subject.
 const (
 	ScopeUser Scope = "user"
 	ScopeKey  Scope = "key"
+	ScopeTeam Scope = "team"
 )
 
-// Subject is a user or an API key that limits and spend belong to.
+// Subject is a team, a user or an API key that limits and spend belong
+// to.
 type Subject struct {
-	// Scope is ScopeUser or ScopeKey.
+	// Scope is ScopeUser, ScopeKey or ScopeTeam.
 	Scope Scope
-	// ID is the user's name or the key's public id.
+	// ID is the user's name, the key's public id or the team's name.
 	ID string
 }
 

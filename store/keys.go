@@ -25,6 +25,9 @@ type Key struct {
 	// Models, if not empty, are the model ids or globs (path.Match syntax)
 	// the key may use; empty means every model.
 	Models []string
+	// Tags are the key's default tags, put on the records of its requests
+	// that carry none.
+	Tags []string
 	// LastUsedAt, if set, is when the key last authenticated a request, as
 	// last written by Touch (coalesced: it may lag by a minute).
 	LastUsedAt *time.Time

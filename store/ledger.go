@@ -85,6 +85,11 @@ type Record struct {
 	// DurationMillis is how long the request took, in milliseconds (at
 	// least 1 when measured); 0 when it was not measured.
 	DurationMillis int64
+	// Team is the team of User when the request was admitted, "" if
+	// none; its spend counts in the team's budget (ScopeTeam).
+	Team string
+	// Tags lists the request's tags, comma-separated, "" for none.
+	Tags string
 }
 
 // Totals sums records: the aggregate of a day, user, key, model and

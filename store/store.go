@@ -49,6 +49,8 @@ type Repos struct {
 	Intents Intents
 	// Budgets keeps limits, spend and budget leases.
 	Budgets Budgets
+	// Teams keeps teams and their members.
+	Teams Teams
 	// RateLimits counts requests and tokens per window.
 	RateLimits RateLimits
 	// Tasks keeps image and video tasks and their leases.

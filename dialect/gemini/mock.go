@@ -55,11 +55,12 @@ const (
 	minCacheTokens = 64
 )
 
-// ServeHTTP answers a generateContent or streamGenerateContent request.
+// ServeHTTP answers a generateContent, streamGenerateContent or
+// countTokens request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	model, method, ok := modelMethod(r.URL.Path)
 	stream := method == "streamGenerateContent"
-	if r.Method != http.MethodPost || !ok || (!stream && method != "generateContent") {
+	if r.Method != http.MethodPost || !ok || (!stream && method != "generateContent" && method != "countTokens") {
 		WriteError(w, http.StatusNotFound, "NOT_FOUND", "unknown method "+r.Method+" "+r.URL.Path)
 		return
 	}
@@ -78,6 +79,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := gjson.ParseBytes(body)
+	if method == "countTokens" {
+		countTokens(w, req)
+		return
+	}
 	if !req.Get("contents.0.parts.0").Exists() {
 		WriteError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified")
 		return

@@ -120,3 +120,20 @@ test('openai → azure: a streamed tool call, then its result', async () => {
   });
   assert.equal(r.choices[0].finish_reason, 'stop');
 });
+
+test('openai responses → bedrock: a streamed answer', async () => {
+  const stream = await openai.responses.create({
+    model: 'claude-bedrock', stream: true, instructions: 'Be terse.', input: 'Stream a Responses answer from node',
+  });
+  let text = '', final = null, seq = 0;
+  for await (const ev of stream) {
+    assert.equal(ev.sequence_number, seq++);
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+    if (ev.type === 'response.completed') final = ev.response;
+  }
+  assert.equal(text, 'Mock reply to: Stream a Responses answer from node');
+  assert.ok(final, 'no response.completed event');
+  assert.equal(final.status, 'completed');
+  assert.equal(final.output_text ?? final.output.find((o) => o.type === 'message').content[0].text, text);
+  assert.ok(final.usage.input_tokens > 0 && final.usage.output_tokens > 0);
+});

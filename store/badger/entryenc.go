@@ -80,7 +80,9 @@ func appendStored(b []byte, st *storedRecord) []byte {
 	b = appendCBORInt(b, st.DurationMillis)
 	b = appendCBORInt(b, st.Characters)
 	b = appendCBORInt(b, st.AudioMillis)
-	return appendCBORInt(b, st.SearchUnits)
+	b = appendCBORInt(b, st.SearchUnits)
+	b = appendCBORText(b, st.Team)
+	return appendCBORText(b, st.Tags)
 }
 
 // appendCBORHead appends the head of a CBOR data item of major type

@@ -37,6 +37,7 @@ type storedKey struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 	Models    []string   `json:"models,omitempty"`
+	Tags      []string   `json:"tags,omitempty"`
 	LastUsed  *time.Time `json:"last_used,omitempty"`
 	PrevHash  string     `json:"prev_hash,omitempty"`
 	PrevUntil *time.Time `json:"prev_until,omitempty"`
@@ -45,7 +46,8 @@ type storedKey struct {
 
 func (s *storedKey) key(hash string) store.Key {
 	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
-		RevokedAt: s.RevokedAt, Models: s.Models, LastUsedAt: s.LastUsed, PrevHash: s.PrevHash, PrevUntil: s.PrevUntil, AllowIPs: s.AllowIPs}
+		RevokedAt: s.RevokedAt, Models: s.Models, Tags: s.Tags, LastUsedAt: s.LastUsed, PrevHash: s.PrevHash, PrevUntil: s.PrevUntil,
+		AllowIPs: s.AllowIPs}
 }
 
 // Keys is the keys repository on a DB. Revocations are reported to the
@@ -68,7 +70,7 @@ func NewKeys(db *DB) *Keys { return &Keys{db: db, watchers: map[int]func(string)
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
 	val, err := json.Marshal(storedKey{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt,
-		RevokedAt: k.RevokedAt, Models: k.Models, LastUsed: k.LastUsedAt, AllowIPs: k.AllowIPs})
+		RevokedAt: k.RevokedAt, Models: k.Models, Tags: k.Tags, LastUsed: k.LastUsedAt, AllowIPs: k.AllowIPs})
 	if err != nil {
 		return err
 	}

@@ -20,9 +20,11 @@ import (
 //	au/<user>/<2006-01-02>/<key>/<model>/<currency> empty: the aggregate exists (one user's aggregates, by day)
 //	am/<2006-01>/<user>/<currency>               a user's totals of a month (JSON, no sources or outcomes), kept forever
 //	l/au                                         set once every aggregate has its au/ entry and every month its am/ totals
-//	b/l/<u|k>/<id>                               limits of a user or key (JSON)
-//	b/s/<u|k>/<id>/<currency>/<2006-01|total>    spend of a user or key (nanos)
+//	b/l/<u|k|t>/<id>                             limits of a user, key or team (JSON)
+//	b/s/<u|k|t>/<id>/<currency>/<2006-01|total>  spend of a user, key or team (nanos)
 //	b/r/<lease id>                               a budget lease (JSON), with a TTL to its expiry
+//	t/t/<team>                                   a team, with its members (JSON; teams.go)
+//	t/m/<user>                                   the team of a member (its name)
 //
 // The records themselves are in the ledger's journal, not in the DB.
 // Versions before the journal kept records under "0/r/" and "l/t/", with
@@ -92,8 +94,11 @@ func parseAggregateKey(b []byte) (store.AggregateKey, bool) {
 
 // short is a scope's key component.
 func short(s store.Scope) string {
-	if s == store.ScopeUser {
+	switch s {
+	case store.ScopeUser:
 		return "u"
+	case store.ScopeTeam:
+		return "t"
 	}
 	return "k"
 }
@@ -101,7 +106,7 @@ func short(s store.Scope) string {
 // subjectPart is a subject's key components.
 func subjectPart(s store.Subject) string { return short(s.Scope) + "/" + esc(s.ID) }
 
-// parseSubject parses "<u|k>/<escaped id>".
+// parseSubject parses "<u|k|t>/<escaped id>".
 func parseSubject(s string) (store.Subject, bool) {
 	sh, id, ok := strings.Cut(s, "/")
 	switch {
@@ -111,6 +116,8 @@ func parseSubject(s string) (store.Subject, bool) {
 		return store.Subject{Scope: store.ScopeUser, ID: unesc(id)}, true
 	case sh == "k":
 		return store.Subject{Scope: store.ScopeKey, ID: unesc(id)}, true
+	case sh == "t":
+		return store.Subject{Scope: store.ScopeTeam, ID: unesc(id)}, true
 	}
 	return store.Subject{}, false
 }

@@ -19,7 +19,7 @@ func addSpend(spend map[string]int64, rec *store.Record) {
 		return
 	}
 	month := store.MonthOf(rec.Time)
-	for _, sub := range [...]store.Subject{{Scope: store.ScopeUser, ID: rec.User}, {Scope: store.ScopeKey, ID: rec.KeyID}} {
+	for _, sub := range [...]store.Subject{{Scope: store.ScopeUser, ID: rec.User}, {Scope: store.ScopeKey, ID: rec.KeyID}, {Scope: store.ScopeTeam, ID: rec.Team}} {
 		if sub.ID == "" {
 			continue
 		}

@@ -72,6 +72,10 @@ type storedRecord struct {
 	Characters  int64
 	AudioMillis int64
 	SearchUnits int64
+	// Appended with teams and tags (issue #32), after the endpoints'
+	// fields; older records decode them as "".
+	Team string
+	Tags string
 }
 
 // storedOf returns the stored form of rec, without its ID.
@@ -92,6 +96,7 @@ func storedOf(rec *store.Record) storedRecord {
 		CodeSessions: rec.Usage.CodeSessions, ImageCalls: rec.Usage.ImageCalls, Unpriced: rec.Unpriced,
 		DurationMillis: rec.DurationMillis,
 		Characters:     rec.Usage.Characters, AudioMillis: rec.Usage.AudioMillis, SearchUnits: rec.Usage.SearchUnits,
+		Team: rec.Team, Tags: rec.Tags,
 	}
 }
 
@@ -116,7 +121,7 @@ func unmarshalStored(id string, b []byte) (store.Record, error) {
 		Images: s.Images, VideoMillis: s.VideoMillis,
 		Tier: s.Tier, Priced: s.Priced, Currency: s.Currency, Cost: s.Cost, ServiceTier: s.ServiceTier,
 		Deployment: s.Deployment, ServedModel: s.ServedModel, Unpriced: s.Unpriced,
-		DurationMillis: s.DurationMillis,
+		DurationMillis: s.DurationMillis, Team: s.Team, Tags: s.Tags,
 	}, nil
 }
 

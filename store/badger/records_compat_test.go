@@ -2,63 +2,58 @@ package badger
 
 import (
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/caddy-air/caddy-air/store"
 )
 
-// TestUnmarshalStoredBeforeAppend reads a record written before
-// CacheCreation1h and ServiceTier, then Deployment and ServedModel, were
-// appended to the stored layout.
-func TestUnmarshalStoredBeforeAppend(t *testing.T) {
-	old := []any{int64(1_700_000_000_000_000_000), "chat", "alice", "key_1", "m", "p",
-		int64(10), int64(2), int64(3), int64(4), int64(1), "reported", 200, "ok", 0, int64(0), 0, true, "USD", int64(42)}
-	b, err := cbor.Marshal(old)
+// Records written before the last fields were appended still decode: those
+// of the endpoints' release (without the team and tags) keep their units,
+// and those before it decode both as zero.
+func TestUnmarshalStoredOlderLayouts(t *testing.T) {
+	rec := store.Record{ID: "r1", Time: time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC), User: "alice", KeyID: "key_a",
+		Model: "tts", Priced: true, Currency: "USD", Cost: 42, DurationMillis: 7,
+		Usage: store.Usage{Characters: 120, AudioMillis: 3000, SearchUnits: 2}, Team: "ml", Tags: "a,b"}
+	st := storedOf(&rec)
+	full, err := cbor.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := unmarshalStored("r1", b)
-	if err != nil {
-		t.Fatalf("old record: %v", err)
+	var items []cbor.RawMessage
+	if err := cbor.Unmarshal(full, &items); err != nil {
+		t.Fatal(err)
 	}
-	if rec.User != "alice" || rec.Cost != 42 || rec.Usage.CacheCreation != 2 || rec.Usage.CacheCreation1h != 0 || rec.ServiceTier != "" || rec.Deployment != "" {
-		t.Fatalf("old record decoded as %+v", rec)
+	if len(items) != storedFields {
+		t.Fatalf("%d items, want %d", len(items), storedFields)
 	}
-	rec.Usage.CacheCreation1h, rec.ServiceTier = 1, "flex"
-	rec.Deployment, rec.ServedModel = "azure/gpt-4o-prod", "claude-sonnet"
-	st := storedOf(&rec)
-	back, err := unmarshalStored("r1", appendStored(nil, &st))
-	if err != nil || back.Usage.CacheCreation1h != 1 || back.ServiceTier != "flex" || back.Deployment != "azure/gpt-4o-prod" || back.ServedModel != "claude-sonnet" {
-		t.Fatalf("round trip: %+v, %v", back, err)
-	}
-	// A record of the layout before the priced tool calls reads them as
-	// zero, and they round-trip once set.
-	if rec.Usage.WebSearches != 0 || rec.Unpriced != "" {
-		t.Fatalf("old record decoded tool calls: %+v", rec)
-	}
-	rec.Usage.AudioInput, rec.Usage.ImageOutput, rec.Usage.WebSearches, rec.Usage.ImageCalls = 7, 4160, 3, 2
-	rec.Unpriced = "web_search,audio_input"
-	st = storedOf(&rec)
-	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.Usage != rec.Usage || back.Unpriced != rec.Unpriced {
-		t.Fatalf("round trip of tool calls: %+v, %v", back, err)
-	}
-	// A record of the layout before the duration reads it as 0 (not
-	// measured), and it round-trips once set.
-	if rec.DurationMillis != 0 {
-		t.Fatalf("old record decoded a duration: %+v", rec)
-	}
-	rec.DurationMillis = 1834
-	st = storedOf(&rec)
-	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.DurationMillis != 1834 || back.Unpriced != rec.Unpriced {
-		t.Fatalf("round trip of the duration: %+v, %v", back, err)
-	}
-	// A record of the layout before the speech, transcription and rerank
-	// quantities reads them as zero, and they round-trip once set.
-	if rec.Usage.Characters != 0 || rec.Usage.AudioMillis != 0 || rec.Usage.SearchUnits != 0 {
-		t.Fatalf("old record decoded quantities: %+v", rec)
-	}
-	rec.Usage.Characters, rec.Usage.AudioMillis, rec.Usage.SearchUnits = 1200, 93_500, 3
-	st = storedOf(&rec)
-	if back, err = unmarshalStored("r1", appendStored(nil, &st)); err != nil || back.Usage != rec.Usage || back.DurationMillis != 1834 {
-		t.Fatalf("round trip of the quantities: %+v, %v", back, err)
+	for _, tc := range []struct {
+		name   string
+		fields int
+		want   func(r store.Record) store.Record
+	}{
+		{"current", storedFields, func(r store.Record) store.Record { return r }},
+		{"endpoints, before teams", storedFields - 2, func(r store.Record) store.Record {
+			r.Team, r.Tags = "", ""
+			return r
+		}},
+		{"before endpoints", storedFields - 5, func(r store.Record) store.Record {
+			r.Team, r.Tags = "", ""
+			r.Usage.Characters, r.Usage.AudioMillis, r.Usage.SearchUnits = 0, 0, 0
+			return r
+		}},
+	} {
+		b, err := cbor.Marshal(items[:tc.fields])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := unmarshalStored(rec.ID, b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if want := tc.want(rec); got != want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, want)
+		}
 	}
 }

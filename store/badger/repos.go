@@ -64,6 +64,7 @@ func OpenRepos(c Config) (store.Repos, error) {
 		Ledger:     ledger,
 		Intents:    ledger.Intents(),
 		Budgets:    NewBudgets(db),
+		Teams:      NewTeams(db),
 		RateLimits: NewRateLimits(),
 		Tasks:      NewTasks(db),
 		Files:      NewDocs(db, filesSpace),

@@ -64,6 +64,8 @@ func appendIntent(b []byte, rec *store.Record) []byte {
 	b = appendStringField(b, "ServedModel", rec.ServedModel)
 	b = appendStringField(b, "Unpriced", rec.Unpriced)
 	b = appendIntField(b, "DurationMillis", rec.DurationMillis)
+	b = appendStringField(b, "Team", rec.Team)
+	b = appendStringField(b, "Tags", rec.Tags)
 	return append(b, '}')
 }
 

@@ -27,19 +27,22 @@ type Keys struct {
 	db *DB
 }
 
-const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, coalesce(prev_hash, ''), prev_until, allow_ips"
+const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, coalesce(prev_hash, ''), prev_until, allow_ips, tags"
 
 // insertColumns are the columns Create writes.
-const insertColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, allow_ips"
+const insertColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, allow_ips, tags"
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var k store.Key
-	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt, &k.PrevHash, &k.PrevUntil, &k.AllowIPs)
+	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt, &k.PrevHash, &k.PrevUntil, &k.AllowIPs, &k.Tags)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
 	if len(k.Models) == 0 {
 		k.Models = nil
+	}
+	if len(k.Tags) == 0 {
+		k.Tags = nil
 	}
 	if len(k.AllowIPs) == 0 {
 		k.AllowIPs = nil
@@ -62,8 +65,9 @@ func utcPtr(t *time.Time) *time.Time {
 
 // Create implements store.Keys.
 func (r *Keys) Create(ctx context.Context, k store.Key) error {
-	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+insertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt, nonNilStrings(k.AllowIPs))
+	_, err := r.db.pool.Exec(ctx, `INSERT INTO air_keys (`+insertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		k.ID, k.Hash, k.User, k.Name, k.CreatedAt, k.ExpiresAt, k.RevokedAt, nonNilStrings(k.Models), k.LastUsedAt,
+		nonNilStrings(k.AllowIPs), nonNilStrings(k.Tags))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
 	}

@@ -35,7 +35,7 @@ type Ledger struct {
 const ledgerColumns = `id, ts, endpoint, user_name, key_id, model, provider, input, cache_creation, cache_read,
 	output, reasoning, source, status, outcome, images, video_ms, tier, priced, currency, cost,
 	cache_creation_1h, service_tier, deployment, served_model, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
-	duration_ms, characters, audio_ms, search_units`
+	duration_ms, characters, audio_ms, search_units, team, tags`
 
 func scanRecord(row pgx.Row) (store.Record, error) {
 	var r store.Record
@@ -66,7 +66,7 @@ func recordDest(r *store.Record, n *recordInts) []any {
 		&u.CacheCreation1h, &r.ServiceTier, &r.Deployment, &r.ServedModel,
 		&u.AudioInput, &u.AudioOutput, &u.ImageInput, &u.ImageOutput, &u.WebSearches,
 		&u.WebFetches, &u.FileSearches, &u.CodeSessions, &u.ImageCalls, &r.Unpriced, &r.DurationMillis,
-		&u.Characters, &u.AudioMillis, &u.SearchUnits}
+		&u.Characters, &u.AudioMillis, &u.SearchUnits, &r.Team, &r.Tags}
 }
 
 // Append implements store.Ledger.

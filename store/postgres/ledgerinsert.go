@@ -13,8 +13,8 @@ import (
 // already present (also a repeated id within the batch), and adds the
 // rows it inserted, and only those, to their aggregates (air_usage), their
 // counts by outcome and usage source (air_usage_counts), their user's
-// month (air_usage_monthly) and the spend counters of their user and key
-// (air_spend, priced records with a cost only). It returns how many
+// month (air_usage_monthly) and the spend counters of their user, key and
+// team (air_spend, priced records with a cost only). It returns how many
 // records were new. The days and months are UTC's, as store.KeyOf and
 // store.MonthOf make them. Every sum saturates at the bounds of bigint
 // (air_sat, of migration 00006, inlined by PostgreSQL) as store.AddSat
@@ -49,12 +49,13 @@ const insertLedger = `WITH ins AS (
 		coalesce((r->'Usage'->>'ImageCalls')::bigint, 0),
 		coalesce(r->>'Unpriced', ''), coalesce((r->>'DurationMillis')::bigint, 0),
 		coalesce((r->'Usage'->>'Characters')::bigint, 0), coalesce((r->'Usage'->>'AudioMillis')::bigint, 0),
-		coalesce((r->'Usage'->>'SearchUnits')::bigint, 0)
+		coalesce((r->'Usage'->>'SearchUnits')::bigint, 0),
+		coalesce(r->>'Team', ''), coalesce(r->>'Tags', '')
 	FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n) ORDER BY n
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ts, user_name, key_id, model, currency, priced, input, cache_creation, cache_creation_1h, cache_read,
 		output, reasoning, images, video_ms, cost, source, outcome, audio_input, audio_output, image_input, image_output, web_searches, web_fetches, file_searches, code_sessions, image_calls, unpriced_charges,
-		characters, audio_ms, search_units),
+		characters, audio_ms, search_units, team),
 k AS (
 	SELECT (ts AT TIME ZONE 'UTC')::date AS day, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM') AS month, * FROM ins),
 u AS (
@@ -145,7 +146,8 @@ m AS (
 s AS (
 	INSERT INTO air_spend AS s (scope, subject, currency, period, amount)
 	SELECT v.scope, v.subject, currency, p.period, air_sat(sum(cost))
-	FROM k CROSS JOIN LATERAL (VALUES ('` + string(store.ScopeUser) + `', user_name), ('` + string(store.ScopeKey) + `', key_id)) AS v(scope, subject)
+	FROM k CROSS JOIN LATERAL (VALUES ('` + string(store.ScopeUser) + `', user_name), ('` + string(store.ScopeKey) + `', key_id),
+		('` + string(store.ScopeTeam) + `', team)) AS v(scope, subject)
 		CROSS JOIN LATERAL (VALUES (month), ('` + store.PeriodTotal + `')) AS p(period)
 	WHERE priced AND cost <> 0 AND v.subject <> ''
 	GROUP BY v.scope, v.subject, currency, p.period

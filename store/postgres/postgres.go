@@ -148,6 +148,7 @@ func (db *DB) Repos() store.Repos {
 		Ledger:     &Ledger{db: db, retention: db.retention},
 		Intents:    db.intents,
 		Budgets:    &Budgets{db: db},
+		Teams:      &Teams{db: db},
 		RateLimits: &RateLimits{db: db},
 		Tasks:      &Tasks{db: db},
 		Files:      &Tasks{db: db, table: "air_files"},
