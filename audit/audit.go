@@ -62,7 +62,9 @@ func ActorOf(ctx context.Context) (a Actor, ok bool) {
 type Entry struct {
 	// Action names the change: "<target type>.<verb>", e.g. "key.create",
 	// "key.update", "key.revoke", "budget.set", "budget.delete",
-	// "prices.reload", "providers.change".
+	// "prices.reload", "providers.change", "team.create", "team.models",
+	// "team.member.add", "team.member.remove", "team.admin.grant" (the
+	// full list is in docs/config/audit.md).
 	Action string
 	// TargetType and TargetID name what changed.
 	TargetType, TargetID string

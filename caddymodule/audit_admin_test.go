@@ -103,6 +103,18 @@ func TestAdminMutationsAudited(t *testing.T) {
 			{"POST", "/air/budgets/key/" + k.ID, `{"tpm":1000}`, "budget.set", k.ID},
 			{"DELETE", "/air/budgets/user/alice", ``, "budget.delete", "alice"},
 		}},
+		"/air/teams": {"/air/teams", []call{
+			{"POST", "/air/teams", `{"name":"red"}`, "team.create", "red"},
+		}},
+		"/air/teams/": {"/air/teams/red", []call{
+			{"PUT", "/air/teams/red/models", `{"models":["gpt-*"]}`, "team.models", "red"},
+			{"PUT", "/air/teams/red/limits", `{"rpm":5}`, "budget.set", "red"},
+			{"PUT", "/air/teams/red/members/alice", ``, "team.member.add", "red"},
+			{"PUT", "/air/teams/red/members/alice", `{"admin":true}`, "team.admin.grant", "red"},
+			{"PUT", "/air/teams/red/members/alice", `{"admin":true}`, "team.member.update", "red"},
+			{"PUT", "/air/teams/red/members/alice", `{"admin":false}`, "team.admin.revoke", "red"},
+			{"DELETE", "/air/teams/red/members/alice", ``, "team.member.remove", "red"},
+		}},
 		"/air/health":    {"/air/health", nil},
 		"/air/providers": {"/air/providers", nil},
 		"/air/prices":    {"/air/prices", nil},
@@ -155,6 +167,55 @@ func TestAdminMutationsAudited(t *testing.T) {
 			if w.Code/100 == 2 {
 				t.Errorf("%s %s succeeded (%d) but is not in the table of changes", m, tc.probe, w.Code)
 			}
+		}
+	}
+}
+
+// TestTeamAuditValues checks the values the trail keeps of team changes:
+// the models and limits before and after, the member's role before and
+// after a grant, and the member removed.
+func TestTeamAuditValues(t *testing.T) {
+	_, st := auditTestState(t)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/air/teams", `{"name":"blue","models":["a-*"]}`},
+		{"PUT", "/air/teams/blue/models", `{"models":["b-*"]}`},
+		{"PUT", "/air/teams/blue/limits", `{"rpm":3}`},
+		{"PUT", "/air/teams/blue/limits", `{"rpm":4}`},
+		{"PUT", "/air/teams/blue/members/erin", `{"admin":false}`},
+		{"PUT", "/air/teams/blue/members/erin", `{"admin":true}`},
+		{"DELETE", "/air/teams/blue/members/erin", ``},
+	} {
+		if w := adminDo(t, c.method, c.path, c.body, nil); w.Code/100 != 2 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, w.Code, w.Body)
+		}
+	}
+	// Refused changes write nothing.
+	n := len(auditEntries(t, st))
+	adminDo(t, "POST", "/air/teams", `{"name":"blue"}`, nil)
+	adminDo(t, "DELETE", "/air/teams/blue/members/nobody", ``, nil)
+	adminDo(t, "PUT", "/air/teams/ghost/members/erin", ``, nil)
+	if got := len(auditEntries(t, st)); got != n {
+		t.Errorf("refused team changes wrote %d entries", got-n)
+	}
+	want := []struct{ action, typ, before, after string }{
+		{"team.member.remove", "team", `{"admin":true,"user":"erin"}`, ``},
+		{"team.admin.grant", "team", `{"user":"erin"}`, `{"admin":true,"user":"erin"}`},
+		{"team.member.add", "team", ``, `{"user":"erin"}`},
+		{"budget.set", "team", `{"rpm":3}`, `{"rpm":4}`},
+		{"budget.set", "team", ``, `{"rpm":3}`},
+		{"team.models", "team", `{"models":["a-*"]}`, `{"models":["b-*"]}`},
+		{"team.create", "team", ``, `"models":["a-*"]`},
+	}
+	all := auditEntries(t, st)
+	if len(all) != len(want) {
+		t.Fatalf("%d entries, want %d: %+v", len(all), len(want), all)
+	}
+	for i, w := range want {
+		e := all[i]
+		if e.Action != w.action || e.TargetType != w.typ || e.TargetID != "blue" ||
+			!strings.Contains(string(e.Before), w.before) || (w.before == "") != (len(e.Before) == 0 || string(e.Before) == "null") ||
+			!strings.Contains(string(e.After), w.after) || (w.after == "") != (len(e.After) == 0 || string(e.After) == "null") {
+			t.Errorf("entry %d: %s %s/%s before %s after %s, want %s before %s after %s", i, e.Action, e.TargetType, e.TargetID, e.Before, e.After, w.action, w.before, w.after)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddy-air/caddy-air/console"
 )
@@ -32,13 +34,14 @@ var formToken = regexp.MustCompile(`name="form_token" value="([^"]+)"`)
 // services writes one audit entry, and, through the console's forms
 // (Console.ServeHTTP), that the entry names the signed-in user and the
 // client's address. The services' methods are enumerated: a new method
-// of console.KeyService or console.OperatorService that is not in the
+// of console.KeyService, console.OperatorService, console.KeyRegenerator
+// or console.TeamService (a team admin's changes) that is not in the
 // table fails the test.
 func TestConsoleMutationsAudited(t *testing.T) {
 	app, st := auditTestState(t)
 	svc := consoleServices{app: app}
 	h, err := console.New(console.Config{Prefix: "/console", Admins: []string{"op"}, CSRFKey: consoleCSRFKey,
-		Services: console.Services{Keys: svc, Operators: svc, Audit: svc}})
+		Services: console.Services{Keys: svc, Operators: svc, Teams: consoleTeams{svc}, Audit: svc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +71,19 @@ func TestConsoleMutationsAudited(t *testing.T) {
 		}
 		return m[1]
 	}
+	// tina administers team red, made outside the trail; her forms
+	// change it (methods of console.TeamService are named Team.<method>).
+	if _, err := st.teams.Create(context.Background(), "red", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.teams.Add(context.Background(), "red", "tina", true); err != nil {
+		t.Fatal(err)
+	}
 	newKeyID := func() string {
 		all := auditEntries(t, st)
 		return all[0].TargetID
 	}
-	var aliceKey, bobKey string
+	var aliceKey, bobKey, umaKey string
 	// forms are the console's mutating forms, in order; mutates is the
 	// service method each calls.
 	forms := []struct {
@@ -94,6 +105,13 @@ func TestConsoleMutationsAudited(t *testing.T) {
 		{"op", "", func() url.Values { return url.Values{"grace": {"1h"}} }, "key.regenerate", "RegenerateKey", nil},
 		{"alice", "", func() url.Values { return url.Values{} }, "key.revoke", "Revoke", nil},
 		{"op", "", func() url.Values { return url.Values{} }, "key.revoke", "RevokeKey", nil},
+		{"tina", "/console/team/members", func() url.Values { return url.Values{"user": {"uma"}} }, "team.member.add", "Team.AddMember", nil},
+		{"tina", "/console/team/members", func() url.Values { return url.Values{"user": {"uma"}, "admin": {"on"}} }, "team.admin.grant", "Team.AddMember", nil},
+		{"tina", "/console/team/keys", func() url.Values {
+			return url.Values{"user": {"uma"}, "name": {"uma's"}, "form_token": {token("tina", "/console/team")}}
+		}, "key.create", "Team.CreateKey", func() { umaKey = newKeyID() }},
+		{"tina", "", func() url.Values { return url.Values{} }, "key.revoke", "Team.RevokeKey", nil},
+		{"tina", "/console/team/members/uma/remove", func() url.Values { return url.Values{} }, "team.member.remove", "Team.RemoveMember", nil},
 	}
 	called := map[string]bool{}
 	for i, f := range forms {
@@ -107,6 +125,8 @@ func TestConsoleMutationsAudited(t *testing.T) {
 			path = "/console/keys/" + aliceKey + "/revoke"
 		case "RevokeKey":
 			path = "/console/operators/keys/" + bobKey + "/revoke"
+		case "Team.RevokeKey":
+			path = "/console/team/keys/" + umaKey + "/revoke"
 		}
 		form := f.form()
 		n := len(auditEntries(t, st))
@@ -135,7 +155,7 @@ func TestConsoleMutationsAudited(t *testing.T) {
 		strings.Index(body, "key.revoke") > strings.Index(body, "key.update") {
 		t.Errorf("the audit page of op's changes: %d\n%s", page.Code, body)
 	}
-	if csv := do("op", "GET", "/console/operators/audit.csv?action=key.create", nil).Body.String(); strings.Count(csv, "\n") != 3 || !strings.Contains(csv, aliceKey) {
+	if csv := do("op", "GET", "/console/operators/audit.csv?action=key.create", nil).Body.String(); strings.Count(csv, "\n") != 4 || !strings.Contains(csv, aliceKey) || !strings.Contains(csv, umaKey) {
 		t.Errorf("the CSV export of key.create: %q", csv)
 	}
 	if w := do("alice", "GET", "/console/operators/audit", nil); w.Code != 403 && w.Code != 404 || strings.Contains(w.Body.String(), "key.create") {
@@ -150,10 +170,16 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	// Every method of the console's services is either a read or one of
 	// the changes above.
 	reads := map[string]bool{"List": true, "Budget": true, "Users": true, "Budgets": true, "SearchRecords": true,
-		"ExportRecordsCSV": true, "AllKeys": true, "Refusals": true, "Prices": true, "Providers": true}
-	for _, it := range []reflect.Type{reflect.TypeFor[console.KeyService](), reflect.TypeFor[console.OperatorService](), reflect.TypeFor[console.KeyRegenerator]()} {
+		"ExportRecordsCSV": true, "AllKeys": true, "Refusals": true, "Prices": true, "Providers": true,
+		"Team.AdminTeam": true, "Team.Teams": true}
+	for _, it := range []reflect.Type{reflect.TypeFor[console.KeyService](), reflect.TypeFor[console.OperatorService](), reflect.TypeFor[console.KeyRegenerator](),
+		reflect.TypeFor[console.TeamService]()} {
+		prefix := ""
+		if it == reflect.TypeFor[console.TeamService]() {
+			prefix = "Team."
+		}
 		for m := range it.Methods() {
-			if !reads[m.Name] && !called[m.Name] {
+			if name := prefix + m.Name; !reads[name] && !called[name] {
 				t.Errorf("%s.%s is neither a read nor a change this test makes through a form: add its form to the table", it.Name(), m.Name)
 			}
 		}
