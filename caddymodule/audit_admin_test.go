@@ -357,3 +357,38 @@ func TestAuditFailureLogged(t *testing.T) {
 		t.Errorf("logged: %+v", logs.All())
 	}
 }
+
+// TestTeamCommandAudited checks that `caddy air team` changes are recorded
+// as the CLI's: create, add --admin, limits with --models (two entries:
+// the models, then the limits) and remove.
+func TestTeamCommandAudited(t *testing.T) {
+	auditTestState(t)
+	h := adminHandler()
+	for _, args := range [][]string{
+		{"team", "create", "ops"},
+		{"team", "add", "ops", "gina", "--admin"},
+		{"team", "limits", "ops", "--rpm", "9", "--models", "gpt-*"},
+		{"team", "remove", "ops", "gina"},
+	} {
+		if out, err := runAir(t, h, args...); err != nil {
+			t.Fatalf("caddy air %v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := runAir(t, h, "audit", "--actor", "cli", "--target", "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{"team.member.remove", "budget.set", "team.models", "team.member.add", "team.create"}
+	if len(lines) != len(want)+1 {
+		t.Fatalf("caddy air audit --target ops:\n%s", out)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i+1], w) || !strings.Contains(lines[i+1], "cli (") {
+			t.Errorf("line %d is not %s by the CLI: %s", i+1, w, lines[i+1])
+		}
+	}
+	if !strings.Contains(lines[4], `"admin":true`) || !strings.Contains(lines[3], `"gpt-*"`) || !strings.Contains(lines[2], `{"rpm":9}`) {
+		t.Errorf("caddy air audit --target ops:\n%s", out)
+	}
+}
