@@ -37,6 +37,7 @@ var running atomic.Pointer[App]
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
 //	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
+//	GET    /air/audit[?since=&until=&actor=&action=&target=&limit=&before=&format=csv|jsonl] → the audit trail, newest first
 //	GET    /air/alerts[?limit=] → the newest alerts' deliveries to each webhook, newest first
 type Admin struct{}
 
@@ -48,17 +49,23 @@ func (Admin) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Routes returns the admin routes of caddy-air.
+// Routes returns the admin routes of caddy-air. Each handler runs with
+// the request's actor in its context, for the audit trail.
 func (a Admin) Routes() []caddy.AdminRoute {
-	return append([]caddy.AdminRoute{
+	routes := append([]caddy.AdminRoute{
 		{Pattern: "/air/keys", Handler: caddy.AdminHandlerFunc(a.handleKeys)},
 		{Pattern: "/air/keys/", Handler: caddy.AdminHandlerFunc(a.handleKey)},
 		{Pattern: "/air/health", Handler: caddy.AdminHandlerFunc(a.handleHealth)},
 		{Pattern: "/air/providers", Handler: caddy.AdminHandlerFunc(a.handleProviders)},
 		{Pattern: "/air/prices", Handler: caddy.AdminHandlerFunc(a.handlePrices)},
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
+		{Pattern: "/air/audit", Handler: caddy.AdminHandlerFunc(a.handleAudit)},
 		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
 	}, append(a.billingRoutes(), a.teamRoutes()...)...)
+	for i, rt := range routes {
+		routes[i].Handler = caddy.AdminHandlerFunc(auditedAdmin(rt.Handler.ServeHTTP))
+	}
+	return routes
 }
 
 // startedState returns the running app's state, or an API error.
@@ -118,7 +125,7 @@ func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
 			t := time.Now().Add(d).UTC()
 			req.ExpiresAt = &t
 		}
-		secret, k, err := st.keys.Create(r.Context(), req.CreateOptions)
+		secret, k, err := st.createKey(r.Context(), req.CreateOptions)
 		if err != nil {
 			return apiErr(http.StatusBadRequest, err)
 		}
@@ -140,13 +147,13 @@ func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
 	var k *keys.Key
 	switch r.Method {
 	case http.MethodDelete:
-		k, err = st.keys.Revoke(r.Context(), id)
+		k, err = st.revokeKey(r.Context(), "", id)
 	case http.MethodPatch:
 		var c keys.Change
 		if err := decodeAdminBody(w, r, &c, true, "key change"); err != nil {
 			return err
 		}
-		k, err = st.keys.Update(r.Context(), id, c)
+		k, err = st.updateKey(r.Context(), id, c)
 		if err != nil && !errors.Is(err, keys.ErrNoSuchKey) {
 			return apiErr(http.StatusBadRequest, err)
 		}

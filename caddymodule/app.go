@@ -317,6 +317,7 @@ func (a *App) Start() error {
 		a.runBackground(ctx, rt)
 	}()
 	running.Store(a)
+	a.auditConfig(st)
 	a.retainBreakers()
 	a.logAtStart()
 	return nil

@@ -192,7 +192,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		}
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
 	case http.MethodDelete:
-		if err := st.budgets.DeleteLimits(r.Context(), scope, id); err != nil {
+		if err := st.deleteLimits(r.Context(), scope, id); err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
 		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
@@ -201,7 +201,8 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// setLimits checks and sets the limits of id in scope, for the admin API.
+// setLimits checks and sets the limits of id in scope, for the admin API,
+// and records the change in the audit trail.
 func setLimits(r *http.Request, st *state, scope billing.Scope, id string, lim billing.Limits) error {
 	var pt *billing.PriceTable
 	if app := running.Load(); app != nil {
@@ -212,7 +213,7 @@ func setLimits(r *http.Request, st *state, scope billing.Scope, id string, lim b
 	} else if err != nil {
 		return apiErr(http.StatusInternalServerError, err)
 	}
-	if err := st.budgets.SetLimits(r.Context(), scope, id, lim); err != nil {
+	if err := st.setLimits(r.Context(), scope, id, lim); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "air",
-		Usage: "keys|usage|users|ledger|budget|team|providers|prices|migrate …",
+		Usage: "keys|usage|users|ledger|budget|team|providers|prices|migrate|audit …",
 		Short: "Manages caddy-air keys, usage reports and budgets, and shows upstream state",
 		Long: `
 Manages caddy-air through the admin API of a running Caddy (these never
@@ -46,6 +46,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air providers [--json]
   caddy air prices [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
+  caddy air audit [--since <when>] [--until <when>] [--actor <a>] [--action <a>] [--target <id>] [--limit <n>] [--before <cursor>] [--csv|--jsonl|--json]
 
 "migrate" is the exception: it connects to the PostgreSQL database itself.
 `,
@@ -58,7 +59,7 @@ func airCommand(cmd *cobra.Command) {
 	cmd.PersistentFlags().String("address", "", "The address of the admin API")
 	cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 	cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), teamCommand(), providersCommand(), pricesCommand(), migrateCommand())
+	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), teamCommand(), providersCommand(), pricesCommand(), migrateCommand(), auditCommand())
 	groupCommand(cmd)
 }
 
@@ -208,7 +209,7 @@ func adminRaw(cmd *cobra.Command, method, uri string, body []byte) ([]byte, erro
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, cliHeaders(), rd)
 	if err != nil {
 		return nil, adminError(addr, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/console"
 )
 
@@ -95,7 +96,7 @@ func (c *Console) Provision(ctx caddy.Context) error {
 		CSRFKey: key,
 		Services: console.Services{
 			Keys: svc, Usage: svc, Tasks: consoleTasks{svc}, Playground: svc, Operators: svc, Teams: consoleTeams{svc},
-			Alerts: consoleAlerts{svc},
+			Alerts: consoleAlerts{svc}, Audit: svc,
 		},
 		Logger: ctx.Logger(),
 	})
@@ -104,7 +105,9 @@ func (c *Console) Provision(ctx caddy.Context) error {
 
 // ServeHTTP serves the console to the request's identity.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	c.h.ServeHTTP(w, r, c.identity(r))
+	user := c.identity(r)
+	r = r.WithContext(audit.WithActor(r.Context(), audit.Actor{Name: user, Via: audit.ViaConsole, ClientIP: clientIP(r)}))
+	c.h.ServeHTTP(w, r, user)
 	return nil
 }
 

@@ -69,7 +69,7 @@ func (s consoleServices) RegenerateKey(ctx context.Context, id string, grace tim
 	if err != nil {
 		return "", err
 	}
-	secret, _, err := st.keys.Regenerate(ctx, id, grace)
+	secret, _, err := st.regenerateKey(ctx, id, grace)
 	switch {
 	case errors.Is(err, keys.ErrNoSuchKey):
 		return "", console.ErrNotFound

@@ -3,11 +3,14 @@ package caddymodule
 import (
 	"context"
 	"errors"
+	"io"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/refusals"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // Refused implements console.UsageService: the user's entries of the
@@ -61,7 +64,7 @@ func (s consoleServices) UpdateKey(ctx context.Context, id string, e console.Key
 		return console.Key{}, err
 	}
 	c := keys.Change{Name: &e.Name, Models: &e.Models, ExpiresAt: e.ExpiresAt, NoExpiry: e.ExpiresAt == nil}
-	k, err := st.keys.Update(ctx, id, c)
+	k, err := st.updateKey(ctx, id, c)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.Key{}, console.ErrNotFound
 	}
@@ -77,9 +80,33 @@ func (s consoleServices) RevokeKey(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = st.keys.Revoke(ctx, id)
+	_, err = st.revokeKey(ctx, "", id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.ErrNotFound
 	}
 	return err
+}
+
+// Trail implements console.AuditService: GET /air/audit.
+func (s consoleServices) Trail(ctx context.Context, q audit.Query) (*audit.Page, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	if q.Before != "" {
+		if _, _, err := store.ParseAuditCursor(q.Before); err != nil {
+			return nil, console.Invalid(err)
+		}
+	}
+	return st.audit.List(ctx, q)
+}
+
+// ExportTrail implements console.AuditService: GET
+// /air/audit?format=csv|jsonl.
+func (s consoleServices) ExportTrail(ctx context.Context, q store.AuditQuery, format string, w io.Writer) error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
+	return st.audit.Export(ctx, q, format, w)
 }

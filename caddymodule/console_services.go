@@ -84,7 +84,7 @@ func (s consoleServices) Create(ctx context.Context, user string, o console.NewK
 	if user == "" {
 		return "", console.Key{}, errors.New("creating a key needs a user")
 	}
-	secret, k, err := st.keys.Create(ctx, keys.CreateOptions{User: user, Name: o.Name, ExpiresAt: o.ExpiresAt, Models: o.Models, Limit: o.Limit})
+	secret, k, err := st.createKey(ctx, keys.CreateOptions{User: user, Name: o.Name, ExpiresAt: o.ExpiresAt, Models: o.Models, Limit: o.Limit})
 	if err != nil {
 		return "", console.Key{}, console.Invalid(err)
 	}
@@ -101,7 +101,7 @@ func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 	if user == "" {
 		return console.ErrNotFound
 	}
-	_, err = st.keys.RevokeOwn(ctx, user, id)
+	_, err = st.revokeKey(ctx, user, id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.ErrNotFound
 	}
@@ -318,7 +318,7 @@ func (s consoleServices) SetBudget(ctx context.Context, scope billing.Scope, id 
 	} else if err != nil {
 		return err
 	}
-	if err := st.budgets.SetLimits(ctx, scope, id, lim); err != nil {
+	if err := st.setLimits(ctx, scope, id, lim); err != nil {
 		return console.Invalid(err)
 	}
 	return nil
@@ -331,7 +331,7 @@ func (s consoleServices) DeleteBudget(ctx context.Context, scope billing.Scope, 
 	if err != nil {
 		return err
 	}
-	return st.budgets.DeleteLimits(ctx, scope, id)
+	return st.deleteLimits(ctx, scope, id)
 }
 
 // SearchRecords implements console.OperatorService: GET /air/records,

@@ -75,7 +75,7 @@ func (s consoleTeams) AddMember(ctx context.Context, admin, member string, asAdm
 	if err != nil {
 		return err
 	}
-	err = st.teams.Add(ctx, t.Name, member, asAdmin)
+	err = st.addMember(ctx, t.Name, member, asAdmin)
 	switch {
 	case errors.Is(err, teams.ErrExists):
 		return console.Invalid(fmt.Errorf("%s is a member of another team: an operator must remove them from it first", member))
@@ -98,7 +98,7 @@ func (s consoleTeams) RemoveMember(ctx context.Context, admin, member string) er
 	if member == admin {
 		return console.Invalid(errors.New("you cannot remove yourself: ask an operator"))
 	}
-	if err := st.teams.Remove(ctx, t.Name, member); errors.Is(err, teams.ErrNotFound) {
+	if err := st.removeMember(ctx, t.Name, member); errors.Is(err, teams.ErrNotFound) {
 		return console.ErrNotFound
 	} else if err != nil {
 		return err
@@ -118,7 +118,7 @@ func (s consoleTeams) RevokeKey(ctx context.Context, admin, id string) error {
 		return err
 	}
 	for _, m := range t.Members {
-		if _, err := st.keys.RevokeOwn(ctx, m.User, id); err == nil {
+		if _, err := st.revokeKey(ctx, m.User, id); err == nil {
 			return nil
 		} else if !errors.Is(err, keys.ErrNoSuchKey) {
 			return err

@@ -42,7 +42,7 @@ func handleRegenerate(w http.ResponseWriter, r *http.Request, st *state, id stri
 		}
 		grace = d
 	}
-	secret, k, err := st.keys.Regenerate(r.Context(), id, grace)
+	secret, k, err := st.regenerateKey(r.Context(), id, grace)
 	switch {
 	case errors.Is(err, keys.ErrNoSuchKey):
 		return apiErr(http.StatusNotFound, fmt.Errorf("no key with id %q", id))

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
@@ -37,6 +38,8 @@ type state struct {
 	budgets *billing.Budgets
 	// teams keeps teams and the membership read on every request.
 	teams *teams.Service
+	// audit records the changes operators and users make.
+	audit *audit.Log
 	// taskHolds keeps the budget holds of the running tasks created
 	// through this state, across config reloads.
 	taskHolds *tasks.Holds
@@ -135,6 +138,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		ledger:        ledger,
 		budgets:       budgets,
 		teams:         ts,
+		audit:         audit.New(repos.Audit),
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
 		batchHolds:    holds.New(),

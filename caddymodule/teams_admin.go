@@ -83,7 +83,7 @@ func (Admin) handleTeams(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &req, true, "team"); err != nil {
 			return err
 		}
-		t, err := st.teams.Create(r.Context(), req.Name, req.Models, time.Now())
+		t, err := st.createTeam(r.Context(), req.Name, req.Models, time.Now())
 		if err != nil {
 			return teamErr(err)
 		}
@@ -109,7 +109,7 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &req, true, "models"); err != nil {
 			return err
 		}
-		if err := st.teams.SetModels(ctx, name, req.Models); err != nil {
+		if err := st.setTeamModels(ctx, name, req.Models); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 2 && parts[1] == "limits" && r.Method == http.MethodPut:
@@ -129,11 +129,11 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		if err := st.teams.Add(ctx, name, parts[2], req.Admin); err != nil {
+		if err := st.addMember(ctx, name, parts[2], req.Admin); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 3 && parts[1] == "members" && parts[2] != "" && r.Method == http.MethodDelete:
-		if err := st.teams.Remove(ctx, name, parts[2]); err != nil {
+		if err := st.removeMember(ctx, name, parts[2]); err != nil {
 			return teamErr(err)
 		}
 	default:

@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -137,6 +138,11 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /team/keys", h.createTeamKey)
 	m.HandleFunc("POST /team/keys/{id}/revoke", h.revokeTeamKey)
 	m.HandleFunc("GET /operators/teams", h.admin(h.teamsPage))
+	if h.cfg.Services.Audit != nil {
+		m.HandleFunc("GET /operators/audit", h.admin(h.auditPage))
+		m.HandleFunc("GET /operators/audit.csv", h.admin(h.auditExport(audit.FormatCSV)))
+		m.HandleFunc("GET /operators/audit.jsonl", h.admin(h.auditExport(audit.FormatJSONL)))
+	}
 	m.HandleFunc("GET /operators/alerts", h.admin(h.alertsPage))
 	m.HandleFunc("GET /signout", h.signoutPage)
 	m.HandleFunc("GET /signout/now", h.signoutNow)
@@ -257,7 +263,7 @@ func (h *Handler) renderMsg(w http.ResponseWriter, r *http.Request, status int, 
 		Title: title, Nav: name, User: user, Prefix: h.cfg.Prefix, CSRF: h.csrfToken(user),
 		Admin: h.isAdmin(user) && s.Operators != nil, Data: data, Error: msg,
 		Has: map[string]bool{"keys": s.Keys != nil, "usage": s.Usage != nil, "tasks": s.Tasks != nil, "playground": s.Playground != nil,
-			"teams": s.Teams != nil, "alerts": s.Alerts != nil, "regenerate": h.regenerator() != nil},
+			"teams": s.Teams != nil, "alerts": s.Alerts != nil, "audit": s.Audit != nil, "regenerate": h.regenerator() != nil},
 	}
 	t, ok := h.pages[name]
 	if !ok {

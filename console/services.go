@@ -31,6 +31,8 @@ type Services struct {
 	Operators OperatorService
 	// Teams serves the team admins' page and the operators' teams.
 	Teams TeamService
+	// Audit reads the audit trail for the operators' audit page.
+	Audit AuditService
 	// Alerts reads the alerts, for the operators' alerts page.
 	Alerts AlertService
 }

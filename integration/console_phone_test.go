@@ -56,7 +56,7 @@ func TestConsoleFitsAPhone(t *testing.T) {
 		pages          []string
 	}{
 		{demoUser, demoPassword, []string{"keys", "usage", "tasks", "playground", "signout"}},
-		{adminUser, adminPassword, []string{"keys", "operators", "operators/keys", "operators/keys/" + firstID + "/edit", "operators/spend", "operators/teams", "operators/ledger", "operators/refusals"}},
+		{adminUser, adminPassword, []string{"keys", "operators", "operators/keys", "operators/keys/" + firstID + "/edit", "operators/spend", "operators/teams", "operators/ledger", "operators/refusals", "operators/audit"}},
 	} {
 		tab := b.tab(who.user, who.password)
 		for _, size := range []struct {

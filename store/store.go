@@ -67,6 +67,8 @@ type Repos struct {
 	// Responses maps response ids to where they live; nil when the backend
 	// has none (the Responses API's retrieval then answers 404).
 	Responses Responses
+	// Audit keeps the audit trail of changes made by operators and users.
+	Audit Audit
 	// Alerts is the outbox of raised alerts.
 	Alerts Alerts
 	// Probe tests that the backend takes writes, for the health check;

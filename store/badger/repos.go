@@ -71,6 +71,7 @@ func OpenRepos(c Config) (store.Repos, error) {
 		Batches:    NewDocs(db, batchesSpace),
 		Media:      WithLegacyMedia(media, db),
 		Responses:  NewResponses(db),
+		Audit:      NewAudit(db),
 		Alerts:     NewAlerts(db),
 		Probe:      prober{db},
 		Reserve:    db.room.reserve,

@@ -155,6 +155,7 @@ func (db *DB) Repos() store.Repos {
 		Batches:    &Tasks{db: db, table: "air_batches"},
 		Media:      &Media{db: db},
 		Responses:  &Responses{db: db},
+		Audit:      &Audit{db: db},
 		Alerts:     &Alerts{db: db},
 		Probe:      db,
 		Closer:     db,

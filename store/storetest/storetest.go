@@ -48,6 +48,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Docs", func(t *testing.T) { RunDocs(t, b) })
 	t.Run("Media", func(t *testing.T) { RunMedia(t, b) })
 	t.Run("Responses", func(t *testing.T) { RunResponses(t, b) })
+	t.Run("Audit", func(t *testing.T) { RunAudit(t, b) })
 	t.Run("Alerts", func(t *testing.T) { RunAlerts(t, b) })
 }
 
