@@ -104,3 +104,57 @@ func TestBatchFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchKeepsItsDeployment: a model with two deployments, the first
+// failing its creates and the second limited to its provider's second
+// key (the first key is refused there): the batch goes to the second
+// deployment with its model renamed, and is polled, downloaded and
+// billed there with that key.
+func TestBatchKeepsItsDeployment(t *testing.T) {
+	first := &countingMock{h: mockprovider.New(mockprovider.Config{APIKey: "sk-1"}), down: true}
+	second := &countingMock{h: mockprovider.New(mockprovider.Config{APIKey: "sk-2"})}
+	s1, s2 := httptest.NewServer(first), httptest.NewServer(second)
+	t.Cleanup(s1.Close)
+	t.Cleanup(s2.Close)
+	// retries 1: a request may make two attempts on the model.
+	p1 := &providers.Provider{Name: "p1", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{s1.URL + "/v1"}, APIKeys: []string{"sk-1"}, Retries: 1}
+	p2 := &providers.Provider{Name: "p2", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{s2.URL + "/v1"}, APIKeys: []string{"sk-refused", "sk-2"}, Retries: 1}
+	table, err := providers.NewTable([]*providers.Provider{p1, p2}, []*providers.Route{
+		{Pattern: "mock-chat", Kind: providers.KindChat, Deployments: []*providers.Deployment{
+			{Provider: p1, UpstreamModel: "up-chat"}, {Provider: p2, UpstreamModel: "up-two", Keys: []int{1}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, err := badger.OpenRepos(badger.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repos.Close() })
+	e := &env{repos: repos, table: table, led: &ledger{recs: map[string]billing.Record{}}}
+	s := e.service(t, Config{})
+	ctx := context.Background()
+	f, aerr := s.Upload(ctx, alice, PurposeBatch, "in.jsonl", strings.NewReader(chatLines(2)))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	b, aerr := s.Create(ctx, alice, []byte(`{"input_file_id":"`+f.ID+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), nil)
+	if aerr != nil {
+		t.Fatalf("create: %v", aerr)
+	}
+	if c1, c2 := first.creates.Load(), second.creates.Load(); c1 > 1 || c2 != 1 {
+		t.Fatalf("creates: %d on the first deployment, %d on the second; want at most 1 and 1", c1, c2)
+	}
+	b = sweepUntil(t, s, b.ID, func(b *Batch) bool { return b.Status == StatusCompleted })
+	if first.polls.Load() != 0 || second.polls.Load() == 0 || b.OutputFileID == nil {
+		t.Errorf("polls: %d on the first deployment, %d on the second; output %v", first.polls.Load(), second.polls.Load(), b.OutputFileID)
+	}
+	if len(e.led.recs) != 2 {
+		t.Fatalf("ledger has %d records, want 2", len(e.led.recs))
+	}
+	for id, rec := range e.led.recs {
+		if rec.Model != "mock-chat" || rec.ServedModel != "" || rec.Provider != "p2" || rec.Deployment != "p2/up-two" || rec.Usage.Output == 0 {
+			t.Errorf("record %s = %+v", id, rec)
+		}
+	}
+}
