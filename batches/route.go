@@ -71,14 +71,14 @@ func (p *plan) on(tg *routing.Target) (upModels, models map[string]string, ok bo
 		if len(p.upstream) != 1 || tg.Route.Kind != p.route.Kind {
 			return nil, nil, false
 		}
-		up := cmp(tg.UpstreamModel, tg.Route.Pattern)
+		up := orElse(tg.UpstreamModel, tg.Route.Pattern)
 		upModels[p.first], models[up] = up, p.first
 		return upModels, models, true
 	}
 	for client, route := range p.routes {
 		up := ""
 		if client == p.first {
-			up = cmp(tg.UpstreamModel, client)
+			up = orElse(tg.UpstreamModel, client)
 		} else if up, ok = upstreamOn(route, tg.Provider, client); !ok {
 			return nil, nil, false
 		}
@@ -95,17 +95,17 @@ func (p *plan) on(tg *routing.Target) (upModels, models map[string]string, ok bo
 func upstreamOn(route *providers.Route, p *providers.Provider, client string) (string, bool) {
 	for _, dep := range route.Deployments {
 		if dep.Provider == p {
-			return cmp(dep.UpstreamModel, client), true
+			return orElse(dep.UpstreamModel, client), true
 		}
 	}
 	if route.Provider == p {
-		return cmp(route.UpstreamModel, client), true
+		return orElse(route.UpstreamModel, client), true
 	}
 	return "", false
 }
 
-// cmp is a, or b when a is empty.
-func cmp(a, b string) string {
+// orElse is a, or b when a is empty.
+func orElse(a, b string) string {
 	if a == "" {
 		return b
 	}
