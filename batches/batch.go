@@ -126,8 +126,17 @@ type doc struct {
 	UpstreamID string `json:"x_upstream_id"`
 	// Models maps the upstream model of each line to the client's.
 	Models map[string]string `json:"x_models"`
-	// Deployment is "provider/upstream model" of the first line.
+	// Deployment is the deployment that took it, "provider/model".
 	Deployment string `json:"x_deployment"`
+	// ServedModel is the fallback model that took it, "" when its own
+	// model did; its lines are billed at its price.
+	ServedModel string `json:"x_served_model,omitempty"`
+	// BaseURL and Key are the base URL and the index of the provider's
+	// key that took it: it is polled, cancelled and downloaded there
+	// (an upstream batch belongs to its key's account). A batch stored
+	// without them uses the provider's first.
+	BaseURL string `json:"x_base_url,omitempty"`
+	Key     int    `json:"x_key,omitempty"`
 	// Upstream is the upstream status the gateway last saw.
 	Upstream string `json:"x_upstream_status,omitempty"`
 	// UpstreamOutput and UpstreamErrors are the upstream's output and

@@ -32,9 +32,11 @@ var kindOf = map[string]string{EndpointChat: providers.KindChat, EndpointEmbeddi
 // plan is what a checked input file asks for.
 type plan struct {
 	provider *providers.Provider
-	models   map[string]string // upstream model → client model
-	upstream map[string]string // client model → upstream model
-	first    string            // the first line's client model
+	route    *providers.Route            // the first line's model's route
+	routes   map[string]*providers.Route // client model → its route
+	models   map[string]string           // upstream model → client model
+	upstream map[string]string           // client model → upstream model
+	first    string                      // the first line's client model
 	estimate billing.Usage
 	lines    int
 	uniq     uniq // checks the lines for repeated members
@@ -110,18 +112,9 @@ func (s *Service) Create(ctx context.Context, o Owner, body []byte, admit Admit)
 	if meta.IsObject() {
 		d.Metadata = []byte(meta.Raw)
 	}
-	d.Deployment = p.provider.Name + "/" + p.upstream[p.first]
-	up, err := s.submit(ctx, p, in.Str, ep.Str, win.Str)
-	if err != nil {
-		s.log.Warn("submitting a batch", zap.String("provider", p.provider.Name), zap.Error(err))
-		// The provider's own answer, scrubbed, reaches the client; how a
-		// connection failed (addresses, ...) does not.
-		msg := "the provider could not be reached"
-		var ue *upstreamError
-		if errors.As(err, &ue) {
-			msg = ue.Error()
-		}
-		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_error", "the provider did not accept the batch: "+msg)
+	up, aerr := s.submit(ctx, p, d)
+	if aerr != nil {
+		return nil, aerr
 	}
 	d.UpstreamID, d.Upstream = up.ID, up.Status
 	if up.Status != "" && !terminal(up.Status) {
@@ -151,7 +144,7 @@ func (s *Service) check(ctx context.Context, o Owner, id, endpoint string) (*pla
 		return nil, fileNotFound(id).WithParam("input_file_id")
 	}
 	defer m.Content.Close()
-	p := &plan{models: map[string]string{}, upstream: map[string]string{}}
+	p := &plan{models: map[string]string{}, upstream: map[string]string{}, routes: map[string]*providers.Route{}}
 	ids := map[string]bool{}
 	br := bufio.NewReaderSize(m.Content, 64<<10)
 	for n := 1; ; n++ {
@@ -219,8 +212,9 @@ func (s *Service) checkLine(o Owner, p *plan, ids map[string]bool, n int, line [
 	if route.Provider.Protocol != providers.ProtocolOpenAI {
 		return lineError(n, "model '%s' is served by a provider without OpenAI batches", model.Str)
 	}
+	p.routes[model.Str] = route
 	if p.provider == nil {
-		p.provider, p.first = route.Provider, model.Str
+		p.provider, p.first, p.route = route.Provider, model.Str, route
 	} else if route.Provider != p.provider {
 		return lineError(n, "model '%s' is served by provider '%s', not '%s' as line 1's: a batch goes to one provider", model.Str, route.Provider.Name, p.provider.Name)
 	}

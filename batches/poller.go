@@ -14,7 +14,6 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -34,8 +33,8 @@ func (s *Service) step(ctx context.Context, rec store.TaskRecord) {
 		s.log.Error("claiming a batch", zap.String("batch", rec.ID), zap.Error(err))
 		return
 	}
-	p := s.routes.Provider(d.Provider)
-	if p == nil {
+	p, ok := s.upstreamOf(d)
+	if !ok {
 		s.log.Warn("batch's provider is no longer configured", zap.String("batch", d.ID), zap.String("provider", d.Provider))
 		s.retry(ctx, d.ID, 0)
 		return
@@ -152,7 +151,7 @@ func (s *Service) end(ctx context.Context, user string, d *doc, up *upBatch) {
 // idempotent: a poller that takes it over after a crash does it again,
 // and the ledger keeps each line once.
 func (s *Service) finish(ctx context.Context, user string, d *doc) {
-	p := s.routes.Provider(d.Provider)
+	p, _ := s.upstreamOf(d)
 	out, aerr := s.rehost(ctx, p, user, d.ID, "out", d.UpstreamOutput)
 	if aerr == nil {
 		_, aerr = s.rehost(ctx, p, user, d.ID, "err", d.UpstreamErrors)
@@ -191,7 +190,7 @@ func rehostID(id, kind string) string { return "file-" + kind + "-" + id }
 
 // rehost copies upstream file upID of batch id to file rehostID(id,
 // kind) of user's, streamed, and returns its id ("" when upID is).
-func (s *Service) rehost(ctx context.Context, p *providers.Provider, user, id, kind, upID string) (string, error) {
+func (s *Service) rehost(ctx context.Context, p upstream, user, id, kind, upID string) (string, error) {
 	if upID == "" {
 		return "", nil
 	}
@@ -279,7 +278,7 @@ func (s *Service) lineRecord(user string, d *doc, line []byte) (billing.Record, 
 	}
 	rec := billing.Record{
 		ID: d.ID + "/" + cid, Time: s.now().UTC(), Endpoint: EndpointBatch, User: user, KeyID: d.KeyID,
-		Model: model, Provider: d.Provider, Deployment: d.Deployment, Source: billing.SourceReported,
+		Model: model, ServedModel: d.ServedModel, Provider: d.Provider, Deployment: d.Deployment, Source: billing.SourceReported,
 		Status: int(status), Outcome: billing.OutcomeOK, ServiceTier: ServiceTier,
 	}
 	if u := body.Get("usage"); u.IsObject() {
@@ -327,8 +326,8 @@ func (s *Service) Cancel(ctx context.Context, o Owner, id string) (*Batch, *apie
 	if terminal(d.Status) || d.Status == StatusCancelling || terminal(d.Upstream) {
 		return &d.Batch, nil
 	}
-	p := s.routes.Provider(d.Provider)
-	if p == nil {
+	p, ok := s.upstreamOf(d)
+	if !ok {
 		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_error", "the batch's provider is no longer configured")
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)

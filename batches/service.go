@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -63,6 +64,10 @@ type Config struct {
 	Media store.MediaStore
 	// Routes maps model ids to providers.
 	Routes *providers.Table
+	// Router plans a batch's submission: its model's deployments, then
+	// its fallbacks, with breakers and cooldowns. Nil means a router of
+	// Routes with default options.
+	Router *routing.Router
 	// Client sends upstream requests; nil means a new http.Client.
 	Client *http.Client
 	// Biller records the lines of finished batches; nil records none.
@@ -99,6 +104,7 @@ type Service struct {
 	files, batches store.Tasks
 	media          store.MediaStore
 	routes         *providers.Table
+	router         *routing.Router
 	client         *http.Client
 	biller         Biller
 	holds          *holds.Set
@@ -121,10 +127,13 @@ func New(c Config) (*Service, error) {
 	if c.Files == nil || c.Batches == nil || c.Media == nil || c.Routes == nil {
 		return nil, errors.New("batches: no store or routing table")
 	}
-	s := &Service{files: c.Files, batches: c.Batches, media: c.Media, routes: c.Routes, client: c.Client,
+	s := &Service{files: c.Files, batches: c.Batches, media: c.Media, routes: c.Routes, router: c.Router, client: c.Client,
 		biller: c.Biller, holds: c.Holds, maxFileBytes: c.MaxFileBytes, maxFiles: c.MaxFiles, fileTTL: c.FileTTL,
 		maxLines: c.MaxLines, poll: c.PollInterval, lease: c.Lease, maxRunning: c.MaxRunning,
 		maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), now: c.Clock, log: c.Logger}
+	if s.router == nil {
+		s.router = routing.New(routing.Config{Table: c.Routes})
+	}
 	if s.client == nil {
 		s.client = &http.Client{}
 	}

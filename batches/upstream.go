@@ -46,22 +46,30 @@ type upstreamError struct {
 
 func (e *upstreamError) Error() string { return fmt.Sprintf("status %d: %s", e.status, e.msg) }
 
-// attempt is the base URL and key a batch goes to on p: the first of each.
-func attempt(p *providers.Provider) (base, key string) {
+// upstream is where a batch's calls go: a provider, and the base URL and
+// key of the attempt that took the batch.
+type upstream struct {
+	provider  *providers.Provider
+	base, key string
+}
+
+// attempt is the upstream of p's first base URL and key.
+func attempt(p *providers.Provider) upstream {
+	u := upstream{provider: p}
 	if len(p.BaseURLs) > 0 {
-		base = strings.TrimRight(p.BaseURLs[0], "/")
+		u.base = strings.TrimRight(p.BaseURLs[0], "/")
 	}
 	if len(p.APIKeys) > 0 {
-		key = p.APIKeys[0]
+		u.key = p.APIKeys[0]
 	}
-	return base, key
+	return u
 }
 
 // call sends one request to p and returns the answer's body, read whole
 // up to maxAnswer, or streams it to sink when sink is set.
-func (s *Service) call(ctx context.Context, p *providers.Provider, method, path, ctype string, body io.Reader, sink func(io.Reader) error) ([]byte, error) {
-	base, key := attempt(p)
-	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+func (s *Service) call(ctx context.Context, u upstream, method, path, ctype string, body io.Reader, sink func(io.Reader) error) ([]byte, error) {
+	p, key := u.provider, u.key
+	req, err := http.NewRequestWithContext(ctx, method, u.base+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +101,9 @@ func (s *Service) call(ctx context.Context, p *providers.Provider, method, path,
 	return data, err
 }
 
-// submit uploads input file id, its models replaced by their upstream
-// ones, to the plan's provider, and creates the batch there.
-func (s *Service) submit(ctx context.Context, p *plan, id, endpoint, window string) (*upBatch, error) {
+// send uploads input file id, each line's model replaced by upModels',
+// to u, and creates the batch there.
+func (s *Service) send(ctx context.Context, u upstream, upModels map[string]string, id, endpoint, window string) (*upBatch, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
 	defer cancel()
 	m, err := s.media.Open(ctx, id)
@@ -112,14 +120,14 @@ func (s *Service) submit(ctx context.Context, p *plan, id, endpoint, window stri
 			fw, err = mw.CreateFormFile("file", id+".jsonl")
 		}
 		if err == nil {
-			err = rewrite(fw, m.Content, p.upstream)
+			err = rewrite(fw, m.Content, upModels)
 		}
 		if err == nil {
 			err = mw.Close()
 		}
 		pw.CloseWithError(err)
 	}()
-	data, err := s.call(ctx, p.provider, http.MethodPost, "/files", mw.FormDataContentType(), pr, nil)
+	data, err := s.call(ctx, u, http.MethodPost, "/files", mw.FormDataContentType(), pr, nil)
 	pr.CloseWithError(errors.New("upload ended"))
 	if err != nil {
 		return nil, fmt.Errorf("uploading the input: %w", err)
@@ -129,7 +137,7 @@ func (s *Service) submit(ctx context.Context, p *plan, id, endpoint, window stri
 		return nil, errors.New("the provider's file has no id")
 	}
 	req, _ := json.Marshal(map[string]string{"input_file_id": upFile, "endpoint": endpoint, "completion_window": window})
-	if data, err = s.call(ctx, p.provider, http.MethodPost, "/batches", "application/json", bytes.NewReader(req), nil); err != nil {
+	if data, err = s.call(ctx, u, http.MethodPost, "/batches", "application/json", bytes.NewReader(req), nil); err != nil {
 		return nil, fmt.Errorf("creating the batch: %w", err)
 	}
 	return parseBatch(data)
@@ -149,8 +157,8 @@ func parseBatch(data []byte) (*upBatch, error) {
 }
 
 // fetch reads upstream batch id.
-func (s *Service) fetch(ctx context.Context, p *providers.Provider, id string) (*upBatch, error) {
-	data, err := s.call(ctx, p, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, nil)
+func (s *Service) fetch(ctx context.Context, u upstream, id string) (*upBatch, error) {
+	data, err := s.call(ctx, u, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, nil)
 	if err != nil {
 		return nil, err
 	}
