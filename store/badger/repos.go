@@ -60,21 +60,22 @@ func OpenRepos(c Config) (store.Repos, error) {
 		return store.Repos{}, err
 	}
 	return store.Repos{
-		Keys:       keys,
-		Ledger:     ledger,
-		Intents:    ledger.Intents(),
-		Budgets:    NewBudgets(db),
-		RateLimits: NewRateLimits(),
-		Tasks:      NewTasks(db),
-		Files:      NewDocs(db, filesSpace),
-		Batches:    NewDocs(db, batchesSpace),
-		Media:      WithLegacyMedia(media, db),
-		Responses:  NewResponses(db),
-		Audit:      NewAudit(db),
-		Alerts:     NewAlerts(db),
-		Probe:      prober{db},
-		Reserve:    db.room.reserve,
-		Closer:     closer{ledger, db},
+		Keys:        keys,
+		Ledger:      ledger,
+		Intents:     ledger.Intents(),
+		Budgets:     NewBudgets(db),
+		RateLimits:  NewRateLimits(),
+		Tasks:       NewTasks(db),
+		Files:       NewDocs(db, filesSpace),
+		Batches:     NewDocs(db, batchesSpace),
+		Media:       WithLegacyMedia(media, db),
+		Responses:   NewResponses(db),
+		Audit:       NewAudit(db),
+		Alerts:      NewAlerts(db),
+		Probe:       prober{db},
+		Reserve:     db.room.reserve,
+		Closer:      closer{ledger, db},
+		RequestLogs: NewRequestLogs(db),
 	}, nil
 }
 
