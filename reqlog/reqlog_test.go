@@ -102,7 +102,7 @@ func TestStoredExpiresWithoutSecrets(t *testing.T) {
 	req := NewCapture(64)
 	_, _ = io.Copy(req, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"use `+secret+` please, and more text past the cap"}]}`))
 	l := store.RequestLog{RequestID: "req_1", KeyID: "k1", User: "alice", Time: time.Now().UTC(),
-		Request: red.Redact(req.Bytes()), RequestTruncated: req.Truncated, Response: red.Redact([]byte(`{"echo":"`+secret+`"}`))}
+		Request: red.Redact(req.Bytes()), RequestTruncated: req.Truncated, Response: red.Redact([]byte(`{"echo":"` + secret + `"}`))}
 	if err := logs.Put(ctx, l, time.Second); err != nil {
 		t.Fatal(err)
 	}
