@@ -1,0 +1,124 @@
+package caddymodule
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/reqlog"
+	"github.com/caddy-air/caddy-air/store"
+)
+
+// Request-log bounds.
+const (
+	// reqlogCap is the most bytes kept of each body.
+	reqlogCap = 64 << 10
+	// reqlogTTL is how long a log is kept.
+	reqlogTTL = 7 * 24 * time.Hour
+	// reqlogQueue is how many logs may wait to be stored; more are dropped.
+	reqlogQueue = 1024
+)
+
+// reqlogRedactor redacts the built-in credential patterns.
+var reqlogRedactor, _ = reqlog.NewRedactor()
+
+// requestLogging is the capture of one exchange whose key has request
+// logs on; nil when they are off.
+type requestLogging struct {
+	req, resp *reqlog.Capture
+	key       *keys.Key
+	arrived   time.Time
+}
+
+// startRequestLog begins the capture of an exchange when key has request
+// logs on: the request body is copied (up to the cap) now, since its
+// buffer goes back to the pool before the answer ends. The key is the one
+// authentication put in the request's context: no store read.
+func startRequestLog(st *state, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
+	if st.reqlogs == nil || !key.LogRequests {
+		return nil
+	}
+	l := &requestLogging{req: reqlog.NewCapture(reqlogCap), resp: reqlog.NewCapture(reqlogCap), key: key, arrived: arrived}
+	_, _ = l.req.Write(body)
+	return l
+}
+
+// writer returns w teed into the response capture.
+func (l *requestLogging) writer(w http.ResponseWriter) http.ResponseWriter {
+	if l == nil {
+		return w
+	}
+	return &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: l.resp}
+}
+
+// finish queues the log under the ledger record's id, redacted, without
+// waiting for the store.
+func (l *requestLogging) finish(st *state, requestID, team string) {
+	if l == nil {
+		return
+	}
+	st.reqlogs.Enqueue(store.RequestLog{
+		RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
+		Request:           reqlogRedactor.Redact(append([]byte(nil), l.req.Bytes()...)),
+		Response:          reqlogRedactor.Redact(reqlog.Reassemble(l.resp.Bytes())),
+		RequestTruncated:  l.req.Truncated,
+		ResponseTruncated: l.resp.Truncated,
+	})
+}
+
+// teeWriter copies what is written to the client into a capture.
+type teeWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	c *reqlog.Capture
+}
+
+// Write implements io.Writer.
+func (t *teeWriter) Write(p []byte) (int, error) {
+	n, err := t.ResponseWriterWrapper.Write(p)
+	_, _ = t.c.Write(p[:n])
+	return n, err
+}
+
+// ReadFrom copies through Write, so that the capture sees the bytes.
+func (t *teeWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{t}, r)
+}
+
+// handleRequestLog answers GET /air/request-logs/<record id>.
+func (Admin) handleRequestLog(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiErr(http.StatusMethodNotAllowed, errors.New("use GET"))
+	}
+	st, err := startedState()
+	if err != nil {
+		return err
+	}
+	id := strings.TrimPrefix(r.URL.Path, "/air/request-logs/")
+	if id == "" || strings.Contains(id, "/") {
+		return apiErr(http.StatusNotFound, errors.New("no such request log"))
+	}
+	if st.repos.RequestLogs == nil {
+		return apiErr(http.StatusNotFound, errors.New("no such request log"))
+	}
+	l, err := st.repos.RequestLogs.Get(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return apiErr(http.StatusNotFound, errors.New("no such request log"))
+	}
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, err)
+	}
+	return writeAdminJSON(w, http.StatusOK, l)
+}
+
+// Interface guards.
+var (
+	_ http.ResponseWriter = (*teeWriter)(nil)
+	_ io.ReaderFrom       = (*teeWriter)(nil)
+	_ caddy.AdminHandler  = caddy.AdminHandlerFunc(Admin{}.handleRequestLog)
+)
