@@ -65,11 +65,17 @@ func (l *requestLogging) finish(st *state, requestID, team string) {
 	}
 	st.reqlogs.Enqueue(store.RequestLog{
 		RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
-		Request:           reqlogRedactor.Redact(append([]byte(nil), l.req.Bytes()...)),
-		Response:          reqlogRedactor.Redact(reqlog.Reassemble(l.resp.Bytes())),
+		Request:           storable(reqlogRedactor.Redact(append([]byte(nil), l.req.Bytes()...))),
+		Response:          storable(reqlogRedactor.Redact(reqlog.Reassemble(l.resp.Bytes()))),
 		RequestTruncated:  l.req.Truncated,
 		ResponseTruncated: l.resp.Truncated,
 	})
+}
+
+// storable is b as text every store accepts: NUL bytes (which PostgreSQL's
+// jsonb refuses) become U+FFFD.
+func storable(b []byte) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // teeWriter copies what is written to the client into a capture.

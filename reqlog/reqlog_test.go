@@ -102,12 +102,12 @@ func TestStoredExpiresWithoutSecrets(t *testing.T) {
 	req := NewCapture(64)
 	_, _ = io.Copy(req, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"use `+secret+` please, and more text past the cap"}]}`))
 	l := store.RequestLog{RequestID: "req_1", KeyID: "k1", User: "alice", Time: time.Now().UTC(),
-		Request: red.Redact(req.Bytes()), RequestTruncated: req.Truncated, Response: red.Redact([]byte(`{"echo":"` + secret + `"}`))}
+		Request: string(red.Redact(req.Bytes())), RequestTruncated: req.Truncated, Response: string(red.Redact([]byte(`{"echo":"` + secret + `"}`)))}
 	if err := logs.Put(ctx, l, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	got, err := logs.Get(ctx, "req_1")
-	if err != nil || got.User != "alice" || !got.RequestTruncated || len(got.Request) > 64+len(Redacted) || !bytes.Contains(got.Response, []byte(Redacted)) {
+	if err != nil || got.User != "alice" || !got.RequestTruncated || len(got.Request) > 64+len(Redacted) || !strings.Contains(got.Response, Redacted) {
 		t.Fatalf("read back: %+v, %v", got, err)
 	}
 	if err := db.Close(); err != nil {

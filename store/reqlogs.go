@@ -18,9 +18,10 @@ type RequestLog struct {
 	Team  string `json:"team,omitempty"`
 	// Time is when the request arrived.
 	Time time.Time `json:"time"`
-	// Request and Response are the bodies (a stream reassembled).
-	Request  []byte `json:"request,omitempty"`
-	Response []byte `json:"response,omitempty"`
+	// Request and Response are the bodies (a stream reassembled), as
+	// text: stored and shown as they were sent, not encoded.
+	Request  string `json:"request,omitempty"`
+	Response string `json:"response,omitempty"`
 	// RequestTruncated and ResponseTruncated report that a body was cut
 	// at the size cap.
 	RequestTruncated  bool `json:"request_truncated,omitempty"`

@@ -19,7 +19,7 @@ func RunRequestLogs(t *testing.T, b Backend) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC)
 	l := store.RequestLog{RequestID: "req_a", KeyID: "k1", User: "alice", Team: "t1", Time: at,
-		Request: []byte(`{"model":"m"}`), Response: []byte(`{"content":"hi"}`), ResponseTruncated: true}
+		Request: `{"model":"m"}`, Response: `{"content":"hi"}`, ResponseTruncated: true}
 	must(t, h.r.RequestLogs.Put(ctx, l, time.Hour))
 	got, err := h.r.RequestLogs.Get(ctx, "req_a")
 	must(t, err)
@@ -27,7 +27,7 @@ func RunRequestLogs(t *testing.T, b Backend) {
 		string(got.Response) != `{"content":"hi"}` || !got.ResponseTruncated || got.RequestTruncated {
 		t.Errorf("read back: %+v", got)
 	}
-	l.Response = []byte(`{"content":"again"}`)
+	l.Response = `{"content":"again"}`
 	must(t, h.r.RequestLogs.Put(ctx, l, time.Hour))
 	if got, _ := h.r.RequestLogs.Get(ctx, "req_a"); string(got.Response) != `{"content":"again"}` {
 		t.Errorf("after a second put: %s", got.Response)
