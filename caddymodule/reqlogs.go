@@ -39,9 +39,13 @@ type requestLogging struct {
 // startRequestLog begins the capture of an exchange when key has request
 // logs on: the request body is copied (up to the cap) now, since its
 // buffer goes back to the pool before the answer ends. The key is the one
-// authentication put in the request's context: no store read.
-func startRequestLog(st *state, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
-	if st.reqlogs == nil || !key.LogRequests {
+// authentication put in the request's context, and the team of its
+// user the same way (teams.Service.Of reads memory): no store read.
+func startRequestLog(st *state, r *http.Request, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
+	if st.reqlogs == nil {
+		return nil
+	}
+	if t := teamOf(r); !key.LogRequests && (t == nil || !t.LogRequests) {
 		return nil
 	}
 	l := &requestLogging{req: reqlog.NewCapture(reqlogCap), resp: reqlog.NewCapture(reqlogCap), key: key, arrived: arrived}

@@ -55,6 +55,25 @@ func TestRequestLogs(t *testing.T) {
 		t.Fatalf("unlogged chat: %d %s", status, raw)
 	}
 	offReq := hdr.Get("X-Request-Id")
+	// A team's switch covers its members' keys.
+	memberKey, _ := createKey(t, "member")
+	if status := adminJSON(t, http.MethodPost, "/air/teams", `{"name":"logteam"}`, nil); status != http.StatusCreated {
+		t.Fatalf("creating the team: %d", status)
+	}
+	if status := adminJSON(t, http.MethodPut, "/air/teams/logteam/members/member", "", nil); status != http.StatusOK {
+		t.Fatalf("adding the member: %d", status)
+	}
+	var team struct {
+		LogRequests bool `json:"log_requests"`
+	}
+	if status := adminJSON(t, http.MethodPatch, "/air/teams/logteam", `{"log_requests":true}`, &team); status != http.StatusOK || !team.LogRequests {
+		t.Fatalf("PATCH the team's log_requests: %d %+v", status, team)
+	}
+	status, hdr, raw = postChat(t, memberKey, `{"model":"rec-model","messages":[{"role":"user","content":"team-marker"}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("team member's chat: %d %s", status, raw)
+	}
+	teamReq := hdr.Get("X-Request-Id")
 	// The logs are stored in order, in the background: once a later one
 	// is there, an earlier one would be too.
 	status, _, _ = postChat(t, onKey, `{"model":"rec-model","messages":[{"role":"user","content":"last"}]}`)
@@ -92,6 +111,9 @@ func TestRequestLogs(t *testing.T) {
 	}
 	if !gjson.Get(l.Response, "stream").Bool() || gjson.Get(l.Response, "content").String() == "" || strings.Contains(l.Response, "data:") {
 		t.Errorf("the stream's log is not reassembled: %s", l.Response)
+	}
+	if status := adminJSON(t, http.MethodGet, "/air/request-logs/"+teamReq, "", &l); status != http.StatusOK || !strings.Contains(l.Request, "team-marker") {
+		t.Errorf("the team member's request: %d %+v, want its log", status, l)
 	}
 	if offReq == "" || !ledgerHas(t, "unlogged", offReq) {
 		t.Fatalf("the unlogged request %q has no ledger record", offReq)

@@ -12,9 +12,11 @@ CREATE TABLE air_request_logs (
     value      jsonb NOT NULL
 );
 CREATE INDEX air_request_logs_expires ON air_request_logs (expires);
--- The switch, per key.
+-- The switch, per key and per team.
 ALTER TABLE air_keys ADD COLUMN log_requests boolean NOT NULL DEFAULT false;
+ALTER TABLE air_teams ADD COLUMN log_requests boolean NOT NULL DEFAULT false;
 
 -- +goose Down
+ALTER TABLE air_teams DROP COLUMN log_requests;
 ALTER TABLE air_keys DROP COLUMN log_requests;
 DROP TABLE air_request_logs;
