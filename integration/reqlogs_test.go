@@ -3,6 +3,7 @@ package integration
 import (
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,6 +121,20 @@ func TestRequestLogs(t *testing.T) {
 	}
 	if status := adminJSON(t, http.MethodGet, "/air/request-logs/"+offReq, "", nil); status != http.StatusNotFound {
 		t.Errorf("a request of a key with logging off: %d, want 404", status)
+	}
+
+	// The CLI switches it off again.
+	if out, err := exec.Command(caddyBin, "air", "keys", "log-requests", onID, "off", "--address", adminAddr).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "request logs of key "+onID+": off") {
+		t.Fatalf("caddy air keys log-requests off: %v %s", err, out)
+	}
+	var listed []struct {
+		ID          string `json:"id"`
+		LogRequests bool   `json:"log_requests"`
+	}
+	adminJSON(t, http.MethodGet, "/air/keys?user=logged", "", &listed)
+	if len(listed) != 1 || listed[0].ID != onID || listed[0].LogRequests {
+		t.Errorf("after the CLI switched it off: %+v", listed)
 	}
 
 	// No secret in any file of the store; the logs themselves are there
