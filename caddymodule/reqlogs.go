@@ -25,9 +25,6 @@ const (
 	reqlogQueue = 1024
 )
 
-// reqlogRedactor redacts the built-in credential patterns.
-var reqlogRedactor, _ = reqlog.NewRedactor()
-
 // requestLogging is the capture of one exchange whose key has request
 // logs on; nil when they are off.
 type requestLogging struct {
@@ -61,25 +58,17 @@ func (l *requestLogging) writer(w http.ResponseWriter) http.ResponseWriter {
 	return &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: l.resp}
 }
 
-// finish queues the log under the ledger record's id, redacted, without
-// waiting for the store.
+// finish queues the log under the ledger record's id; the queue
+// reassembles, redacts and stores it on its own goroutine.
 func (l *requestLogging) finish(st *state, requestID, team string) {
 	if l == nil {
 		return
 	}
-	st.reqlogs.Enqueue(store.RequestLog{
-		RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
-		Request:           storable(reqlogRedactor.Redact(append([]byte(nil), l.req.Bytes()...))),
-		Response:          storable(reqlogRedactor.Redact(reqlog.Reassemble(l.resp.Bytes()))),
-		RequestTruncated:  l.req.Truncated,
-		ResponseTruncated: l.resp.Truncated,
+	st.reqlogs.Enqueue(reqlog.Entry{
+		Log: store.RequestLog{RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
+			RequestTruncated: l.req.Truncated, ResponseTruncated: l.resp.Truncated},
+		Request: l.req.Bytes(), Response: l.resp.Bytes(),
 	})
-}
-
-// storable is b as text every store accepts: NUL bytes (which PostgreSQL's
-// jsonb refuses) become U+FFFD.
-func storable(b []byte) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // teeWriter copies what is written to the client into a capture.

@@ -137,7 +137,8 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 	ks := keys.NewService(ctx, repos.Keys)
 	var rq *reqlog.Queue
 	if repos.RequestLogs != nil {
-		rq = reqlog.NewQueue(repos.RequestLogs, reqlogQueue, reqlogTTL)
+		red, _ := reqlog.NewRedactor() // the built-in patterns compile
+		rq = reqlog.NewQueue(repos.RequestLogs, red, reqlogQueue, reqlogTTL)
 	}
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{

@@ -2,6 +2,7 @@ package reqlog
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,12 +10,21 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
+// Entry is a log to store: Log without its bodies, and the bodies as
+// captured (raw: the queue reassembles and redacts them).
+type Entry struct {
+	Log               store.RequestLog
+	Request, Response []byte
+}
+
 // Queue stores request logs in the background, so that keeping one never
-// delays an answer. It holds at most its size of logs waiting; a log that
-// finds it full is dropped and counted.
+// delays an answer: the stream reassembly, the redaction and the store
+// write all run on its goroutine. It holds at most its size of logs
+// waiting; a log that finds it full is dropped and counted.
 type Queue struct {
 	repo    store.RequestLogs
-	ch      chan store.RequestLog
+	red     *Redactor
+	ch      chan Entry
 	ttl     time.Duration
 	dropped atomic.Int64
 	failed  atomic.Int64
@@ -22,16 +32,20 @@ type Queue struct {
 	once    sync.Once
 }
 
-// NewQueue starts a queue of size logs that Puts each into repo for ttl.
-func NewQueue(repo store.RequestLogs, size int, ttl time.Duration) *Queue {
-	q := &Queue{repo: repo, ch: make(chan store.RequestLog, size), ttl: ttl, done: make(chan struct{})}
+// NewQueue starts a queue of size logs that redacts each with red and
+// Puts it into repo for ttl.
+func NewQueue(repo store.RequestLogs, red *Redactor, size int, ttl time.Duration) *Queue {
+	q := &Queue{repo: repo, red: red, ch: make(chan Entry, size), ttl: ttl, done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
 func (q *Queue) run() {
 	defer close(q.done)
-	for l := range q.ch {
+	for e := range q.ch {
+		l := e.Log
+		l.Request = storable(q.red.Redact(e.Request))
+		l.Response = storable(q.red.Redact(Reassemble(e.Response)))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := q.repo.Put(ctx, l, q.ttl); err != nil {
 			q.failed.Add(1)
@@ -40,9 +54,10 @@ func (q *Queue) run() {
 	}
 }
 
-// Enqueue hands l to the queue without waiting; it reports false (and
-// counts a drop) when the queue is full or closed.
-func (q *Queue) Enqueue(l store.RequestLog) (ok bool) {
+// Enqueue hands e to the queue without waiting; it reports false (and
+// counts a drop) when the queue is full or closed. The queue owns e's
+// bodies from then on.
+func (q *Queue) Enqueue(e Entry) (ok bool) {
 	defer func() {
 		if recover() != nil { // closed
 			ok = false
@@ -50,7 +65,7 @@ func (q *Queue) Enqueue(l store.RequestLog) (ok bool) {
 		}
 	}()
 	select {
-	case q.ch <- l:
+	case q.ch <- e:
 		return true
 	default:
 		q.dropped.Add(1)
@@ -64,6 +79,12 @@ func (q *Queue) Dropped() int64 { return q.dropped.Load() }
 
 // Failed is how many logs the store refused.
 func (q *Queue) Failed() int64 { return q.failed.Load() }
+
+// storable is b as text every store accepts: valid UTF-8, NUL bytes
+// (which PostgreSQL's jsonb refuses) replaced by U+FFFD.
+func storable(b []byte) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", "\uFFFD"), "\uFFFD")
+}
 
 // Close stores the logs still waiting, then stops.
 func (q *Queue) Close() {
