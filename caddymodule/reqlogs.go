@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/store"
@@ -117,7 +119,55 @@ func (Admin) handleRequestLog(w http.ResponseWriter, r *http.Request) error {
 
 // Interface guards.
 var (
-	_ http.ResponseWriter = (*teeWriter)(nil)
-	_ io.ReaderFrom       = (*teeWriter)(nil)
-	_ caddy.AdminHandler  = caddy.AdminHandlerFunc(Admin{}.handleRequestLog)
+	_ http.ResponseWriter       = (*teeWriter)(nil)
+	_ io.ReaderFrom             = (*teeWriter)(nil)
+	_ caddy.AdminHandler        = caddy.AdminHandlerFunc(Admin{}.handleRequestLog)
+	_ console.RequestLogService = consoleServices{}
 )
+
+// RequestLog implements console.RequestLogService: operators see every
+// log, the key's owner its own, a team admin those of the team's members
+// (the team the request was billed to, or the owner's team now); anyone
+// else gets console.ErrNotFound, as for a record without a log.
+func (s consoleServices) RequestLog(ctx context.Context, viewer string, operator bool, id string) (console.RequestLog, error) {
+	st, err := s.state()
+	if err != nil {
+		return console.RequestLog{}, err
+	}
+	if st.repos.RequestLogs == nil || viewer == "" {
+		return console.RequestLog{}, console.ErrNotFound
+	}
+	l, err := st.repos.RequestLogs.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return console.RequestLog{}, console.ErrNotFound
+	}
+	if err != nil {
+		return console.RequestLog{}, err
+	}
+	if !operator && l.User != viewer && !adminsTeamOf(st, viewer, &l) {
+		return console.RequestLog{}, console.ErrNotFound
+	}
+	return console.RequestLog{ID: l.RequestID, KeyID: l.KeyID, User: l.User, Team: l.Team, Time: l.Time,
+		Request: l.Request, Response: l.Response, RequestTruncated: l.RequestTruncated, ResponseTruncated: l.ResponseTruncated}, nil
+}
+
+// adminsTeamOf reports whether viewer is an admin of the team l was
+// billed to or of the team its user is in now.
+func adminsTeamOf(st *state, viewer string, l *store.RequestLog) bool {
+	t := st.teams.Of(viewer)
+	if t == nil {
+		return false
+	}
+	admin := false
+	for _, m := range t.Members {
+		admin = admin || m.User == viewer && m.Admin
+	}
+	if !admin {
+		return false
+	}
+	if l.Team == t.Name {
+		return true
+	}
+	ut := st.teams.Of(l.User)
+	return ut != nil && ut.Name == t.Name
+}

@@ -171,3 +171,58 @@ func ledgerHas(t *testing.T, user, id string) bool {
 	}
 	return false
 }
+
+// TestRequestLogsConsole: the console shows a stored request log to the
+// key's owner, the admin of the owner's team and operators, each ledger
+// row of the owner's Usage page and of the operators' ledger linking to
+// it; another user and another team's admin get 404, as for a record
+// without a log.
+func TestRequestLogsConsole(t *testing.T) {
+	startGateway(t, gatewayOptions{Site: teamConsoleSite(t)})
+	secret, id := createKey(t, "member-a")
+	for _, step := range []struct{ method, path, body string }{
+		{http.MethodPost, "/air/teams", `{"name":"alpha"}`},
+		{http.MethodPost, "/air/teams", `{"name":"beta"}`},
+		{http.MethodPut, "/air/teams/alpha/members/lead-a", `{"admin":true}`},
+		{http.MethodPut, "/air/teams/alpha/members/member-a", ``},
+		{http.MethodPut, "/air/teams/beta/members/lead-b", `{"admin":true}`},
+		{http.MethodPut, "/air/teams/beta/members/member-b", ``},
+		{http.MethodPatch, "/air/keys/" + id, `{"log_requests":true}`},
+	} {
+		if st := adminJSON(t, step.method, step.path, step.body, nil); st >= 300 {
+			t.Fatalf("%s %s: %d", step.method, step.path, st)
+		}
+	}
+	st, hdr, body := call(t, http.MethodPost, "/v1/chat/completions", secret, `{"model":"mock-gpt","messages":[{"role":"user","content":"console-marker"}]}`)
+	if st != http.StatusOK {
+		t.Fatalf("chat: %d %s", st, body)
+	}
+	req := hdr.Get("X-Request-Id")
+	waitLedger(t, "member-a", 1)
+	eventually(t, 10*time.Second, "the request's log", func() bool {
+		return adminJSON(t, http.MethodGet, "/air/request-logs/"+req, "", nil) == http.StatusOK
+	})
+	link := `href="/console/request-logs/` + req + `"`
+	for i, tc := range []struct {
+		user, page string
+		want       int
+		has        string
+	}{
+		{"member-a", "/console/request-logs/" + req, http.StatusOK, "console-marker"},
+		{"lead-a", "/console/request-logs/" + req, http.StatusOK, "console-marker"},
+		{"ops", "/console/request-logs/" + req, http.StatusOK, "console-marker"},
+		{"member-b", "/console/request-logs/" + req, http.StatusNotFound, ""},
+		{"lead-b", "/console/request-logs/" + req, http.StatusNotFound, ""},
+		{"member-a", "/console/request-logs/req_nosuchrecord", http.StatusNotFound, ""},
+		{"member-a", "/console/usage", http.StatusOK, link},
+		{"ops", "/console/operators/ledger?user=member-a", http.StatusOK, link},
+	} {
+		st, _, body := call(t, http.MethodGet, tc.page, "", "", asUser(tc.user)...)
+		if st != tc.want || !strings.Contains(string(body), tc.has) {
+			t.Errorf("Test %d: %s opens %s: %d (has %q: %v), want %d", i, tc.user, tc.page, st, tc.has, strings.Contains(string(body), tc.has), tc.want)
+		}
+		if st == http.StatusNotFound && strings.Contains(string(body), "console-marker") {
+			t.Errorf("Test %d: the 404 shows the log", i)
+		}
+	}
+}
