@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/tidwall/gjson"
 )
 
@@ -225,4 +226,17 @@ func TestRequestLogsConsole(t *testing.T) {
 			t.Errorf("Test %d: the 404 shows the log", i)
 		}
 	}
+	// In Chromium: the owner follows the link of the ledger row on the
+	// Usage page to the log.
+	b := newBrowser(t)
+	tab := b.tab("member-a", "member-a-pw")
+	b.run(tab, chromedp.Navigate(baseURL+"/console/usage"),
+		chromedp.Click(`tr[data-request-id="`+req+`"] a.reqlog`, chromedp.ByQuery))
+	if got := waitText(tab, "#request-log-request", "console-marker"); !strings.Contains(got, "console-marker") {
+		t.Errorf("the owner's request-log page after following the link shows %q", got)
+	}
+	if got := waitText(tab, "#request-log-id", req); got != req {
+		t.Errorf("the page names request %q, want %s", got, req)
+	}
+	b.screenshot(tab, "request-log")
 }
