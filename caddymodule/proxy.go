@@ -152,7 +152,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	// until their transports close them (Call.BodyPin).
 	defer rb.release()
 	body := rb.Bytes()
-	rl := startRequestLog(st, r, key, body, arrived)
+	rl := startRequestLog(st, h.app.reqlogs, r, key, body, arrived)
 	w = rl.writer(w)
 	in, aerr := h.inspect(r, body)
 	if aerr != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// Request-log bounds.
+// Request-log defaults (request_logs in the config changes them).
 const (
 	// reqlogCap is the most bytes kept of each body.
 	reqlogCap = 64 << 10
@@ -33,6 +33,7 @@ type requestLogging struct {
 	req, resp *reqlog.Capture
 	key       *keys.Key
 	arrived   time.Time
+	bounds    *requestLogBounds
 }
 
 // startRequestLog begins the capture of an exchange when key has request
@@ -40,14 +41,14 @@ type requestLogging struct {
 // buffer goes back to the pool before the answer ends. The key is the one
 // authentication put in the request's context, and the team of its
 // user the same way (teams.Service.Of reads memory): no store read.
-func startRequestLog(st *state, r *http.Request, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
-	if st.reqlogs == nil {
+func startRequestLog(st *state, b *requestLogBounds, r *http.Request, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
+	if st.reqlogs == nil || b == nil {
 		return nil
 	}
 	if t := teamOf(r); !key.LogRequests && (t == nil || !t.LogRequests) {
 		return nil
 	}
-	l := &requestLogging{req: reqlog.NewCapture(reqlogCap), resp: reqlog.NewCapture(reqlogCap), key: key, arrived: arrived}
+	l := &requestLogging{req: reqlog.NewCapture(b.cap), resp: reqlog.NewCapture(b.cap), key: key, arrived: arrived, bounds: b}
 	_, _ = l.req.Write(body)
 	return l
 }
@@ -69,7 +70,7 @@ func (l *requestLogging) finish(st *state, requestID, team string) {
 	st.reqlogs.Enqueue(reqlog.Entry{
 		Log: store.RequestLog{RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
 			RequestTruncated: l.req.Truncated, ResponseTruncated: l.resp.Truncated},
-		Request: l.req.Bytes(), Response: l.resp.Bytes(),
+		Request: l.req.Bytes(), Response: l.resp.Bytes(), TTL: l.bounds.ttl, Redactor: l.bounds.red,
 	})
 }
 

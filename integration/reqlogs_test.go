@@ -240,3 +240,35 @@ func TestRequestLogsConsole(t *testing.T) {
 	}
 	b.screenshot(tab, "request-log")
 }
+
+// TestRequestLogBounds: the request_logs block's bounds apply: bodies
+// are cut at max_body and marked truncated, its redact patterns are
+// redacted besides the built-in ones, and a log is gone once its ttl has
+// passed.
+func TestRequestLogBounds(t *testing.T) {
+	startGateway(t, gatewayOptions{
+		Providers: recOptions(cannedUpstream(t)).Providers, Models: recOptions().Models,
+		Extra: "request_logs {\n\t\t\tmax_body 200B\n\t\t\tttl 2s\n\t\t\tredact acct-[0-9]{6}\n\t\t}",
+	})
+	secret, id := createKey(t, "bounded")
+	if status := adminJSON(t, http.MethodPatch, "/air/keys/"+id, `{"log_requests":true}`, nil); status != http.StatusOK {
+		t.Fatalf("PATCH: %d", status)
+	}
+	status, hdr, raw := postChat(t, secret, `{"model":"rec-model","messages":[{"role":"user","content":"account acct-123456 `+strings.Repeat("x", 1000)+`"}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, raw)
+	}
+	req := hdr.Get("X-Request-Id")
+	var l requestLog
+	eventually(t, 10*time.Second, "the log", func() bool {
+		return adminJSON(t, http.MethodGet, "/air/request-logs/"+req, "", &l) == http.StatusOK
+	})
+	if !l.RequestTruncated || len(l.Request) > 200 || !strings.Contains(l.Request, "account [redacted]") || strings.Contains(l.Request, "123456") ||
+		!l.ResponseTruncated || len(l.Response) > 200 {
+		t.Errorf("log under max_body 200B: request %d bytes (truncated %v) %q, response %d bytes (truncated %v)",
+			len(l.Request), l.RequestTruncated, l.Request, len(l.Response), l.ResponseTruncated)
+	}
+	eventually(t, 15*time.Second, "the log's expiry", func() bool {
+		return adminJSON(t, http.MethodGet, "/air/request-logs/"+req, "", nil) == http.StatusNotFound
+	})
+}

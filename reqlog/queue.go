@@ -15,6 +15,10 @@ import (
 type Entry struct {
 	Log               store.RequestLog
 	Request, Response []byte
+	// TTL and Redactor, if set, replace the queue's for this log (the
+	// config's bounds when it was captured).
+	TTL      time.Duration
+	Redactor *Redactor
 }
 
 // Queue stores request logs in the background, so that keeping one never
@@ -43,11 +47,17 @@ func NewQueue(repo store.RequestLogs, red *Redactor, size int, ttl time.Duration
 func (q *Queue) run() {
 	defer close(q.done)
 	for e := range q.ch {
-		l := e.Log
-		l.Request = storable(q.red.Redact(e.Request))
-		l.Response = storable(q.red.Redact(Reassemble(e.Response)))
+		l, red, ttl := e.Log, q.red, q.ttl
+		if e.Redactor != nil {
+			red = e.Redactor
+		}
+		if e.TTL > 0 {
+			ttl = e.TTL
+		}
+		l.Request = storable(red.Redact(e.Request))
+		l.Response = storable(red.Redact(Reassemble(e.Response)))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := q.repo.Put(ctx, l, q.ttl); err != nil {
+		if err := q.repo.Put(ctx, l, ttl); err != nil {
 			q.failed.Add(1)
 		}
 		cancel()
