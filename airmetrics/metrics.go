@@ -291,6 +291,8 @@ func Names() []string {
 		"air_store_size_bytes",
 		"air_store_free_bytes",
 		"air_store_free_margin_bytes",
+		"air_request_logs_dropped_total",
+		"air_request_logs_failed_total",
 		"air_user_requests_total",
 		"air_user_tokens_total",
 		"air_user_cost_total",

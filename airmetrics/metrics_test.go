@@ -132,7 +132,7 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 	m.Cooldown("openai", "openai/gpt-4o")
 	m.Fallback("claude-y", "claude-z")
 	m.SetStateSource(func() (State, bool) {
-		return State{LedgerQueued: 3, LedgerLagSeconds: 0.5, LedgerUnreadable: 2, StoreBytes: 4096, FreeBytes: 1 << 30, MarginBytes: 64 << 20}, true
+		return State{LedgerQueued: 3, LedgerLagSeconds: 0.5, LedgerUnreadable: 2, StoreBytes: 4096, FreeBytes: 1 << 30, MarginBytes: 64 << 20, RequestLogsDropped: 7, RequestLogsFailed: 1}, true
 	})
 	f := gather(t, reg)
 	gen := map[string]string{lOperation: "chat", lProvider: "anthropic", lReqModel: "claude-y", lRespModel: "claude-y-2026"}
@@ -183,6 +183,8 @@ func TestObserveRecordsEverySeries(t *testing.T) {
 		{"air_store_size_bytes", nil, gauge, 4096},
 		{"air_store_free_bytes", nil, gauge, 1 << 30},
 		{"air_store_free_margin_bytes", nil, gauge, 64 << 20},
+		{"air_request_logs_dropped_total", nil, counter, 7},
+		{"air_request_logs_failed_total", nil, counter, 1},
 		{"air_tasks_total", map[string]string{"kind": "image", "status": "succeeded"}, counter, 1},
 		{"air_task_polls_total", map[string]string{"provider": "openai"}, counter, 1},
 		{"air_task_poll_errors_total", map[string]string{"provider": "openai"}, counter, 1},

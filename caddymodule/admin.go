@@ -31,13 +31,14 @@ var running atomic.Pointer[App]
 //
 //	POST   /air/keys            {"user","name","expires_at"|"expires_in"} → the new key, once
 //	GET    /air/keys[?user=]    → the keys, without secrets
-//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry","allow_ips"} → the changed key
+//	PATCH  /air/keys/<id>       {"name","models","expires_at"|"no_expiry","allow_ips","log_requests"} → the changed key
 //	DELETE /air/keys/<id>       → revokes the key
 //	POST   /air/keys/<id>/regenerate {"grace"} → the key with its new secret, once
 //	GET    /air/health          → 200 while billable work is accepted, 503 with the failing checks
 //	GET    /air/providers       → each upstream's breaker, cooldown, requests in flight and latency
 //	GET    /air/refusals[?id=&user=&limit=] → the last requests this instance refused, newest first
 //	GET    /air/audit[?since=&until=&actor=&action=&target=&limit=&before=&format=csv|jsonl] → the audit trail, newest first
+//	GET    /air/request-logs/<record id> → the stored request log of a ledger record (404 if none)
 //	GET    /air/alerts[?limit=] → the newest alerts' deliveries to each webhook, newest first
 type Admin struct{}
 
@@ -61,6 +62,7 @@ func (a Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/air/refusals", Handler: caddy.AdminHandlerFunc(a.handleRefusals)},
 		{Pattern: "/air/audit", Handler: caddy.AdminHandlerFunc(a.handleAudit)},
 		{Pattern: "/air/alerts", Handler: caddy.AdminHandlerFunc(a.handleAlerts)},
+		{Pattern: "/air/request-logs/", Handler: caddy.AdminHandlerFunc(a.handleRequestLog)},
 	}, append(a.billingRoutes(), a.teamRoutes()...)...)
 	for i, rt := range routes {
 		routes[i].Handler = caddy.AdminHandlerFunc(auditedAdmin(rt.Handler.ServeHTTP))

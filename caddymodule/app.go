@@ -114,6 +114,9 @@ type App struct {
 	Metrics *MetricsConfig `json:"metrics,omitempty"`
 	// Alerts configures the alerts and the webhooks that receive them.
 	Alerts *AlertsConfig `json:"alerts,omitempty"`
+	// RequestLogs bounds the request logs of the keys and teams that have
+	// them on: size cap, retention, redacted patterns.
+	RequestLogs *RequestLogsConfig `json:"request_logs,omitempty"`
 
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -138,6 +141,8 @@ type App struct {
 	probe *storeProbe
 	// alerts queues and delivers this config's alerts.
 	alerts *alerts.Dispatcher
+	// reqlogs are the request logs' bounds.
+	reqlogs *requestLogBounds
 }
 
 // live is what a started config serves with; handlers read it per request.
@@ -166,6 +171,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.checkConfig(); err != nil {
 		return a.configError(err)
 	}
+	rb, rerr := a.RequestLogs.bounds()
+	if rerr != nil {
+		return a.configError(rerr)
+	}
+	a.reqlogs = rb
 	if err := a.provisionStorage(); err != nil {
 		return a.configError(err)
 	}

@@ -207,6 +207,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseMetrics(d)
 		case "alerts":
 			err = a.parseAlerts(d)
+		case "request_logs":
+			err = a.parseRequestLogs(d)
 		default:
 			return d.Errf("unrecognized air option %q", d.Val())
 		}

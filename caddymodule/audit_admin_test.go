@@ -95,6 +95,7 @@ func TestAdminMutationsAudited(t *testing.T) {
 		}},
 		"/air/keys/": {"/air/keys/" + k.ID, []call{
 			{"PATCH", "/air/keys/" + k.ID, `{"name":"renamed"}`, "key.update", k.ID},
+			{"PATCH", "/air/keys/" + k.ID, `{"log_requests":true}`, "key.update", k.ID},
 			{"POST", "/air/keys/" + k.ID + "/regenerate", `{"grace":"1h"}`, "key.regenerate", k.ID},
 			{"DELETE", "/air/keys/" + k.ID, ``, "key.revoke", k.ID},
 		}},
@@ -108,6 +109,7 @@ func TestAdminMutationsAudited(t *testing.T) {
 		}},
 		"/air/teams/": {"/air/teams/red", []call{
 			{"PUT", "/air/teams/red/models", `{"models":["gpt-*"]}`, "team.models", "red"},
+			{"PATCH", "/air/teams/red", `{"log_requests":true}`, "team.log_requests", "red"},
 			{"PUT", "/air/teams/red/limits", `{"rpm":5}`, "budget.set", "red"},
 			{"PUT", "/air/teams/red/members/alice", ``, "team.member.add", "red"},
 			{"PUT", "/air/teams/red/members/alice", `{"admin":true}`, "team.admin.grant", "red"},
@@ -115,16 +117,17 @@ func TestAdminMutationsAudited(t *testing.T) {
 			{"PUT", "/air/teams/red/members/alice", `{"admin":false}`, "team.admin.revoke", "red"},
 			{"DELETE", "/air/teams/red/members/alice", ``, "team.member.remove", "red"},
 		}},
-		"/air/health":    {"/air/health", nil},
-		"/air/providers": {"/air/providers", nil},
-		"/air/prices":    {"/air/prices", nil},
-		"/air/refusals":  {"/air/refusals", nil},
-		"/air/audit":     {"/air/audit", nil},
-		"/air/alerts":    {"/air/alerts", nil},
-		"/air/usage":     {"/air/usage", nil},
-		"/air/users":     {"/air/users", nil},
-		"/air/records":   {"/air/records", nil},
-		"/air/ledger":    {"/air/ledger", nil},
+		"/air/health":        {"/air/health", nil},
+		"/air/providers":     {"/air/providers", nil},
+		"/air/prices":        {"/air/prices", nil},
+		"/air/refusals":      {"/air/refusals", nil},
+		"/air/audit":         {"/air/audit", nil},
+		"/air/alerts":        {"/air/alerts", nil},
+		"/air/request-logs/": {"/air/request-logs/req_x", nil},
+		"/air/usage":         {"/air/usage", nil},
+		"/air/users":         {"/air/users", nil},
+		"/air/records":       {"/air/records", nil},
+		"/air/ledger":        {"/air/ledger", nil},
 	}
 	for _, rt := range (Admin{}).Routes() {
 		tc, ok := routes[rt.Pattern]

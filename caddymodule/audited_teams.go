@@ -57,6 +57,24 @@ func (st *state) setTeamModels(ctx context.Context, name string, models []string
 	return nil
 }
 
+// teamLogRequests is a team's request-log switch as the trail records it.
+type teamLogRequests struct {
+	LogRequests bool `json:"log_requests"`
+}
+
+// setTeamLogRequests switches request logs of a team and records it.
+func (st *state) setTeamLogRequests(ctx context.Context, name string, on bool) error {
+	var before any
+	if t, err := st.teams.Get(ctx, name); err == nil {
+		before = teamLogRequests{t.LogRequests}
+	}
+	if err := st.teams.SetLogRequests(ctx, name, on); err != nil {
+		return err
+	}
+	st.record(ctx, audit.Entry{Action: "team.log_requests", TargetType: "team", TargetID: name, Before: before, After: teamLogRequests{on}})
+	return nil
+}
+
 // addMember makes user a member (or admin) of team name and records it:
 // team.member.add for a new member, team.admin.grant or team.admin.revoke
 // for a member whose role changed, team.member.update for one set as

@@ -32,6 +32,8 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air keys list [--user <user>] [--json]
   caddy air keys revoke <key id>
   caddy air keys regenerate <key id> [--grace <duration>]
+  caddy air keys log-requests <key id> on|off
+  caddy air request-log <record id>
   caddy air usage [--by day|model|key|user|team|tag|day-key] [--user <u>] [--key <id>] [--model <m>] [--team <t>] [--tag <tag>] [--since <date>] [--until <date>] [--json]
   caddy air users [--month <YYYY-MM>] [--json]
   caddy air ledger [--user <u>] [--key <id>] [--model <m>] [--outcome <o>] [--since <date>] [--until <date>] [--limit <n>] [--after <cursor>] [--newest-first] [--csv|--json]
@@ -43,6 +45,7 @@ config given with --config (and --adapter), or is the default localhost:2019.
   caddy air team remove <team> <user>
   caddy air team limits <team> [--monthly <amount>] [--total <amount>] [--models <ids,globs>] …
   caddy air team list [--json]
+  caddy air team log-requests <team> on|off
   caddy air providers [--json]
   caddy air prices [--json]
   caddy air migrate [--dsn <dsn>] [--config <file>] [--status]
@@ -59,7 +62,7 @@ func airCommand(cmd *cobra.Command) {
 	cmd.PersistentFlags().String("address", "", "The address of the admin API")
 	cmd.PersistentFlags().StringP("config", "c", "", "Configuration file, to find the admin address")
 	cmd.PersistentFlags().StringP("adapter", "a", "", "Name of the config adapter to apply")
-	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), teamCommand(), providersCommand(), pricesCommand(), migrateCommand(), auditCommand())
+	cmd.AddCommand(keyCommand(), usageCommand(), usersCommand(), ledgerCommand(), budgetCommand(), teamCommand(), providersCommand(), pricesCommand(), migrateCommand(), auditCommand(), requestLogCommand())
 	groupCommand(cmd)
 }
 
@@ -159,7 +162,8 @@ func keyCommand() *cobra.Command {
 			return nil
 		},
 	}
-	key.AddCommand(create, list, revoke, regenerateCommand())
+	key.AddCommand(create, list, revoke, regenerateCommand(),
+		logRequestsCommand("key", func(id string) string { return "/air/keys/" + url.PathEscape(id) }))
 	return groupCommand(key)
 }
 

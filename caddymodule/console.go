@@ -96,7 +96,7 @@ func (c *Console) Provision(ctx caddy.Context) error {
 		CSRFKey: key,
 		Services: console.Services{
 			Keys: svc, Usage: svc, Tasks: consoleTasks{svc}, Playground: svc, Operators: svc, Teams: consoleTeams{svc},
-			Alerts: consoleAlerts{svc}, Audit: svc,
+			Alerts: consoleAlerts{svc}, Audit: svc, RequestLogs: svc,
 		},
 		Logger: ctx.Logger(),
 	})

@@ -28,6 +28,7 @@ var parserPages = map[string][]string{
 	"parseBatches":            {"files-batches.md"},
 	"parseHealth":             {"health.md"},
 	"parseMetrics":            {"metrics.md"},
+	"parseRequestLogs":        {"request-logs.md"},
 	"parseMockFault":          {"air_mock.md"},
 	"parseMockBedrock":        {"air_mock.md"},
 	"parseBedrockAzureOption": {"provider.md"},

@@ -186,7 +186,12 @@ func metricsState() (airmetrics.State, bool) {
 		return airmetrics.State{}, false
 	}
 	st.guard.refresh()
+	var dropped, failed int64
+	if st.reqlogs != nil {
+		dropped, failed = st.reqlogs.Dropped(), st.reqlogs.Failed()
+	}
 	return airmetrics.State{
+		RequestLogsDropped: dropped, RequestLogsFailed: failed,
 		LedgerQueued:     st.ledger.Queued(),
 		LedgerLagSeconds: st.ledger.Lag().Seconds(),
 		LedgerUnreadable: len(st.ledger.Damaged()),

@@ -152,6 +152,8 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	// until their transports close them (Call.BodyPin).
 	defer rb.release()
 	body := rb.Bytes()
+	rl := startRequestLog(st, h.app.reqlogs, r, key, body, arrived)
+	w = rl.writer(w)
 	in, aerr := h.inspect(r, body)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
@@ -319,7 +321,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		h.log.Error("the ledger did not make a request's record durable in time; the client gets an error instead of the end of its answer",
 			zap.String("request_id", requestID), zap.Error(err))
 	}
-	return h.finishTranslated(r, &res, err)
+	err = h.finishTranslated(r, &res, err)
+	rl.finish(st, requestID, rec.Team)
+	return err
 }
 
 // prepare makes the upstream body of the route's first deployment. A

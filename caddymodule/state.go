@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/badger"
@@ -40,6 +41,9 @@ type state struct {
 	teams *teams.Service
 	// audit records the changes operators and users make.
 	audit *audit.Log
+	// reqlogs stores request logs in the background; nil without a
+	// request-log store.
+	reqlogs *reqlog.Queue
 	// taskHolds keeps the budget holds of the running tasks created
 	// through this state, across config reloads.
 	taskHolds *tasks.Holds
@@ -131,6 +135,11 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		return nil, err
 	}
 	ks := keys.NewService(ctx, repos.Keys)
+	var rq *reqlog.Queue
+	if repos.RequestLogs != nil {
+		red, _ := reqlog.NewRedactor() // the built-in patterns compile
+		rq = reqlog.NewQueue(repos.RequestLogs, red, reqlogQueue, reqlogTTL)
+	}
 	ks.Limiter = budgets // a key's spend limit is a budget of scope "key"
 	return &state{
 		repos:         repos,
@@ -139,6 +148,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		budgets:       budgets,
 		teams:         ts,
 		audit:         audit.New(repos.Audit),
+		reqlogs:       rq,
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
 		batchHolds:    holds.New(),
@@ -162,6 +172,9 @@ func (s *state) close() error {
 	defer cancel()
 	// The last minute's key uses; losing them only leaves last_used older.
 	_ = s.keys.FlushUses(ctx)
+	if s.reqlogs != nil {
+		s.reqlogs.Close() // the logs still queued, before the store closes
+	}
 	lerr := s.ledger.Close()
 	berr := s.budgets.Close(ctx)
 	return errors.Join(lerr, berr, s.repos.Close())

@@ -130,17 +130,18 @@ func TestMigrateCommand(t *testing.T) {
 		"00004_key_scopes_usage_by_user.sql", "00005_ledger_deployment.sql", "00006_saturating_sums.sql",
 		"00007_limits_max_parallel.sql", "00008_priced_tool_calls.sql", "00009_ledger_duration.sql",
 		"00010_ledger_team_tags.sql", "00011_teams.sql", "00012_key_tags.sql",
-		"00013_ledger_units.sql", "00015_alerts_outbox.sql", "00016_key_regenerate_allow_ips.sql", "00017_files_batches.sql", "00019_audit.sql"} {
+		"00013_ledger_units.sql", "00015_alerts_outbox.sql", "00016_key_regenerate_allow_ips.sql", "00017_files_batches.sql", "00019_audit.sql",
+		"00020_request_logs.sql"} {
 		missing = missing || !strings.Contains(out, "applied "+name)
 	}
-	if missing || !strings.Contains(out, "schema version 19 ") {
+	if missing || !strings.Contains(out, "schema version 20 ") {
 		t.Errorf("first run printed:\n%s", out)
 	}
 	out, err = run("--dsn", "{env.AIR_TEST_MIGRATE_DSN}")
 	if err != nil {
 		t.Fatalf("migrate --dsn: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "applied") || !strings.Contains(out, "schema version 19 ") {
+	if strings.Contains(out, "applied") || !strings.Contains(out, "schema version 20 ") {
 		t.Errorf("second run printed:\n%s", out)
 	}
 	if _, err := run("--dsn", "postgres://air:hunter2-secret@127.0.0.1:1/air?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "hunter2") {

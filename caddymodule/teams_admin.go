@@ -34,6 +34,7 @@ type createTeamRequest struct {
 //	GET  /air/teams                               → every team, with members, limits and spend
 //	POST /air/teams {"name","models"}             → creates a team (201)
 //	GET  /air/teams/<team>                        → one team
+//	PATCH /air/teams/<team> {"log_requests"}      → switches request logs of its members' requests
 //	PUT  /air/teams/<team>/models {"models"}      → replaces the models its members may use
 //	PUT  /air/teams/<team>/limits <billing.Limits> → sets its limits (as PUT /air/budgets/team/<team>)
 //	PUT|DELETE /air/teams/<team>/members/<user> [{"admin":bool}] → adds (or changes) and removes a member
@@ -102,6 +103,19 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	switch {
 	case len(parts) == 1 && r.Method == http.MethodGet:
+	case len(parts) == 1 && r.Method == http.MethodPatch:
+		var req struct {
+			LogRequests *bool `json:"log_requests"`
+		}
+		if err := decodeAdminBody(w, r, &req, true, "team"); err != nil {
+			return err
+		}
+		if req.LogRequests == nil {
+			return apiErr(http.StatusBadRequest, fmt.Errorf("PATCH /air/teams/<team> takes {\"log_requests\": true|false}"))
+		}
+		if err := st.setTeamLogRequests(ctx, name, *req.LogRequests); err != nil {
+			return teamErr(err)
+		}
 	case len(parts) == 2 && parts[1] == "models" && r.Method == http.MethodPut:
 		var req struct {
 			Models []string `json:"models"`

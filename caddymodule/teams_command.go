@@ -107,7 +107,7 @@ func teamCommand() *cobra.Command {
 	for _, c := range []*cobra.Command{create, add, remove, limits, list} {
 		c.Flags().Bool("json", false, "Print JSON")
 	}
-	team.AddCommand(create, add, remove, limits, list)
+	team.AddCommand(create, add, remove, limits, list, logRequestsCommand("team", func(n string) string { return teamPath(n) }))
 	return groupCommand(team)
 }
 

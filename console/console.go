@@ -144,6 +144,7 @@ func (h *Handler) routes() {
 		m.HandleFunc("GET /operators/audit.jsonl", h.admin(h.auditExport(audit.FormatJSONL)))
 	}
 	m.HandleFunc("GET /operators/alerts", h.admin(h.alertsPage))
+	m.HandleFunc("GET /request-logs/{id}", h.requestLogPage)
 	m.HandleFunc("GET /signout", h.signoutPage)
 	m.HandleFunc("GET /signout/now", h.signoutNow)
 	h.mux = m

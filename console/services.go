@@ -35,6 +35,8 @@ type Services struct {
 	Audit AuditService
 	// Alerts reads the alerts, for the operators' alerts page.
 	Alerts AlertService
+	// RequestLogs reads stored request logs; nil: none are shown.
+	RequestLogs RequestLogService
 }
 
 // ErrNotFound is returned by services for an id that does not exist.

@@ -57,6 +57,9 @@ type Key struct {
 	// PreviousSecretUntil, if set, is when the secret the key had before
 	// its last regenerate stops (or stopped) working.
 	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
+	// LogRequests is set when the bodies of the key's requests are kept
+	// (request logs); off by default.
+	LogRequests bool `json:"log_requests,omitempty"`
 
 	// hash is the hash of the key's current secret.
 	hash string

@@ -136,7 +136,7 @@ func (s *Service) forget(h string) {
 // fromStore converts a stored key.
 func fromStore(k store.Key) *Key {
 	out := &Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
-		Models: k.Models, Tags: k.Tags, LastUsedAt: k.LastUsedAt, AllowIPs: k.AllowIPs, PreviousSecretUntil: k.PrevUntil, hash: k.Hash}
+		Models: k.Models, Tags: k.Tags, LastUsedAt: k.LastUsedAt, AllowIPs: k.AllowIPs, PreviousSecretUntil: k.PrevUntil, LogRequests: k.LogRequests, hash: k.Hash}
 	// Stored lists were checked when set; an entry that does not parse
 	// allows nothing.
 	for _, c := range k.AllowIPs {

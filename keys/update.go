@@ -24,6 +24,8 @@ type Change struct {
 	// AllowIPs are the CIDRs the key may be used from from now on; empty
 	// allows every address.
 	AllowIPs *[]string `json:"allow_ips,omitempty"`
+	// LogRequests switches request logs of the key on or off.
+	LogRequests *bool `json:"log_requests,omitempty"`
 }
 
 // Update changes the name, models, expiry or allowed IPs of key id (ErrNoSuchKey if
@@ -44,7 +46,10 @@ func (s *Service) Update(ctx context.Context, id string, c Change) (*Key, error)
 	if cur == nil {
 		return nil, ErrNoSuchKey
 	}
-	ch := store.KeyChange{Name: cur.Name, Models: cur.Models, ExpiresAt: cur.ExpiresAt, AllowIPs: cur.AllowIPs}
+	ch := store.KeyChange{Name: cur.Name, Models: cur.Models, ExpiresAt: cur.ExpiresAt, AllowIPs: cur.AllowIPs, LogRequests: cur.LogRequests}
+	if c.LogRequests != nil {
+		ch.LogRequests = *c.LogRequests
+	}
 	if c.AllowIPs != nil {
 		if ch.AllowIPs, _, err = checkAllowIPs(*c.AllowIPs); err != nil {
 			return nil, err

@@ -39,6 +39,8 @@ type Key struct {
 	PrevUntil *time.Time
 	// AllowIPs, if not empty, are the CIDRs from which the key may be used.
 	AllowIPs []string
+	// LogRequests keeps the bodies of the key's requests (request logs).
+	LogRequests bool
 }
 
 // KeyChange is what Keys.Update sets of a key; each field replaces the
@@ -53,6 +55,8 @@ type KeyChange struct {
 	ExpiresAt *time.Time
 	// AllowIPs are the CIDRs from which the key may be used; empty: any.
 	AllowIPs []string
+	// LogRequests keeps the bodies of the key's requests.
+	LogRequests bool
 }
 
 // Keys keeps API keys.

@@ -71,6 +71,9 @@ type Repos struct {
 	Audit Audit
 	// Alerts is the outbox of raised alerts.
 	Alerts Alerts
+	// RequestLogs keeps the bodies of requests whose key or team has
+	// request logging on; nil when the backend has none.
+	RequestLogs RequestLogs
 	// Probe tests that the backend takes writes, for the health check;
 	// nil when the backend has no probe.
 	Probe Prober

@@ -18,6 +18,9 @@ type Team struct {
 	CreatedAt time.Time
 	// Members are the team's users, sorted by name.
 	Members []Member
+	// LogRequests keeps the bodies of the requests of the team's members
+	// (request logs).
+	LogRequests bool
 }
 
 // Member is a user of a team.
@@ -42,6 +45,9 @@ type Teams interface {
 	// SetModels replaces the models of team name; ErrNotFound if it does
 	// not exist.
 	SetModels(ctx context.Context, name string, models []string) error
+	// SetLogRequests switches request logs of team name on or off;
+	// ErrNotFound if it does not exist.
+	SetLogRequests(ctx context.Context, name string, on bool) error
 	// AddMember makes user a member of team name, or changes the admin
 	// flag of a member. An unknown team is ErrNotFound; a user who is a
 	// member of another team is ErrExists, and nothing changes.

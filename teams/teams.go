@@ -39,6 +39,9 @@ type Team struct {
 	CreatedAt time.Time `json:"created_at"`
 	// Members are the team's users, sorted by name.
 	Members []Member `json:"members"`
+	// LogRequests is set when the bodies of the members' requests are
+	// kept (request logs); off by default.
+	LogRequests bool `json:"log_requests,omitempty"`
 }
 
 // Member is a user of a team.
@@ -191,6 +194,11 @@ func (s *Service) SetModels(ctx context.Context, name string, models []string) e
 	return s.change(ctx, func() error { return s.s.SetModels(ctx, name, models) })
 }
 
+// SetLogRequests switches request logs of team name on or off.
+func (s *Service) SetLogRequests(ctx context.Context, name string, on bool) error {
+	return s.change(ctx, func() error { return s.s.SetLogRequests(ctx, name, on) })
+}
+
 // Add makes user a member (or admin, with admin) of team name.
 func (s *Service) Add(ctx context.Context, name, user string, admin bool) error {
 	if user == "" || strings.TrimSpace(user) != user {
@@ -255,7 +263,7 @@ func checkModels(models []string) error {
 
 // fromStore returns the team of a storage shape.
 func fromStore(t *store.Team) *Team {
-	out := &Team{Name: t.Name, Models: t.Models, CreatedAt: t.CreatedAt, Members: make([]Member, len(t.Members))}
+	out := &Team{Name: t.Name, Models: t.Models, CreatedAt: t.CreatedAt, Members: make([]Member, len(t.Members)), LogRequests: t.LogRequests}
 	for i, m := range t.Members {
 		out.Members[i] = Member(m)
 	}

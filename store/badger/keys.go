@@ -42,12 +42,14 @@ type storedKey struct {
 	PrevHash  string     `json:"prev_hash,omitempty"`
 	PrevUntil *time.Time `json:"prev_until,omitempty"`
 	AllowIPs  []string   `json:"allow_ips,omitempty"`
+	// LogRequests is the request-log switch.
+	LogRequests bool `json:"log_requests,omitempty"`
 }
 
 func (s *storedKey) key(hash string) store.Key {
 	return store.Key{ID: s.ID, Hash: hash, User: s.User, Name: s.Name, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
 		RevokedAt: s.RevokedAt, Models: s.Models, Tags: s.Tags, LastUsedAt: s.LastUsed, PrevHash: s.PrevHash, PrevUntil: s.PrevUntil,
-		AllowIPs: s.AllowIPs}
+		AllowIPs: s.AllowIPs, LogRequests: s.LogRequests}
 }
 
 // Keys is the keys repository on a DB. Revocations are reported to the
@@ -155,7 +157,7 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 // and the watchers of this process drop it from their caches.
 func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
 	return r.rewrite(ctx, id, func(sk *storedKey) bool {
-		sk.Name, sk.Models, sk.ExpiresAt, sk.AllowIPs = ch.Name, ch.Models, ch.ExpiresAt, ch.AllowIPs
+		sk.Name, sk.Models, sk.ExpiresAt, sk.AllowIPs, sk.LogRequests = ch.Name, ch.Models, ch.ExpiresAt, ch.AllowIPs, ch.LogRequests
 		if len(sk.AllowIPs) == 0 {
 			sk.AllowIPs = nil
 		}

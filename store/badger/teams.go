@@ -31,6 +31,8 @@ type teamJSON struct {
 	Models    []string       `json:"models,omitempty"`
 	CreatedAt time.Time      `json:"created_at"`
 	Members   []store.Member `json:"members,omitempty"`
+	// LogRequests is the request-log switch.
+	LogRequests bool `json:"log_requests,omitempty"`
 }
 
 func teamKey(name string) []byte   { return []byte(prefixTeams + esc(name)) }
@@ -67,7 +69,7 @@ func decodeTeam(name string, v []byte) (store.Team, error) {
 	if err := json.Unmarshal(v, &j); err != nil {
 		return store.Team{}, fmt.Errorf("decoding team %q: %w", name, err)
 	}
-	return store.Team{Name: name, Models: j.Models, CreatedAt: j.CreatedAt, Members: j.Members}, nil
+	return store.Team{Name: name, Models: j.Models, CreatedAt: j.CreatedAt, Members: j.Members, LogRequests: j.LogRequests}, nil
 }
 
 // List implements store.Teams.
@@ -109,6 +111,14 @@ func (r *Teams) edit(ctx context.Context, name string, fn func(txn Txn, j *teamJ
 func (r *Teams) SetModels(ctx context.Context, name string, models []string) error {
 	return r.edit(ctx, name, func(_ Txn, j *teamJSON) error {
 		j.Models = models
+		return nil
+	})
+}
+
+// SetLogRequests implements store.Teams.
+func (r *Teams) SetLogRequests(ctx context.Context, name string, on bool) error {
+	return r.edit(ctx, name, func(_ Txn, j *teamJSON) error {
+		j.LogRequests = on
 		return nil
 	})
 }

@@ -27,14 +27,14 @@ type Keys struct {
 	db *DB
 }
 
-const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, coalesce(prev_hash, ''), prev_until, allow_ips, tags"
+const keyColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, coalesce(prev_hash, ''), prev_until, allow_ips, tags, log_requests"
 
 // insertColumns are the columns Create writes.
 const insertColumns = "id, hash, user_name, name, created_at, expires_at, revoked_at, models, last_used, allow_ips, tags"
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var k store.Key
-	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt, &k.PrevHash, &k.PrevUntil, &k.AllowIPs, &k.Tags)
+	err := row.Scan(&k.ID, &k.Hash, &k.User, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &k.Models, &k.LastUsedAt, &k.PrevHash, &k.PrevUntil, &k.AllowIPs, &k.Tags, &k.LogRequests)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
@@ -136,9 +136,9 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (store.Key, 
 func (r *Keys) Update(ctx context.Context, id string, ch store.KeyChange) (store.Key, error) {
 	var out store.Key
 	err := pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
-		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET name = $2, models = $3, expires_at = $4, allow_ips = $5,
+		k, err := scanKey(tx.QueryRow(ctx, `UPDATE air_keys SET name = $2, models = $3, expires_at = $4, allow_ips = $5, log_requests = $6,
 				revoked_seen = clock_timestamp()
-			WHERE id = $1 RETURNING `+keyColumns, id, ch.Name, nonNilStrings(ch.Models), utcPtr(ch.ExpiresAt), nonNilStrings(ch.AllowIPs)))
+			WHERE id = $1 RETURNING `+keyColumns, id, ch.Name, nonNilStrings(ch.Models), utcPtr(ch.ExpiresAt), nonNilStrings(ch.AllowIPs), ch.LogRequests))
 		if err != nil {
 			return err
 		}

@@ -144,21 +144,22 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 // Repos returns the backend's repositories; their Closer closes db.
 func (db *DB) Repos() store.Repos {
 	return store.Repos{
-		Keys:       &Keys{db: db},
-		Ledger:     &Ledger{db: db, retention: db.retention},
-		Intents:    db.intents,
-		Budgets:    &Budgets{db: db},
-		Teams:      &Teams{db: db},
-		RateLimits: &RateLimits{db: db},
-		Tasks:      &Tasks{db: db},
-		Files:      &Tasks{db: db, table: "air_files"},
-		Batches:    &Tasks{db: db, table: "air_batches"},
-		Media:      &Media{db: db},
-		Responses:  &Responses{db: db},
-		Audit:      &Audit{db: db},
-		Alerts:     &Alerts{db: db},
-		Probe:      db,
-		Closer:     db,
+		Keys:        &Keys{db: db},
+		Ledger:      &Ledger{db: db, retention: db.retention},
+		Intents:     db.intents,
+		Budgets:     &Budgets{db: db},
+		Teams:       &Teams{db: db},
+		RateLimits:  &RateLimits{db: db},
+		Tasks:       &Tasks{db: db},
+		Files:       &Tasks{db: db, table: "air_files"},
+		Batches:     &Tasks{db: db, table: "air_batches"},
+		Media:       &Media{db: db},
+		Responses:   &Responses{db: db},
+		Audit:       &Audit{db: db},
+		Alerts:      &Alerts{db: db},
+		RequestLogs: &RequestLogs{db: db},
+		Probe:       db,
+		Closer:      db,
 	}
 }
 

@@ -22,6 +22,8 @@ type Swept struct {
 	Records, Tasks, Media, Leases, Responses, Buckets int64
 	// Files and Batches are the expired file records and batches deleted.
 	Files, Batches int64
+	// RequestLogs are the expired request logs deleted.
+	RequestLogs int64
 }
 
 // Sweep runs the retention job once, if no other instance is running it:
@@ -47,6 +49,7 @@ func (db *DB) Sweep(ctx context.Context, now time.Time) (Swept, error) {
 			{&s.Leases, `DELETE FROM air_leases WHERE expires <= $1`, now},
 			{&s.Responses, `DELETE FROM air_responses WHERE expires <= $1`, now},
 			{&s.Buckets, `DELETE FROM air_buckets WHERE at <= $1`, now.Add(-24 * time.Hour)},
+			{&s.RequestLogs, `DELETE FROM air_request_logs WHERE expires <= $1`, now},
 		} {
 			tag, err := tx.Exec(ctx, q.sql, q.arg)
 			if err != nil {

@@ -48,7 +48,7 @@ func (r *Teams) List(ctx context.Context) ([]store.Team, error) { return r.list(
 // list returns team name, or every team when name is "", sorted by name,
 // with their members sorted by user, in one query.
 func (r *Teams) list(ctx context.Context, name string) ([]store.Team, error) {
-	rows, err := r.db.pool.Query(ctx, `SELECT t.name, t.models, t.created_at, m.user_name, m.admin
+	rows, err := r.db.pool.Query(ctx, `SELECT t.name, t.models, t.created_at, t.log_requests, m.user_name, m.admin
 		FROM air_teams t LEFT JOIN air_team_members m ON m.team = t.name
 		WHERE $1 = '' OR t.name = $1
 		ORDER BY t.name COLLATE "C", m.user_name COLLATE "C"`, name)
@@ -61,7 +61,7 @@ func (r *Teams) list(ctx context.Context, name string) ([]store.Team, error) {
 		var t store.Team
 		var user *string
 		var admin *bool
-		if err := rows.Scan(&t.Name, &t.Models, &t.CreatedAt, &user, &admin); err != nil {
+		if err := rows.Scan(&t.Name, &t.Models, &t.CreatedAt, &t.LogRequests, &user, &admin); err != nil {
 			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].Name != t.Name {
@@ -85,6 +85,15 @@ func (r *Teams) SetModels(ctx context.Context, name string, models []string) err
 		models = []string{}
 	}
 	tag, err := r.db.pool.Exec(ctx, `UPDATE air_teams SET models = $2 WHERE name = $1`, name, models)
+	if err == nil && tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// SetLogRequests implements store.Teams.
+func (r *Teams) SetLogRequests(ctx context.Context, name string, on bool) error {
+	tag, err := r.db.pool.Exec(ctx, `UPDATE air_teams SET log_requests = $2 WHERE name = $1`, name, on)
 	if err == nil && tag.RowsAffected() == 0 {
 		return store.ErrNotFound
 	}

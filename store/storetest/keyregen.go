@@ -79,17 +79,17 @@ func runKeyRegenerate(t *testing.T, b Backend) {
 	}
 	// Touch and Update find the key by its id after the move.
 	must(t, k.Touch(ctx, map[string]time.Time{"key_r": t0.Add(time.Hour)}))
-	upd, err := k.Update(ctx, "key_r", store.KeyChange{Name: "moved", AllowIPs: []string{"192.0.2.0/24", "2001:db8::/32"}})
-	if err != nil || upd.Name != "moved" || len(upd.AllowIPs) != 2 || upd.Hash != "h-r2" {
+	upd, err := k.Update(ctx, "key_r", store.KeyChange{Name: "moved", AllowIPs: []string{"192.0.2.0/24", "2001:db8::/32"}, LogRequests: true})
+	if err != nil || upd.Name != "moved" || len(upd.AllowIPs) != 2 || upd.Hash != "h-r2" || !upd.LogRequests {
 		t.Fatalf("Update = %+v, %v", upd, err)
 	}
 	b.reopen(t, h)
 	k = h.r.Keys
 	got, err = k.ByHash(ctx, "h-r1")
-	if err != nil || got.ID != "key_r" || got.Name != "moved" || got.LastUsedAt == nil || len(got.AllowIPs) != 2 || got.AllowIPs[1] != "2001:db8::/32" {
+	if err != nil || got.ID != "key_r" || got.Name != "moved" || got.LastUsedAt == nil || len(got.AllowIPs) != 2 || got.AllowIPs[1] != "2001:db8::/32" || !got.LogRequests {
 		t.Errorf("after a restart, ByHash(h-r1) = %+v, %v", got, err)
 	}
-	if upd, err := k.Update(ctx, "key_r", store.KeyChange{Name: "moved"}); err != nil || upd.AllowIPs != nil {
-		t.Errorf("Update without IPs = %+v, %v; want no allowed IPs", upd, err)
+	if upd, err := k.Update(ctx, "key_r", store.KeyChange{Name: "moved"}); err != nil || upd.AllowIPs != nil || upd.LogRequests {
+		t.Errorf("Update without IPs = %+v, %v; want no allowed IPs and request logs off", upd, err)
 	}
 }

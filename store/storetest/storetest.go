@@ -50,6 +50,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Responses", func(t *testing.T) { RunResponses(t, b) })
 	t.Run("Audit", func(t *testing.T) { RunAudit(t, b) })
 	t.Run("Alerts", func(t *testing.T) { RunAlerts(t, b) })
+	t.Run("RequestLogs", func(t *testing.T) { RunRequestLogs(t, b) })
 }
 
 // open opens new storage that is closed at the end of the test.

@@ -43,11 +43,17 @@ func RunTeams(t *testing.T, b Backend) {
 	if err := tm().SetModels(ctx, "nope", nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("models of an unknown team: %v, want ErrNotFound", err)
 	}
+	must(t, tm().SetLogRequests(ctx, "search", true))
+	must(t, tm().SetLogRequests(ctx, "ads", true))
+	must(t, tm().SetLogRequests(ctx, "ads", false))
+	if err := tm().SetLogRequests(ctx, "nope", true); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("request logs of an unknown team: %v, want ErrNotFound", err)
+	}
 	want := []store.Team{
 		{Name: "ads", Models: []string{"claude-*", "gpt-4o"}, CreatedAt: t0.Add(time.Second),
 			Members: []store.Member{{User: "carol"}, {User: "dave"}}},
 		{Name: "search", Models: []string{"gpt-*"}, CreatedAt: t0,
-			Members: []store.Member{{User: "alice", Admin: true}, {User: "bob", Admin: true}}},
+			Members: []store.Member{{User: "alice", Admin: true}, {User: "bob", Admin: true}}, LogRequests: true},
 	}
 	for _, phase := range []string{"written", "reopened"} {
 		got, err := tm().List(ctx)
