@@ -288,11 +288,15 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	}
 	rec.ServiceTier = res.ServiceTier
 	servedBy(&rec, res.Target)
-	if h.remember(r.Context(), st, rt, &rec, in, &res, reservation) {
+	if h.remember(r.Context(), st, rt, &rec, in, &res, reservation, rl != nil) {
 		// A background response is billed once it is finished; its
-		// reservation is held until then (responses.Hold).
+		// reservation is held until then (responses.Hold). Its log keeps
+		// the create's answer until the billing replaces it with the
+		// final response (backgroundLogged).
 		logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model), zap.String("air_outcome", "deferred"))
-		return h.finishTranslated(r, &res, nil)
+		err = h.finishTranslated(r, &res, nil)
+		rl.finish(st, requestID, rec.Team)
+		return err
 	}
 	rec.DurationMillis = durationMillis(sinceStart(arrived))
 	rec, err = reservation.SettleDurable(r.Context(), rec, ledgerWait)

@@ -14,6 +14,7 @@ import (
 	"github.com/caddy-air/caddy-air/console"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/reqlog"
+	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -71,6 +72,19 @@ func (l *requestLogging) finish(st *state, requestID, team string) {
 		Log: store.RequestLog{RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
 			RequestTruncated: l.req.Truncated, ResponseTruncated: l.resp.Truncated},
 		Request: l.req.Bytes(), Response: l.resp.Bytes(), TTL: l.bounds.ttl, Redactor: l.bounds.red,
+	})
+}
+
+// backgroundLogged queues the final response of background response ref,
+// just billed, as the response of its create's log (reqlog.Entry.Final).
+func backgroundLogged(st *state, b *requestLogBounds, ref responses.Ref, body []byte, truncated bool) {
+	if st.reqlogs == nil || b == nil || !ref.Log {
+		return
+	}
+	st.reqlogs.Enqueue(reqlog.Entry{
+		Log: store.RequestLog{RequestID: ref.Record, KeyID: ref.KeyID, User: ref.User, Time: ref.Created.UTC(),
+			ResponseTruncated: truncated},
+		Response: body, TTL: b.ttl, Redactor: b.red, Final: true,
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -139,7 +140,7 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 // never holds an id the gateway cannot route, and a response the gateway
 // defers is always polled.
 func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result,
-	reservation *billing.Reservation) (deferred bool) {
+	reservation *billing.Reservation, logged bool) (deferred bool) {
 	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.repos.Responses == nil {
 		return false
 	}
@@ -150,6 +151,7 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 	}
 	ref.Unbilled = in.Background && res.Source != billing.SourceReported && res.Status < 300 &&
 		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.responses != nil
+	ref.Log = ref.Unbilled && logged
 	if !ref.Unbilled {
 		if err := st.repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL); err != nil {
 			h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
@@ -227,6 +229,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		path += "?" + r.URL.RawQuery
 	}
 	requestID := requestIDOf(w, r)
+	var final *reqlog.Capture // the final response, for its request log
+	if ref.Unbilled && ref.Log && sub == "" && method == http.MethodGet && h.app.reqlogs != nil {
+		final = reqlog.NewCapture(h.app.reqlogs.cap)
+		w = &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: final}
+	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: method,
 		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
@@ -242,6 +249,10 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	var err error
 	if ref.Unbilled && sub != "input_items" && responses.Finished(res.ResponseStatus) {
 		err = h.billBackground(r.Context(), rt, id, ref, &res)
+		if err == nil && final != nil && res.Held != nil { // nil: the client left, nothing written
+			// The answer is held until then: log it once written.
+			defer func() { backgroundLogged(st, h.app.reqlogs, ref, final.Bytes(), final.Truncated) }()
+		}
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
 		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/batches"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
@@ -82,6 +83,13 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 		pc.Client = &http.Client{Transport: a.transport.Transport}
 		pc.Logger = a.logger.Named("responses")
 		pc.Holds = st.responseHolds
+		if b := a.reqlogs; b != nil {
+			pc.Logged = func(ref responses.Ref, body []byte) {
+				c := reqlog.NewCapture(b.cap) // the body cap, as for other logs
+				_, _ = c.Write(body)
+				backgroundLogged(st, b, ref, c.Bytes(), c.Truncated)
+			}
+		}
 		if poller, err = responses.NewPoller(pc); err != nil {
 			return nil, err
 		}

@@ -19,6 +19,11 @@ type Entry struct {
 	// config's bounds when it was captured).
 	TTL      time.Duration
 	Redactor *Redactor
+	// Final makes the log replace only the response of the log stored
+	// under its id, keeping that log's request (a background response,
+	// logged at its create and again when billed); with none stored, it
+	// is stored with RequestNotKept.
+	Final bool
 }
 
 // Queue stores request logs in the background, so that keeping one never
@@ -54,14 +59,31 @@ func (q *Queue) run() {
 		if e.TTL > 0 {
 			ttl = e.TTL
 		}
-		l.Request = storable(red.Redact(e.Request))
-		l.Response = storable(red.Redact(Reassemble(e.Response)))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if e.Final {
+			l = q.final(ctx, l)
+		} else {
+			l.Request = storable(red.Redact(e.Request))
+		}
+		l.Response = storable(red.Redact(Reassemble(e.Response)))
 		if err := q.repo.Put(ctx, l, ttl); err != nil {
 			q.failed.Add(1)
 		}
 		cancel()
 	}
+}
+
+// final is l with the request of the log stored under its id, or marked
+// RequestNotKept if none is.
+func (q *Queue) final(ctx context.Context, l store.RequestLog) store.RequestLog {
+	prev, err := q.repo.Get(ctx, l.RequestID)
+	if err != nil {
+		l.RequestNotKept = true
+		return l
+	}
+	l.Team, l.Time = prev.Team, prev.Time
+	l.Request, l.RequestTruncated, l.RequestNotKept = prev.Request, prev.RequestTruncated, prev.RequestNotKept
+	return l
 }
 
 // Enqueue hands e to the queue without waiting; it reports false (and

@@ -62,3 +62,58 @@ func TestQueueDropsWhenFull(t *testing.T) {
 		t.Errorf("response not reassembled: %s", l.Response)
 	}
 }
+
+// mapLogs is a store.RequestLogs in a map.
+type mapLogs struct {
+	mu   sync.Mutex
+	logs map[string]store.RequestLog
+}
+
+func (m *mapLogs) Put(_ context.Context, l store.RequestLog, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logs[l.RequestID] = l
+	return nil
+}
+
+func (m *mapLogs) Get(_ context.Context, id string) (store.RequestLog, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.logs[id]
+	if !ok {
+		return l, store.ErrNotFound
+	}
+	return l, nil
+}
+
+// TestQueueFinal: a Final log (a background response's final answer)
+// replaces the response of the log stored under its id and keeps its
+// request, team and time; with none stored it is kept alone, marked
+// RequestNotKept.
+func TestQueueFinal(t *testing.T) {
+	repo := &mapLogs{logs: map[string]store.RequestLog{}}
+	red, err := NewRedactor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue(repo, red, 8, time.Hour)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	q.Enqueue(Entry{Log: store.RequestLog{RequestID: "a", Team: "ads", Time: at, RequestTruncated: true},
+		Request: []byte(`{"input":"hi sk-abcdefghijkl"}`), Response: []byte(`{"status":"queued"}`)})
+	q.Enqueue(Entry{Log: store.RequestLog{RequestID: "a", Time: at.Add(time.Hour)}, Response: []byte(`{"status":"completed","k":"sk-abcdefghijkl"}`), Final: true})
+	q.Enqueue(Entry{Log: store.RequestLog{RequestID: "b"}, Response: []byte(`{"status":"completed"}`), Final: true})
+	q.Close()
+	tests := []struct {
+		id   string
+		want store.RequestLog
+	}{
+		{"a", store.RequestLog{RequestID: "a", Team: "ads", Time: at, RequestTruncated: true,
+			Request: `{"input":"hi ` + Redacted + `"}`, Response: `{"status":"completed","k":"` + Redacted + `"}`}},
+		{"b", store.RequestLog{RequestID: "b", Response: `{"status":"completed"}`, RequestNotKept: true}},
+	}
+	for _, tt := range tests {
+		if got := repo.logs[tt.id]; got != tt.want {
+			t.Errorf("log %s:\n got %+v\nwant %+v", tt.id, got, tt.want)
+		}
+	}
+}

@@ -75,6 +75,9 @@ type Config struct {
 	// (Poller.Hold); give the Pollers of successive configs the same
 	// one. Nil means a new one.
 	Holds *Holds
+	// Logged, if set, receives the final body of each response it bills
+	// whose Ref.Log is set (request logs); it must not block.
+	Logged func(ref Ref, body []byte)
 }
 
 // Poller polls pending background responses until they finish, and bills
@@ -177,7 +180,9 @@ func (p *Poller) work(ctx context.Context, c store.PendingResponse) {
 		p.reschedule(context.WithoutCancel(ctx), log, c.ID, now) // hand it back
 		return
 	case err == nil && Finished(o.status):
-		p.settle(ctx, log, c.ID, ref, ref.Finish(o.status, o.usage, o.reported, o.serviceTier), o.retryAfter)
+		if p.settle(ctx, log, c.ID, ref, ref.Finish(o.status, o.usage, o.reported, o.serviceTier), o.retryAfter) {
+			p.logged(ref, o.body)
+		}
 		return
 	case errors.Is(err, errGone):
 		log.Warn("the upstream no longer knows a pending background response; recording it unfinished")
@@ -207,7 +212,19 @@ func (p *Poller) SettleIfFinished(ctx context.Context, id string, ref Ref) (bool
 		return false, err
 	}
 	rec := ref.Finish(o.status, o.usage, o.reported, o.serviceTier)
-	return true, p.Settle(ctx, id, ref, rec)
+	if err := p.Settle(ctx, id, ref, rec); err != nil {
+		return true, err
+	}
+	p.logged(ref, o.body)
+	return true, nil
+}
+
+// logged hands a billed response's final body to Config.Logged when its
+// create asked for a request log.
+func (p *Poller) logged(ref Ref, body []byte) {
+	if ref.Log && p.c.Logged != nil {
+		p.c.Logged(ref, body)
+	}
 }
 
 // interval is the wait before the next poll of a response of age age.
@@ -216,15 +233,17 @@ func (p *Poller) interval(age time.Duration) time.Duration {
 }
 
 // settle bills a finished (or given up) response; if the ledger cannot
-// take the record, the next poll tries again.
-func (p *Poller) settle(ctx context.Context, log *zap.Logger, id string, ref Ref, rec billing.Record, retryAfter time.Duration) {
+// take the record, the next poll tries again. It reports whether it
+// billed.
+func (p *Poller) settle(ctx context.Context, log *zap.Logger, id string, ref Ref, rec billing.Record, retryAfter time.Duration) bool {
 	now := p.c.Now()
 	if err := Settle(ctx, p.c.Store, p.biller(id), id, ref, rec, now); err != nil {
 		log.Error("billing a finished background response", zap.Error(err))
 		p.reschedule(ctx, log, id, now.Add(max(p.c.PollInterval, retryAfter)))
-		return
+		return false
 	}
 	log.Debug("billed a finished background response", zap.String("outcome", rec.Outcome))
+	return true
 }
 
 // put stores value under id as it is, ending its pending state.
@@ -252,6 +271,7 @@ type observation struct {
 	reported    bool
 	serviceTier string
 	retryAfter  time.Duration
+	body        []byte // the retrieved response
 }
 
 // errGone is an upstream answering 404 for a response: deleted or
@@ -291,6 +311,7 @@ func (p *Poller) poll(ctx context.Context, id string, ref *Ref) (observation, er
 	if len(body) > maxPollBody || !gjson.ValidBytes(body) {
 		return o, errors.New("the upstream's answer is not a JSON response of at most 64 MiB")
 	}
+	o.body = body
 	return observe(body, o)
 }
 

@@ -61,6 +61,9 @@ type Ref struct {
 	// when it was created: it is billed, under Record, once it is seen
 	// finished.
 	Unbilled bool `json:"unbilled,omitempty"`
+	// Log is set when the create's key or team had request logs on: the
+	// final response is logged under Record when it is billed.
+	Log bool `json:"log,omitempty"`
 }
 
 // Decode parses a stored Ref.

@@ -26,6 +26,9 @@ type RequestLog struct {
 	// at the size cap.
 	RequestTruncated  bool `json:"request_truncated,omitempty"`
 	ResponseTruncated bool `json:"response_truncated,omitempty"`
+	// RequestNotKept reports that the request body was lost: a background
+	// response's final answer logged when its create's log was not stored.
+	RequestNotKept bool `json:"request_not_kept,omitempty"`
 }
 
 // RequestLogs keeps request logs until their TTL passes.
