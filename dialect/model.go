@@ -383,7 +383,9 @@ type Error struct {
 // Error implements error.
 func (e *Error) Error() string { return string(e.Kind) + ": " + e.Message }
 
-// KindOf is the error kind an HTTP status stands for.
+// KindOf is the error kind an HTTP status stands for, in every dialect:
+// 408 and 504 are timeouts, 503 and Anthropic's 529 an overloaded
+// provider.
 func KindOf(status int) ErrorKind {
 	switch {
 	case status == 401:
@@ -398,7 +400,7 @@ func KindOf(status int) ErrorKind {
 		return ErrRateLimit
 	case status == 503 || status == 529:
 		return ErrOverloaded
-	case status == 504:
+	case status == 504 || status == 408:
 		return ErrTimeout
 	case status >= 500:
 		return ErrServer

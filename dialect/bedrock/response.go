@@ -112,7 +112,7 @@ func (Codec) DecodeError(status int, h http.Header, body []byte) *dialect.Error 
 	}
 	e := exceptionError(typ, msg)
 	if e.Kind == "" {
-		e.Kind, e.Status = kindOfStatus(status), status
+		e.Kind, e.Status = dialect.KindOf(status), status
 	}
 	if e.Message == "" {
 		e.Message = "bedrock answered " + strconv.Itoa(status)
@@ -169,29 +169,6 @@ var (
 func scrub(msg string) string {
 	msg = arnPattern.ReplaceAllString(msg, "arn:aws:…")
 	return accountPattern.ReplaceAllString(msg, "…")
-}
-
-// kindOfStatus classes an error by its status alone.
-func kindOfStatus(status int) dialect.ErrorKind {
-	switch {
-	case status == http.StatusUnauthorized:
-		return dialect.ErrAuthentication
-	case status == http.StatusForbidden:
-		return dialect.ErrPermission
-	case status == http.StatusNotFound:
-		return dialect.ErrNotFound
-	case status == http.StatusRequestEntityTooLarge:
-		return dialect.ErrTooLarge
-	case status == http.StatusTooManyRequests:
-		return dialect.ErrRateLimit
-	case status == http.StatusServiceUnavailable:
-		return dialect.ErrOverloaded
-	case status == http.StatusGatewayTimeout || status == http.StatusRequestTimeout:
-		return dialect.ErrTimeout
-	case status >= 500:
-		return dialect.ErrServer
-	}
-	return dialect.ErrInvalidRequest
 }
 
 // malformed is the error of an answer the dialect cannot read.

@@ -212,7 +212,7 @@ func googleError(status int, g gjson.Result) *dialect.Error {
 	case "INTERNAL", "UNKNOWN", "DATA_LOSS", "ABORTED":
 		e.Status, e.Kind = http.StatusBadGateway, dialect.ErrServer
 	default:
-		e.Status, e.Kind = status, kindOfStatus(status)
+		e.Status, e.Kind = status, dialect.KindOf(status)
 	}
 	g.Get("details").ForEach(func(_, d gjson.Result) bool {
 		switch {
@@ -242,29 +242,6 @@ var projectPattern = regexp.MustCompile(`(?i)\b(projects/|project )[a-z0-9][a-z0
 // sees.
 func scrub(msg string) string {
 	return projectPattern.ReplaceAllString(msg, "${1}…")
-}
-
-// kindOfStatus classes an error by its status alone.
-func kindOfStatus(status int) dialect.ErrorKind {
-	switch {
-	case status == http.StatusUnauthorized:
-		return dialect.ErrAuthentication
-	case status == http.StatusForbidden:
-		return dialect.ErrPermission
-	case status == http.StatusNotFound:
-		return dialect.ErrNotFound
-	case status == http.StatusRequestEntityTooLarge:
-		return dialect.ErrTooLarge
-	case status == http.StatusTooManyRequests:
-		return dialect.ErrRateLimit
-	case status == http.StatusServiceUnavailable:
-		return dialect.ErrOverloaded
-	case status == http.StatusGatewayTimeout || status == http.StatusRequestTimeout:
-		return dialect.ErrTimeout
-	case status >= 500:
-		return dialect.ErrServer
-	}
-	return dialect.ErrInvalidRequest
 }
 
 // malformed is the error of an answer the dialect cannot read.
