@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/dialect/internal/mockcache"
 )
 
 // Server is a fake Bedrock Runtime for tests and the mock provider: it
@@ -45,12 +46,8 @@ type Server struct {
 	// Requests counts the requests whose signature was valid.
 	Requests atomic.Int64
 
-	mu    sync.Mutex
-	cache map[[32]byte]bool
+	cache mockcache.Prefixes
 }
-
-// maxCached bounds the prefixes the fake remembers.
-const maxCached = 1024
 
 // ServeHTTP answers a Converse or ConverseStream request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +173,7 @@ func (s *Server) answer(modelID string, req gjson.Result, prompt string) mockAns
 	a.usage.InputTokens = tokens(req.Get("messages").Raw) + tokens(req.Get("system").Raw)
 	if prefix, ok := cachedPrefix(req); ok {
 		n := min(tokens(prefix), a.usage.InputTokens)
-		if s.remember(modelID, prefix) {
+		if s.cache.Remember(modelID, prefix) {
 			a.usage.CacheReadInputTokens = n
 		} else {
 			a.usage.CacheWriteInputTokens = n
@@ -184,21 +181,6 @@ func (s *Server) answer(modelID string, req gjson.Result, prompt string) mockAns
 		a.usage.InputTokens -= n
 	}
 	return a
-}
-
-// remember records a cached prefix and reports whether it was cached.
-func (s *Server) remember(modelID, prefix string) bool {
-	k := sha256.Sum256([]byte(modelID + "\x00" + prefix))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cache[k] {
-		return true
-	}
-	if s.cache == nil || len(s.cache) >= maxCached {
-		s.cache = map[[32]byte]bool{}
-	}
-	s.cache[k] = true
-	return false
 }
 
 // cachedPrefix is the system text before the request's first system

@@ -8,10 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/dialect/internal/mockcache"
 )
 
 // Server is a fake Gemini API (and, with Authorize set, a fake Vertex AI,
@@ -45,13 +46,11 @@ type Server struct {
 	// Requests counts the authorized requests.
 	Requests atomic.Int64
 
-	mu    sync.Mutex
-	cache map[[32]byte]bool
+	cache mockcache.Prefixes
 }
 
 // Limits of the fake.
 const (
-	maxCached      = 1024
 	minCacheTokens = 64
 )
 
@@ -230,25 +229,10 @@ func (s *Server) answer(model string, req gjson.Result, prompt string) mockAnswe
 	}
 	sys := req.Get("systemInstruction").Raw
 	a.usage.PromptTokenCount = tokens(req.Get("contents").Raw) + tokens(sys)
-	if n := tokens(sys); n >= minCacheTokens && s.remember(model, sys) {
+	if n := tokens(sys); n >= minCacheTokens && s.cache.Remember(model, sys) {
 		a.usage.CachedContentTokenCount = n
 	}
 	return a
-}
-
-// remember records a cached prefix and reports whether it was cached.
-func (s *Server) remember(model, prefix string) bool {
-	k := sha256.Sum256([]byte(model + "\x00" + prefix))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cache[k] {
-		return true
-	}
-	if s.cache == nil || len(s.cache) >= maxCached {
-		s.cache = map[[32]byte]bool{}
-	}
-	s.cache[k] = true
-	return false
 }
 
 // badSignatures checks the signatures of the model turns sent back, as
