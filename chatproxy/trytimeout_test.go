@@ -60,7 +60,7 @@ func TestServeTryTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var urls []string
-			var ups []*upstream
+			var ups []*fakeUpstream
 			for _, h := range tc.handlers {
 				u := newUpstream(t, h)
 				ups, urls = append(ups, u), append(urls, u.URL)
