@@ -13,8 +13,8 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
-	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // runtime holds the services of one started config: they combine the
@@ -222,7 +222,7 @@ var (
 
 // taskAttempts is what the task service reports submission attempts to,
 // nil when metrics are off.
-func (a *App) taskAttempts() routing.AttemptObserver {
+func (a *App) taskAttempts() upstream.Observer {
 	if a.metrics == nil {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// attemptLog records the attempts told to an AttemptObserver.
+// attemptLog records the attempts told to an upstream.Observer.
 type attemptLog struct {
 	mu   sync.Mutex
 	seen []string
