@@ -80,7 +80,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if st.repos.Responses != nil {
 		pc := a.Responses.pollerConfig()
 		pc.Store, pc.Routes, pc.Biller = st.repos.Responses, a.routes, rb
-		pc.Client = &http.Client{Transport: a.transport.Transport}
+		pc.Transport = a.transport.Transport
 		pc.Logger = a.logger.Named("responses")
 		pc.Holds = st.responseHolds
 		if b := a.reqlogs; b != nil {
@@ -120,7 +120,7 @@ func (a *App) runBackground(ctx context.Context, rt *runtime) {
 	if a.Storage.Backend == backendPostgres {
 		go a.settleTakenOver(ctx, rt)
 	}
-	go a.router.RunHealthChecks(ctx, a.Transport())
+	go a.router.RunHealthChecks(ctx, upstream.Prober(a.Transport()))
 	alerting := make(chan struct{})
 	go func() {
 		defer close(alerting)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
 )
 
 // NewRequest builds a request of method to attempt a of provider p:
@@ -54,4 +55,25 @@ func Send(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("upstream answered %d to a request that asked for no upgrade", code)
 	}
 	return resp, err
+}
+
+// Prober is the routing health checks' probe (routing.Prober) through
+// rt: a GET of path below the attempt's base URL, with the provider's
+// credentials (NewRequest), sent by Send; it passes when the answer is a
+// 2xx. A provider whose endpoint cannot authenticate fails the check
+// without a request.
+func Prober(rt http.RoundTripper) routing.Prober {
+	return func(ctx context.Context, p *providers.Provider, a providers.Attempt, path string) bool {
+		req, err := NewRequest(ctx, p, a, http.MethodGet, path, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := Send(rt, req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return resp.StatusCode >= 200 && resp.StatusCode < 300
+	}
 }
