@@ -96,7 +96,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	}
 	bc := a.Batches.serviceConfig()
 	bc.Files, bc.Batches, bc.Media, bc.Routes, bc.Biller = st.repos.Files, st.repos.Batches, st.repos.Media, a.routes, rb
-	bc.Client, bc.Router = &http.Client{Transport: a.transport.Transport}, a.router
+	bc.Transport, bc.Router = a.transport.Transport, a.router
 	bc.Holds, bc.MaxJSONDepth, bc.Logger = st.batchHolds, a.MaxJSONDepth, a.logger.Named("batches")
 	bsvc, err := batches.New(bc)
 	if err != nil {

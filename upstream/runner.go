@@ -10,6 +10,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 
 	"go.uber.org/zap"
 
@@ -25,6 +26,10 @@ import (
 type Observer interface {
 	Attempt(provider, result string, retried bool)
 }
+
+// ErrSkip, from Attempter.Prepare, passes over a target that cannot take
+// the request (a fallback that cannot serve all of a batch's lines).
+var ErrSkip = errors.New("upstream: target skipped")
 
 // Runner makes the attempts of requests. Each attempt gets a span
 // (telemetry.StartAttempt, when the request's span records), its try
@@ -63,7 +68,8 @@ type Attempter interface {
 	// Prepare readies the attempt to t before it starts (its body for
 	// t's model, its protocol). An error ends the run before the attempt
 	// starts: t is done as cancelled, nothing is counted, and Run
-	// returns the error.
+	// returns the error; ErrSkip passes over t to the plan's next target
+	// the same way.
 	Prepare(t *routing.Target) error
 	// Attempt makes the attempt to t under ctx, which carries the
 	// attempt's span and is bounded by t's try timeout. headers is the
@@ -118,6 +124,9 @@ func (r *Runner) Run(ctx context.Context, plan *routing.Plan, s *Spec, a Attempt
 		}
 		if err := a.Prepare(t); err != nil {
 			t.Done(routing.Outcome{Canceled: true})
+			if err == ErrSkip {
+				continue
+			}
 			return err
 		}
 		actx, span := telemetry.StartAttempt(ctx, telemetry.Attempt{

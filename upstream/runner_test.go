@@ -33,12 +33,16 @@ func (o *observed) Attempt(provider, result string, retried bool) {
 type script struct {
 	steps    []func(ctx context.Context, t *routing.Target, headers func() bool) End
 	prepErr  error
+	skip     string   // the provider whose targets Prepare skips
 	targets  []string // the providers attempted
 	prepared int
 }
 
-func (s *script) Prepare(*routing.Target) error {
+func (s *script) Prepare(t *routing.Target) error {
 	s.prepared++
+	if s.skip == t.Provider.Name {
+		return ErrSkip
+	}
 	return s.prepErr
 }
 
@@ -107,7 +111,8 @@ func TestRun(t *testing.T) {
 		wantObserved []string
 		wantFailures int64 // provider a's health failures
 		wantLogs     int
-		uncounted    bool // the attempt to a is not in its health
+		uncounted    bool   // the attempt to a is not in its health
+		skip         string // the provider Prepare passes over
 	}{
 		{name: "429 then success: the first one's metric marked retried",
 			steps:       []func(context.Context, *routing.Target, func() bool) End{status(429, 0), status(200, 0)},
@@ -137,6 +142,9 @@ func TestRun(t *testing.T) {
 				return errors.As(err, &un) && un.RetryAfterSeconds() == 60
 			},
 			wantTargets: []string{"a", "b"}, wantObserved: []string{"a status_429 true", "b status_429 false"}, wantFailures: 1, wantLogs: 2},
+		{name: "prepare skips a target: the next one is attempted", skip: "a",
+			steps:       []func(context.Context, *routing.Target, func() bool) End{status(200, 0)},
+			wantTargets: []string{"b"}, wantObserved: []string{"b ok false"}, wantLogs: 1, uncounted: true},
 		{name: "prepare fails: no attempt, nothing counted", prepErr: errors.New("no body"),
 			wantErr:     func(err error) bool { return err != nil && err.Error() == "no body" },
 			wantTargets: nil, wantObserved: nil},
@@ -153,7 +161,7 @@ func TestRun(t *testing.T) {
 			ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			s := &script{steps: tc.steps, prepErr: tc.prepErr}
+			s := &script{steps: tc.steps, prepErr: tc.prepErr, skip: tc.skip}
 			if tc.cancel {
 				first := s.steps[0]
 				s.steps[0] = func(ctx context.Context, t *routing.Target, h func() bool) End { cancel(); return first(ctx, t, h) }
