@@ -61,7 +61,14 @@ func (adminGateway) Prices() (admin.PricesReport, error) {
 	if app == nil {
 		return admin.PricesReport{}, admin.ErrNotRunning
 	}
-	return admin.PricesReport{Source: app.Prices, Currency: app.prices.Currency(), Models: app.prices.Models()}, nil
+	return app.pricesReport(), nil
+}
+
+// pricesReport is a's price table as loaded: what GET /air/prices
+// answers, the console's operators' page shows and the audit trail
+// records on a change.
+func (a *App) pricesReport() admin.PricesReport {
+	return admin.PricesReport{Source: a.Prices, Currency: a.prices.Currency(), Models: a.prices.Models()}
 }
 
 // Upstreams implements admin.Gateway.
