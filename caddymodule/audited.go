@@ -14,8 +14,8 @@ import (
 // The mutations of keys and limits that the admin API and the console
 // share. Each makes its change and records it in the audit trail with one
 // call (state.record); the actor comes from ctx (audit.WithActor), set by
-// auditedAdmin for the admin API and by Console.ServeHTTP for the
-// console.
+// admin.API.Routes for the admin API (through admin_services.go) and by
+// Console.ServeHTTP for the console.
 
 // record adds e to the audit trail. The change is made by then, so a
 // failure to record it does not undo it or fail the request: it is
