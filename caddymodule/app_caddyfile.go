@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
 
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -128,38 +129,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch d.Val() {
 		case "storage":
-			a.Storage = &Storage{}
-			var arg string
-			if !d.Args(&a.Storage.Backend, &arg) || d.NextArg() {
-				return d.ArgErr()
-			}
-			switch a.Storage.Backend {
-			case backendBadger:
-				a.Storage.Dir = arg
-			case backendPostgres:
-				a.Storage.DSN = arg
-			default:
-				return d.Errf("storage backend %q is not supported (badger or postgres)", a.Storage.Backend)
-			}
-			for nesting := d.Nesting(); d.NextBlock(nesting); {
-				switch d.Val() {
-				case "intent_gather":
-					var s string
-					if !d.AllArgs(&s) {
-						return d.ArgErr()
-					}
-					g, perr := caddy.ParseDuration(s)
-					if perr != nil {
-						return d.Errf("intent_gather: bad duration %q", s)
-					}
-					a.Storage.IntentGather = (*caddy.Duration)(&g)
-				default:
-					return d.Errf("unknown storage setting %q", d.Val())
-				}
-			}
-			if err := a.Storage.check(); err != nil {
-				return d.Err(err.Error())
-			}
+			err = a.parseStorage(d)
 		case "prices":
 			if !d.AllArgs(&a.Prices) {
 				return d.ArgErr()
@@ -231,6 +201,24 @@ func parsePositiveInt(d *caddyfile.Dispenser) (int, error) {
 		return 0, d.Errf("%s: want a positive integer, got %q", name, s)
 	}
 	return n, nil
+}
+
+// parseStorage reads the storage line: the backend's name, then what its
+// module (namespace air.storage) parses.
+func (a *App) parseStorage(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	name := d.Val()
+	if err := airmod.CheckKnown("storage backend", airmod.StorageNamespace, name); err != nil {
+		return d.Err(err.Error())
+	}
+	mod, err := caddyfile.UnmarshalModule(d, airmod.StorageNamespace+"."+name)
+	if err != nil {
+		return err
+	}
+	a.StorageRaw = caddyconfig.JSONModuleObject(mod, "backend", name, nil)
+	return nil
 }
 
 func (a *App) parseProvider(d *caddyfile.Dispenser) error {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	pgstorage "github.com/caddy-air/caddy-air/caddymodule/storage/postgres"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/postgres"
 )
@@ -39,7 +40,6 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		a.Storage = &Storage{Backend: backendBadger}
 		a.MaxBufferedBodies, a.MaxRequestBody = defaultMaxBufferedBodies, defaultMaxRequestBody
 		if err := a.Validate(); err != nil {
 			t.Errorf("Test %d: %v", i, err)
@@ -48,7 +48,7 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 			t.Errorf("Test %d: durability %v, want %v", i, got, tc.want)
 		}
 	}
-	a := &App{LedgerDurability: "Strict", Storage: &Storage{Backend: backendBadger},
+	a := &App{LedgerDurability: "Strict",
 		MaxBufferedBodies: defaultMaxBufferedBodies, MaxRequestBody: defaultMaxRequestBody}
 	if err := a.Validate(); err == nil {
 		t.Error(`JSON "ledger_durability": "Strict" passed validation`)
@@ -59,7 +59,7 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 // the ledger of the state it starts on, and that a reload with another
 // changes it on the same, shared state.
 func TestLedgerDurabilityApplied(t *testing.T) {
-	st, err := openState(&Storage{Backend: backendBadger, Dir: t.TempDir()}, 0, 0, zap.NewNop())
+	st, err := openState(openBadger(t, t.TempDir()), 0, 0, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestIntentGatherFollowsDurability(t *testing.T) {
 		rec := &gatherRecorder{gather: -1}
 		l := billing.NewLedger(nopLedger{}, rec, nil)
 		st := &state{repos: store.Repos{Intents: rec}, ledger: l}
-		(&App{LedgerDurability: tc.durability, Storage: &Storage{Backend: backendPostgres, IntentGather: tc.gather}}).applyDurability(st)
+		(&App{LedgerDurability: tc.durability, storage: &pgstorage.Storage{IntentGather: tc.gather}}).applyDurability(st)
 		_ = l.Close()
 		if rec.gather != tc.want {
 			t.Errorf("Test %d: gather %v, want %v", i, rec.gather, tc.want)

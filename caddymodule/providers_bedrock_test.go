@@ -118,7 +118,7 @@ func TestBedrockAzureProvision(t *testing.T) {
 	} {
 		pc := tc.pc
 		pc.Name = "p"
-		a := &App{Storage: &Storage{Dir: t.TempDir()}, Providers: []*ProviderConfig{&pc}}
+		a := &App{StorageRaw: badgerJSON(t.TempDir()), Providers: []*ProviderConfig{&pc}}
 		err := a.Provision(ctx)
 		switch {
 		case tc.wantErr == "" && err != nil:
@@ -162,7 +162,7 @@ func TestAzureHealthCheckPath(t *testing.T) {
 		if tc.version != "" {
 			pc.Azure = &AzureConfig{APIVersion: tc.version}
 		}
-		a := &App{Storage: &Storage{Dir: t.TempDir()}, Providers: []*ProviderConfig{pc}}
+		a := &App{StorageRaw: badgerJSON(t.TempDir()), Providers: []*ProviderConfig{pc}}
 		if err := a.Provision(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func TestTryTimeoutConfig(t *testing.T) {
 		{time.Hour, 0, "shorter than timeout 10m0s"},
 	} {
 		a := &App{
-			Storage: &Storage{Dir: t.TempDir()},
+			StorageRaw: badgerJSON(t.TempDir()),
 			Providers: []*ProviderConfig{{Name: "p", Protocol: "openai", BaseURLs: []string{"http://a/v1"},
 				TryTimeout: caddy.Duration(tc.try), Timeout: caddy.Duration(tc.timeout)}},
 		}

@@ -1,0 +1,11 @@
+package air
+
+import (
+	// The air app, its handlers, admin API and commands.
+	_ "github.com/caddy-air/caddy-air/caddymodule"
+
+	// Storage backends (air.storage.*): a build that imports
+	// caddymodule and only the backends it uses leaves the others out.
+	_ "github.com/caddy-air/caddy-air/caddymodule/storage/badger"
+	_ "github.com/caddy-air/caddy-air/caddymodule/storage/postgres"
+)
