@@ -129,7 +129,7 @@ type App struct {
 	poolKey   string
 	// storage is the loaded storage backend.
 	storage airmod.Storage
-	prices    *billing.PriceTable
+	prices  *billing.PriceTable
 	// priceText is the price file as loaded, for the console.
 	priceText string
 	live      *live

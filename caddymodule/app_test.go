@@ -177,7 +177,7 @@ func TestUnsetEnvFailsConfig(t *testing.T) {
 	} {
 		a := &App{
 			StorageRaw: badgerJSON(t.TempDir()),
-			Providers: []*ProviderConfig{{Name: "p", Protocol: "openai", BaseURLs: []string{tc.baseURL}, APIKeys: []string{tc.apiKey}}},
+			Providers:  []*ProviderConfig{{Name: "p", DialectRaw: dialectJSON("openai"), BaseURLs: []string{tc.baseURL}, APIKeys: []string{tc.apiKey}}},
 		}
 		err := a.Provision(ctx)
 		switch {
@@ -254,15 +254,15 @@ func TestStorageBackends(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	for i, tc := range []struct {
-		storage  string
-		wantKey  string
+		storage string
+		wantKey string
 		wantErr string
 	}{
 		{``, "badger:" + filepath.Join(caddy.AppDataDir(), "air"), ""},
 		{`{"backend":"badger","dir":"` + dir + `"}`, "badger:" + dir, ""},
 		{`{"backend":"postgres","dsn":"postgres://air@db/air"}`, "postgres:", ""},
 		{`{"backend":"etcd"}`, "", `storage backend "etcd" is not supported (this build knows badger, postgres)`},
-		{`{"dir":"/var/lib/air"}`, "", `storage backend "" is not supported (this build knows badger, postgres)`},
+		{`{"dir":"/var/lib/air"}`, "", `storage backend is required (this build knows badger, postgres)`},
 		{`{"backend":"badger","dsn":"host=db"}`, "", `unknown field "dsn"`},
 		{`{"backend":"postgres","dsn":"host=db","dir":"/x"}`, "", `unknown field "dir"`},
 		{`{"backend":"postgres"}`, "", "storage postgres: a connection string is required"},

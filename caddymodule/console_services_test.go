@@ -186,7 +186,7 @@ func TestConsoleProvidersHideSecrets(t *testing.T) {
 	t.Cleanup(cancel)
 	a := &App{
 		StorageRaw: badgerJSON(t.TempDir()),
-		Providers: []*ProviderConfig{{Name: "p", Protocol: "openai",
+		Providers: []*ProviderConfig{{Name: "p", DialectRaw: dialectJSON("openai"),
 			BaseURLs: []string{"https://user:hunter2@up.example/v1?api-key=sk-in-query#frag"}, APIKeys: []string{"sk-secret-1"}}},
 	}
 	if err := a.Provision(ctx); err != nil {

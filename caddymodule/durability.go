@@ -49,4 +49,3 @@ func (a *App) applyDurability(st *state) {
 		g.SetGather(ig.Gather(d == billing.DurabilityStrict))
 	}
 }
-

@@ -62,33 +62,3 @@ func toOption(s string) bool {
 	}
 	return false
 }
-
-// parseHealthCheck reads `health_check [<path>] [{ path, interval, timeout }]`.
-func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheckConfig, error) {
-	hc := &HealthCheckConfig{}
-	if d.NextArg() {
-		hc.Path = d.Val()
-		if d.NextArg() {
-			return nil, d.ArgErr()
-		}
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "path":
-			if !d.AllArgs(&hc.Path) {
-				return nil, d.ArgErr()
-			}
-		case "interval":
-			hc.Interval, err = parseDuration(d)
-		case "timeout":
-			hc.Timeout, err = parseDuration(d)
-		default:
-			return nil, d.Errf("unrecognized health_check option %q", d.Val())
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return hc, nil
-}

@@ -81,7 +81,7 @@ func TestTryTimeoutConfig(t *testing.T) {
 	} {
 		a := &App{
 			StorageRaw: badgerJSON(t.TempDir()),
-			Providers: []*ProviderConfig{{Name: "p", Protocol: "openai", BaseURLs: []string{"http://a/v1"},
+			Providers: []*ProviderConfig{{Name: "p", DialectRaw: dialectJSON("openai"), BaseURLs: []string{"http://a/v1"},
 				TryTimeout: caddy.Duration(tc.try), Timeout: caddy.Duration(tc.timeout)}},
 		}
 		err := a.Provision(ctx)

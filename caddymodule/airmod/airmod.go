@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/providers"
@@ -112,6 +113,9 @@ func CheckKnown(what, namespace, name string) error {
 		return nil
 	}
 	known := Known(namespace)
+	if name == "" {
+		return fmt.Errorf("%s is required (this build knows %s)", what, strings.Join(known, ", "))
+	}
 	if len(known) == 0 {
 		return fmt.Errorf("%s %q is not supported: this build has no %s modules", what, name, namespace)
 	}
@@ -149,4 +153,28 @@ func ExpandOptional(repl *caddy.Replacer, s string) (string, error) {
 		return "", nil
 	}
 	return Expand(repl, s)
+}
+
+// ParseSettings reads the settings of a dialect from d, which holds the
+// options of a provider block that the app did not read itself, each
+// with its one argument: set receives each option's name and argument,
+// and reports whether the dialect has that setting.
+func ParseSettings(d *caddyfile.Dispenser, protocol string, set func(name, value string) bool) error {
+	for d.Next() {
+		name := d.Val()
+		var v string
+		if !d.AllArgs(&v) {
+			return d.ArgErr()
+		}
+		if !set(name, v) {
+			return NotASetting(d, name, protocol)
+		}
+	}
+	return nil
+}
+
+// NotASetting is the error of a provider option that neither the app nor
+// the provider's dialect reads.
+func NotASetting(d *caddyfile.Dispenser, name, protocol string) error {
+	return d.Errf("%s is not a setting of %s providers", name, protocol)
 }
