@@ -112,20 +112,6 @@ func parseDialect(d *caddyfile.Dispenser, protocol string, rest []caddyfile.Toke
 	return caddyconfig.JSONModuleObject(mod, "protocol", protocol, nil), nil
 }
 
-// parseInt reads the option's one argument, an integer.
-func parseInt(d *caddyfile.Dispenser) (int, error) {
-	name := d.Val()
-	var s string
-	if !d.AllArgs(&s) {
-		return 0, d.ArgErr()
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, d.Errf("%s: want an integer, got %q", name, s)
-	}
-	return n, nil
-}
-
 // parseHealthCheck reads `health_check [<path>] [{ path, interval, timeout }]`.
 func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheckConfig, error) {
 	hc := &HealthCheckConfig{}

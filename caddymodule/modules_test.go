@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	_ "github.com/caddy-air/caddy-air/caddymodule/dialects/azure"
@@ -26,6 +27,17 @@ func badgerJSON(dir string) json.RawMessage {
 // settings of its own.
 func dialectJSON(protocol string) json.RawMessage {
 	return json.RawMessage(`{"protocol":"` + protocol + `"}`)
+}
+
+// loadCaddyfile parses in, an air option block, and if it parses,
+// provisions and validates the config it adapts to, as `caddy validate`
+// does: the Caddyfile only parses, so a value out of range passes the
+// parser and fails here.
+func loadCaddyfile(in string) error {
+	if err := new(App).UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
+		return err
+	}
+	return validateCaddyfile("{\n" + in + "\n}")
 }
 
 // openBadger provisions the Badger backend of dir, as the app does.

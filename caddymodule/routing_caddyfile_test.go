@@ -57,7 +57,7 @@ func TestModelToSyntax(t *testing.T) {
 		"air {\nmodel m p {\nmax_output_tokens 0\n}\n}",
 		"air {\nprovider p {\nprotocol openai\nbase_url http://a\ntry_timeout 0s\n}\n}",
 	} {
-		if err := new(App).UnmarshalCaddyfile(caddyfile.NewTestDispenser(bad)); err == nil {
+		if err := loadCaddyfile(bad); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
 	}

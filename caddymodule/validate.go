@@ -11,11 +11,12 @@ import (
 
 // checkConfig checks the ranges and combinations of the air app's
 // settings that Validate's checks do not cover, whatever wrote the
-// config: the Caddyfile's parsers run the same checks (so that their
-// errors name a line), and a JSON config or an admin /load gets the same
-// messages. It runs first in Provision, before defaults fill the zero
-// values in and before the routing table is built from the providers
-// and models.
+// config: the Caddyfile only parses (caddyfile_*.go), so a Caddyfile, a
+// JSON config and an admin /load get the same checks and messages. The
+// storage backend and the providers' dialects check their own settings
+// when they are loaded. It runs first in Provision, before defaults fill
+// the zero values in and before the routing table is built from the
+// providers and models.
 func (a *App) checkConfig() error {
 	if err := positive("ledger_retention", a.LedgerRetention); err != nil {
 		return err

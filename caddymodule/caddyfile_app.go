@@ -10,7 +10,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
-	"github.com/caddy-air/caddy-air/tasks"
 )
 
 func init() {
@@ -140,16 +139,13 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&a.LedgerDurability) {
 				return d.ArgErr()
 			}
-			if _, derr := a.durability(); derr != nil {
-				return d.Err(derr.Error())
-			}
 		case "ledger_commit_interval":
 			var s string
 			if !d.AllArgs(&s) {
 				return d.ArgErr()
 			}
 			ci, perr := caddy.ParseDuration(s)
-			if perr != nil || ci < 0 {
+			if perr != nil {
 				return d.Errf("ledger_commit_interval: bad duration %q", s)
 			}
 			a.LedgerCommitInterval = (*caddy.Duration)(&ci)
@@ -221,108 +217,6 @@ func (a *App) parseStorage(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func (a *App) parseModel(d *caddyfile.Dispenser) error {
-	m := &ModelConfig{}
-	args := d.RemainingArgs()
-	switch len(args) {
-	case 3:
-		m.UpstreamModel = args[2]
-		fallthrough
-	case 2:
-		m.Provider = args[1]
-		fallthrough
-	case 1:
-		m.Pattern = args[0]
-	default:
-		return d.Errf("model: want <id|glob> [<provider> [<upstream_model>]], got %d arguments", len(args))
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "to":
-			var dc *DeploymentConfig
-			if dc, err = parseTo(d); err == nil {
-				m.Deployments = append(m.Deployments, dc)
-			}
-		case "fallback":
-			fs := d.RemainingArgs()
-			if len(fs) == 0 {
-				return d.ArgErr()
-			}
-			m.Fallbacks = append(m.Fallbacks, fs...)
-		case "lb_policy":
-			if !d.AllArgs(&m.LBPolicy) {
-				return d.ArgErr()
-			}
-		case "kind":
-			if !d.AllArgs(&m.Kind) {
-				return d.ArgErr()
-			}
-		case "sizes":
-			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
-		case "formats":
-			fs := d.RemainingArgs()
-			if len(fs) == 0 {
-				return d.ArgErr()
-			}
-			m.Formats = append(m.Formats, fs...)
-		case "typical_duration":
-			m.TypicalDuration, err = parseDuration(d)
-		case "max_output_tokens":
-			m.MaxOutputTokens, err = parsePositiveInt(d)
-		case "drop_params":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			m.DropParams = true
-		default:
-			return d.Errf("unrecognized model option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := m.check(); err != nil {
-		return d.Err(err.Error())
-	}
-	a.Models = append(a.Models, m)
-	return nil
-}
-
-func (a *App) parseTasks(d *caddyfile.Dispenser) error {
-	a.Tasks = &TasksConfig{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "ttl":
-			a.Tasks.TTL, err = parseDuration(d)
-		case "media_ttl":
-			a.Tasks.MediaTTL, err = parseDuration(d)
-		case "poll_interval":
-			a.Tasks.PollInterval, err = parseDuration(d)
-		case "max_concurrent_creates":
-			a.Tasks.MaxConcurrentCreates, err = parsePositiveInt(d)
-		case "lease":
-			a.Tasks.Lease, err = parseDuration(d)
-		case "media_fetch_allow":
-			allow := d.RemainingArgs()
-			if len(allow) == 0 {
-				return d.ArgErr()
-			}
-			if err := tasks.CheckMediaFetchAllow(allow); err != nil {
-				return d.Err(err.Error())
-			}
-			a.Tasks.MediaFetchAllow = append(a.Tasks.MediaFetchAllow, allow...)
-		default:
-			return d.Errf("unrecognized tasks option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // parseSize reads one positive size argument, such as 16MiB.
 func parseSize(d *caddyfile.Dispenser) (int64, error) {
 	name := d.Val()
@@ -353,3 +247,17 @@ func parseDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 
 // Interface guard.
 var _ caddyfile.Unmarshaler = (*App)(nil)
+
+// parseInt reads the option's one argument, an integer.
+func parseInt(d *caddyfile.Dispenser) (int, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, d.Errf("%s: want an integer, got %q", name, s)
+	}
+	return n, nil
+}
