@@ -23,7 +23,7 @@ import (
 // directory as the running one, for the admin API, and returns its state.
 func auditTestState(t *testing.T) (*App, *state) {
 	t.Helper()
-	st, err := openState(&Storage{Backend: backendBadger, Dir: t.TempDir()}, 0, 0, zap.NewNop())
+	st, err := openState(openBadger(t, t.TempDir()), 0, 0, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

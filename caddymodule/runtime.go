@@ -117,7 +117,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 // the alerts until ctx is done. The pollers resume the running tasks and
 // pending responses of the store, so both survive reloads and restarts.
 func (a *App) runBackground(ctx context.Context, rt *runtime) {
-	if a.Storage.Backend == backendPostgres {
+	if a.storage.Shared() {
 		go a.settleTakenOver(ctx, rt)
 	}
 	go a.router.RunHealthChecks(ctx, upstream.Prober(a.Transport()))
@@ -232,8 +232,8 @@ func (a *App) taskAttempts() upstream.Observer {
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {
 	a.logger.Info("air app started",
-		zap.String("storage", a.Storage.Backend),
-		zap.String("dir", a.Storage.Dir),
+		zap.String("storage", storageName(a.storage)),
+		zap.String("dir", a.storage.Directory()),
 		zap.Int("providers", len(a.Providers)),
 		zap.Int("models", len(a.Models)),
 		zap.Bool("priced", a.Prices != ""))
