@@ -56,10 +56,13 @@ func (Messages) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI chat completions.
 func (h *Chat) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: "chat", path: "/chat/completions",
-		kind: providers.KindChat, inspect: chatproxy.InspectChat, client: translate.Chat,
-	})
+	return h.provision(ctx, chatSpec)
+}
+
+// chatSpec is air_chat's protocol.
+var chatSpec = protocolSpec{
+	protocol: chatproxy.OpenAI, endpoint: "chat", path: "/chat/completions",
+	kind: providers.KindChat, inspect: chatproxy.InspectChat, client: translate.Chat,
 }
 
 // Provision sets the handler up for Anthropic messages.
@@ -121,13 +124,18 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 	if err != nil {
 		return err
 	}
-	h.spec, h.app, h.log = spec, app, ctx.Logger()
+	h.setup(app, ctx.Logger(), spec)
+	return nil
+}
+
+// setup sets the handler up for spec on app.
+func (h *proxyHandler) setup(app *App, log *zap.Logger, spec protocolSpec) {
+	h.spec, h.app, h.log = spec, app, log
 	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker,
 		Router: app.router}
 	if app.metrics != nil {
 		h.proxy.Attempts = app.metrics
 	}
-	return nil
 }
 
 // ServeHTTP validates, admits, proxies and settles one request. Its
