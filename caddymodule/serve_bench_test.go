@@ -90,6 +90,6 @@ func benchChat(b *testing.B) (caddyhttp.MiddlewareHandler, *keys.Key) {
 // newChatHandler is air_chat set up on a.
 func newChatHandler(_ *testing.B, _ caddy.Context, a *App) caddyhttp.MiddlewareHandler {
 	h := new(Chat)
-	h.setup(a, zap.NewNop(), chatSpec)
+	h.setup(a, zap.NewNop(), chatEndpoint)
 	return h
 }

@@ -56,6 +56,9 @@ func (h *Tasks) Provision(ctx caddy.Context) (err error) {
 // ServeHTTP dispatches on method and path.
 func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
