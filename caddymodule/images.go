@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -73,14 +74,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		h.app.observeRefusal(w, r, mr, airmetrics.EndpointImages, err)
 		return respondError(w, r, err)
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return refuse(apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
-	}
-	key, st, rt, aerr := h.app.caller(r)
-	if aerr == nil {
-		aerr = checkBody(r)
-	}
+	key, st, rt, aerr := h.accept(w, r)
 	if aerr != nil {
 		return refuse(aerr)
 	}
@@ -111,6 +105,20 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		User: task.User, KeyID: task.KeyID}
 	defer func() { q.Duration = sinceStart(arrived); mr.Observe(&q) }()
 	return h.answer(w, r, rt, task, req.format, &q)
+}
+
+// accept checks the method (POST), the caller and the body's content
+// type.
+func (h *Images) accept(w http.ResponseWriter, r *http.Request) (*keys.Key, *state, *runtime, *apierror.Error) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return nil, nil, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint")
+	}
+	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
+	return key, st, rt, aerr
 }
 
 // imagesRequest is what the gateway read of an images request.

@@ -16,6 +16,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/gateway"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -115,12 +116,25 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if rb != nil {
 		defer rb.release()
 	}
+	reservation, rec, err := h.admit(w, r, key, st, rt, call)
+	if err != nil {
+		return h.refuse(w, r, nil, err)
+	}
+	res := h.proxy.Serve(w, r, call)
+	defer res.Close()
+	return h.settle(w, r, reservation, rec, &res, arrived)
+}
+
+// admit checks the storage, admits the request as one of BillAs, names
+// it and writes its intent.
+func (h *Passthrough) admit(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime, call *chatproxy.Call) (
+	*billing.Reservation, billing.Record, error) {
 	if aerr := st.guard.check(); aerr != nil {
-		return h.refuse(w, r, nil, aerr)
+		return nil, billing.Record{}, aerr
 	}
 	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
 	if aerr != nil {
-		return h.refuse(w, r, nil, aerr)
+		return nil, billing.Record{}, aerr
 	}
 	call.RequestID = requestIDOf(w, r)
 	rec := billing.Record{ID: call.RequestID, Time: time.Now().UTC(), Endpoint: billing.EndpointPassthrough, User: key.User,
@@ -128,11 +142,9 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if err := reservation.Intend(rec); err != nil {
 		reservation.Release()
 		h.log.Error("recording a request's intent", zap.String("request_id", call.RequestID), zap.Error(err))
-		return h.refuse(w, r, nil, gateway.ErrStorage)
+		return nil, billing.Record{}, gateway.ErrStorage
 	}
-	res := h.proxy.Serve(w, r, call)
-	defer res.Close()
-	return h.settle(w, r, reservation, rec, &res, arrived)
+	return reservation, rec, nil
 }
 
 // call is the upstream call of a request, its path below the prefix

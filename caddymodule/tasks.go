@@ -76,23 +76,9 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case r.Method == http.MethodPost && id == "":
 		return h.create(w, r, key, st, rt)
 	case read && id != "":
-		task, aerr := rt.tasks.Get(r.Context(), owner, id)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		h.app.countRead(r, h.app.metricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
-		return writeJSON(w, http.StatusOK, task.QueryView())
+		return h.get(w, r, rt, owner, id)
 	case read:
-		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		h.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
-		return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
+		return h.list(w, r, rt, owner)
 	default:
 		allow := "GET, HEAD, POST"
 		if id != "" {
@@ -102,6 +88,30 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
 	}
+}
+
+// get serves GET /v1/tasks/{id}.
+func (h *Tasks) get(w http.ResponseWriter, r *http.Request, rt *runtime, owner tasks.Owner, id string) error {
+	task, aerr := rt.tasks.Get(r.Context(), owner, id)
+	if aerr != nil {
+		return h.app.refuseRead(w, r, nil, aerr)
+	}
+	h.app.countRead(r, h.app.metricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
+	return writeJSON(w, http.StatusOK, task.QueryView())
+}
+
+// list serves GET /v1/tasks.
+func (h *Tasks) list(w http.ResponseWriter, r *http.Request, rt *runtime, owner tasks.Owner) error {
+	limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
+	if aerr != nil {
+		return h.app.refuseRead(w, r, nil, aerr)
+	}
+	page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
+	if aerr != nil {
+		return h.app.refuseRead(w, r, nil, aerr)
+	}
+	h.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
+	return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
 }
 
 // create serves POST /v1/tasks.
