@@ -23,6 +23,8 @@ func init() {
 	caddy.RegisterModule(Speech{})
 	caddy.RegisterModule(Transcriptions{})
 	caddy.RegisterModule(Translations{})
+	gateway.RegisterKind(providers.KindSpeech, "POST /v1/audio/speech")
+	gateway.RegisterKind(providers.KindTranscription, "POST /v1/audio/transcriptions")
 	httpcaddyfile.RegisterHandlerDirective("air_speech", parseHandler[Speech])
 	httpcaddyfile.RegisterHandlerDirective("air_transcriptions", parseHandler[Transcriptions])
 	httpcaddyfile.RegisterHandlerDirective("air_translations", parseHandler[Translations])

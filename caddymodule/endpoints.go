@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/gateway"
@@ -16,6 +17,9 @@ func init() {
 	caddy.RegisterModule(Embeddings{})
 	caddy.RegisterModule(CountTokens{})
 	caddy.RegisterModule(Moderations{})
+	gateway.RegisterKind(providers.KindEmbedding, "POST /v1/embeddings")
+	gateway.RegisterKind(providers.KindModeration, "POST /v1/moderations")
+	airmetrics.RegisterEndpoint(billing.EndpointModerations, "moderations", providers.KindModeration)
 	httpcaddyfile.RegisterHandlerDirective("air_embeddings", parseHandler[Embeddings])
 	httpcaddyfile.RegisterHandlerDirective("air_count_tokens", parseHandler[CountTokens])
 	httpcaddyfile.RegisterHandlerDirective("air_moderations", parseHandler[Moderations])

@@ -22,6 +22,8 @@ import (
 
 func init() {
 	caddy.RegisterModule(Chat{})
+	gateway.RegisterKind(providers.KindChat, "POST /v1/chat/completions")
+	gateway.RegisterKind(providers.KindMessages, "POST /v1/messages")
 	caddy.RegisterModule(Messages{})
 	httpcaddyfile.RegisterHandlerDirective("air_chat", parseHandler[Chat])
 	httpcaddyfile.RegisterHandlerDirective("air_messages", parseHandler[Messages])

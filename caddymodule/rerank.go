@@ -15,6 +15,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(Rerank{})
+	gateway.RegisterKind(providers.KindRerank, "POST /v1/rerank")
 	httpcaddyfile.RegisterHandlerDirective("air_rerank", parseHandler[Rerank])
 	httpcaddyfile.RegisterDirectiveOrder("air_rerank", httpcaddyfile.Before, "respond")
 }

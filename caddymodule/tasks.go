@@ -15,14 +15,18 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
 func init() {
 	caddy.RegisterModule(Tasks{})
+	gateway.RegisterKind(providers.KindImage, "POST /v1/tasks")
+	gateway.RegisterKind(providers.KindVideo, "POST /v1/tasks")
 	caddy.RegisterModule(Media{})
 	httpcaddyfile.RegisterHandlerDirective("air_tasks", parseHandler[Tasks])
 	httpcaddyfile.RegisterHandlerDirective("air_media", parseHandler[Media])

@@ -136,24 +136,26 @@ func WithArticle(kind string) string {
 	return "a " + kind
 }
 
-// EndpointFor names the endpoint that serves a model kind.
-func EndpointFor(kind string) string {
-	switch kind {
-	case providers.KindMessages:
-		return "POST /v1/messages"
-	case providers.KindImage, providers.KindVideo:
-		return "POST /v1/tasks"
-	case providers.KindEmbedding:
-		return "POST /v1/embeddings"
-	case providers.KindModeration:
-		return "POST /v1/moderations"
-	case providers.KindSpeech:
-		return "POST /v1/audio/speech"
-	case providers.KindTranscription:
-		return "POST /v1/audio/transcriptions"
-	case providers.KindRerank:
-		return "POST /v1/rerank"
-	default:
-		return "POST /v1/chat/completions"
+// kindRoutes are the routes that serve each model kind
+// (RegisterKind); written only by init functions, read after.
+var kindRoutes = map[string]string{}
+
+// RegisterKind records route ("POST /v1/moderations") as the one that
+// serves models of kind, named in the error of a request that sends such
+// a model to another endpoint. It is called by the init function of the
+// module that serves the route, and panics on a kind registered twice.
+func RegisterKind(kind, route string) {
+	if _, ok := kindRoutes[kind]; ok {
+		panic("gateway: kind " + kind + " registered twice")
 	}
+	kindRoutes[kind] = route
+}
+
+// EndpointFor names the endpoint that serves a model kind: the route
+// registered for it, else chat completions.
+func EndpointFor(kind string) string {
+	if route, ok := kindRoutes[kind]; ok {
+		return route
+	}
+	return "POST /v1/chat/completions"
 }
