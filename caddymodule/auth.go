@@ -31,8 +31,10 @@ func init() {
 // form where an endpoint takes one (gateway.BodyPolicy, checkBody).
 type Auth struct {
 	// AnyBody lets requests with a body of any content type through to
-	// air_passthrough, for provider APIs that take more than JSON.
-	// Default: false, JSON only (and multipart forms on file uploads).
+	// the handlers that take more than JSON (air_passthrough, for provider
+	// APIs); the model endpoints (chat, messages, embeddings…) keep their
+	// own body policy. Default: false, JSON only (and multipart forms on
+	// file uploads).
 	AnyBody bool `json:"any_body,omitempty"`
 
 	app *App
