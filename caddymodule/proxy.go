@@ -22,9 +22,9 @@ import (
 
 func init() {
 	caddy.RegisterModule(Chat{})
+	caddy.RegisterModule(Messages{})
 	gateway.RegisterKind(providers.KindChat, "POST /v1/chat/completions")
 	gateway.RegisterKind(providers.KindMessages, "POST /v1/messages")
-	caddy.RegisterModule(Messages{})
 	httpcaddyfile.RegisterHandlerDirective("air_chat", parseHandler[Chat])
 	httpcaddyfile.RegisterHandlerDirective("air_messages", parseHandler[Messages])
 	httpcaddyfile.RegisterDirectiveOrder("air_chat", httpcaddyfile.Before, "respond")
