@@ -61,8 +61,12 @@ type Endpoint struct {
 // bodies. (One field of Endpoint, so that a dialect value can take its
 // place.)
 type Wire struct {
+	// Protocol selects the error shape, the credentials and the usage
+	// format.
 	Protocol chatproxy.Protocol
-	Inspect  func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
+	// Inspect validates a JSON body and reads what the gateway needs of
+	// it (nil for a multipart endpoint).
+	Inspect func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
 }
 
 // BillingMode says whether an endpoint's requests leave ledger records.

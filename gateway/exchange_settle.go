@@ -18,8 +18,10 @@ import (
 // StatusError is an error the engine returns with the status its answer
 // had, for the host's error log and error routes (caddyhttp.Error).
 type StatusError struct {
+	// Status is the answer's HTTP status.
 	Status int
-	Err    error
+	// Err is the cause, for the error log.
+	Err error
 }
 
 // Error implements error.
