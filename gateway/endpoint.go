@@ -37,6 +37,9 @@ type Endpoint struct {
 	Billing Billing
 	// Body is what the endpoint accepts as a request body and answers.
 	Body BodyPolicy
+	// The hooks below get the exchange while it runs; none may keep it
+	// past its call (the engine reuses it once the exchange ended).
+
 	// Check, when set, refuses a request the model's route does not
 	// allow, before admission (a speech format the model lacks).
 	Check func(in chatproxy.Inspected, route *providers.Route) *apierror.Error
