@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-air/caddy-air/alerts"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
@@ -48,7 +49,7 @@ const (
 	stopFlushTimeout = 10 * time.Second
 	// ledgerWait bounds how long the end of a response waits for its
 	// record to be durable; past it the client gets an error instead.
-	ledgerWait = 10 * time.Second
+	ledgerWait = gateway.LedgerWait
 )
 
 // App is the `air` app: it owns the state shared by caddy-air's handlers

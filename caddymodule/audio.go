@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -22,6 +23,8 @@ func init() {
 	caddy.RegisterModule(Speech{})
 	caddy.RegisterModule(Transcriptions{})
 	caddy.RegisterModule(Translations{})
+	gateway.RegisterKind(providers.KindSpeech, "POST /v1/audio/speech")
+	gateway.RegisterKind(providers.KindTranscription, "POST /v1/audio/transcriptions")
 	httpcaddyfile.RegisterHandlerDirective("air_speech", parseHandler[Speech])
 	httpcaddyfile.RegisterHandlerDirective("air_transcriptions", parseHandler[Transcriptions])
 	httpcaddyfile.RegisterHandlerDirective("air_translations", parseHandler[Translations])
@@ -62,19 +65,21 @@ func (Translations) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI transcriptions.
 func (h *Transcriptions) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, transcriptionSpec(billing.EndpointTranscriptions, "/audio/transcriptions"))
+	return h.provision(ctx, transcriptionEndpoint(billing.EndpointTranscriptions, "/audio/transcriptions"))
 }
 
 // Provision sets the handler up for OpenAI translations.
 func (h *Translations) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, transcriptionSpec(billing.EndpointTranslations, "/audio/translations"))
+	return h.provision(ctx, transcriptionEndpoint(billing.EndpointTranslations, "/audio/translations"))
 }
 
-// transcriptionSpec is the spec of the speech to text endpoints.
-func transcriptionSpec(endpoint, path string) protocolSpec {
-	return protocolSpec{
-		protocol: chatproxy.Transcript, endpoint: endpoint, path: path, kind: providers.KindTranscription,
-		multipart: true, maxBody: maxUpload, usage: transcriptionUsage,
+// transcriptionEndpoint is the endpoint of speech to text.
+func transcriptionEndpoint(name, path string) gateway.Endpoint {
+	return gateway.Endpoint{
+		Name: name, Path: path, Kind: providers.KindTranscription,
+		Wire:    gateway.Wire{Protocol: chatproxy.Transcript},
+		Billing: gateway.Billing{Usage: transcriptionUsage},
+		Body:    gateway.BodyPolicy{Multipart: true, MaxBody: maxUpload},
 	}
 }
 
@@ -118,10 +123,12 @@ func (Speech) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI speech.
 func (h *Speech) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: billing.EndpointSpeech, path: "/audio/speech",
-		kind: providers.KindSpeech, inspect: chatproxy.InspectSpeech, noOutput: true,
-		usage: speechUsage, check: speechFormat, binary: true,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: billing.EndpointSpeech, Path: "/audio/speech", Kind: providers.KindSpeech,
+		Wire:    gateway.Wire{Protocol: chatproxy.OpenAI, Inspect: chatproxy.InspectSpeech},
+		Billing: gateway.Billing{NoOutput: true, Usage: speechUsage},
+		Body:    gateway.BodyPolicy{Binary: true},
+		Check:   speechFormat,
 	})
 }
 

@@ -18,12 +18,12 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/upstream"
 )
@@ -44,9 +44,9 @@ const (
 // model, else (openai, azure, bedrock, dashscope) the prompt estimate the
 // gateway admits requests on, marked by TokenCountHeader. Either way the
 // request counts against the rate limits, and leaves no ledger record.
-func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in chatproxy.Inspected,
-	route *providers.Route, reservation *billing.Reservation) error {
-	wire := wireOf(route)
+func (h *CountTokens) countTokens(x *gateway.Exchange) error {
+	w, r, body, in, route, reservation := x.W, x.R, x.Body.Bytes(), x.In, x.Route, x.Reservation
+	wire := gateway.WireOf(route)
 	if wire != translate.Gemini && wire != translate.Vertex {
 		reservation.ReleaseCost()
 		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
@@ -58,7 +58,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
-		return h.refuse(w, r, h.app.metrics.Route(route.Pattern), err)
+		return x.Refuse(err)
 	}
 	// The provider answered: a count, or its refusal.
 	reservation.ReleaseCost()
@@ -67,7 +67,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
 	}
 	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
-	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.Engine().Endpoint.Name, Outcome: outcome, Status: status, Duration: sinceStart(start)})
 	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))
@@ -98,12 +98,12 @@ func writeCount(w http.ResponseWriter, n int64) error {
 func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string, route *providers.Route) (int64, error) {
 	x, err := translate.For(translate.Messages, wire).Request(body, translate.Options{DropParams: true, MaxTokens: 1})
 	if err != nil {
-		return 0, translationError(err)
+		return 0, gateway.TranslationError(err)
 	}
 	model := x.Model(route.UpstreamModel)
 	gb, err := x.Body(route.UpstreamModel)
 	if err != nil {
-		return 0, translationError(err)
+		return 0, gateway.TranslationError(err)
 	}
 	var cb []byte
 	if wire == translate.Gemini {

@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"fmt"
@@ -23,8 +23,8 @@ import (
 // translated fallbacks, tried only when it fails, answer a background
 // request in the foreground, and are never tried for a continued
 // response, which is pinned to its deployment.
-func (h *proxyHandler) refuseStateful(body []byte, in chatproxy.Inspected, route *providers.Route) *apierror.Error {
-	if h.spec.protocol != chatproxy.Responses || h.translator(route) == nil {
+func (e *Engine) refuseStateful(body []byte, in chatproxy.Inspected, route *providers.Route) *apierror.Error {
+	if e.Endpoint.Wire.Protocol != chatproxy.Responses || e.translator(route) == nil {
 		return nil
 	}
 	param := ""

@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"testing"
@@ -14,13 +14,13 @@ import (
 // provider; the stateful parameters are refused on a translated model
 // only.
 func TestResponsesWire(t *testing.T) {
-	resp := &proxyHandler{spec: protocolSpec{protocol: chatproxy.Responses, client: translate.Responses}}
-	chat := &proxyHandler{spec: protocolSpec{protocol: chatproxy.OpenAI, client: translate.Chat}}
+	resp := &Engine{Endpoint: Endpoint{Wire: Wire{Protocol: chatproxy.Responses}, Client: translate.Responses}}
+	chat := &Engine{Endpoint: Endpoint{Wire: Wire{Protocol: chatproxy.OpenAI}, Client: translate.Chat}}
 	route := func(protocol, kind string) *providers.Route {
 		return &providers.Route{Kind: kind, Provider: &providers.Provider{Name: "p", Protocol: protocol}}
 	}
 	for i, tc := range []struct {
-		h             *proxyHandler
+		h             *Engine
 		route         *providers.Route
 		wire, provide string // provide: the translator's provider, "" for none
 	}{

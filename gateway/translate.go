@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"
@@ -12,11 +12,14 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// wireOf is the wire protocol a chat model of route is served in: a
+// wireMessages is the Messages wire protocol.
+const wireMessages = translate.Messages
+
+// WireOf is the wire protocol a chat model of route is served in: a
 // cloud provider's own (gemini, vertex), else Chat Completions for chat
 // models and Messages for messages models; "" for the other kinds, which
 // no translation reaches.
-func wireOf(route *providers.Route) string {
+func WireOf(route *providers.Route) string {
 	if p := route.Provider.Protocol; providers.IsCloud(p) {
 		return p
 	}
@@ -34,9 +37,9 @@ func wireOf(route *providers.Route) string {
 // Responses clients in Responses, which OpenAI speaks as well (a chat
 // model of another protocol, such as dashscope, speaks only Chat
 // Completions).
-func (h *proxyHandler) wire(route *providers.Route) string {
-	w := wireOf(route)
-	if h.spec.client == translate.Responses && w == translate.Chat && route.Provider != nil &&
+func (e *Engine) wire(route *providers.Route) string {
+	w := WireOf(route)
+	if e.Endpoint.Client == translate.Responses && w == translate.Chat && route.Provider != nil &&
 		route.Provider.Protocol == providers.ProtocolOpenAI {
 		return translate.Responses
 	}
@@ -45,15 +48,15 @@ func (h *proxyHandler) wire(route *providers.Route) string {
 
 // translator is the translation a request to route needs: nil when the
 // endpoint's protocol is the route's (pass-through) or none exists.
-func (h *proxyHandler) translator(route *providers.Route) *translate.Translator {
-	if h.spec.client == "" {
+func (e *Engine) translator(route *providers.Route) *translate.Translator {
+	if e.Endpoint.Client == "" {
 		return nil
 	}
-	wire := h.wire(route)
-	if wire == "" || wire == h.spec.client {
+	wire := e.wire(route)
+	if wire == "" || wire == e.Endpoint.Client {
 		return nil
 	}
-	return translate.For(h.spec.client, wire)
+	return translate.For(e.Endpoint.Client, wire)
 }
 
 // protocolOf is the proxy's protocol of a wire protocol, which selects
@@ -68,7 +71,7 @@ func protocolOf(wire string) chatproxy.Protocol {
 // legs are the translations of one request, by provider wire protocol,
 // for a model (or a fallback of it) of another protocol than the client's.
 type legs struct {
-	h    *proxyHandler
+	e    *Engine
 	body []byte
 	in   chatproxy.Inspected
 	x    map[string]*translate.Exchange
@@ -79,27 +82,27 @@ type legs struct {
 // honour, unless its model drops it). It returns nil when every target
 // speaks the client's protocol and is reached at its base URL and path:
 // the request then passes through as it is.
-func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
+func (e *Engine) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
 	var lg *legs
 	add := func(r *providers.Route) *apierror.Error {
-		tr := h.translator(r)
+		tr := e.translator(r)
 		if tr == nil {
 			// A provider of the client's protocol whose endpoint builds
 			// its requests (azure): passed through, on a leg.
 			if lg == nil && r.Provider.Endpoint != nil {
-				lg = &legs{h: h, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+				lg = &legs{e: e, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
 			}
 			return nil
 		}
 		if lg == nil {
-			lg = &legs{h: h, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+			lg = &legs{e: e, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
 		}
 		if _, ok := lg.x[tr.Provider]; ok {
 			return nil
 		}
 		x, err := tr.Request(body, translate.Options{DropParams: r.DropParams, MaxTokens: r.MaxTokens})
 		if err != nil {
-			return translationError(err)
+			return TranslationError(err)
 		}
 		lg.x[tr.Provider] = x
 		return nil
@@ -108,7 +111,7 @@ func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *provi
 		return nil, aerr
 	}
 	for _, f := range route.Fallbacks {
-		if fr, err := h.app.Routes().Lookup(f); err == nil {
+		if fr, err := e.Routes.Lookup(f); err == nil {
 			if aerr := add(fr); aerr != nil {
 				return nil, aerr
 			}
@@ -117,9 +120,9 @@ func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *provi
 	return lg, nil
 }
 
-// translationError is the client's error for a request that cannot be
+// TranslationError is the client's error for a request that cannot be
 // translated.
-func translationError(err error) *apierror.Error {
+func TranslationError(err error) *apierror.Error {
 	var ue *translate.UnsupportedError
 	if errors.As(err, &ue) {
 		return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "unsupported_parameter", err.Error()).WithParam(ue.Param)
@@ -134,7 +137,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		if x, ok := lg.x[lg.h.wire(t.Route)]; ok {
+		if x, ok := lg.x[lg.e.wire(t.Route)]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {
 				return nil, err
@@ -148,11 +151,11 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 			}
 			return l, nil
 		}
-		b, injected, err := chatproxy.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
+		b, injected, err := chatproxy.PrepareBody(lg.e.Endpoint.Wire.Protocol, lg.body, lg.in, t.UpstreamModel)
 		if err != nil {
 			return nil, err
 		}
-		l := &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}
+		l := &chatproxy.Leg{Protocol: lg.e.Endpoint.Wire.Protocol, Path: lg.e.Endpoint.Path, Body: b, StripUsage: injected}
 		if ep := t.Provider.Endpoint; ep != nil {
 			model, stream := t.UpstreamModel, lg.in.Stream
 			if model == "" {
@@ -164,15 +167,4 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		}
 		return l, nil
 	}
-}
-
-// finishTranslated ends the answer as finish does, through the writer
-// that wrote it, and then, for a translated one, writes its translated
-// end.
-func (h *proxyHandler) finishTranslated(r *http.Request, res *chatproxy.Result, settled error) error {
-	err := h.finish(res.Writer, r, res.Held, settled)
-	if tw, ok := res.Writer.(*translate.Writer); ok {
-		tw.Close()
-	}
-	return err
 }
