@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -56,7 +57,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 		return writeCount(w, chatproxy.EstimateRequest(in, 0).Input)
 	}
 	start := time.Now()
-	n, err := h.countGoogle(r.Context(), body, wire, requestIDOf(w, r), clientOf(r), in, route)
+	n, err := h.countGoogle(r.Context(), body, wire, route)
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
@@ -99,7 +100,7 @@ func writeCount(w http.ResponseWriter, n int64) error {
 // model's own deployments; a fallback counts another model's tokens, so
 // none is made. It returns an *apierror.Error for a request it cannot
 // translate or send, and a *dialect.Error for the provider's refusal.
-func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire, requestID, client string, in chatproxy.Inspected, route *providers.Route) (int64, error) {
+func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string, route *providers.Route) (int64, error) {
 	x, err := translate.For(translate.Messages, wire).Request(body, translate.Options{DropParams: true, MaxTokens: 1})
 	if err != nil {
 		return 0, translationError(err)
@@ -110,7 +111,12 @@ func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire, reque
 	}
 	c := counting{h: h, ctx: ctx, x: x, wire: wire}
 	run := upstream.Runner{Logger: h.proxy.Logger, Health: h.proxy.Health, Observer: h.proxy.Attempts}
-	spec := upstream.Spec{Operation: h.spec.endpoint, Model: in.Model, RequestID: requestID, Client: client}
+	// The request's id and key, which the handler set on its context.
+	spec := upstream.Spec{Operation: countOperation, Model: gjson.GetBytes(body, "model").String()}
+	spec.RequestID, _ = caddyhttp.GetVar(ctx, varRequestID).(string)
+	if k, _ := caddyhttp.GetVar(ctx, varKey).(*keys.Key); k != nil {
+		spec.Client = k.User
+	}
 	err = run.Run(ctx, router.Plan(routing.Request{Route: route}), &spec, &c)
 	var un *routing.Unavailable
 	switch {
@@ -129,6 +135,9 @@ func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire, reque
 	}
 	return 0, err
 }
+
+// countOperation names a count's attempts in spans, logs and health.
+const countOperation = "count_tokens"
 
 // Errors of a count.
 var (

@@ -83,7 +83,7 @@ func countEnv(t *testing.T, g, b *fakeCount) (*proxyHandler, *providers.Route) {
 func TestCountGoogleRoutes(t *testing.T) {
 	count := func(h *proxyHandler, route *providers.Route) (int64, error) {
 		return h.countGoogle(context.Background(), []byte(`{"model":"gem","max_tokens":1,"messages":[{"role":"user","content":"Hello"}]}`),
-			translate.Gemini, "req_1", "alice", chatproxy.Inspected{Model: "gem"}, route)
+			translate.Gemini, route)
 	}
 	status := func(err error) int {
 		var de *dialect.Error
