@@ -69,7 +69,7 @@ var _ upstream.Attempter = (*submission)(nil)
 // tg.
 func (sub *submission) Prepare(tg *routing.Target) error {
 	s, t, r := sub.s, sub.t, sub.r
-	c := &call{client: s.client, attempt: tg.Attempt, bases: tg.Provider.BaseURLs, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
+	c := &call{client: s.client, p: tg.Provider, attempt: tg.Attempt, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
 		buffers: s.buffers, provider: tg.Provider.Name, deployment: tg.Deployment()}
 	if tg.UpstreamModel != "" {
 		c.model = tg.UpstreamModel
