@@ -186,11 +186,11 @@ func TestPeerBugGeminiLastChunkAndThoughts(t *testing.T) {
 		{"usage with the finish reason", geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],"responseId":"r1"}`) +
 			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"responseId":"r1"}`) +
 			// The last chunk carries text, the finish reason and the usage.
-			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],` + usage + `,"responseId":"r1"}`)},
-		{"usage after the finish reason", geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],` + running + `,"responseId":"r1"}`) +
-			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],` + running + `,"responseId":"r1"}`) +
-			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],` + running + `,"responseId":"r1"}`) +
-			geminiChunk(`{` + usage + `,"modelVersion":"gemini-2.5-pro","responseId":"r1"}`)},
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],`+usage+`,"responseId":"r1"}`)},
+		{"usage after the finish reason", geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],`+running+`,"responseId":"r1"}`) +
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],`+running+`,"responseId":"r1"}`) +
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],`+running+`,"responseId":"r1"}`) +
+			geminiChunk(`{`+usage+`,"modelVersion":"gemini-2.5-pro","responseId":"r1"}`)},
 	} {
 		x := mustRequest(t, Chat, Gemini, `{"model":"g","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, Options{})
 		_, messages, err := transcoded(t, x, 200, http.Header{"Content-Type": {"text/event-stream"}}, tc.body)
