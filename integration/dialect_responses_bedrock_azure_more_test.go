@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -257,5 +258,58 @@ func TestDialectResponsesSDKBedrockAzureReasoningImage(t *testing.T) {
 			t.Errorf("Test %d: record %+v, the SDK saw %d/%d, %s reported %d/%d", i, rec, x.in, x.out, x.model, in, out)
 		}
 		checkBedrockCost(t, i, rec, new(big.Rat).SetFrac64(in*pin+out*pout, 100_000_000))
+	}
+}
+
+// TestDialectAzureAnswerNamesItsModel: a translated answer from Azure
+// names the model Azure reported (the deployed model's version), as a
+// Chat Completions client's passed-through answer does, never the
+// deployment or the client's alias; a stream's id and model come from
+// the answer's chunks, not from Azure's first chunk of content filter
+// results, which names neither. Each exchange is billed exactly.
+func TestDialectAzureAnswerNamesItsModel(t *testing.T) {
+	az := newAzureRecorder(t)
+	startGateway(t, gatewayOptions{MockOptions: bedrockMock,
+		Providers: fmt.Sprintf("provider az-rec {\n\t\t\tprotocol azure\n\t\t\tendpoint %s\n\t\t\tapi_key az-secret\n\t\t\tapi_version 2025-04-01-preview\n\t\t\tretries 0\n\t\t}", az.URL),
+		Models:    "model gpt-az az-rec gpt-4o-prod",
+		Prices:    `{"currency":"USD","models":{"gpt-az":{"tiers":[{"input":"2.5","output":"10"}]}}}`})
+	key, _ := createKey(t, "az-model")
+	oc, ac := openAIClient(key), anthropicClient(key)
+	ctx := context.Background()
+	const model = "gpt-4o-2024-11-20" // what the recorder's answers name
+
+	chat, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-az",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}})
+	if err != nil || chat.Model != model {
+		t.Fatalf("passed through: %v %+v", err, chat)
+	}
+	r, err := oc.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-az", Input: respInput(respUser("Hello"))})
+	if err != nil || r.Model != model || r.ID != "resp_az1" || r.OutputText() != "Hi from Azure" {
+		t.Fatalf("responses: %v %+v", err, r)
+	}
+	s, err := readRespStream(t, responses.ResponseNewParams{Model: "gpt-az", Input: respInput(respUser("Hello"))}, oc)
+	if err != nil || s.final.Model != model || s.final.ID != "resp_az2" || s.text != "Hi" || s.types[0] != "response.created" {
+		t.Fatalf("responses stream: %v %q %s", err, s.text, s.final.RawJSON())
+	}
+	stream := ac.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "gpt-az", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}})
+	var msg anthropic.Message
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil || string(msg.Model) != model || msg.ID != "chatcmpl-az2" || msg.Content[0].Text != "Hi" {
+		t.Fatalf("messages stream: %v %+v", err, msg)
+	}
+
+	// The JSON answers reported 11 and 4 tokens, the streams 9 and 1.
+	recs := waitLedger(t, "az-model", 4)
+	for i, want := range [][2]int64{{11, 4}, {11, 4}, {9, 1}, {9, 1}} {
+		rec := recs[i]
+		if rec.Outcome != "ok" || rec.Usage.Input != want[0] || rec.Usage.Output != want[1] || rec.Endpoint != []string{"chat", "responses", "responses", "messages"}[i] {
+			t.Errorf("Test %d: record %+v", i, rec)
+		}
+		checkBedrockCost(t, i, rec, new(big.Rat).SetFrac64(want[0]*250+want[1]*1000, 100_000_000))
 	}
 }
