@@ -52,6 +52,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			session_token <token>                 (bedrock)
 //			endpoint <url> [<url>…]               (azure: base_url)
 //			api_version <yyyy-mm-dd[-preview]>|v1 (azure)
+//			entra {                               (azure, in place of api_key)
+//				tenant_id <id>
+//				client_id <id>
+//				client_secret <secret>
+//				authority_host <url>
+//				managed_identity
+//			}
 //			timeout <duration>
 //			try_timeout <duration>
 //			retries <n>
@@ -249,6 +256,8 @@ func (a *App) parseProvider(d *caddyfile.Dispenser) error {
 			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
 		case "access_key_id", "secret_access_key", "session_token", "api_version":
 			err = parseBedrockAzureOption(d, p)
+		case "entra":
+			err = parseEntra(d, p)
 		case "api_key":
 			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
 		case "timeout":

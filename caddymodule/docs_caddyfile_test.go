@@ -32,6 +32,7 @@ var parserPages = map[string][]string{
 	"parseMockFault":          {"air_mock.md"},
 	"parseMockBedrock":        {"air_mock.md"},
 	"parseBedrockAzureOption": {"provider.md"},
+	"parseEntra":              {"provider.md"},
 	"parseMediaPath":          {"air_images.md", "air_tasks.md"},
 }
 

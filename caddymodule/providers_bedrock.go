@@ -41,6 +41,9 @@ func (a *App) provisionBedrockAzure(pc *ProviderConfig, p *providers.Provider, r
 		return fmt.Errorf("access_key_id, secret_access_key and session_token are bedrock settings, not %s ones", pc.Protocol)
 	}
 	if pc.Azure != nil && pc.Protocol != providers.ProtocolAzure {
+		if pc.Azure.Entra != nil {
+			return fmt.Errorf("entra is an azure setting, not a %s one", pc.Protocol)
+		}
 		return fmt.Errorf("api_version is an azure setting, not a %s one", pc.Protocol)
 	}
 	if pc.Project != "" || pc.CredentialsFile != "" || pc.TokenURL != "" {
@@ -53,7 +56,7 @@ func (a *App) provisionBedrockAzure(pc *ProviderConfig, p *providers.Provider, r
 		if pc.Region != "" {
 			return errors.New("region is not a setting of azure providers: the endpoint names the resource")
 		}
-		return a.provisionAzure(pc, p)
+		return a.provisionAzure(repl, pc, p)
 	}
 	return nil
 }
