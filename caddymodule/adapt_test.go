@@ -90,18 +90,19 @@ func TestCaddyfileAdapt(t *testing.T) {
 
 // adaptEnv are the variables the golden configs' placeholders name.
 var adaptEnv = map[string]string{
-	"AIR_PG_DSN":        "postgres://air@db.invalid/air",
-	"AIR_CSRF_SECRET":   "a-csrf-secret-of-at-least-32-characters",
-	"OPENAI_KEY_A":      "sk-a",
-	"OPENAI_KEY_B":      "sk-b",
-	"AZURE_KEY":         "az",
-	"ANTHROPIC_API_KEY": "sk-ant",
-	"DASHSCOPE_API_KEY": "sk-ds",
-	"AIR_AWS_KEY_ID":    "ASIAEXAMPLE",
-	"AIR_AWS_SECRET":    "aws-secret",
-	"AIR_AWS_TOKEN":     "aws-session-token",
-	"GEMINI_API_KEY":    "AIza-test",
-	"COHERE_API_KEY":    "co-test",
+	"AIR_PG_DSN":          "postgres://air@db.invalid/air",
+	"AIR_CSRF_SECRET":     "a-csrf-secret-of-at-least-32-characters",
+	"OPENAI_KEY_A":        "sk-a",
+	"OPENAI_KEY_B":        "sk-b",
+	"AZURE_KEY":           "az",
+	"AZURE_CLIENT_SECRET": "az-secret",
+	"ANTHROPIC_API_KEY":   "sk-ant",
+	"DASHSCOPE_API_KEY":   "sk-ds",
+	"AIR_AWS_KEY_ID":      "ASIAEXAMPLE",
+	"AIR_AWS_SECRET":      "aws-secret",
+	"AIR_AWS_TOKEN":       "aws-session-token",
+	"GEMINI_API_KEY":      "AIza-test",
+	"COHERE_API_KEY":      "co-test",
 }
 
 // TestInvalidConfigs loads each testdata/adapt/invalid/*.caddytest both

@@ -52,6 +52,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			session_token <token>                 (bedrock)
 //			endpoint <url> [<url>…]               (azure: base_url)
 //			api_version <yyyy-mm-dd[-preview]>|v1 (azure)
+//			entra {                               (azure, in place of api_key)
+//				tenant_id <id>
+//				client_id <id>
+//				client_secret <secret>
+//				authority_host <url>
+//				managed_identity
+//			}
 //			timeout <duration>
 //			try_timeout <duration>
 //			retries <n>

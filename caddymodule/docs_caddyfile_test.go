@@ -33,6 +33,7 @@ var parserPages = map[string][]string{
 	"parseRequestLogs":  {"request-logs.md"},
 	"parseMockFault":    {"air_mock.md"},
 	"parseMockBedrock":  {"air_mock.md"},
+	"parseEntra":        {"provider.md"},
 	"parseMediaPath":    {"air_images.md", "air_tasks.md"},
 }
 

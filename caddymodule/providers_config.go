@@ -27,7 +27,7 @@ type ProviderConfig struct {
 	// "project", "region", "credentials_file", "token_url"} (Gemini on
 	// Vertex AI); {"protocol": "bedrock", "region", "access_key_id",
 	// "secret_access_key", "session_token"} (Amazon Bedrock's Converse
-	// API); {"protocol": "azure", "api_version"} (Azure OpenAI).
+	// API); {"protocol": "azure", "api_version", "entra"} (Azure OpenAI).
 	DialectRaw json.RawMessage `json:"dialect,omitempty" caddy:"namespace=air.dialects inline_key=protocol"`
 	// BaseURLs are the provider's API base URLs, e.g.
 	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
