@@ -300,9 +300,9 @@ func writeFieldTables(t *testing.T, mods []docModule, fields []docField) {
 	t.Helper()
 	docs := fieldDocs(t)
 	byPage := map[string][]docField{}
-	empty := map[string]string{} // page → module id, for modules without fields
+	empty := map[string][]string{} // page → module ids, for modules without fields
 	for _, m := range mods {
-		empty[m.page] = m.id
+		empty[m.page] = append(empty[m.page], m.id)
 	}
 	for _, f := range fields {
 		byPage[f.page] = append(byPage[f.page], f)
@@ -351,7 +351,15 @@ func writeFieldTables(t *testing.T, mods []docModule, fields []docField) {
 }
 
 // noFields says how a module without fields appears in the JSON config.
-func noFields(id string) string {
+func noFields(ids []string) string {
+	if len(ids) > 1 {
+		var hs []string
+		for _, id := range ids {
+			hs = append(hs, fmt.Sprintf("`{\"handler\": %q}`", id[strings.LastIndex(id, ".")+1:]))
+		}
+		return "No fields: the handlers are " + strings.Join(hs, ", ") + "; they take no options."
+	}
+	id := ids[0]
 	name := id[strings.LastIndex(id, ".")+1:]
 	switch {
 	case strings.HasPrefix(id, "admin.api."):
