@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
@@ -71,12 +72,12 @@ func (a Admin) Routes() []caddy.AdminRoute {
 }
 
 // startedState returns the running app's state, or an API error.
-func startedState() (*state, error) {
+func startedState() (*gateway.Shared, error) {
 	app := running.Load()
 	if app == nil {
 		return nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is not running: configure a global `air` option"))
 	}
-	st := app.current()
+	st := app.live.Shared()
 	if st == nil {
 		return nil, apiErr(http.StatusServiceUnavailable, errors.New("the air app is starting"))
 	}
@@ -106,7 +107,7 @@ func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		list, err := st.keys.List(r.Context(), r.URL.Query().Get("user"))
+		list, err := st.Keys.List(r.Context(), r.URL.Query().Get("user"))
 		if err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
@@ -127,7 +128,7 @@ func (Admin) handleKeys(w http.ResponseWriter, r *http.Request) error {
 			t := time.Now().Add(d).UTC()
 			req.ExpiresAt = &t
 		}
-		secret, k, err := st.createKey(r.Context(), req.CreateOptions)
+		secret, k, err := st.CreateKey(r.Context(), req.CreateOptions)
 		if err != nil {
 			return apiErr(http.StatusBadRequest, err)
 		}
@@ -149,13 +150,13 @@ func (Admin) handleKey(w http.ResponseWriter, r *http.Request) error {
 	var k *keys.Key
 	switch r.Method {
 	case http.MethodDelete:
-		k, err = st.revokeKey(r.Context(), "", id)
+		k, err = st.RevokeKey(r.Context(), "", id)
 	case http.MethodPatch:
 		var c keys.Change
 		if err := decodeAdminBody(w, r, &c, true, "key change"); err != nil {
 			return err
 		}
-		k, err = st.updateKey(r.Context(), id, c)
+		k, err = st.UpdateKey(r.Context(), id, c)
 		if err != nil && !errors.Is(err, keys.ErrNoSuchKey) {
 			return apiErr(http.StatusBadRequest, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/alerts"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/routing"
 )
 
@@ -104,11 +105,11 @@ type alertWatch struct {
 
 // runAlerts delivers the alerts and runs the periodic checks (budgets,
 // the ledger, key expiries) until ctx ends.
-func (a *App) runAlerts(ctx context.Context, st *state) {
+func (a *App) runAlerts(ctx context.Context, st *gateway.Shared) {
 	delivering := make(chan struct{})
 	go func() {
 		defer close(delivering)
-		a.alerts.Run(ctx, st.repos.Alerts)
+		a.cfg.Alerts.Run(ctx, st.Repos.Alerts)
 	}()
 	defer func() { <-delivering }()
 	var w alertWatch
@@ -125,19 +126,19 @@ func (a *App) runAlerts(ctx context.Context, st *state) {
 }
 
 // checkAlerts runs the periodic checks once.
-func (a *App) checkAlerts(ctx context.Context, st *state, w *alertWatch) {
+func (a *App) checkAlerts(ctx context.Context, st *gateway.Shared, w *alertWatch) {
 	now := time.Now().UTC()
-	down := st.ledger.Stats().Broken != "" || a.probe.check(ctx, st.repos.Probe) != nil
+	down := st.Ledger.Stats().Broken != "" || a.probe.check(ctx, st.Repos.Probe) != nil
 	if e := w.ledger(down, now); e != nil {
-		a.alerts.Raise(*e)
+		a.cfg.Alerts.Raise(*e)
 	}
 	if !down {
-		uses, err := alerts.BudgetUses(ctx, st.repos.Budgets, now, a.prices.Currency())
+		uses, err := alerts.BudgetUses(ctx, st.Repos.Budgets, now, a.cfg.Prices.Currency())
 		if err != nil && ctx.Err() == nil {
 			a.logger.Warn("alerts: reading budgets", zap.Error(err))
 		}
 		for _, e := range w.budgets.Check(uses, now) {
-			a.alerts.Raise(e)
+			a.cfg.Alerts.Raise(e)
 		}
 	}
 	if w.ticks%keyExpiryEvery == 0 && !down {
@@ -165,8 +166,8 @@ func (w *alertWatch) ledger(down bool, now time.Time) *alerts.Event {
 // checkKeyExpiry raises key_expiring for every active key that expires
 // within the lead; its id (key and expiry) makes it one event however
 // often and by how many instances it is seen.
-func (a *App) checkKeyExpiry(ctx context.Context, st *state, now time.Time) {
-	ks, err := st.keys.List(ctx, "")
+func (a *App) checkKeyExpiry(ctx context.Context, st *gateway.Shared, now time.Time) {
+	ks, err := st.Keys.List(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil {
 			a.logger.Warn("alerts: listing keys", zap.Error(err))
@@ -179,7 +180,7 @@ func (a *App) checkKeyExpiry(ctx context.Context, st *state, now time.Time) {
 			continue
 		}
 		exp := k.ExpiresAt.UTC().Format(time.RFC3339)
-		a.alerts.Raise(alerts.Event{ID: alerts.DedupeID(alerts.KindKeyExpiring, k.ID, exp), Kind: alerts.KindKeyExpiring, At: now,
+		a.cfg.Alerts.Raise(alerts.Event{ID: alerts.DedupeID(alerts.KindKeyExpiring, k.ID, exp), Kind: alerts.KindKeyExpiring, At: now,
 			Message: "key " + k.ID + " of user " + k.User + " expires at " + exp,
 			Data:    map[string]string{"key_id": k.ID, "user": k.User, "expires_at": exp}})
 	}

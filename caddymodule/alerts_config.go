@@ -94,14 +94,14 @@ func (a *App) provisionAlerts(ctx caddy.Context) error {
 		}
 		cfg.Webhooks = append(cfg.Webhooks, &alerts.Webhook{Name: w.Name, URL: u, Secret: secret, Events: w.Events, Format: w.Format})
 	}
-	if a.metrics != nil {
+	if a.cfg.Metrics != nil {
 		m := processAlertMetrics()
 		if err := m.Register(ctx.GetMetricsRegistry()); err != nil {
 			return fmt.Errorf("alerts: metrics: %v", err)
 		}
 		cfg.Observer = m
 	}
-	a.alerts = alerts.NewDispatcher(cfg)
+	a.cfg.Alerts = alerts.NewDispatcher(cfg)
 	return nil
 }
 

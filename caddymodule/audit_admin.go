@@ -86,11 +86,11 @@ func (Admin) handleAudit(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Content-Disposition", `attachment; filename="audit.`+f+`"`)
 		// Once the first line is out, a failure can only cut the export short.
-		return st.audit.Export(r.Context(), q.AuditQuery, f, w)
+		return st.Audit.Export(r.Context(), q.AuditQuery, f, w)
 	default:
 		return apiErr(http.StatusBadRequest, fmt.Errorf("bad format %q: want csv or jsonl", f))
 	}
-	p, err := st.audit.List(r.Context(), q)
+	p, err := st.Audit.List(r.Context(), q)
 	if err != nil {
 		return apiErr(http.StatusInternalServerError, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -63,7 +64,7 @@ func parseRange(q url.Values) (since, until time.Time, err error) {
 }
 
 // readState checks that r is a GET and returns the running app's state.
-func readState(r *http.Request) (*state, error) {
+func readState(r *http.Request) (*gateway.Shared, error) {
 	if r.Method != http.MethodGet {
 		return nil, apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
@@ -83,10 +84,10 @@ func (Admin) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	if f.By, err = billing.ParseGroupBy(q.Get("by")); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
-	if err := st.ledger.Flush(r.Context()); err != nil {
+	if err := st.Ledger.Flush(r.Context()); err != nil {
 		return apiErr(http.StatusServiceUnavailable, err)
 	}
-	rep, err := st.ledger.Report(r.Context(), f)
+	rep, err := st.Ledger.Report(r.Context(), f)
 	if err != nil {
 		return apiErr(http.StatusInternalServerError, err)
 	}
@@ -102,10 +103,10 @@ func (Admin) handleUsers(w http.ResponseWriter, r *http.Request) error {
 	if month == "" {
 		month = store.MonthOf(time.Now())
 	}
-	if err := st.ledger.Flush(r.Context()); err != nil {
+	if err := st.Ledger.Flush(r.Context()); err != nil {
 		return apiErr(http.StatusServiceUnavailable, err)
 	}
-	users, err := st.ledger.Users(r.Context(), month)
+	users, err := st.Ledger.Users(r.Context(), month)
 	if err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
@@ -134,13 +135,13 @@ func (Admin) handleLedger(w http.ResponseWriter, r *http.Request) error {
 	if q.Get("flush") != "" {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		if err := st.ledger.Flush(ctx); err != nil {
+		if err := st.Ledger.Flush(ctx); err != nil {
 			return apiErr(http.StatusServiceUnavailable, err)
 		}
 	}
 	user, keyID := q.Get("user"), q.Get("key")
 	out := []billing.Record{}
-	err = st.ledger.Records(r.Context(), since, until, func(rec billing.Record) error {
+	err = st.Ledger.Records(r.Context(), since, until, func(rec billing.Record) error {
 		if (user != "" && rec.User != user) || (keyID != "" && rec.KeyID != keyID) {
 			return nil
 		}
@@ -168,7 +169,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodGet {
 			return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 		}
-		list, err := st.budgets.List(r.Context())
+		list, err := st.Budgets.List(r.Context())
 		if err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
@@ -181,7 +182,7 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
+		return writeAdminJSON(w, http.StatusOK, st.Budgets.Status(scope, id))
 	case http.MethodPut, http.MethodPost:
 		var lim billing.Limits
 		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
@@ -190,12 +191,12 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 		if err := setLimits(r, st, scope, id, lim); err != nil {
 			return err
 		}
-		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
+		return writeAdminJSON(w, http.StatusOK, st.Budgets.Status(scope, id))
 	case http.MethodDelete:
-		if err := st.deleteLimits(r.Context(), scope, id); err != nil {
+		if err := st.DeleteLimits(r.Context(), scope, id); err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
-		return writeAdminJSON(w, http.StatusOK, st.budgets.Status(scope, id))
+		return writeAdminJSON(w, http.StatusOK, st.Budgets.Status(scope, id))
 	default:
 		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
@@ -203,17 +204,17 @@ func (Admin) handleBudget(w http.ResponseWriter, r *http.Request) error {
 
 // setLimits checks and sets the limits of id in scope, for the admin API,
 // and records the change in the audit trail.
-func setLimits(r *http.Request, st *state, scope billing.Scope, id string, lim billing.Limits) error {
+func setLimits(r *http.Request, st *gateway.Shared, scope billing.Scope, id string, lim billing.Limits) error {
 	var pt *billing.PriceTable
 	if app := running.Load(); app != nil {
-		pt = app.prices
+		pt = app.cfg.Prices
 	}
 	if err := checkLimits(r.Context(), st, pt, scope, id, lim); errors.Is(err, errBadLimits) {
 		return apiErr(http.StatusBadRequest, err)
 	} else if err != nil {
 		return apiErr(http.StatusInternalServerError, err)
 	}
-	if err := st.setLimits(r.Context(), scope, id, lim); err != nil {
+	if err := st.SetLimits(r.Context(), scope, id, lim); err != nil {
 		return apiErr(http.StatusBadRequest, err)
 	}
 	return nil

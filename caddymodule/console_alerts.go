@@ -22,7 +22,7 @@ func (c consoleAlerts) Recent(ctx context.Context, n int) ([]store.AlertDelivery
 	if err != nil {
 		return nil, err
 	}
-	return st.repos.Alerts.Recent(ctx, n)
+	return st.Repos.Alerts.Recent(ctx, n)
 }
 
 // Webhooks implements console.AlertService.
@@ -52,7 +52,7 @@ func (Admin) handleAlerts(w http.ResponseWriter, r *http.Request) error {
 			return apiErr(http.StatusBadRequest, fmt.Errorf("limit: want 1 to 1000, got %q", s))
 		}
 	}
-	ds, err := st.repos.Alerts.Recent(r.Context(), n)
+	ds, err := st.Repos.Alerts.Recent(r.Context(), n)
 	if err != nil {
 		return apiErr(http.StatusInternalServerError, err)
 	}
@@ -69,7 +69,7 @@ func (s consoleServices) RegenerateKey(ctx context.Context, id string, grace tim
 	if err != nil {
 		return "", err
 	}
-	secret, _, err := st.regenerateKey(ctx, id, grace)
+	secret, _, err := st.RegenerateKey(ctx, id, grace)
 	switch {
 	case errors.Is(err, keys.ErrNoSuchKey):
 		return "", console.ErrNotFound

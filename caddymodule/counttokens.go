@@ -57,7 +57,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
-		return h.refuse(w, r, h.app.metrics.Route(route.Pattern), err)
+		return h.refuse(w, r, h.app.cfg.Metrics.Route(route.Pattern), err)
 	}
 	// The provider answered: a count, or its refusal.
 	reservation.ReleaseCost()
@@ -66,7 +66,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
 	}
 	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
-	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	h.app.cfg.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: outcome, Status: status, Duration: sinceStart(start)})
 	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))

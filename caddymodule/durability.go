@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
@@ -35,15 +36,15 @@ type gatherSetter interface{ SetGather(time.Duration) }
 // one (an intent never waits for a gather before its upstream call), the
 // default of postgres.IntentGather in strict mode. Validate has checked
 // the durability.
-func (a *App) applyDurability(st *state) {
+func (a *App) applyDurability(st *gateway.Shared) {
 	d, _ := a.durability()
-	st.ledger.SetDurability(d)
+	st.Ledger.SetDurability(d)
 	commitInterval := billing.DefaultCommitInterval
 	if a.LedgerCommitInterval != nil {
 		commitInterval = time.Duration(*a.LedgerCommitInterval)
 	}
-	st.ledger.SetCommitInterval(commitInterval)
-	g, ok := st.repos.Intents.(gatherSetter)
+	st.Ledger.SetCommitInterval(commitInterval)
+	g, ok := st.Repos.Intents.(gatherSetter)
 	if !ok {
 		return
 	}

@@ -127,7 +127,7 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model),
 		zap.String("air_provider", res.Provider), zap.String("air_outcome", res.Outcome))
-	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: metricsOutcome(res.Outcome),
+	h.app.cfg.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: metricsOutcome(res.Outcome),
 		Status: res.Status, Duration: sinceStart(start)})
 	return h.finish(w, r, res.Held, nil)
 }

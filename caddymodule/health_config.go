@@ -50,7 +50,7 @@ func (a *App) provisionHealth() {
 	for _, p := range a.Providers {
 		names = append(names, p.Name)
 	}
-	a.tracker = health.NewTracker(time.Duration(a.Health.Window), names...)
+	a.cfg.Tracker = health.NewTracker(time.Duration(a.Health.Window), names...)
 	a.probe = new(storeProbe)
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/tasks"
@@ -97,25 +98,25 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if aerr != nil {
 		return refuse(aerr)
 	}
-	create := rt.tasks.CreateImagesHeld
+	create := rt.Tasks.CreateImagesHeld
 	if !passThrough {
-		create = rt.tasks.CreateHeld
+		create = rt.Tasks.CreateHeld
 		if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
 			return refuse(apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 		}
 	}
 	model := gjson.GetBytes(body, "model").Str
-	mr = h.app.metricsRoute(model)
+	mr = h.app.cfg.MetricsRoute(model)
 	if aerr := allowModel(r, key, model); aerr != nil {
 		return refuse(aerr)
 	}
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr := st.Guard.Check(); aerr != nil {
 		return refuse(aerr)
 	}
 	// The task service reserves the n images asked for once the body is
 	// valid, and charges the images generated in their place before it
 	// returns (the hold of a task, as for /v1/tasks).
-	admit := h.app.admitTask(r.Context(), rt.billing, subjectOf(r, key))
+	admit := rt.AdmitTask(r.Context(), subjectOf(r, key))
 	task, aerr := create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
 		return refuse(aerr)
@@ -199,7 +200,7 @@ func taskError(t *tasks.Task) *apierror.Error {
 // writeB64 answers the images in base64, streamed from the media store in
 // constant memory. An image the provider keeps at its own URL is answered
 // by url.
-func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *runtime, t *tasks.Task, urls []string) error {
+func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *gateway.Services, t *tasks.Task, urls []string) error {
 	prefix := mediaBase(r, h.MediaPath) + "/"
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -229,7 +230,7 @@ func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *runtime, t
 // writeReply answers the provider's own answer (tasks.ImagesReply), each
 // image's url replaced by its re-hosted link and each b64_json by the
 // base64 of the stored image, streamed from the media store.
-func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *runtime, t *tasks.Task, rep *tasks.ImagesReply, urls []string) error {
+func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *gateway.Services, t *tasks.Task, rep *tasks.ImagesReply, urls []string) error {
 	prefix := mediaBase(r, h.MediaPath) + "/"
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -257,7 +258,7 @@ func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *runtime,
 }
 
 // writeMediaB64 writes {"b64_json":"…"} for media id.
-func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
+func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *gateway.Services, id string) error {
 	bw.WriteString(`{"b64_json":"`)
 	if err := writeMediaBase64(bw, r, rt, id); err != nil {
 		return err
@@ -267,8 +268,8 @@ func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) er
 }
 
 // writeMediaBase64 writes the base64 of media id, without quotes.
-func writeMediaBase64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
-	m, err := rt.tasks.Media(r.Context(), id)
+func writeMediaBase64(bw *bufio.Writer, r *http.Request, rt *gateway.Services, id string) error {
+	m, err := rt.Tasks.Media(r.Context(), id)
 	if err != nil {
 		return err
 	}

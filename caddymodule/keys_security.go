@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
@@ -24,7 +25,7 @@ type regenerateRequest struct {
 
 // handleRegenerate answers POST /air/keys/<id>/regenerate: the key with
 // its new secret (shown once), as a create answers.
-func handleRegenerate(w http.ResponseWriter, r *http.Request, st *state, id string) error {
+func handleRegenerate(w http.ResponseWriter, r *http.Request, st *gateway.Shared, id string) error {
 	if r.Method != http.MethodPost {
 		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
 	}
@@ -42,7 +43,7 @@ func handleRegenerate(w http.ResponseWriter, r *http.Request, st *state, id stri
 		}
 		grace = d
 	}
-	secret, k, err := st.regenerateKey(r.Context(), id, grace)
+	secret, k, err := st.RegenerateKey(r.Context(), id, grace)
 	switch {
 	case errors.Is(err, keys.ErrNoSuchKey):
 		return apiErr(http.StatusNotFound, fmt.Errorf("no key with id %q", id))

@@ -114,10 +114,10 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		defer rb.release()
 		call.Body, call.BodyPin = rb.Bytes(), rb
 	}
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr := st.Guard.Check(); aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
-	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
+	reservation, aerr := rt.Billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
 	if aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
@@ -133,7 +133,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	defer res.Close()
 	if !res.Reached && !res.Wrote {
 		reservation.Release()
-		h.app.metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
+		h.app.cfg.Metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Status, rec.Outcome, rec.Usage, rec.Source = res.Status, res.Outcome, billing.Usage{}, billing.SourceUnits
@@ -145,7 +145,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	rec, err := reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r, zap.String("air_request_id", call.RequestID), zap.String("air_model", h.BillAs),
 		zap.String("air_provider", prov.Name), zap.String("air_cost", rec.Cost.String()), zap.String("air_outcome", rec.Outcome))
-	h.app.metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
+	h.app.cfg.Metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
 	return h.finish(w, r, res.Held, err)
 }
 

@@ -36,7 +36,7 @@ func (Admin) handlePrices(w http.ResponseWriter, r *http.Request) error {
 	if app == nil {
 		return apiErr(http.StatusServiceUnavailable, errors.New("the air app is not running: configure a global `air` option"))
 	}
-	rep := pricesReport{Source: app.Prices, Currency: app.prices.Currency(), Models: app.prices.Models()}
+	rep := pricesReport{Source: app.Prices, Currency: app.cfg.Prices.Currency(), Models: app.cfg.Prices.Models()}
 	if rep.Models == nil {
 		rep.Models = []billing.ModelPrices{}
 	}

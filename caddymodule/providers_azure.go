@@ -93,8 +93,8 @@ func (e azureEndpoint) healthPath() string {
 // azureHealthPath is the default health check path of the azure provider
 // name: its resource's model list.
 func (a *App) azureHealthPath(name string) string {
-	if a.routes != nil {
-		if p := a.routes.Provider(name); p != nil {
+	if a.cfg.Routes != nil {
+		if p := a.cfg.Routes.Provider(name); p != nil {
 			if e, ok := p.Endpoint.(azureEndpoint); ok {
 				return e.healthPath()
 			}

@@ -122,10 +122,10 @@ func (h *proxyHandler) provision(ctx caddy.Context, spec protocolSpec) error {
 		return err
 	}
 	h.spec, h.app, h.log = spec, app, ctx.Logger()
-	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker,
-		Router: app.router}
-	if app.metrics != nil {
-		h.proxy.Attempts = app.metrics
+	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.cfg.Tracker,
+		Router: app.cfg.Router}
+	if app.cfg.Metrics != nil {
+		h.proxy.Attempts = app.cfg.Metrics
 	}
 	return nil
 }
@@ -152,7 +152,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	// until their transports close them (Call.BodyPin).
 	defer rb.release()
 	body := rb.Bytes()
-	rl := startRequestLog(st, h.app.reqlogs, r, key, body, arrived)
+	rl := startRequestLog(st, h.app.cfg.RequestLogs, r, key, body, arrived)
 	w = rl.writer(w)
 	in, aerr := h.inspect(r, body)
 	if aerr != nil {
@@ -168,7 +168,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.refuse(w, r, mr, aerr)
 	}
 	telemetry.EndRoute(rspan, route.Provider.Name, route.UpstreamModel, "")
-	mr = h.app.metrics.Route(route.Pattern)
+	mr = h.app.cfg.Metrics.Route(route.Pattern)
 	if aerr := h.refuseStateful(body, in, route); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
@@ -197,7 +197,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if err != nil {
 		return h.refuse(w, r, mr, apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
 	}
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr := st.Guard.Check(); aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}
 	subject := subjectOf(r, key)
@@ -208,7 +208,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 	if h.spec.unbilled {
 		estimate = billing.Usage{} // only the request counts
 	}
-	reservation, aerr := rt.billing.Admit(r.Context(), subject, in.Model, estimate)
+	reservation, aerr := rt.Billing.Admit(r.Context(), subject, in.Model, estimate)
 	if aerr != nil {
 		return h.refuse(w, r, mr, aerr)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 )
 
 // recordQuery reads a billing.RecordQuery from the parameters user, key,
@@ -53,7 +54,7 @@ func (Admin) handleRecords(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, err)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	err = st.ledger.Flush(ctx)
+	err = st.Ledger.Flush(ctx)
 	cancel()
 	if err != nil {
 		return apiErr(http.StatusServiceUnavailable, err)
@@ -81,19 +82,19 @@ func (Admin) handleRecords(w http.ResponseWriter, r *http.Request) error {
 // SearchRecords pages them, and with a key that names an API key only
 // that key's owner's. The admin API and the console's operators search
 // with it.
-func searchRecords(ctx context.Context, st *state, q billing.RecordQuery) (*billing.RecordPage, error) {
+func searchRecords(ctx context.Context, st *gateway.Shared, q billing.RecordQuery) (*billing.RecordPage, error) {
 	if q.User != "" {
-		return st.ledger.UserRecords(ctx, q)
+		return st.Ledger.UserRecords(ctx, q)
 	}
 	if err := ownerOfKey(ctx, st, &q); err != nil {
 		return nil, err
 	}
-	return st.ledger.SearchRecords(ctx, q)
+	return st.Ledger.SearchRecords(ctx, q)
 }
 
 // exportRecords writes every record q selects as CSV, as searchRecords
 // pages them.
-func exportRecords(ctx context.Context, st *state, q billing.RecordQuery, w io.Writer) error {
+func exportRecords(ctx context.Context, st *gateway.Shared, q billing.RecordQuery, w io.Writer) error {
 	if q.User == "" {
 		if err := ownerOfKey(ctx, st, &q); err != nil {
 			return err
@@ -103,17 +104,17 @@ func exportRecords(ctx context.Context, st *state, q billing.RecordQuery, w io.W
 			q.After = ""
 		}
 	}
-	return st.ledger.ExportCSV(ctx, q, w)
+	return st.Ledger.ExportCSV(ctx, q, w)
 }
 
 // ownerOfKey sets the user of a search without one to the owner of its
 // key, when the key is an API key (the playground's "console" is not):
 // a key's records are its owner's, so the search reads one user.
-func ownerOfKey(ctx context.Context, st *state, q *billing.RecordQuery) error {
+func ownerOfKey(ctx context.Context, st *gateway.Shared, q *billing.RecordQuery) error {
 	if q.KeyID == "" || q.User != "" {
 		return nil
 	}
-	all, err := st.keys.List(ctx, "")
+	all, err := st.Keys.List(ctx, "")
 	if err != nil {
 		return err
 	}

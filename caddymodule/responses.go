@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/reqlog"
@@ -83,12 +84,12 @@ func errResponseNotFound(id string) *apierror.Error {
 }
 
 // lookup returns the response id of user's, or a 404.
-func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *apierror.Error) {
+func lookup(ctx context.Context, st *gateway.Shared, user, id string) (responses.Ref, *apierror.Error) {
 	var ref responses.Ref
-	if st.repos.Responses == nil || id == "" {
+	if st.Repos.Responses == nil || id == "" {
 		return ref, errResponseNotFound(id)
 	}
-	b, err := st.repos.Responses.Get(ctx, id)
+	b, err := st.Repos.Responses.Get(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return ref, errResponseNotFound(id)
@@ -104,7 +105,7 @@ func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *ap
 // pinned returns the only attempt of a create that continues a previous
 // response: the deployment that holds it. Chat and messages are not
 // pinned.
-func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in chatproxy.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
+func (h *proxyHandler) pinned(ctx context.Context, st *gateway.Shared, key *keys.Key, in chatproxy.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
 	if h.spec.protocol != chatproxy.Responses || in.PreviousResponseID == "" {
 		return nil, nil
 	}
@@ -139,9 +140,9 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 // It is called before the answer's end is released, so that a client
 // never holds an id the gateway cannot route, and a response the gateway
 // defers is always polled.
-func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result,
+func (h *proxyHandler) remember(ctx context.Context, st *gateway.Shared, rt *gateway.Services, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result,
 	reservation *billing.Reservation, logged bool) (deferred bool) {
-	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.repos.Responses == nil {
+	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.Repos.Responses == nil {
 		return false
 	}
 	ref := responses.Ref{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
@@ -150,10 +151,10 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 		ref.Key = slices.Index(prov.APIKeys, res.Attempt.APIKey)
 	}
 	ref.Unbilled = in.Background && res.Source != billing.SourceReported && res.Status < 300 &&
-		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.responses != nil
+		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.Responses != nil
 	ref.Log = ref.Unbilled && logged
 	if !ref.Unbilled {
-		if err := st.repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL); err != nil {
+		if err := st.Repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL); err != nil {
 			h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 				zap.String("request_id", rec.ID), zap.Error(err))
 		}
@@ -162,13 +163,13 @@ func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec
 	// The poller bills the response under rec.ID: no interrupted record
 	// may take that id.
 	reservation.Defer()
-	err := st.repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.responses.FirstPoll(time.Now()))
+	err := st.Repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.Responses.FirstPoll(time.Now()))
 	if err != nil {
 		h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
 	}
-	rt.responses.Hold(res.ResponseID, budgetHold{res: reservation, app: h.app})
+	rt.Responses.Hold(res.ResponseID, rt.Hold(reservation))
 	return true
 }
 
@@ -208,15 +209,15 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	if !ok {
 		return h.app.refuseRead(w, r, nil, errResponseNotFound(id))
 	}
-	if method == http.MethodDelete && ref.Unbilled && rt.responses != nil {
+	if method == http.MethodDelete && ref.Unbilled && rt.Responses != nil {
 		// Once deleted, a finished response could no longer be billed.
-		if ok, err := rt.responses.SettleIfFinished(r.Context(), id, ref); err != nil {
+		if ok, err := rt.Responses.SettleIfFinished(r.Context(), id, ref); err != nil {
 			h.log.Warn("billing a background response before its deletion", zap.String("request_id", ref.Record), zap.Error(err))
 		} else if ok {
 			ref.Unbilled = false
 		}
 	}
-	mr := h.app.metricsRoute(ref.Model)
+	mr := h.app.cfg.MetricsRoute(ref.Model)
 	reservation, aerr := admitStored(r, rt, key, ref.Model, method)
 	if aerr != nil {
 		return h.app.refuseRead(w, r, mr, aerr)
@@ -230,8 +231,8 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	}
 	requestID := requestIDOf(w, r)
 	var final *reqlog.Capture // the final response, for its request log
-	if ref.Unbilled && ref.Log && sub == "" && method == http.MethodGet && h.app.reqlogs != nil {
-		final = reqlog.NewCapture(h.app.reqlogs.cap)
+	if ref.Unbilled && ref.Log && sub == "" && method == http.MethodGet && h.app.cfg.RequestLogs != nil {
+		final = reqlog.NewCapture(h.app.cfg.RequestLogs.Cap)
 		w = &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: final}
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
@@ -251,7 +252,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		err = h.billBackground(r.Context(), rt, id, ref, &res)
 		if err == nil && final != nil && res.Held != nil { // nil: the client left, nothing written
 			// The answer is held until then: log it once written.
-			defer func() { backgroundLogged(st, h.app.reqlogs, ref, final.Bytes(), final.Truncated) }()
+			defer func() { gateway.BackgroundLogged(st, h.app.cfg.RequestLogs, ref, final.Bytes(), final.Truncated) }()
 		}
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
@@ -270,11 +271,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 // 429 over them. A spent budget does not refuse it (the response was paid
 // for; it then goes through uncounted), and a cancel or a DELETE, which
 // ends work, is never refused: both give a nil reservation.
-func admitStored(r *http.Request, rt *runtime, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
+func admitStored(r *http.Request, rt *gateway.Services, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
 	if method != http.MethodGet {
 		return nil, nil
 	}
-	res, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), model, billing.Usage{})
+	res, aerr := rt.Billing.Admit(r.Context(), subjectOf(r, key), model, billing.Usage{})
 	if aerr != nil && aerr.Code != nil && *aerr.Code == "insufficient_quota" {
 		return nil, nil
 	}
@@ -285,9 +286,9 @@ func admitStored(r *http.Request, rt *runtime, key *keys.Key, model, method stri
 // res shows finished, under the id of its create's record, and marks the
 // mapping billed (responses.Settle): the write is idempotent, so
 // concurrent retrievals, and the poller, bill it once.
-func (h *Responses) billBackground(ctx context.Context, rt *runtime, id string, ref responses.Ref, res *chatproxy.Result) error {
+func (h *Responses) billBackground(ctx context.Context, rt *gateway.Services, id string, ref responses.Ref, res *chatproxy.Result) error {
 	rec := ref.Finish(res.ResponseStatus, res.Usage, res.Source == billing.SourceReported, res.ServiceTier)
-	if err := rt.responses.Settle(ctx, id, ref, rec); err != nil {
+	if err := rt.Responses.Settle(ctx, id, ref, rec); err != nil {
 		h.log.Error("billing a finished background response", zap.String("request_id", ref.Record), zap.Error(err))
 		return err
 	}

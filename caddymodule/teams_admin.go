@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/teams"
 )
 
@@ -46,8 +47,8 @@ func (a Admin) teamRoutes() []caddy.AdminRoute {
 }
 
 // viewOf is the admin view of t.
-func viewOf(st *state, t teams.Team) teamView {
-	return teamView{Team: t, Budget: st.budgets.Status(billing.ScopeTeam, t.Name)}
+func viewOf(st *gateway.Shared, t teams.Team) teamView {
+	return teamView{Team: t, Budget: st.Budgets.Status(billing.ScopeTeam, t.Name)}
 }
 
 // teamErr maps the teams service's errors to the admin API's.
@@ -70,7 +71,7 @@ func (Admin) handleTeams(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		list, err := st.teams.List(r.Context())
+		list, err := st.Teams.List(r.Context())
 		if err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
@@ -84,7 +85,7 @@ func (Admin) handleTeams(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &req, true, "team"); err != nil {
 			return err
 		}
-		t, err := st.createTeam(r.Context(), req.Name, req.Models, time.Now())
+		t, err := st.CreateTeam(r.Context(), req.Name, req.Models, time.Now())
 		if err != nil {
 			return teamErr(err)
 		}
@@ -113,7 +114,7 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 		if req.LogRequests == nil {
 			return apiErr(http.StatusBadRequest, fmt.Errorf("PATCH /air/teams/<team> takes {\"log_requests\": true|false}"))
 		}
-		if err := st.setTeamLogRequests(ctx, name, *req.LogRequests); err != nil {
+		if err := st.SetTeamLogRequests(ctx, name, *req.LogRequests); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 2 && parts[1] == "models" && r.Method == http.MethodPut:
@@ -123,7 +124,7 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminBody(w, r, &req, true, "models"); err != nil {
 			return err
 		}
-		if err := st.setTeamModels(ctx, name, req.Models); err != nil {
+		if err := st.SetTeamModels(ctx, name, req.Models); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 2 && parts[1] == "limits" && r.Method == http.MethodPut:
@@ -143,17 +144,17 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		if err := st.addMember(ctx, name, parts[2], req.Admin); err != nil {
+		if err := st.AddMember(ctx, name, parts[2], req.Admin); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 3 && parts[1] == "members" && parts[2] != "" && r.Method == http.MethodDelete:
-		if err := st.removeMember(ctx, name, parts[2]); err != nil {
+		if err := st.RemoveMember(ctx, name, parts[2]); err != nil {
 			return teamErr(err)
 		}
 	default:
 		return apiErr(http.StatusNotFound, fmt.Errorf("use GET /air/teams/<team>, PUT /air/teams/<team>/models|limits or PUT|DELETE /air/teams/<team>/members/<user>"))
 	}
-	t, err := st.teams.Get(ctx, name)
+	t, err := st.Teams.Get(ctx, name)
 	if err != nil {
 		return teamErr(err)
 	}

@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"sync"
@@ -83,29 +83,39 @@ func (d *drain) resume() bool {
 	return true
 }
 
-// draining holds, by pool key, the states whose last config let go while
-// exchanges were still in flight through them.
-var draining sync.Map // pool key → *state
+// draining holds, by key (Options.Key), the Shared whose last config let
+// go while exchanges were still in flight through them.
+var draining sync.Map // key → *Shared
 
-// resumeDraining returns the state of key that is still draining, taken
-// back into use, or nil.
-func resumeDraining(key string) *state {
+// Resume returns the Shared of key that is still draining, taken back
+// into use, or nil: a config that starts on the same storage shares it
+// instead of opening the storage a second time.
+func Resume(key string) *Shared {
 	v, ok := draining.Load(key)
 	if !ok {
 		return nil
 	}
-	st := v.(*state)
-	if !st.drain.resume() {
+	sh := v.(*Shared)
+	if !sh.drain.resume() {
 		return nil
 	}
-	draining.CompareAndDelete(key, st)
-	return st
+	draining.CompareAndDelete(key, sh)
+	return sh
 }
+
+// Enter counts an exchange in flight through s, which keeps s open until
+// the matching Leave, or reports false once s is closed (or closing down
+// for good): the request is then refused.
+func (s *Shared) Enter() bool { return s.drain.enter() }
+
+// Leave counts an exchange out; the last one out of a Shared whose last
+// config let go closes it, before Leave returns.
+func (s *Shared) Leave() { s.drain.leave() }
 
 // shutDown closes s now when nothing is in flight through it, else when
 // the last exchange ends (drain).
-func (s *state) shutDown() error {
-	draining.Store(s.poolKey, s)
+func (s *Shared) shutDown() error {
+	draining.Store(s.key, s)
 	now, inflight := s.drain.shut(func() {
 		if err := s.close(); err != nil {
 			s.log.Error("closing the storage after the last request in flight", zap.Error(err))
