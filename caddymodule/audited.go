@@ -11,8 +11,8 @@ import (
 )
 
 // The mutations of keys and limits that the admin API and the console
-// share. Each makes its change and records it in the audit trail with one
-// call (state.record); the actor comes from ctx (audit.WithActor), set by
+// share are gateway.Shared's (CreateKey, SetLimits…), each recorded in
+// the audit trail; the actor comes from ctx (audit.WithActor), set by
 // auditedAdmin for the admin API and by Console.ServeHTTP for the
 // console.
 

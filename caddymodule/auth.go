@@ -63,7 +63,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return respondError(w, r, errNotStarted)
 	}
 	// Every exchange of a key passes here: it keeps the state open until
-	// it ends, also when the app stops meanwhile (see drain).
+	// it ends, also when the app stops meanwhile (see gateway/drain.go).
 	defer st.Leave()
 	k, err := st.Keys.Authenticate(r.Context(), secretOf(r))
 	if err != nil {

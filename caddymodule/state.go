@@ -14,8 +14,8 @@ import (
 	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
-// statePool holds the state of each storage backend across config
-// reloads. Badger locks its directory even within one process, and during
+// statePool holds the gateway.Shared of each storage backend across
+// config reloads. Badger locks its directory even within one process, and during
 // a reload the new config starts before the old one stops, so both must
 // share one open backend.
 var statePool = caddy.NewUsagePool()
