@@ -39,19 +39,25 @@ type Config struct {
 	Alerts *alerts.Dispatcher
 	// RequestLogs are the request logs' bounds.
 	RequestLogs *RequestLogBounds
-	// TaskConfig, PollerConfig and BatchConfig are the config's settings of
-	// the task service, the background-response poller and the batch
-	// service; NewServices fills in the stores, routes, clients, billers
-	// and holds.
-	TaskConfig   tasks.Config
+	// TaskConfig is the config's settings of the task service;
+	// NewServices fills in its stores, routes, client, biller, holds and
+	// observers.
+	TaskConfig tasks.Config
+	// PollerConfig is the config's settings of the background-response
+	// poller; NewServices fills in its store, routes, client, biller and
+	// holds.
 	PollerConfig responses.Config
-	BatchConfig  batches.Config
+	// BatchConfig is the config's settings of the batch service;
+	// NewServices fills in its stores, routes, client, router, biller and
+	// holds.
+	BatchConfig batches.Config
 	// Several instances share the backend: the requests that dead ones
 	// left interrupted are recorded while the services run.
 	Several bool
 	// Watch runs the config's periodic checks (alerts) on sh until ctx
 	// ends; nil for none.
-	Watch  func(ctx context.Context, sh *Shared)
+	Watch func(ctx context.Context, sh *Shared)
+	// Logger logs the services' events; nil for none.
 	Logger *zap.Logger
 }
 
@@ -69,8 +75,10 @@ type RequestLogBounds struct {
 // the Shared it started on.
 type Services struct {
 	Config
+	// Billing admits, prices and records every exchange of the config.
 	Billing *billing.Engine
-	Tasks   *tasks.Service
+	// Tasks serves, polls and bills image and video tasks.
+	Tasks *tasks.Service
 	// Batches serves files and batches, and polls and bills batches.
 	Batches *batches.Service
 	// Responses polls and bills background responses, for retrievals

@@ -32,9 +32,13 @@ import (
 // open per storage, shared by the configs that use it (a reload starts
 // the next config before the old one stops).
 type Shared struct {
-	Repos   store.Repos
-	Keys    *keys.Service
-	Ledger  *billing.Ledger
+	// Repos are the backend's repositories.
+	Repos store.Repos
+	// Keys authenticates API keys and keeps them.
+	Keys *keys.Service
+	// Ledger writes the ledger records and their intents.
+	Ledger *billing.Ledger
+	// Budgets keeps limits, spend and reservations.
 	Budgets *billing.Budgets
 	// Teams keeps teams and the membership read on every request.
 	Teams *teams.Service
@@ -74,20 +78,23 @@ type Options struct {
 	// Key identifies the storage (the usage pool's key): a config that
 	// starts on a storage still draining takes it back (Resume).
 	Key string
-	// Several instances share the backend (PostgreSQL): budgets are
-	// admitted against leased slices and shared rate limits, and teams
-	// are reloaded every TeamsRefresh.
-	Several      bool
+	// Several is set when several instances share the backend
+	// (PostgreSQL): budgets are admitted against leased slices and shared
+	// rate limits, and teams are reloaded every TeamsRefresh.
+	Several bool
+	// TeamsRefresh is how often teams are reloaded when Several is set.
 	TeamsRefresh time.Duration
 	// Dir is the storage directory whose free space Guard measures, ""
 	// for a backend without one.
 	Dir string
 	// MinFree is the free space kept beyond the store's own reserve.
 	MinFree int64
-	// RequestLogQueue and RequestLogTTL size the request-log queue.
+	// RequestLogQueue is how many request logs may wait to be stored.
 	RequestLogQueue int
-	RequestLogTTL   time.Duration
-	Logger          *zap.Logger
+	// RequestLogTTL is how long a request log is kept by default.
+	RequestLogTTL time.Duration
+	// Logger logs the Shared's events; nil for none.
+	Logger *zap.Logger
 }
 
 // Open opens the services on top of repos, which it owns from then on:
