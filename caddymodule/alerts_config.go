@@ -102,6 +102,7 @@ func (a *App) provisionAlerts(ctx caddy.Context) error {
 		cfg.Observer = m
 	}
 	a.cfg.Alerts = alerts.NewDispatcher(cfg)
+	a.cfg.AlertInterval, a.cfg.KeyExpiryLead = time.Duration(c.CheckInterval), time.Duration(c.KeyExpiryLead)
 	return nil
 }
 

@@ -133,8 +133,6 @@ type App struct {
 	// stateRefs are the identities of the upstream states the router
 	// took from upstreamStates, given back on Cleanup.
 	stateRefs []string
-	// probe tests that the store takes writes, for health.
-	probe *storeProbe
 }
 
 // CaddyModule returns the Caddy module information.
@@ -222,7 +220,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.cfg.BatchConfig = a.Batches.serviceConfig()
 	a.cfg.BatchConfig.MaxJSONDepth = a.MaxJSONDepth
 	a.cfg.Several = a.Storage.Backend == backendPostgres
-	a.cfg.Watch = a.runAlerts
 	a.cfg.Logger = a.logger
 	a.cfg.Prices, err = a.loadPrices()
 	return err

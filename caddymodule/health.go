@@ -105,7 +105,7 @@ func (a *App) healthReport(ctx context.Context, st *gateway.Shared, public bool)
 	ls := st.Ledger.Stats()
 	st.Guard.Refresh()
 	in := health.Input{
-		StoreErr:     a.probe.check(ctx, st.Repos.Probe),
+		StoreErr:     a.cfg.Probe.Check(ctx, st.Repos.Probe),
 		FreeBytes:    st.Guard.Free(),
 		MarginBytes:  st.Guard.Margin(),
 		Queued:       ls.Queued,

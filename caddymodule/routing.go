@@ -4,6 +4,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/routing"
 )
 
@@ -28,9 +29,9 @@ func (o routingMetrics) Fallback(model, fallback string) { o.m.Fallback(model, f
 // unless they are off.
 func (a *App) routingObserver() routing.Observer {
 	if a.cfg.Metrics == nil {
-		return breakerAlerts{a.cfg.Alerts}
+		return gateway.BreakerAlerts(a.cfg.Alerts)
 	}
-	return observers{routingMetrics{a.cfg.Metrics.Metrics()}, breakerAlerts{a.cfg.Alerts}}
+	return gateway.Observers{routingMetrics{a.cfg.Metrics.Metrics()}, gateway.BreakerAlerts(a.cfg.Alerts)}
 }
 
 // upstreamStates keeps the breaker and cooldown of every configured

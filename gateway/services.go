@@ -35,8 +35,16 @@ type Config struct {
 	// Metrics observes requests, attempts and charges; nil when metrics
 	// are off.
 	Metrics *airmetrics.Observer
-	// Alerts queues and delivers the config's alerts.
+	// Alerts queues and delivers the config's alerts; nil for none.
 	Alerts *alerts.Dispatcher
+	// AlertInterval is how often budgets, the ledger and key expiries are
+	// checked for alerts.
+	AlertInterval time.Duration
+	// KeyExpiryLead is how long before a key expires its key_expiring
+	// alert is raised.
+	KeyExpiryLead time.Duration
+	// Probe tests that the store takes writes, for health and alerts.
+	Probe *Probe
 	// RequestLogs are the request logs' bounds.
 	RequestLogs *RequestLogBounds
 	// TaskConfig is the config's settings of the task service;
@@ -54,9 +62,6 @@ type Config struct {
 	// Several instances share the backend: the requests that dead ones
 	// left interrupted are recorded while the services run.
 	Several bool
-	// Watch runs the config's periodic checks (alerts) on sh until ctx
-	// ends; nil for none.
-	Watch func(ctx context.Context, sh *Shared)
 	// Logger logs the services' events; nil for none.
 	Logger *zap.Logger
 }
@@ -152,7 +157,7 @@ func (s *Services) Shared() *Shared { return s.shared }
 
 // Start starts the background work of s: the task poller, the
 // background-response poller, the batch poller, the health checks and
-// the config's Watch, until Stop. The pollers resume the running tasks
+// the alerts, until Stop. The pollers resume the running tasks
 // and pending responses of the store, so both survive reloads and
 // restarts.
 func (s *Services) Start() {
@@ -183,13 +188,13 @@ func (s *Services) run(ctx context.Context) {
 	if s.Router != nil {
 		go s.Router.RunHealthChecks(ctx, s.Transport)
 	}
-	if s.Watch != nil {
-		watching := make(chan struct{})
+	if s.Alerts != nil {
+		alerting := make(chan struct{})
 		go func() {
-			defer close(watching)
-			s.Watch(ctx, s.shared)
+			defer close(alerting)
+			s.runAlerts(ctx, s.shared)
 		}()
-		defer func() { <-watching }()
+		defer func() { <-alerting }()
 	}
 	if s.Responses != nil {
 		go s.Responses.Run(ctx)

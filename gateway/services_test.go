@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddy-air/caddy-air/alerts"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/store"
 )
 
 // servicesConfig is a config with no providers and no prices.
@@ -38,23 +41,23 @@ func settleGoroutines(n int) int {
 	}
 }
 
-// TestServicesStartStop starts a config's services and stops them:
-// every background goroutine (the pollers, the health checks, the
-// config's Watch) runs on the Shared the services were built on, and
-// none is left once Stop returns, so that a reload does not pile up
-// pollers on the store.
+// TestServicesStartStop starts a config's services and stops them, as a
+// config reloaded on the same storage thrice: every background goroutine
+// (the pollers, the health checks, the alerts) runs on the Shared the
+// services were built on, and none is left once Stop returns, so that
+// reloads do not pile up pollers on the store.
 func TestServicesStartStop(t *testing.T) {
 	sh := openShared(t, t.Name())
-	c := servicesConfig(t)
-	watched := make(chan *Shared, 1)
-	watchEnded := make(chan struct{})
-	c.Watch = func(ctx context.Context, got *Shared) {
-		defer close(watchEnded)
-		watched <- got
-		<-ctx.Done()
+	soon := time.Now().Add(time.Hour)
+	_, k, err := sh.Keys.Create(context.Background(), keys.CreateOptions{User: "alice", ExpiresAt: &soon})
+	if err != nil {
+		t.Fatal(err)
 	}
+	c := servicesConfig(t)
+	c.AlertInterval, c.KeyExpiryLead, c.Probe = time.Hour, 2*time.Hour, new(Probe)
 	before := runtime.NumGoroutine()
-	for round := range 3 { // as a config reloaded on the same storage, thrice
+	for round := range 3 {
+		c.Alerts = alerts.NewDispatcher(alerts.Config{QueueSize: 16})
 		s, err := NewServices(sh, c)
 		if err != nil {
 			t.Fatal(err)
@@ -63,24 +66,40 @@ func TestServicesStartStop(t *testing.T) {
 			t.Fatalf("round %d: services built incompletely: %+v", round, s)
 		}
 		s.Start()
-		if got := <-watched; got != sh {
-			t.Fatalf("round %d: Watch runs on %p, want the Shared %p", round, got, sh)
+		if round == 0 {
+			// The alerts check the Shared's keys at once, and store what
+			// they raise in its outbox.
+			if got := waitAlert(t, sh, alerts.KindKeyExpiring); got.Data["key_id"] != k.ID {
+				t.Errorf("key_expiring of %q, want %q", got.Data["key_id"], k.ID)
+			}
 		}
 		if running := runtime.NumGoroutine(); running <= before {
 			t.Fatalf("round %d: %d goroutines run after Start, no more than the %d before", round, running, before)
 		}
 		s.Stop()
-		select {
-		case <-watchEnded:
-		default:
-			t.Fatalf("round %d: Watch still runs after Stop returned", round)
-		}
 		if got := settleGoroutines(before); got > before {
 			buf := make([]byte, 1<<16)
 			t.Fatalf("round %d: %d goroutines after Stop, %d before Start:\n%s", round, got, before, buf[:runtime.Stack(buf, true)])
 		}
 		s.Stop() // a second Stop (Caddy may stop twice) is harmless
-		watchEnded = make(chan struct{})
 	}
 	(&Services{}).Stop() // services that never started stop at once
+}
+
+// waitAlert waits, within a bound, for an alert of kind in sh's outbox.
+func waitAlert(t *testing.T, sh *Shared, kind string) store.AlertEvent {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		list, err := sh.Repos.Alerts.Recent(context.Background(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range list {
+			if d.Event.Kind == kind {
+				return d.Event
+			}
+		}
+	}
+	t.Fatalf("no %s alert in the outbox", kind)
+	return store.AlertEvent{}
 }
