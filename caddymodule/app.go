@@ -49,9 +49,11 @@ const (
 	defaultMinFreeSpace = 64 << 20
 )
 
-// App is the `air` app: it owns the state shared by caddy-air's handlers
-// (the store, keys, prices, ledger, budgets, provider routes and the task
-// poller). Configure it with the global Caddyfile option `air { … }`.
+// App is the `air` app: it provisions a config's services
+// (gateway.Config), opens or shares the store across reloads
+// (gateway.Shared, in statePool) and starts the services on it
+// (gateway.Services), which caddy-air's handlers read through
+// gateway.Live. Configure it with the global Caddyfile option `air { … }`.
 type App struct {
 	// Storage selects where state is kept. Default: Badger in the "air"
 	// folder of Caddy's data directory.
