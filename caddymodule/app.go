@@ -9,6 +9,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
@@ -55,9 +57,11 @@ const (
 // (gateway.Services), which caddy-air's handlers read through
 // gateway.Live. Configure it with the global Caddyfile option `air { … }`.
 type App struct {
-	// Storage selects where state is kept. Default: Badger in the "air"
-	// folder of Caddy's data directory.
-	Storage *Storage `json:"storage,omitempty"`
+	// StorageRaw selects where state is kept: a storage backend module
+	// (namespace air.storage) named by its "backend", such as
+	// {"backend": "postgres", "dsn": "{env.AIR_PG_DSN}"}. Default: Badger
+	// in the "air" folder of Caddy's data directory.
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=air.storage inline_key=backend"`
 	// Prices is the path of the JSON price file. Without one, every model is
 	// served unpriced.
 	Prices string `json:"prices,omitempty"`
@@ -128,6 +132,8 @@ type App struct {
 	// with the app.
 	transport *reverseproxy.HTTPTransport
 	poolKey   string
+	// storage is the loaded storage backend.
+	storage airmod.Storage
 	// priceText is the price file as loaded, for the console.
 	priceText string
 	// live is what the started config serves with.
@@ -221,7 +227,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.cfg.PollerConfig = a.Responses.pollerConfig()
 	a.cfg.BatchConfig = a.Batches.serviceConfig()
 	a.cfg.BatchConfig.MaxJSONDepth = a.MaxJSONDepth
-	a.cfg.Several = a.Storage.Backend == backendPostgres
+	a.cfg.Several = a.storage.Shared()
 	a.cfg.Logger = a.logger
 	a.cfg.Prices, err = a.loadPrices()
 	return err
@@ -242,9 +248,6 @@ func (a *App) configError(err error) error {
 
 // Validate checks the configuration.
 func (a *App) Validate() error {
-	if err := a.validateStorage(); err != nil {
-		return err
-	}
 	if _, err := a.durability(); err != nil {
 		return err
 	}
@@ -297,7 +300,7 @@ func (a *App) Start() error {
 			// The last config's requests still run on it: share it.
 			return st, nil
 		}
-		return openState(a.Storage, a.poolKey, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
+		return openState(a.storage, a.poolKey, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
 	})
 	if err != nil {
 		return err

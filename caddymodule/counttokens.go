@@ -25,6 +25,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // TokenCountHeader marks a count_tokens answer that is the gateway's own
@@ -135,7 +136,7 @@ func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string
 		return 0, apierror.Internal()
 	}
 	req.URL.Path, req.URL.RawPath = path+":countTokens", ""
-	resp, err := h.app.Transport().RoundTrip(req)
+	resp, err := upstream.Send(h.app.Transport(), req)
 	if err != nil {
 		h.log.Warn("countTokens upstream", zap.String("provider", route.Provider.Name), zap.Error(err))
 		return 0, apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_unreachable", "the provider's countTokens could not be reached")

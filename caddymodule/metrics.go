@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
@@ -214,44 +213,4 @@ func dirSize(dir string) int64 {
 	})
 	storeSize.dir, storeSize.at, storeSize.bytes = dir, time.Now(), total
 	return total
-}
-
-// parseMetrics reads the metrics option:
-//
-//	metrics off
-//	metrics {
-//		per_user
-//	}
-func (a *App) parseMetrics(d *caddyfile.Dispenser) error {
-	a.Metrics = &MetricsConfig{}
-	if d.NextArg() {
-		if d.Val() != "off" {
-			return d.Errf("metrics: unknown argument %q (want off, or a block)", d.Val())
-		}
-		a.Metrics.Off = true
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		if d.NextBlock(d.Nesting()) {
-			return d.Err("metrics off takes no block")
-		}
-		return nil
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "per_user":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			a.Metrics.PerUser = true
-		case "off":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			a.Metrics.Off = true
-		default:
-			return d.Errf("unrecognized metrics option %q", d.Val())
-		}
-	}
-	return nil
 }

@@ -31,8 +31,8 @@ func (a *App) loadPrices() (*billing.PriceTable, error) {
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {
 	a.logger.Info("air app started",
-		zap.String("storage", a.Storage.Backend),
-		zap.String("dir", a.Storage.Dir),
+		zap.String("storage", storageName(a.storage)),
+		zap.String("dir", a.storage.Directory()),
 		zap.Int("providers", len(a.Providers)),
 		zap.Int("models", len(a.Models)),
 		zap.Bool("priced", a.Prices != ""))

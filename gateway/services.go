@@ -17,6 +17,7 @@ import (
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // Config is what one config provisions for its services, before it
@@ -52,11 +53,11 @@ type Config struct {
 	// observers.
 	TaskConfig tasks.Config
 	// PollerConfig is the config's settings of the background-response
-	// poller; NewServices fills in its store, routes, client, biller and
+	// poller; NewServices fills in its store, routes, transport, biller and
 	// holds.
 	PollerConfig responses.Config
 	// BatchConfig is the config's settings of the batch service;
-	// NewServices fills in its stores, routes, client, router, biller and
+	// NewServices fills in its stores, routes, transport, router, biller and
 	// holds.
 	BatchConfig batches.Config
 	// Several instances share the backend: the requests that dead ones
@@ -120,7 +121,7 @@ func NewServices(sh *Shared, c Config) (*Services, error) {
 	if sh.Repos.Responses != nil {
 		pc := c.PollerConfig
 		pc.Store, pc.Routes, pc.Biller = sh.Repos.Responses, c.Routes, rb
-		pc.Client = &http.Client{Transport: c.Transport}
+		pc.Transport = c.Transport
 		pc.Logger = c.Logger.Named("responses")
 		pc.Holds = sh.ResponseHolds
 		if b := c.RequestLogs; b != nil {
@@ -136,7 +137,7 @@ func NewServices(sh *Shared, c Config) (*Services, error) {
 	}
 	bc := c.BatchConfig
 	bc.Files, bc.Batches, bc.Media, bc.Routes, bc.Biller = sh.Repos.Files, sh.Repos.Batches, sh.Repos.Media, c.Routes, rb
-	bc.Client, bc.Router = &http.Client{Transport: c.Transport}, c.Router
+	bc.Transport, bc.Router = c.Transport, c.Router
 	bc.Holds, bc.Logger = sh.BatchHolds, c.Logger.Named("batches")
 	if s.Batches, err = batches.New(bc); err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (s *Services) run(ctx context.Context) {
 		go s.settleTakenOver(ctx)
 	}
 	if s.Router != nil {
-		go s.Router.RunHealthChecks(ctx, s.Transport)
+		go s.Router.RunHealthChecks(ctx, upstream.Prober(s.Transport))
 	}
 	if s.Alerts != nil {
 		alerting := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // adapter speaks one provider protocol's generation API.
@@ -213,7 +214,7 @@ func exchangeLimit(ctx context.Context, c *call, limit int64, ch *charge, method
 		req.Header.Set("Content-Type", "application/json")
 	}
 	telemetry.Inject(ctx, req.Header)
-	resp, err := c.client.Do(req)
+	resp, err := upstream.Send(c.client.Transport, req)
 	if err != nil {
 		return 0, nil, nil, transportError(ctx, err)
 	}

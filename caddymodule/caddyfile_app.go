@@ -9,7 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
 
-	"github.com/caddy-air/caddy-air/tasks"
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 )
 
 func init() {
@@ -128,38 +128,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch d.Val() {
 		case "storage":
-			a.Storage = &Storage{}
-			var arg string
-			if !d.Args(&a.Storage.Backend, &arg) || d.NextArg() {
-				return d.ArgErr()
-			}
-			switch a.Storage.Backend {
-			case backendBadger:
-				a.Storage.Dir = arg
-			case backendPostgres:
-				a.Storage.DSN = arg
-			default:
-				return d.Errf("storage backend %q is not supported (badger or postgres)", a.Storage.Backend)
-			}
-			for nesting := d.Nesting(); d.NextBlock(nesting); {
-				switch d.Val() {
-				case "intent_gather":
-					var s string
-					if !d.AllArgs(&s) {
-						return d.ArgErr()
-					}
-					g, perr := caddy.ParseDuration(s)
-					if perr != nil {
-						return d.Errf("intent_gather: bad duration %q", s)
-					}
-					a.Storage.IntentGather = (*caddy.Duration)(&g)
-				default:
-					return d.Errf("unknown storage setting %q", d.Val())
-				}
-			}
-			if err := a.Storage.check(); err != nil {
-				return d.Err(err.Error())
-			}
+			err = a.parseStorage(d)
 		case "prices":
 			if !d.AllArgs(&a.Prices) {
 				return d.ArgErr()
@@ -170,16 +139,13 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&a.LedgerDurability) {
 				return d.ArgErr()
 			}
-			if _, derr := a.durability(); derr != nil {
-				return d.Err(derr.Error())
-			}
 		case "ledger_commit_interval":
 			var s string
 			if !d.AllArgs(&s) {
 				return d.ArgErr()
 			}
 			ci, perr := caddy.ParseDuration(s)
-			if perr != nil || ci < 0 {
+			if perr != nil {
 				return d.Errf("ledger_commit_interval: bad duration %q", s)
 			}
 			a.LedgerCommitInterval = (*caddy.Duration)(&ci)
@@ -233,195 +199,21 @@ func parsePositiveInt(d *caddyfile.Dispenser) (int, error) {
 	return n, nil
 }
 
-func (a *App) parseProvider(d *caddyfile.Dispenser) error {
-	p := &ProviderConfig{}
-	if !d.Args(&p.Name) {
+// parseStorage reads the storage line: the backend's name, then what its
+// module (namespace air.storage) parses.
+func (a *App) parseStorage(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
 		return d.ArgErr()
 	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "protocol":
-			if !d.AllArgs(&p.Protocol) {
-				return d.ArgErr()
-			}
-		case "base_url", "endpoint":
-			p.BaseURLs = append(p.BaseURLs, d.RemainingArgs()...)
-		case "access_key_id", "secret_access_key", "session_token", "api_version":
-			err = parseBedrockAzureOption(d, p)
-		case "api_key":
-			p.APIKeys = append(p.APIKeys, d.RemainingArgs()...)
-		case "timeout":
-			p.Timeout, err = parseDuration(d)
-		case "try_timeout":
-			p.TryTimeout, err = parseDuration(d)
-		case "retries":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			n, perr := strconv.Atoi(s)
-			if perr != nil || n < 0 {
-				return d.Errf("retries: want a non-negative integer, got %q", s)
-			}
-			p.Retries = &n
-		case "fail_duration":
-			p.FailDuration, err = parseDuration(d)
-		case "fail_window":
-			p.FailWindow, err = parseDuration(d)
-		case "cooldown":
-			p.Cooldown, err = parseDuration(d)
-		case "key_cooldown":
-			p.KeyCooldown, err = parseDuration(d)
-		case "failure_rate":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
-			}
-			f, perr := strconv.ParseFloat(v, 64)
-			if perr != nil || f <= 0 || f > 1 {
-				return d.Errf("failure_rate: want a number in (0, 1], got %q", v)
-			}
-			p.FailureRate = f
-		case "min_requests":
-			p.MinRequests, err = parsePositiveInt(d)
-		case "max_concurrent":
-			p.MaxConcurrent, err = parsePositiveInt(d)
-		case "rpm":
-			p.RPM, err = parsePositiveInt(d)
-		case "tpm":
-			p.TPM, err = parsePositiveInt(d)
-		case "health_check":
-			p.HealthCheck, err = parseHealthCheck(d)
-		case "project":
-			if !d.AllArgs(&p.Project) {
-				return d.ArgErr()
-			}
-		case "region":
-			if !d.AllArgs(&p.Region) {
-				return d.ArgErr()
-			}
-		case "credentials_file":
-			if !d.AllArgs(&p.CredentialsFile) {
-				return d.ArgErr()
-			}
-		case "token_url":
-			if !d.AllArgs(&p.TokenURL) {
-				return d.ArgErr()
-			}
-		default:
-			return d.Errf("unrecognized provider option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if p.Protocol == "" {
-		return d.Errf("provider %s: protocol is required", p.Name)
-	}
-	a.Providers = append(a.Providers, p)
-	return nil
-}
-
-func (a *App) parseModel(d *caddyfile.Dispenser) error {
-	m := &ModelConfig{}
-	args := d.RemainingArgs()
-	switch len(args) {
-	case 3:
-		m.UpstreamModel = args[2]
-		fallthrough
-	case 2:
-		m.Provider = args[1]
-		fallthrough
-	case 1:
-		m.Pattern = args[0]
-	default:
-		return d.Errf("model: want <id|glob> [<provider> [<upstream_model>]], got %d arguments", len(args))
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "to":
-			var dc *DeploymentConfig
-			if dc, err = parseTo(d); err == nil {
-				m.Deployments = append(m.Deployments, dc)
-			}
-		case "fallback":
-			fs := d.RemainingArgs()
-			if len(fs) == 0 {
-				return d.ArgErr()
-			}
-			m.Fallbacks = append(m.Fallbacks, fs...)
-		case "lb_policy":
-			if !d.AllArgs(&m.LBPolicy) {
-				return d.ArgErr()
-			}
-		case "kind":
-			if !d.AllArgs(&m.Kind) {
-				return d.ArgErr()
-			}
-		case "sizes":
-			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
-		case "formats":
-			fs := d.RemainingArgs()
-			if len(fs) == 0 {
-				return d.ArgErr()
-			}
-			m.Formats = append(m.Formats, fs...)
-		case "typical_duration":
-			m.TypicalDuration, err = parseDuration(d)
-		case "max_output_tokens":
-			m.MaxOutputTokens, err = parsePositiveInt(d)
-		case "drop_params":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			m.DropParams = true
-		default:
-			return d.Errf("unrecognized model option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := m.check(); err != nil {
+	name := d.Val()
+	if err := airmod.CheckKnown("storage backend", airmod.StorageNamespace, name); err != nil {
 		return d.Err(err.Error())
 	}
-	a.Models = append(a.Models, m)
-	return nil
-}
-
-func (a *App) parseTasks(d *caddyfile.Dispenser) error {
-	a.Tasks = &TasksConfig{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "ttl":
-			a.Tasks.TTL, err = parseDuration(d)
-		case "media_ttl":
-			a.Tasks.MediaTTL, err = parseDuration(d)
-		case "poll_interval":
-			a.Tasks.PollInterval, err = parseDuration(d)
-		case "max_concurrent_creates":
-			a.Tasks.MaxConcurrentCreates, err = parsePositiveInt(d)
-		case "lease":
-			a.Tasks.Lease, err = parseDuration(d)
-		case "media_fetch_allow":
-			allow := d.RemainingArgs()
-			if len(allow) == 0 {
-				return d.ArgErr()
-			}
-			if err := tasks.CheckMediaFetchAllow(allow); err != nil {
-				return d.Err(err.Error())
-			}
-			a.Tasks.MediaFetchAllow = append(a.Tasks.MediaFetchAllow, allow...)
-		default:
-			return d.Errf("unrecognized tasks option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
+	mod, err := caddyfile.UnmarshalModule(d, airmod.StorageNamespace+"."+name)
+	if err != nil {
+		return err
 	}
+	a.StorageRaw = caddyconfig.JSONModuleObject(mod, "backend", name, nil)
 	return nil
 }
 
@@ -455,3 +247,17 @@ func parseDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 
 // Interface guard.
 var _ caddyfile.Unmarshaler = (*App)(nil)
+
+// parseInt reads the option's one argument, an integer.
+func parseInt(d *caddyfile.Dispenser) (int, error) {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.ArgErr()
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, d.Errf("%s: want an integer, got %q", name, s)
+	}
+	return n, nil
+}

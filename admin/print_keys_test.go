@@ -1,4 +1,4 @@
-package caddymodule
+package admin
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ func TestPrintKeysEscapesControls(t *testing.T) {
 	var b strings.Builder
 	k := keys.Key{ID: "key_1", User: "al\x1bice", Name: "ok\x1b]0;pwned\a\x1b[2J", CreatedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
 		State: keys.StateActive, Models: []string{"gpt\x07"}}
-	if err := printKeys(&b, []keys.Key{k}, nil); err != nil {
+	if err := PrintKeys(&b, []keys.Key{k}, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

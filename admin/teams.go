@@ -1,4 +1,4 @@
-package caddymodule
+package admin
 
 import (
 	"errors"
@@ -7,23 +7,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/teams"
 )
 
-// teamView is a team as the admin API shows it: its members, models,
+// TeamView is a team as the admin API shows it: its members, models,
 // limits and spend.
-type teamView struct {
+type TeamView struct {
 	teams.Team
 	// Budget is the team's limits (scope team) and spend.
 	Budget billing.BudgetStatus `json:"budget"`
 }
 
-// createTeamRequest is the body of POST /air/teams.
-type createTeamRequest struct {
+// CreateTeamRequest is the body of POST /air/teams.
+type CreateTeamRequest struct {
 	// Name names the team.
 	Name string `json:"name"`
 	// Models are the model ids or globs the members may use; empty: all.
@@ -39,16 +36,16 @@ type createTeamRequest struct {
 //	PUT  /air/teams/<team>/models {"models"}      → replaces the models its members may use
 //	PUT  /air/teams/<team>/limits <billing.Limits> → sets its limits (as PUT /air/budgets/team/<team>)
 //	PUT|DELETE /air/teams/<team>/members/<user> [{"admin":bool}] → adds (or changes) and removes a member
-func (a Admin) teamRoutes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{
-		{Pattern: "/air/teams", Handler: caddy.AdminHandlerFunc(a.handleTeams)},
-		{Pattern: "/air/teams/", Handler: caddy.AdminHandlerFunc(a.handleTeam)},
+func (a API) teamRoutes() []Route {
+	return []Route{
+		{Pattern: "/air/teams", Handler: a.handleTeams},
+		{Pattern: "/air/teams/", Handler: a.handleTeam},
 	}
 }
 
 // viewOf is the admin view of t.
-func viewOf(st *gateway.Shared, t teams.Team) teamView {
-	return teamView{Team: t, Budget: st.Budgets.Status(billing.ScopeTeam, t.Name)}
+func viewOf(s *Services, t teams.Team) TeamView {
+	return TeamView{Team: t, Budget: s.Budgets.Status(billing.ScopeTeam, t.Name)}
 }
 
 // teamErr maps the teams service's errors to the admin API's.
@@ -64,38 +61,38 @@ func teamErr(err error) error {
 	return apiErr(http.StatusInternalServerError, err)
 }
 
-func (Admin) handleTeams(w http.ResponseWriter, r *http.Request) error {
-	st, err := startedState()
+func (a API) handleTeams(w http.ResponseWriter, r *http.Request) error {
+	s, err := a.started()
 	if err != nil {
 		return err
 	}
 	switch r.Method {
 	case http.MethodGet:
-		list, err := st.Teams.List(r.Context())
+		list, err := s.Teams.List(r.Context())
 		if err != nil {
 			return apiErr(http.StatusInternalServerError, err)
 		}
-		out := make([]teamView, 0, len(list))
+		out := make([]TeamView, 0, len(list))
 		for _, t := range list {
-			out = append(out, viewOf(st, t))
+			out = append(out, viewOf(s, t))
 		}
-		return writeAdminJSON(w, http.StatusOK, out)
+		return writeJSON(w, http.StatusOK, out)
 	case http.MethodPost:
-		var req createTeamRequest
-		if err := decodeAdminBody(w, r, &req, true, "team"); err != nil {
+		var req CreateTeamRequest
+		if err := a.decodeBody(w, r, &req, true, "team"); err != nil {
 			return err
 		}
-		t, err := st.CreateTeam(r.Context(), req.Name, req.Models, time.Now())
+		t, err := s.Teams.Create(r.Context(), req.Name, req.Models, time.Now())
 		if err != nil {
 			return teamErr(err)
 		}
-		return writeAdminJSON(w, http.StatusCreated, viewOf(st, t))
+		return writeJSON(w, http.StatusCreated, viewOf(s, t))
 	}
-	return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
+	return notAllowed(r)
 }
 
-func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
-	st, err := startedState()
+func (a API) handleTeam(w http.ResponseWriter, r *http.Request) error {
+	s, err := a.started()
 	if err != nil {
 		return err
 	}
@@ -108,31 +105,31 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 		var req struct {
 			LogRequests *bool `json:"log_requests"`
 		}
-		if err := decodeAdminBody(w, r, &req, true, "team"); err != nil {
+		if err := a.decodeBody(w, r, &req, true, "team"); err != nil {
 			return err
 		}
 		if req.LogRequests == nil {
 			return apiErr(http.StatusBadRequest, fmt.Errorf("PATCH /air/teams/<team> takes {\"log_requests\": true|false}"))
 		}
-		if err := st.SetTeamLogRequests(ctx, name, *req.LogRequests); err != nil {
+		if err := s.Teams.SetLogRequests(ctx, name, *req.LogRequests); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 2 && parts[1] == "models" && r.Method == http.MethodPut:
 		var req struct {
 			Models []string `json:"models"`
 		}
-		if err := decodeAdminBody(w, r, &req, true, "models"); err != nil {
+		if err := a.decodeBody(w, r, &req, true, "models"); err != nil {
 			return err
 		}
-		if err := st.SetTeamModels(ctx, name, req.Models); err != nil {
+		if err := s.Teams.SetModels(ctx, name, req.Models); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 2 && parts[1] == "limits" && r.Method == http.MethodPut:
 		var lim billing.Limits
-		if err := decodeAdminBody(w, r, &lim, true, "limits"); err != nil {
+		if err := a.decodeBody(w, r, &lim, true, "limits"); err != nil {
 			return err
 		}
-		if err := setLimits(r, st, billing.ScopeTeam, name, lim); err != nil {
+		if err := setLimits(r, s, billing.ScopeTeam, name, lim); err != nil {
 			return err
 		}
 	case len(parts) == 3 && parts[1] == "members" && parts[2] != "" && r.Method == http.MethodPut:
@@ -140,23 +137,23 @@ func (Admin) handleTeam(w http.ResponseWriter, r *http.Request) error {
 			Admin bool `json:"admin"`
 		}
 		if r.ContentLength != 0 {
-			if err := decodeAdminBody(w, r, &req, true, "member"); err != nil {
+			if err := a.decodeBody(w, r, &req, true, "member"); err != nil {
 				return err
 			}
 		}
-		if err := st.AddMember(ctx, name, parts[2], req.Admin); err != nil {
+		if err := s.Teams.AddMember(ctx, name, parts[2], req.Admin); err != nil {
 			return teamErr(err)
 		}
 	case len(parts) == 3 && parts[1] == "members" && parts[2] != "" && r.Method == http.MethodDelete:
-		if err := st.RemoveMember(ctx, name, parts[2]); err != nil {
+		if err := s.Teams.RemoveMember(ctx, name, parts[2]); err != nil {
 			return teamErr(err)
 		}
 	default:
 		return apiErr(http.StatusNotFound, fmt.Errorf("use GET /air/teams/<team>, PUT /air/teams/<team>/models|limits or PUT|DELETE /air/teams/<team>/members/<user>"))
 	}
-	t, err := st.Teams.Get(ctx, name)
+	t, err := s.Teams.Get(ctx, name)
 	if err != nil {
 		return teamErr(err)
 	}
-	return writeAdminJSON(w, http.StatusOK, viewOf(st, t))
+	return writeJSON(w, http.StatusOK, viewOf(s, t))
 }

@@ -1,4 +1,4 @@
-package caddymodule
+package admin
 
 import (
 	"fmt"
@@ -13,10 +13,10 @@ import (
 	"github.com/caddy-air/caddy-air/keys"
 )
 
-// printKeys writes ks as `caddy air keys list` prints them: a table, one
+// PrintKeys writes ks as `caddy air keys list` prints them: a table, one
 // key a line, its free-text fields made safe for a terminal, with each
 // key's limits from limits (by key id; a key without any shows "-").
-func printKeys(w io.Writer, ks []keys.Key, limits map[string]billing.Limits) error {
+func PrintKeys(w io.Writer, ks []keys.Key, limits map[string]billing.Limits) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES\tSTATE\tLIMIT\tMODELS")
 	for _, k := range ks {
@@ -66,9 +66,9 @@ func limitsText(l billing.Limits) string {
 	return strings.Join(parts, ", ")
 }
 
-// printBudgetStatus writes what `caddy air budget set|get|delete` prints:
+// PrintBudgetStatus writes what `caddy air budget set|get|delete` prints:
 // the limits of one user or key and its spend per currency.
-func printBudgetStatus(w io.Writer, st billing.BudgetStatus) error {
+func PrintBudgetStatus(w io.Writer, st billing.BudgetStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	var l billing.Limits
 	if st.Limits != nil {

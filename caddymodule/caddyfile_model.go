@@ -63,32 +63,67 @@ func toOption(s string) bool {
 	return false
 }
 
-// parseHealthCheck reads `health_check [<path>] [{ path, interval, timeout }]`.
-func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheckConfig, error) {
-	hc := &HealthCheckConfig{}
-	if d.NextArg() {
-		hc.Path = d.Val()
-		if d.NextArg() {
-			return nil, d.ArgErr()
-		}
+func (a *App) parseModel(d *caddyfile.Dispenser) error {
+	m := &ModelConfig{}
+	args := d.RemainingArgs()
+	switch len(args) {
+	case 3:
+		m.UpstreamModel = args[2]
+		fallthrough
+	case 2:
+		m.Provider = args[1]
+		fallthrough
+	case 1:
+		m.Pattern = args[0]
+	default:
+		return d.Errf("model: want <id|glob> [<provider> [<upstream_model>]], got %d arguments", len(args))
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		var err error
 		switch d.Val() {
-		case "path":
-			if !d.AllArgs(&hc.Path) {
-				return nil, d.ArgErr()
+		case "to":
+			var dc *DeploymentConfig
+			if dc, err = parseTo(d); err == nil {
+				m.Deployments = append(m.Deployments, dc)
 			}
-		case "interval":
-			hc.Interval, err = parseDuration(d)
-		case "timeout":
-			hc.Timeout, err = parseDuration(d)
+		case "fallback":
+			fs := d.RemainingArgs()
+			if len(fs) == 0 {
+				return d.ArgErr()
+			}
+			m.Fallbacks = append(m.Fallbacks, fs...)
+		case "lb_policy":
+			if !d.AllArgs(&m.LBPolicy) {
+				return d.ArgErr()
+			}
+		case "kind":
+			if !d.AllArgs(&m.Kind) {
+				return d.ArgErr()
+			}
+		case "sizes":
+			m.Sizes = append(m.Sizes, d.RemainingArgs()...)
+		case "formats":
+			fs := d.RemainingArgs()
+			if len(fs) == 0 {
+				return d.ArgErr()
+			}
+			m.Formats = append(m.Formats, fs...)
+		case "typical_duration":
+			m.TypicalDuration, err = parseDuration(d)
+		case "max_output_tokens":
+			m.MaxOutputTokens, err = parsePositiveInt(d)
+		case "drop_params":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			m.DropParams = true
 		default:
-			return nil, d.Errf("unrecognized health_check option %q", d.Val())
+			return d.Errf("unrecognized model option %q", d.Val())
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return hc, nil
+	a.Models = append(a.Models, m)
+	return nil
 }
