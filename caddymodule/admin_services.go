@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/refusals"
 	"github.com/caddy-air/caddy-air/routing"
@@ -16,17 +17,17 @@ import (
 // adminGateway implements admin.Gateway with the running air app
 // (running), looked up on each call: the admin API's services are the
 // console's and the handlers', each change recorded in the audit trail
-// (audited.go).
+// (gateway.Shared's audited changes).
 type adminGateway struct{}
 
-// startedState returns the running app and its state, or the reason
+// startedState returns the running app and its gateway.Shared, or the reason
 // there is none.
-func startedState() (*App, *state, error) {
+func startedState() (*App, *gateway.Shared, error) {
 	app := running.Load()
 	if app == nil {
 		return nil, nil, admin.ErrNotRunning
 	}
-	st := app.current()
+	st := app.live.Shared()
 	if st == nil {
 		return nil, nil, admin.ErrStarting
 	}
@@ -42,15 +43,15 @@ func (adminGateway) Started() (*admin.Services, error) {
 	s := &admin.Services{
 		Keys:    adminKeys{st},
 		Budgets: adminBudgets{consoleServices: consoleServices{app: app}, st: st},
-		Ledger:  st.ledger,
+		Ledger:  st.Ledger,
 		Records: adminRecords{st},
 		Teams:   adminTeams{st},
-		Audit:   st.audit,
-		Alerts:  st.repos.Alerts,
+		Audit:   st.Audit,
+		Alerts:  st.Repos.Alerts,
 		Health:  adminHealth{app, st},
 	}
-	if st.repos.RequestLogs != nil {
-		s.RequestLogs = st.repos.RequestLogs
+	if st.Repos.RequestLogs != nil {
+		s.RequestLogs = st.Repos.RequestLogs
 	}
 	return s, nil
 }
@@ -68,7 +69,7 @@ func (adminGateway) Prices() (admin.PricesReport, error) {
 // answers, the console's operators' page shows and the audit trail
 // records on a change.
 func (a *App) pricesReport() admin.PricesReport {
-	return admin.PricesReport{Source: a.Prices, Currency: a.prices.Currency(), Models: a.prices.Models()}
+	return admin.PricesReport{Source: a.Prices, Currency: a.cfg.Prices.Currency(), Models: a.cfg.Prices.Models()}
 }
 
 // Upstreams implements admin.Gateway.
@@ -93,49 +94,49 @@ func (adminGateway) MaxJSONDepth() int {
 	return 0
 }
 
-// adminKeys implements admin.KeyService with a state's audited changes.
-type adminKeys struct{ st *state }
+// adminKeys implements admin.KeyService with a gateway.Shared's audited changes.
+type adminKeys struct{ st *gateway.Shared }
 
 // List implements admin.KeyService.
 func (k adminKeys) List(ctx context.Context, user string) ([]*keys.Key, error) {
-	return k.st.keys.List(ctx, user)
+	return k.st.Keys.List(ctx, user)
 }
 
 // Create implements admin.KeyService.
 func (k adminKeys) Create(ctx context.Context, o keys.CreateOptions) (string, *keys.Key, error) {
-	return k.st.createKey(ctx, o)
+	return k.st.CreateKey(ctx, o)
 }
 
 // Update implements admin.KeyService.
 func (k adminKeys) Update(ctx context.Context, id string, c keys.Change) (*keys.Key, error) {
-	return k.st.updateKey(ctx, id, c)
+	return k.st.UpdateKey(ctx, id, c)
 }
 
 // Revoke implements admin.KeyService: any user's key.
 func (k adminKeys) Revoke(ctx context.Context, id string) (*keys.Key, error) {
-	return k.st.revokeKey(ctx, "", id)
+	return k.st.RevokeKey(ctx, "", id)
 }
 
 // Regenerate implements admin.KeyService.
 func (k adminKeys) Regenerate(ctx context.Context, id string, grace time.Duration) (string, *keys.Key, error) {
-	return k.st.regenerateKey(ctx, id, grace)
+	return k.st.RegenerateKey(ctx, id, grace)
 }
 
 // adminBudgets implements admin.BudgetService: the console operators'
-// budget services, and a state's budget status.
+// budget services, and a gateway.Shared's budget status.
 type adminBudgets struct {
 	consoleServices
-	st *state
+	st *gateway.Shared
 }
 
 // Status implements admin.BudgetService.
 func (b adminBudgets) Status(scope billing.Scope, id string) billing.BudgetStatus {
-	return b.st.budgets.Status(scope, id)
+	return b.st.Budgets.Status(scope, id)
 }
 
 // adminRecords implements admin.RecordService with searchRecords and
 // exportRecords, as the console's operators search.
-type adminRecords struct{ st *state }
+type adminRecords struct{ st *gateway.Shared }
 
 // SearchRecords implements admin.RecordService.
 func (r adminRecords) SearchRecords(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
@@ -152,19 +153,19 @@ func (r adminRecords) ExportRecordsCSV(ctx context.Context, q billing.RecordQuer
 // SearchRecords pages them, and with a key that names an API key only
 // that key's owner's. The admin API and the console's operators search
 // with it.
-func searchRecords(ctx context.Context, st *state, q billing.RecordQuery) (*billing.RecordPage, error) {
+func searchRecords(ctx context.Context, st *gateway.Shared, q billing.RecordQuery) (*billing.RecordPage, error) {
 	if q.User != "" {
-		return st.ledger.UserRecords(ctx, q)
+		return st.Ledger.UserRecords(ctx, q)
 	}
 	if err := ownerOfKey(ctx, st, &q); err != nil {
 		return nil, err
 	}
-	return st.ledger.SearchRecords(ctx, q)
+	return st.Ledger.SearchRecords(ctx, q)
 }
 
 // exportRecords writes every record q selects as CSV, as searchRecords
 // pages them.
-func exportRecords(ctx context.Context, st *state, q billing.RecordQuery, w io.Writer) error {
+func exportRecords(ctx context.Context, st *gateway.Shared, q billing.RecordQuery, w io.Writer) error {
 	if q.User == "" {
 		if err := ownerOfKey(ctx, st, &q); err != nil {
 			return err
@@ -174,17 +175,17 @@ func exportRecords(ctx context.Context, st *state, q billing.RecordQuery, w io.W
 			q.After = ""
 		}
 	}
-	return st.ledger.ExportCSV(ctx, q, w)
+	return st.Ledger.ExportCSV(ctx, q, w)
 }
 
 // ownerOfKey sets the user of a search without one to the owner of its
 // key, when the key is an API key (the playground's "console" is not):
 // a key's records are its owner's, so the search reads one user.
-func ownerOfKey(ctx context.Context, st *state, q *billing.RecordQuery) error {
+func ownerOfKey(ctx context.Context, st *gateway.Shared, q *billing.RecordQuery) error {
 	if q.KeyID == "" || q.User != "" {
 		return nil
 	}
-	all, err := st.keys.List(ctx, "")
+	all, err := st.Keys.List(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -197,48 +198,48 @@ func ownerOfKey(ctx context.Context, st *state, q *billing.RecordQuery) error {
 	return nil
 }
 
-// adminTeams implements admin.TeamService with a state's audited
+// adminTeams implements admin.TeamService with a gateway.Shared's audited
 // changes.
-type adminTeams struct{ st *state }
+type adminTeams struct{ st *gateway.Shared }
 
 // List implements admin.TeamService.
-func (t adminTeams) List(ctx context.Context) ([]teams.Team, error) { return t.st.teams.List(ctx) }
+func (t adminTeams) List(ctx context.Context) ([]teams.Team, error) { return t.st.Teams.List(ctx) }
 
 // Get implements admin.TeamService.
 func (t adminTeams) Get(ctx context.Context, name string) (teams.Team, error) {
-	return t.st.teams.Get(ctx, name)
+	return t.st.Teams.Get(ctx, name)
 }
 
 // Create implements admin.TeamService.
 func (t adminTeams) Create(ctx context.Context, name string, models []string, now time.Time) (teams.Team, error) {
-	return t.st.createTeam(ctx, name, models, now)
+	return t.st.CreateTeam(ctx, name, models, now)
 }
 
 // SetModels implements admin.TeamService.
 func (t adminTeams) SetModels(ctx context.Context, name string, models []string) error {
-	return t.st.setTeamModels(ctx, name, models)
+	return t.st.SetTeamModels(ctx, name, models)
 }
 
 // SetLogRequests implements admin.TeamService.
 func (t adminTeams) SetLogRequests(ctx context.Context, name string, on bool) error {
-	return t.st.setTeamLogRequests(ctx, name, on)
+	return t.st.SetTeamLogRequests(ctx, name, on)
 }
 
 // AddMember implements admin.TeamService.
 func (t adminTeams) AddMember(ctx context.Context, name, user string, isAdmin bool) error {
-	return t.st.addMember(ctx, name, user, isAdmin)
+	return t.st.AddMember(ctx, name, user, isAdmin)
 }
 
 // RemoveMember implements admin.TeamService.
 func (t adminTeams) RemoveMember(ctx context.Context, name, user string) error {
-	return t.st.removeMember(ctx, name, user)
+	return t.st.RemoveMember(ctx, name, user)
 }
 
 // adminHealth implements admin.HealthService: the full (not public)
-// report of the app's health checks on its state.
+// report of the app's health checks on its gateway.Shared.
 type adminHealth struct {
 	app *App
-	st  *state
+	st  *gateway.Shared
 }
 
 // Report implements admin.HealthService.

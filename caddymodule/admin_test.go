@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddyserver/caddy/v2"
 )
 
@@ -47,7 +48,7 @@ func TestAdminNotRunning(t *testing.T) {
 	}{
 		{nil, "/air/keys", "the air app is not running: configure a global `air` option"},
 		{nil, "/air/prices", "the air app is not running: configure a global `air` option"},
-		{&App{live: new(live)}, "/air/usage", "the air app is starting"},
+		{&App{live: new(gateway.Live)}, "/air/usage", "the air app is starting"},
 	} {
 		running.Store(tc.app)
 		err := serveAdmin(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, tc.path, nil))

@@ -93,14 +93,15 @@ func (a *App) provisionAlerts(ctx caddy.Context) error {
 		}
 		cfg.Webhooks = append(cfg.Webhooks, &alerts.Webhook{Name: w.Name, URL: u, Secret: secret, Events: w.Events, Format: w.Format})
 	}
-	if a.metrics != nil {
+	if a.cfg.Metrics != nil {
 		m := processAlertMetrics()
 		if err := m.Register(ctx.GetMetricsRegistry()); err != nil {
 			return fmt.Errorf("alerts: metrics: %v", err)
 		}
 		cfg.Observer = m
 	}
-	a.alerts = alerts.NewDispatcher(cfg)
+	a.cfg.Alerts = alerts.NewDispatcher(cfg)
+	a.cfg.AlertInterval, a.cfg.KeyExpiryLead = time.Duration(c.CheckInterval), time.Duration(c.KeyExpiryLead)
 	return nil
 }
 

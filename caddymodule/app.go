@@ -13,19 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
-	"github.com/caddy-air/caddy-air/airmetrics"
-	"github.com/caddy-air/caddy-air/alerts"
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	"github.com/caddy-air/caddy-air/gateway"
-	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -50,11 +45,17 @@ const (
 	// ledgerWait bounds how long the end of a response waits for its
 	// record to be durable; past it the client gets an error instead.
 	ledgerWait = gateway.LedgerWait
+	// defaultMinFreeSpace is the free space, beyond the store's own
+	// reserve and what its sparse files may still claim, below which new
+	// billable work is refused.
+	defaultMinFreeSpace = 64 << 20
 )
 
-// App is the `air` app: it owns the state shared by caddy-air's handlers
-// (the store, keys, prices, ledger, budgets, provider routes and the task
-// poller). Configure it with the global Caddyfile option `air { … }`.
+// App is the `air` app: it provisions a config's services
+// (gateway.Config), opens or shares the store across reloads
+// (gateway.Shared, in statePool) and starts the services on it
+// (gateway.Services), which caddy-air's handlers read through
+// gateway.Live. Configure it with the global Caddyfile option `air { … }`.
 type App struct {
 	// StorageRaw selects where state is kept: a storage backend module
 	// (namespace air.storage) named by its "backend", such as
@@ -123,41 +124,23 @@ type App struct {
 	// them on: size cap, retention, redacted patterns.
 	RequestLogs *RequestLogsConfig `json:"request_logs,omitempty"`
 
-	ctx       caddy.Context
-	logger    *zap.Logger
-	routes    *providers.Table
+	ctx    caddy.Context
+	logger *zap.Logger
+	// cfg is what Provision makes ready of the config for its services.
+	cfg gateway.Config
+	// transport is the provider transport of cfg.Transport, cleaned up
+	// with the app.
 	transport *reverseproxy.HTTPTransport
 	poolKey   string
 	// storage is the loaded storage backend.
 	storage airmod.Storage
-	prices  *billing.PriceTable
 	// priceText is the price file as loaded, for the console.
 	priceText string
-	live      *live
-	metrics   *airmetrics.Observer // nil when metrics are off
-	cancel    context.CancelFunc
-	done      chan struct{}
-	// tracker counts each provider's upstream attempts, for health.
-	tracker *health.Tracker
-	// router picks the upstream of every attempt.
-	router *routing.Router
+	// live is what the started config serves with.
+	live *gateway.Live
 	// stateRefs are the identities of the upstream states the router
 	// took from upstreamStates, given back on Cleanup.
 	stateRefs []string
-	// probe tests that the store takes writes, for health.
-	probe *storeProbe
-	// alerts queues and delivers this config's alerts.
-	alerts *alerts.Dispatcher
-	// reqlogs are the request logs' bounds.
-	reqlogs *requestLogBounds
-}
-
-// live is what a started config serves with; handlers read it per request.
-type live struct {
-	state atomic.Pointer[state]
-	rt    atomic.Pointer[runtime]
-	// stopped is set by Stop, which releases the state once.
-	stopped atomic.Bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -174,7 +157,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
-	a.live = new(live)
+	a.live = new(gateway.Live)
 	if err := a.checkConfig(); err != nil {
 		return a.configError(err)
 	}
@@ -182,7 +165,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if rerr != nil {
 		return a.configError(rerr)
 	}
-	a.reqlogs = rb
+	a.cfg.RequestLogs = rb
 	if err := a.provisionStorage(); err != nil {
 		return a.configError(err)
 	}
@@ -214,7 +197,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.Tasks.PollInterval = caddy.Duration(defaultPollInterval)
 	}
 	var err error
-	if a.routes, err = a.buildRoutes(); err != nil {
+	if a.cfg.Routes, err = a.buildRoutes(); err != nil {
 		return err
 	}
 	a.provisionHealth()
@@ -224,13 +207,29 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionAlerts(ctx); err != nil {
 		return a.configError(err)
 	}
-	a.router = routing.New(routing.Config{Table: a.routes, Options: a.routingOptions(), Observer: a.routingObserver(),
+	a.cfg.Router = routing.New(routing.Config{Table: a.cfg.Routes, Options: a.routingOptions(), Observer: a.routingObserver(),
 		States: a.upstreamState, Logger: a.logger.Named("routing")})
 	a.transport = &reverseproxy.HTTPTransport{Versions: []string{"1.1", "2"}, MaxResponseHeaderSize: maxUpstreamHeader}
 	if err := a.transport.Provision(ctx); err != nil {
 		return fmt.Errorf("provider transport: %v", err)
 	}
-	a.prices, err = a.loadPrices()
+	a.cfg.Transport = a.transport.Transport
+	a.cfg.TaskConfig = tasks.Config{
+		TTL:                  time.Duration(a.Tasks.TTL),
+		MediaTTL:             time.Duration(a.Tasks.MediaTTL),
+		PollInterval:         time.Duration(a.Tasks.PollInterval),
+		MaxConcurrentCreates: a.Tasks.MaxConcurrentCreates,
+		MediaFetchAllow:      a.Tasks.MediaFetchAllow,
+		Lease:                time.Duration(a.Tasks.Lease),
+		MaxJSONDepth:         a.MaxJSONDepth,
+		Buffers:              bodies,
+	}
+	a.cfg.PollerConfig = a.Responses.pollerConfig()
+	a.cfg.BatchConfig = a.Batches.serviceConfig()
+	a.cfg.BatchConfig.MaxJSONDepth = a.MaxJSONDepth
+	a.cfg.Several = a.storage.Shared()
+	a.cfg.Logger = a.logger
+	a.cfg.Prices, err = a.loadPrices()
 	return err
 }
 
@@ -297,39 +296,27 @@ func (a *App) Validate() error {
 // work.
 func (a *App) Start() error {
 	val, _, err := statePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		if st := resumeDraining(a.poolKey); st != nil {
+		if st := gateway.Resume(a.poolKey); st != nil {
 			// The last config's requests still run on it: share it.
 			return st, nil
 		}
-		st, err := openState(a.storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
-		if err != nil {
-			return nil, err
-		}
-		st.poolKey = a.poolKey
-		return st, nil
+		return openState(a.storage, a.poolKey, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
 	})
 	if err != nil {
 		return err
 	}
-	st := val.(*state)
-	st.guard.minFree.Store(a.MinFreeSpace)
+	st := val.(*gateway.Shared)
+	st.Guard.SetMinFree(a.MinFreeSpace)
 	a.applyDurability(st)
-	st.ledger.SetSyncObserver(a.commitObserver())
-	rt, err := a.startRuntime(st)
+	st.Ledger.SetSyncObserver(a.commitObserver())
+	svc, err := gateway.NewServices(st, a.cfg)
 	if err != nil {
 		_, _ = statePool.Delete(a.poolKey)
 		return err
 	}
-	a.live.state.Store(st)
-	a.live.rt.Store(rt)
+	a.live.Set(svc)
 	bodies.setLimit(a.MaxBufferedBodies)
-	ctx, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	a.done = make(chan struct{})
-	go func() {
-		defer close(a.done)
-		a.runBackground(ctx, rt)
-	}()
+	svc.Start()
 	running.Store(a)
 	a.auditConfig(st)
 	a.retainBreakers()
@@ -341,29 +328,30 @@ func (a *App) Start() error {
 // the store closes when no config uses it any more.
 func (a *App) Stop() error {
 	running.CompareAndSwap(a, nil)
-	if a.cancel != nil {
-		a.cancel()
-		<-a.done
-	}
-	st := a.live.state.Load()
-	if st == nil || a.live.stopped.Swap(true) {
+	svc, first := a.live.Stop()
+	if svc == nil {
 		return nil
 	}
+	svc.Stop()
+	if !first {
+		return nil
+	}
+	st := svc.Shared()
 	// Records of requests that finished under this config are written
 	// before the config lets go of the store, within a bound: a storage
 	// that hangs must not hang a reload or the exit.
 	ctx, cancel := context.WithTimeout(context.Background(), stopFlushTimeout)
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		a.logger.Error("ledger records still queued when the config stopped; they are written when the storage takes them",
-			zap.Int("records", st.ledger.Queued()), zap.Error(err))
+			zap.Int("records", st.Ledger.Queued()), zap.Error(err))
 	}
 	cancel()
-	// The state and runtime stay in place: Caddy stops a config's apps in
-	// no set order, and the HTTP servers of this config may still take
+	// The Shared and Services stay in place: Caddy stops a config's apps
+	// in no set order, and the HTTP servers of this config may still take
 	// requests on open connections after this app stopped. During a reload
-	// the next config holds the pooled state and those requests are served
-	// as usual; once the last config lets go, the state closes and they
-	// are refused (see current and runtimeState).
+	// the next config holds the pooled Shared and those requests are
+	// served as usual; once the last config lets go, the Shared closes and
+	// they are refused (see gateway.Live).
 	_, err := statePool.Delete(a.poolKey)
 	return err
 }
@@ -378,24 +366,14 @@ func (a *App) Cleanup() error {
 	return nil
 }
 
-// current returns the started app's state, or nil before Start and once
-// the state is closed.
-func (a *App) current() *state {
-	st := a.live.state.Load()
-	if st == nil || st.closed.Load() {
-		return nil
-	}
-	return st
-}
-
 // Router returns the router that picks every attempt's upstream.
-func (a *App) Router() *routing.Router { return a.router }
+func (a *App) Router() *routing.Router { return a.cfg.Router }
 
 // Routes returns the provider routing table.
-func (a *App) Routes() *providers.Table { return a.routes }
+func (a *App) Routes() *providers.Table { return a.cfg.Routes }
 
 // Transport returns the round tripper used to reach providers.
-func (a *App) Transport() http.RoundTripper { return a.transport.Transport }
+func (a *App) Transport() http.RoundTripper { return a.cfg.Transport }
 
 // Interface guards.
 var (

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
@@ -44,20 +45,20 @@ func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
 	if err := old.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if old.current() == nil || old.runtimeState() == nil {
+	if old.live.Shared() == nil || old.live.Services() == nil {
 		t.Fatal("the old config refuses requests while the next one holds the store")
 	}
 	if err := old.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if next.current() == nil {
+	if next.live.Shared() == nil {
 		t.Fatal("stopping the old config twice released the next one's store")
 	}
 	if err := next.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	for name, a := range map[string]*App{"old": old, "next": next} {
-		if a.current() != nil || a.runtimeState() != nil {
+		if a.live.Shared() != nil || a.live.Services() != nil {
 			t.Errorf("the %s config serves after the store closed", name)
 		}
 	}
@@ -71,59 +72,59 @@ func TestStoppedConfigServesUntilStateCloses(t *testing.T) {
 // storage shares the draining state instead of opening the storage again.
 func TestStoppedStateDrainsInFlight(t *testing.T) {
 	start := appStarter(t, t.TempDir())
-	write := func(st *state, id string) {
+	write := func(st *gateway.Shared, id string) {
 		t.Helper()
-		if _, err := st.ledger.Write(context.Background(), billing.Record{ID: id, User: "u", Model: "m", Outcome: billing.OutcomeOK}); err != nil {
+		if _, err := st.Ledger.Write(context.Background(), billing.Record{ID: id, User: "u", Model: "m", Outcome: billing.OutcomeOK}); err != nil {
 			t.Fatalf("recording %s: %v", id, err)
 		}
 	}
 
 	a := start()
-	st := a.current()
-	if !st.drain.enter() {
+	st := a.live.Shared()
+	if !st.Enter() {
 		t.Fatal("a running state refused an exchange")
 	}
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if a.current() != st {
+	if a.live.Shared() != st {
 		t.Fatal("the state closed while an exchange was in flight")
 	}
 	write(st, "during-stop")
-	st.drain.leave()
-	if a.current() != nil || !st.closed.Load() {
+	st.Leave()
+	if a.live.Shared() != nil || !st.Closed() {
 		t.Fatal("the state stayed open after the last exchange ended")
 	}
-	if st.drain.enter() {
+	if st.Enter() {
 		t.Error("a closed state let an exchange in")
 	}
 
 	// A config that starts while the last one's exchanges drain takes the
 	// same state back; the old exchange's end does not close it.
 	b := start()
-	st = b.current()
-	if got, err := st.ledger.Get(context.Background(), "during-stop"); err != nil || got.ID != "during-stop" {
+	st = b.live.Shared()
+	if got, err := st.Ledger.Get(context.Background(), "during-stop"); err != nil || got.ID != "during-stop" {
 		t.Fatalf("the record written while draining: %+v, %v", got, err)
 	}
-	if !st.drain.enter() {
+	if !st.Enter() {
 		t.Fatal("a running state refused an exchange")
 	}
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	c := start()
-	if c.current() != st {
+	if c.live.Shared() != st {
 		t.Fatal("a config started while the state drained opened another one")
 	}
-	st.drain.leave()
-	if c.current() != st {
+	st.Leave()
+	if c.live.Shared() != st {
 		t.Fatal("the end of the old config's exchange closed the next config's state")
 	}
 	write(st, "after-resume")
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if c.current() != nil {
+	if c.live.Shared() != nil {
 		t.Fatal("the state stayed open after its last config stopped with nothing in flight")
 	}
 }

@@ -15,32 +15,41 @@ import (
 
 	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/audit"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 )
 
 // auditTestState starts an app on a Badger store in a temporary
-// directory as the running one, for the admin API, and returns its state.
-func auditTestState(t *testing.T) (*App, *state) {
+// directory as the running one, for the admin API, and returns its state;
+// the state logs to log, if given.
+func auditTestState(t *testing.T, log ...*zap.Logger) (*App, *gateway.Shared) {
 	t.Helper()
-	st, err := openState(openBadger(t, t.TempDir()), 0, 0, zap.NewNop())
+	log = append(log, zap.NewNop())
+	st, err := openState(openBadger(t, t.TempDir()), "", 0, 0, log[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &App{live: new(live)}
-	app.live.state.Store(st)
+	routes, _ := providers.NewTable(nil, nil)
+	svc, err := gateway.NewServices(st, gateway.Config{Routes: routes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &App{live: new(gateway.Live)}
+	app.live.Set(svc)
 	prev := running.Swap(app)
 	t.Cleanup(func() {
 		running.Store(prev)
-		_ = st.close()
+		_ = st.Destruct()
 	})
 	return app, st
 }
 
 // auditEntries returns every entry of the trail, newest first.
-func auditEntries(t *testing.T, st *state) []store.AuditEntry {
+func auditEntries(t *testing.T, st *gateway.Shared) []store.AuditEntry {
 	t.Helper()
-	p, err := st.audit.List(context.Background(), audit.Query{})
+	p, err := st.Audit.List(context.Background(), audit.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +86,7 @@ func adminDo(t *testing.T, method, path, body string, hdr http.Header) *httptest
 func TestAdminMutationsAudited(t *testing.T) {
 	_, st := auditTestState(t)
 	// The key the changes act on, made outside the admin API.
-	_, k, err := st.keys.Create(context.Background(), keys.CreateOptions{User: "alice"})
+	_, k, err := st.Keys.Create(context.Background(), keys.CreateOptions{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,16 +353,15 @@ func (failingAudit) Append(context.Context, store.AuditEntry) error {
 // written: the change stands (the key works), the answer is the change's,
 // and the failure is logged as an error naming the action.
 func TestAuditFailureLogged(t *testing.T) {
-	_, st := auditTestState(t)
 	core, logs := observer.New(zap.ErrorLevel)
-	st.log = zap.New(core)
-	st.audit = audit.New(failingAudit{})
+	_, st := auditTestState(t, zap.New(core))
+	st.Audit = audit.New(failingAudit{})
 	w := adminDo(t, "POST", "/air/keys", `{"user":"frank"}`, nil)
 	var created struct{ ID, Key string }
 	if err := json.Unmarshal(w.Body.Bytes(), &created); w.Code != http.StatusCreated || err != nil {
 		t.Fatalf("creating a key with the trail down: %d %s", w.Code, w.Body)
 	}
-	if k, err := st.keys.Authenticate(context.Background(), created.Key); err != nil || k.ID != created.ID {
+	if k, err := st.Keys.Authenticate(context.Background(), created.Key); err != nil || k.ID != created.ID {
 		t.Errorf("the key made with the trail down: %v", err)
 	}
 	entries := logs.FilterMessage("the audit trail did not record a change").All()

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/audit"
+	"github.com/caddy-air/caddy-air/gateway"
 )
 
 // auditConfigTimeout bounds how long a config's start spends comparing
@@ -27,7 +28,7 @@ type providersSnapshot struct {
 // change, its author unknown to the app (actor "config"). Instances that
 // share a trail and start the same config record it once, give or take
 // a race between their starts.
-func (a *App) auditConfig(st *state) {
+func (a *App) auditConfig(st *gateway.Shared) {
 	ctx, cancel := context.WithTimeout(context.Background(), auditConfigTimeout)
 	defer cancel()
 	ctx = audit.WithActor(ctx, audit.Actor{Name: audit.ViaConfig, Via: audit.ViaConfig})
@@ -37,7 +38,7 @@ func (a *App) auditConfig(st *state) {
 		{Action: "providers.change", TargetType: "providers", TargetID: "providers",
 			After: providersSnapshot{Providers: a.Providers, Models: a.Models}},
 	} {
-		if _, err := st.audit.RecordChange(ctx, e); err != nil {
+		if _, err := st.Audit.RecordChange(ctx, e); err != nil {
 			a.logger.Error("the audit trail did not record the config's change", zap.String("action", e.Action), zap.Error(err))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 )
 
 // TestAuditConfigChanges checks that a config start records its prices
@@ -19,7 +20,7 @@ func TestAuditConfigChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := func(baseURL string, pt *billing.PriceTable) *App {
-		return &App{logger: zap.NewNop(), Prices: "prices.json", prices: pt,
+		return &App{logger: zap.NewNop(), Prices: "prices.json", cfg: gateway.Config{Prices: pt},
 			Providers: []*ProviderConfig{{Name: "up", DialectRaw: dialectJSON("openai"), BaseURLs: []string{baseURL}, APIKeys: []string{"sk-provider-secret-123456"}}},
 			Models:    []*ModelConfig{{Pattern: "gpt-*", Provider: "up"}}}
 	}

@@ -73,10 +73,10 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	}
 	// tina administers team red, made outside the trail; her forms
 	// change it (methods of console.TeamService are named Team.<method>).
-	if _, err := st.teams.Create(context.Background(), "red", nil, time.Now()); err != nil {
+	if _, err := st.Teams.Create(context.Background(), "red", nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.teams.Add(context.Background(), "red", "tina", true); err != nil {
+	if err := st.Teams.Add(context.Background(), "red", "tina", true); err != nil {
 		t.Fatal(err)
 	}
 	newKeyID := func() string {

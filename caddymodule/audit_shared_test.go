@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/internal/pgtest"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
@@ -18,26 +19,26 @@ import (
 // other, newest first, with its actor.
 func TestAuditSharedOnPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	open := func() *state {
-		st, err := openState(openPostgres(t, dsn), 0, 0, zap.NewNop())
+	open := func() *gateway.Shared {
+		st, err := openState(openPostgres(t, dsn), "", 0, 0, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = st.close() })
+		t.Cleanup(func() { _ = st.Destruct() })
 		return st
 	}
 	a, b := open(), open()
 	ctxA := audit.WithActor(context.Background(), audit.Actor{Name: "alice", Via: audit.ViaConsole, ClientIP: "192.0.2.1"})
 	ctxB := audit.WithActor(context.Background(), audit.Actor{Name: audit.ViaAdminAPI, Via: audit.ViaAdminAPI, ClientIP: "192.0.2.2"})
-	_, k, err := a.createKey(ctxA, keys.CreateOptions{User: "alice"})
+	_, k, err := a.CreateKey(ctxA, keys.CreateOptions{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.setLimits(ctxB, billing.ScopeKey, k.ID, billing.Limits{RPM: 4}); err != nil {
+	if err := b.SetLimits(ctxB, billing.ScopeKey, k.ID, billing.Limits{RPM: 4}); err != nil {
 		t.Fatal(err)
 	}
-	for name, st := range map[string]*state{"a": a, "b": b} {
-		p, err := st.audit.List(context.Background(), audit.Query{AuditQuery: store.AuditQuery{TargetID: k.ID}})
+	for name, st := range map[string]*gateway.Shared{"a": a, "b": b} {
+		p, err := st.Audit.List(context.Background(), audit.Query{AuditQuery: store.AuditQuery{TargetID: k.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,15 +59,15 @@ func (h *Auth) Provision(ctx caddy.Context) (err error) {
 // ServeHTTP authenticates the request and passes it on.
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	requestIDOf(w, r)
-	st := h.app.current()
-	if st == nil || !st.drain.enter() {
+	st := h.app.live.Shared()
+	if st == nil || !st.Enter() {
 		h.app.observeRefusal(w, r, nil, r.URL.Path, errNotStarted)
 		return respondError(w, r, errNotStarted)
 	}
 	// Every exchange of a key passes here: it keeps the state open until
-	// it ends, also when the app stops meanwhile (see drain).
-	defer st.drain.leave()
-	k, err := st.keys.Authenticate(r.Context(), secretOf(r))
+	// it ends, also when the app stops meanwhile (see gateway/drain.go).
+	defer st.Leave()
+	k, err := st.Keys.Authenticate(r.Context(), secretOf(r))
 	if err != nil {
 		return h.reject(w, r, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/batches"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/tasks"
@@ -97,13 +98,13 @@ func (h *Batches) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow
 }
 
 // serveFiles serves /v1/files[/{id}[/content]].
-func (h *Batches) serveFiles(w http.ResponseWriter, r *http.Request, st *state, rt *runtime, o batches.Owner, rest string) error {
+func (h *Batches) serveFiles(w http.ResponseWriter, r *http.Request, st *gateway.Shared, rt *gateway.Services, o batches.Owner, rest string) error {
 	id, sub, _ := strings.Cut(rest, "/")
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	ctx := r.Context()
 	switch {
 	case id == "" && r.Method == http.MethodPost:
-		if aerr := st.guard.check(); aerr != nil {
+		if aerr := st.Guard.Check(); aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
 		f, aerr := h.upload(w, r, rt, o)
@@ -116,7 +117,7 @@ func (h *Batches) serveFiles(w http.ResponseWriter, r *http.Request, st *state, 
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
-		l, aerr := rt.batches.ListFiles(ctx, o, r.URL.Query().Get("after"), limit)
+		l, aerr := rt.Batches.ListFiles(ctx, o, r.URL.Query().Get("after"), limit)
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
@@ -124,7 +125,7 @@ func (h *Batches) serveFiles(w http.ResponseWriter, r *http.Request, st *state, 
 	case id == "":
 		return h.methodNotAllowed(w, r, "GET, POST")
 	case sub == "content" && read:
-		m, aerr := rt.batches.OpenFile(ctx, o, id)
+		m, aerr := rt.Batches.OpenFile(ctx, o, id)
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
@@ -137,13 +138,13 @@ func (h *Batches) serveFiles(w http.ResponseWriter, r *http.Request, st *state, 
 	case sub != "":
 		return h.app.refuseRead(w, r, nil, apierror.NotFound("unknown_url", "no such path: "+r.URL.Path))
 	case read:
-		f, aerr := rt.batches.GetFile(ctx, o, id)
+		f, aerr := rt.Batches.GetFile(ctx, o, id)
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
 		return h.done(w, r, http.StatusOK, f)
 	case r.Method == http.MethodDelete:
-		if aerr := rt.batches.DeleteFile(ctx, o, id); aerr != nil {
+		if aerr := rt.Batches.DeleteFile(ctx, o, id); aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
 		return h.done(w, r, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
@@ -157,7 +158,7 @@ const maxFormField = 1 << 10
 
 // upload reads a multipart upload, streaming its file part to the store:
 // a purpose field and a file part, each once, in any order.
-func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *runtime, o batches.Owner) (*batches.File, *apierror.Error) {
+func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *gateway.Services, o batches.Owner) (*batches.File, *apierror.Error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
 		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "invalid_request",
@@ -165,7 +166,7 @@ func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *runtime, o 
 	}
 	// The multipart framing around the file is small: a body much larger
 	// than the file limit is cut off.
-	r.Body = http.MaxBytesReader(w, r.Body, rt.batches.MaxFileBytes()+64<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, rt.Batches.MaxFileBytes()+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, apierror.InvalidRequest("", "the body is not a valid multipart form: "+err.Error())
@@ -175,7 +176,7 @@ func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *runtime, o 
 	seen := map[string]bool{}
 	fail := func(aerr *apierror.Error) (*batches.File, *apierror.Error) {
 		if f != nil {
-			_ = rt.batches.DeleteFile(context.WithoutCancel(r.Context()), o, f.ID)
+			_ = rt.Batches.DeleteFile(context.WithoutCancel(r.Context()), o, f.ID)
 		}
 		return nil, aerr
 	}
@@ -212,7 +213,7 @@ func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *runtime, o 
 		// The purpose may follow the file: the file is stored as a batch
 		// input and deleted if the purpose says otherwise.
 		var aerr *apierror.Error
-		if f, aerr = rt.batches.Upload(r.Context(), o, batches.PurposeBatch, part.FileName(), part); aerr != nil {
+		if f, aerr = rt.Batches.Upload(r.Context(), o, batches.PurposeBatch, part.FileName(), part); aerr != nil {
 			return fail(aerr)
 		}
 	}
@@ -226,7 +227,7 @@ func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *runtime, o 
 }
 
 // serveBatches serves /v1/batches[/{id}[/cancel]].
-func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime, o batches.Owner, rest string) error {
+func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys.Key, st *gateway.Shared, rt *gateway.Services, o batches.Owner, rest string) error {
 	id, sub, _ := strings.Cut(rest, "/")
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	ctx := r.Context()
@@ -238,7 +239,7 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
-		l, aerr := rt.batches.ListBatches(ctx, o, r.URL.Query().Get("after"), limit)
+		l, aerr := rt.Batches.ListBatches(ctx, o, r.URL.Query().Get("after"), limit)
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
@@ -246,7 +247,7 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 	case id == "":
 		return h.methodNotAllowed(w, r, "GET, POST")
 	case sub == "cancel" && r.Method == http.MethodPost:
-		b, aerr := rt.batches.Cancel(ctx, o, id)
+		b, aerr := rt.Batches.Cancel(ctx, o, id)
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
@@ -256,7 +257,7 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 	case sub != "":
 		return h.app.refuseRead(w, r, nil, apierror.NotFound("unknown_url", "no such path: "+r.URL.Path))
 	case read:
-		b, aerr := rt.batches.GetBatch(ctx, o, id)
+		b, aerr := rt.Batches.GetBatch(ctx, o, id)
 		if aerr != nil {
 			return h.app.refuseRead(w, r, nil, aerr)
 		}
@@ -268,25 +269,25 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 
 // create serves POST /v1/batches: the batch's estimate is reserved
 // against the caller's spend limits, at the batch price, until it ends.
-func (h *Batches) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime, o batches.Owner) error {
+func (h *Batches) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st *gateway.Shared, rt *gateway.Services, o batches.Owner) error {
 	rb, err := readBody(w, r, h.app.MaxRequestBody)
 	if err != nil {
 		return h.app.refuseRead(w, r, nil, err)
 	}
 	defer rb.release()
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr := st.Guard.Check(); aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
 	subject := subjectOf(r, key)
 	ctx := r.Context()
 	admit := func(model string, u billing.Usage) (holds.Hold, error) {
-		res, aerr := rt.billing.AdmitBatch(ctx, subject, model, u, batches.ServiceTier)
+		res, aerr := rt.Billing.AdmitBatch(ctx, subject, model, u, batches.ServiceTier)
 		if aerr != nil {
 			return nil, aerr
 		}
-		return budgetHold{res: res, app: h.app}, nil
+		return rt.Hold(res), nil
 	}
-	b, aerr := rt.batches.Create(ctx, o, rb.Bytes(), admit)
+	b, aerr := rt.Batches.Create(ctx, o, rb.Bytes(), admit)
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/teams"
 )
@@ -20,13 +21,13 @@ var errBadLimits = errors.New("limits refused")
 // case-sensitive: "usd" is not "USD"), or spend limits in a currency
 // that cannot count the cost of every priced model (no exchange rate).
 // Its errors wrap errBadLimits; others are the storage's.
-func checkLimits(ctx context.Context, st *state, pt *billing.PriceTable, scope billing.Scope, id string, lim billing.Limits) error {
+func checkLimits(ctx context.Context, st *gateway.Shared, pt *billing.PriceTable, scope billing.Scope, id string, lim billing.Limits) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{errBadLimits}, args...)...)
 	}
 	switch scope {
 	case billing.ScopeKey:
-		all, err := st.keys.List(ctx, "")
+		all, err := st.Keys.List(ctx, "")
 		if err != nil {
 			return err
 		}
@@ -34,7 +35,7 @@ func checkLimits(ctx context.Context, st *state, pt *billing.PriceTable, scope b
 			return bad("no key has the id %q", id)
 		}
 	case billing.ScopeUser:
-		own, err := st.keys.List(ctx, id)
+		own, err := st.Keys.List(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -42,7 +43,7 @@ func checkLimits(ctx context.Context, st *state, pt *billing.PriceTable, scope b
 			return bad("no user %q: a user exists once a key is created for it", id)
 		}
 	case billing.ScopeTeam:
-		if _, err := st.teams.Get(ctx, id); errors.Is(err, teams.ErrNotFound) {
+		if _, err := st.Teams.Get(ctx, id); errors.Is(err, teams.ErrNotFound) {
 			return bad("no team %q: create it with caddy air team create", id)
 		} else if err != nil {
 			return err

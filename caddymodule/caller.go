@@ -48,8 +48,8 @@ func subjectOf(r *http.Request, key *keys.Key) billing.Subject {
 // readCaller finds the team of key's user and reads r's x-air-tags
 // header, leaving both in r's variables; a malformed or repeated header
 // is a 400 invalid_request_error (param x-air-tags).
-func readCaller(r *http.Request, st *state, key *keys.Key) *apierror.Error {
-	if t := st.teams.Of(key.User); t != nil {
+func readCaller(r *http.Request, st *gateway.Shared, key *keys.Key) *apierror.Error {
+	if t := st.Teams.Of(key.User); t != nil {
 		caddyhttp.SetVar(r.Context(), varTeam, t)
 	}
 	vals := r.Header[tagsHeaderKey]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/teams"
@@ -17,7 +18,7 @@ import (
 
 // callerState is a state with a teams service on Badger, whose team
 // "search" has alice.
-func callerState(t testing.TB) *state {
+func callerState(t testing.TB) *gateway.Shared {
 	t.Helper()
 	db, err := badger.Open(badger.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -35,7 +36,7 @@ func callerState(t testing.TB) *state {
 	if err := ts.Add(ctx, "search", "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	return &state{teams: ts}
+	return &gateway.Shared{Teams: ts}
 }
 
 // callerRequest is a request with Caddy's variables and the given

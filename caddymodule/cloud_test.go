@@ -78,11 +78,11 @@ func TestCloudProvidersConfig(t *testing.T) {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
 		case err == nil:
-			p := a.routes.Provider("p")
+			p := a.cfg.Routes.Provider("p")
 			if p.Endpoint == nil || p.BaseURLs[0] != tc.wantBase {
 				t.Errorf("Test %d: provider %+v", i, p)
 			}
-			if r, _ := a.routes.Lookup(a.Models[0].Pattern); r.Kind != providers.KindChat && r.Kind != providers.KindMessages {
+			if r, _ := a.cfg.Routes.Lookup(a.Models[0].Pattern); r.Kind != providers.KindChat && r.Kind != providers.KindMessages {
 				t.Errorf("Test %d: kind %q", i, r.Kind)
 			}
 		}

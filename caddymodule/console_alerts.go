@@ -19,7 +19,7 @@ func (c consoleAlerts) Recent(ctx context.Context, n int) ([]store.AlertDelivery
 	if err != nil {
 		return nil, err
 	}
-	return st.repos.Alerts.Recent(ctx, n)
+	return st.Repos.Alerts.Recent(ctx, n)
 }
 
 // Webhooks implements console.AlertService.
@@ -40,7 +40,7 @@ func (s consoleServices) RegenerateKey(ctx context.Context, id string, grace tim
 	if err != nil {
 		return "", err
 	}
-	secret, _, err := st.regenerateKey(ctx, id, grace)
+	secret, _, err := st.RegenerateKey(ctx, id, grace)
 	switch {
 	case errors.Is(err, keys.ErrNoSuchKey):
 		return "", console.ErrNotFound

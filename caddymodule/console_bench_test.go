@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/console"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -43,7 +44,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = a.Stop() }()
-	st := a.current()
+	st := a.live.Shared()
 	n := consoleBenchRecords()
 	keyIDs := fillConsoleBench(b, st, n)
 	svc := consoleServices{app: a}
@@ -131,7 +132,7 @@ func consoleBenchRecords() int {
 // fillConsoleBench creates two keys for each bench user and appends n
 // records of theirs, spread over the last 60 days, in batches of a
 // thousand. It returns each user's key ids.
-func fillConsoleBench(b *testing.B, st *state, n int) map[string][2]string {
+func fillConsoleBench(b *testing.B, st *gateway.Shared, n int) map[string][2]string {
 	ctx := context.Background()
 	start := time.Now()
 	ids := map[string][2]string{}
@@ -139,7 +140,7 @@ func fillConsoleBench(b *testing.B, st *state, n int) map[string][2]string {
 		user := fmt.Sprintf("user-%04d", u)
 		var pair [2]string
 		for i := range pair {
-			_, k, err := st.keys.Create(ctx, keys.CreateOptions{User: user, Name: fmt.Sprintf("key %d", i)})
+			_, k, err := st.Keys.Create(ctx, keys.CreateOptions{User: user, Name: fmt.Sprintf("key %d", i)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,13 +165,13 @@ func fillConsoleBench(b *testing.B, st *state, n int) map[string][2]string {
 			Tier: -1, Priced: true, Currency: "USD", Cost: rng.Int63n(10_000_000),
 		})
 		if len(recs) == batch || i == n-1 {
-			if err := st.repos.Ledger.Append(ctx, recs); err != nil {
+			if err := st.Repos.Ledger.Append(ctx, recs); err != nil {
 				b.Fatal(err)
 			}
 			recs = make([]store.Record, 0, batch)
 		}
 	}
-	if err := st.repos.Ledger.Flush(ctx); err != nil {
+	if err := st.Repos.Ledger.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("created %d keys and filled the ledger with %d records in %s", 2*consoleBenchUsers, n, time.Since(start).Round(time.Second))

@@ -32,7 +32,7 @@ func (s consoleServices) Budget(_ context.Context, user string) (billing.BudgetS
 	if err != nil {
 		return billing.BudgetStatus{}, err
 	}
-	return st.budgets.Status(billing.ScopeUser, user), nil
+	return st.Budgets.Status(billing.ScopeUser, user), nil
 }
 
 // AllKeys implements console.OperatorService: GET /air/keys.
@@ -41,7 +41,7 @@ func (s consoleServices) AllKeys(ctx context.Context) ([]console.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := st.keys.List(ctx, "")
+	list, err := st.Keys.List(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s consoleServices) UpdateKey(ctx context.Context, id string, e console.Key
 		return console.Key{}, err
 	}
 	c := keys.Change{Name: &e.Name, Models: &e.Models, ExpiresAt: e.ExpiresAt, NoExpiry: e.ExpiresAt == nil}
-	k, err := st.updateKey(ctx, id, c)
+	k, err := st.UpdateKey(ctx, id, c)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.Key{}, console.ErrNotFound
 	}
@@ -80,7 +80,7 @@ func (s consoleServices) RevokeKey(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = st.revokeKey(ctx, "", id)
+	_, err = st.RevokeKey(ctx, "", id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.ErrNotFound
 	}
@@ -98,7 +98,7 @@ func (s consoleServices) Trail(ctx context.Context, q audit.Query) (*audit.Page,
 			return nil, console.Invalid(err)
 		}
 	}
-	return st.audit.List(ctx, q)
+	return st.Audit.List(ctx, q)
 }
 
 // ExportTrail implements console.AuditService: GET
@@ -108,5 +108,5 @@ func (s consoleServices) ExportTrail(ctx context.Context, q store.AuditQuery, fo
 	if err != nil {
 		return err
 	}
-	return st.audit.Export(ctx, q, format, w)
+	return st.Audit.Export(ctx, q, format, w)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/console"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -38,8 +39,8 @@ type consoleServices struct {
 var errConsoleNotStarted = errors.New("the air app is not started")
 
 // state returns the started state.
-func (s consoleServices) state() (*state, error) {
-	st := s.app.current()
+func (s consoleServices) state() (*gateway.Shared, error) {
+	st := s.app.live.Shared()
 	if st == nil {
 		return nil, errConsoleNotStarted
 	}
@@ -47,9 +48,9 @@ func (s consoleServices) state() (*state, error) {
 }
 
 // consoleKey converts a key for the console, with its limits.
-func consoleKey(st *state, k *keys.Key) console.Key {
+func consoleKey(st *gateway.Shared, k *keys.Key) console.Key {
 	return console.Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
-		LastUsedAt: k.LastUsedAt, Models: k.Models, State: k.State, Limits: st.budgets.Status(billing.ScopeKey, k.ID).Limits}
+		LastUsedAt: k.LastUsedAt, Models: k.Models, State: k.State, Limits: st.Budgets.Status(billing.ScopeKey, k.ID).Limits}
 }
 
 // List implements console.KeyService.
@@ -61,7 +62,7 @@ func (s consoleServices) List(ctx context.Context, user string) ([]console.Key, 
 	if user == "" {
 		return nil, errors.New("listing keys needs a user")
 	}
-	list, err := st.keys.List(ctx, user)
+	list, err := st.Keys.List(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (s consoleServices) Create(ctx context.Context, user string, o console.NewK
 	if user == "" {
 		return "", console.Key{}, errors.New("creating a key needs a user")
 	}
-	secret, k, err := st.createKey(ctx, keys.CreateOptions{User: user, Name: o.Name, ExpiresAt: o.ExpiresAt, Models: o.Models, Limit: o.Limit})
+	secret, k, err := st.CreateKey(ctx, keys.CreateOptions{User: user, Name: o.Name, ExpiresAt: o.ExpiresAt, Models: o.Models, Limit: o.Limit})
 	if err != nil {
 		return "", console.Key{}, console.Invalid(err)
 	}
@@ -101,7 +102,7 @@ func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 	if user == "" {
 		return console.ErrNotFound
 	}
-	_, err = st.revokeKey(ctx, user, id)
+	_, err = st.RevokeKey(ctx, user, id)
 	if errors.Is(err, keys.ErrNoSuchKey) {
 		return console.ErrNotFound
 	}
@@ -116,10 +117,10 @@ func (s consoleServices) Reports(ctx context.Context, f billing.ReportFilter, by
 	if err != nil {
 		return nil, err
 	}
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
-	return st.ledger.Reports(ctx, f, by...)
+	return st.Ledger.Reports(ctx, f, by...)
 }
 
 // Records implements console.UsageService: one page of the user's
@@ -130,10 +131,10 @@ func (s consoleServices) Records(ctx context.Context, q billing.RecordQuery) (*b
 	if err != nil {
 		return nil, err
 	}
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
-	page, err := st.ledger.UserRecords(ctx, q)
+	page, err := st.Ledger.UserRecords(ctx, q)
 	if err != nil {
 		return nil, console.Invalid(err)
 	}
@@ -146,19 +147,19 @@ func (s consoleServices) ExportCSV(ctx context.Context, q billing.RecordQuery, w
 	if err != nil {
 		return err
 	}
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		return err
 	}
-	return st.ledger.ExportCSV(ctx, q, w)
+	return st.Ledger.ExportCSV(ctx, q, w)
 }
 
 // listTasks lists a page of user's tasks for console.TaskService.
 func (s consoleServices) listTasks(ctx context.Context, user, after string, limit int) (*tasks.Page, error) {
-	rt := s.app.runtimeState()
+	rt := s.app.live.Services()
 	if rt == nil {
 		return nil, errConsoleNotStarted
 	}
-	page, aerr := rt.tasks.ListPage(ctx, tasks.Owner{User: user}, after, limit)
+	page, aerr := rt.Tasks.ListPage(ctx, tasks.Owner{User: user}, after, limit)
 	if aerr != nil {
 		if aerr.Status == http.StatusBadRequest {
 			return nil, console.Invalid(aerr)
@@ -207,13 +208,13 @@ func (s consoleServices) Chat(w http.ResponseWriter, r *http.Request, user strin
 	// readable once the ledger is flushed: the user's newest console
 	// request since this one began, read from the user's pages of records
 	// since then (never the whole ledger's).
-	if err := st.ledger.Flush(r.Context()); err != nil {
+	if err := st.Ledger.Flush(r.Context()); err != nil {
 		return nil, err
 	}
 	var found *billing.Record
 	q := billing.RecordQuery{User: user, KeyID: consoleKeyID, Since: start, Limit: billing.MaxPage}
 	for {
-		page, err := st.ledger.UserRecords(r.Context(), q)
+		page, err := st.Ledger.UserRecords(r.Context(), q)
 		if err != nil {
 			return nil, err
 		}
@@ -241,10 +242,10 @@ func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
-	month, err := st.ledger.Users(ctx, time.Now().UTC().Format("2006-01"))
+	month, err := st.Ledger.Users(ctx, time.Now().UTC().Format("2006-01"))
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, erro
 		u := add(uu.User)
 		u.Requests, u.Unpriced, u.Spend = uu.Requests, uu.Unpriced, uu.Spend
 	}
-	all, err := st.keys.List(ctx, "")
+	all, err := st.Keys.List(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +276,7 @@ func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, erro
 			u.Active++
 		}
 	}
-	budgets, err := st.budgets.List(ctx)
+	budgets, err := st.Budgets.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +291,7 @@ func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, erro
 	slices.SortFunc(tail, func(a, b *console.UserSummary) int { return strings.Compare(a.User, b.User) })
 	list := make([]console.UserSummary, 0, len(out))
 	for _, u := range append(head, tail...) {
-		u.Budget = st.budgets.Status(billing.ScopeUser, u.User)
+		u.Budget = st.Budgets.Status(billing.ScopeUser, u.User)
 		list = append(list, *u)
 	}
 	return list, nil
@@ -302,7 +303,7 @@ func (s consoleServices) Budgets(ctx context.Context) ([]billing.BudgetEntry, er
 	if err != nil {
 		return nil, err
 	}
-	return st.budgets.List(ctx)
+	return st.Budgets.List(ctx)
 }
 
 // SetBudget implements console.OperatorService: PUT
@@ -313,12 +314,12 @@ func (s consoleServices) SetBudget(ctx context.Context, scope billing.Scope, id 
 	if err != nil {
 		return err
 	}
-	if err := checkLimits(ctx, st, s.app.prices, scope, id, lim); errors.Is(err, errBadLimits) {
+	if err := checkLimits(ctx, st, s.app.cfg.Prices, scope, id, lim); errors.Is(err, errBadLimits) {
 		return console.Invalid(err)
 	} else if err != nil {
 		return err
 	}
-	if err := st.setLimits(ctx, scope, id, lim); err != nil {
+	if err := st.SetLimits(ctx, scope, id, lim); err != nil {
 		return console.Invalid(err)
 	}
 	return nil
@@ -331,7 +332,7 @@ func (s consoleServices) DeleteBudget(ctx context.Context, scope billing.Scope, 
 	if err != nil {
 		return err
 	}
-	return st.deleteLimits(ctx, scope, id)
+	return st.DeleteLimits(ctx, scope, id)
 }
 
 // SearchRecords implements console.OperatorService: GET /air/records,
@@ -342,7 +343,7 @@ func (s consoleServices) SearchRecords(ctx context.Context, q billing.RecordQuer
 	if err != nil {
 		return nil, err
 	}
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
 	page, err := searchRecords(ctx, st, q)
@@ -359,7 +360,7 @@ func (s consoleServices) ExportRecordsCSV(ctx context.Context, q billing.RecordQ
 	if err != nil {
 		return err
 	}
-	if err := st.ledger.Flush(ctx); err != nil {
+	if err := st.Ledger.Flush(ctx); err != nil {
 		return err
 	}
 	return exportRecords(ctx, st, q, w)
@@ -391,9 +392,9 @@ func (s consoleServices) Providers() []console.ProviderView {
 			// query): the page shows it as metrics and logs do.
 			pv.BaseURLs = append(pv.BaseURLs, routing.PublicURL(u))
 		}
-		if s.app.tracker != nil {
-			st := s.app.tracker.Stats(p.Name)
-			pv.State = fmt.Sprintf("%d attempts, %d failed in %s", st.Attempts, st.Failures, s.app.tracker.Window())
+		if s.app.cfg.Tracker != nil {
+			st := s.app.cfg.Tracker.Stats(p.Name)
+			pv.State = fmt.Sprintf("%d attempts, %d failed in %s", st.Attempts, st.Failures, s.app.cfg.Tracker.Window())
 		}
 		for _, u := range status {
 			if u.Provider == p.Name {
@@ -402,7 +403,7 @@ func (s consoleServices) Providers() []console.ProviderView {
 		}
 		for _, r := range routes.Models() {
 			if r.Provider == p {
-				pv.Models = append(pv.Models, console.ModelView{Pattern: r.Pattern, Kind: r.Kind, Priced: s.app.prices.Priced(r.Pattern)})
+				pv.Models = append(pv.Models, console.ModelView{Pattern: r.Pattern, Kind: r.Kind, Priced: s.app.cfg.Prices.Priced(r.Pattern)})
 			}
 		}
 		out = append(out, pv)

@@ -73,7 +73,7 @@ func TestConsoleServicesLedger(t *testing.T) {
 	a := startedApp(t)
 	s := consoleServices{app: a}
 	ctx := t.Context()
-	st := a.current()
+	st := a.live.Shared()
 	now := time.Now().UTC()
 	// carol has no key: she only used the playground.
 	for i := range 5 {
@@ -82,7 +82,7 @@ func TestConsoleServicesLedger(t *testing.T) {
 		if i == 4 {
 			rec.User, rec.KeyID = "dave", "key_d"
 		}
-		if _, err := st.ledger.Write(ctx, rec); err != nil {
+		if _, err := st.Ledger.Write(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

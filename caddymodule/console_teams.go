@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/console"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/teams"
 )
@@ -19,8 +20,8 @@ type consoleTeams struct{ consoleServices }
 
 // adminTeam returns the team that user administers, read from the store;
 // console.ErrNotFound when none.
-func (s consoleTeams) adminTeam(ctx context.Context, st *state, user string) (teams.Team, error) {
-	list, err := st.teams.List(ctx)
+func (s consoleTeams) adminTeam(ctx context.Context, st *gateway.Shared, user string) (teams.Team, error) {
+	list, err := st.Teams.List(ctx)
 	if err != nil {
 		return teams.Team{}, err
 	}
@@ -33,8 +34,8 @@ func (s consoleTeams) adminTeam(ctx context.Context, st *state, user string) (te
 }
 
 // consoleTeam converts a team for the console, with its budget.
-func consoleTeam(st *state, t teams.Team) console.Team {
-	out := console.Team{Name: t.Name, Models: t.Models, Budget: st.budgets.Status(billing.ScopeTeam, t.Name)}
+func consoleTeam(st *gateway.Shared, t teams.Team) console.Team {
+	out := console.Team{Name: t.Name, Models: t.Models, Budget: st.Budgets.Status(billing.ScopeTeam, t.Name)}
 	for _, m := range t.Members {
 		out.Members = append(out.Members, console.TeamMember(m))
 	}
@@ -53,7 +54,7 @@ func (s consoleTeams) AdminTeam(ctx context.Context, user string) (console.Team,
 	}
 	out := consoleTeam(st, t)
 	for _, m := range t.Members {
-		list, err := st.keys.List(ctx, m.User)
+		list, err := st.Keys.List(ctx, m.User)
 		if err != nil {
 			return console.Team{}, err
 		}
@@ -75,7 +76,7 @@ func (s consoleTeams) AddMember(ctx context.Context, admin, member string, asAdm
 	if err != nil {
 		return err
 	}
-	err = st.addMember(ctx, t.Name, member, asAdmin)
+	err = st.AddMember(ctx, t.Name, member, asAdmin)
 	switch {
 	case errors.Is(err, teams.ErrExists):
 		return console.Invalid(fmt.Errorf("%s is a member of another team: an operator must remove them from it first", member))
@@ -98,7 +99,7 @@ func (s consoleTeams) RemoveMember(ctx context.Context, admin, member string) er
 	if member == admin {
 		return console.Invalid(errors.New("you cannot remove yourself: ask an operator"))
 	}
-	if err := st.removeMember(ctx, t.Name, member); errors.Is(err, teams.ErrNotFound) {
+	if err := st.RemoveMember(ctx, t.Name, member); errors.Is(err, teams.ErrNotFound) {
 		return console.ErrNotFound
 	} else if err != nil {
 		return err
@@ -118,7 +119,7 @@ func (s consoleTeams) RevokeKey(ctx context.Context, admin, id string) error {
 		return err
 	}
 	for _, m := range t.Members {
-		if _, err := st.revokeKey(ctx, m.User, id); err == nil {
+		if _, err := st.RevokeKey(ctx, m.User, id); err == nil {
 			return nil
 		} else if !errors.Is(err, keys.ErrNoSuchKey) {
 			return err
@@ -150,7 +151,7 @@ func (s consoleTeams) Teams(ctx context.Context) ([]console.Team, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := st.teams.List(ctx)
+	list, err := st.Teams.List(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
 	}
 	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
-	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.Engine().Endpoint.Name, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	h.app.cfg.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.Engine().Endpoint.Name, Outcome: outcome, Status: status, Duration: sinceStart(start)})
 	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))

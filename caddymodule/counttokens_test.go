@@ -12,8 +12,8 @@ import (
 
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	geminimod "github.com/caddy-air/caddy-air/caddymodule/dialects/gemini"
+	"github.com/caddy-air/caddy-air/gateway"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
@@ -79,7 +79,7 @@ func countEnv(t *testing.T, g, b *fakeCount) (*proxyHandler, *providers.Route) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &App{router: routing.New(routing.Config{Table: table, MaxWait: -1}), transport: &reverseproxy.HTTPTransport{Transport: http.DefaultTransport.(*http.Transport)}}
+	app := &App{cfg: gateway.Config{Router: routing.New(routing.Config{Table: table, MaxWait: -1}), Transport: http.DefaultTransport}}
 	return &proxyHandler{app: app, proxy: &chatproxy.Proxy{}, log: zap.NewNop()}, route
 }
 

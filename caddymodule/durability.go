@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
+	"github.com/caddy-air/caddy-air/gateway"
 )
 
 // Values of App.LedgerDurability.
@@ -33,15 +34,15 @@ type gatherSetter interface{ SetGather(time.Duration) }
 // state st, shared across reloads, from this config, and on PostgreSQL the
 // intents' gather delay, which the backend picks (airmod.IntentGatherer).
 // Validate has checked the durability.
-func (a *App) applyDurability(st *state) {
+func (a *App) applyDurability(st *gateway.Shared) {
 	d, _ := a.durability()
-	st.ledger.SetDurability(d)
+	st.Ledger.SetDurability(d)
 	commitInterval := billing.DefaultCommitInterval
 	if a.LedgerCommitInterval != nil {
 		commitInterval = time.Duration(*a.LedgerCommitInterval)
 	}
-	st.ledger.SetCommitInterval(commitInterval)
-	g, ok := st.repos.Intents.(gatherSetter)
+	st.Ledger.SetCommitInterval(commitInterval)
+	g, ok := st.Repos.Intents.(gatherSetter)
 	if !ok {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	pgstorage "github.com/caddy-air/caddy-air/caddymodule/storage/postgres"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/postgres"
 )
@@ -59,20 +60,20 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 // the ledger of the state it starts on, and that a reload with another
 // changes it on the same, shared state.
 func TestLedgerDurabilityApplied(t *testing.T) {
-	st, err := openState(openBadger(t, t.TempDir()), 0, 0, zap.NewNop())
+	st, err := openState(openBadger(t, t.TempDir()), "", 0, 0, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.close()
-	if got := st.ledger.Durability(); got != billing.DurabilityJournaled {
+	defer st.Destruct()
+	if got := st.Ledger.Durability(); got != billing.DurabilityJournaled {
 		t.Fatalf("a new ledger on Badger is %v, want journaled", got)
 	}
 	(&App{LedgerDurability: durabilityStrict}).applyDurability(st)
-	if got := st.ledger.Durability(); got != billing.DurabilityStrict {
+	if got := st.Ledger.Durability(); got != billing.DurabilityStrict {
 		t.Errorf("after a config with ledger_durability strict: %v", got)
 	}
 	(&App{}).applyDurability(st)
-	if got := st.ledger.Durability(); got != billing.DurabilityJournaled {
+	if got := st.Ledger.Durability(); got != billing.DurabilityJournaled {
 		t.Errorf("after a reload without ledger_durability: %v, want journaled", got)
 	}
 }
@@ -105,7 +106,7 @@ func TestIntentGatherFollowsDurability(t *testing.T) {
 	} {
 		rec := &gatherRecorder{gather: -1}
 		l := billing.NewLedger(nopLedger{}, rec, nil)
-		st := &state{repos: store.Repos{Intents: rec}, ledger: l}
+		st := &gateway.Shared{Repos: store.Repos{Intents: rec}, Ledger: l}
 		(&App{LedgerDurability: tc.durability, storage: &pgstorage.Storage{IntentGather: tc.gather}}).applyDurability(st)
 		_ = l.Close()
 		if rec.gather != tc.want {

@@ -22,7 +22,7 @@ func (x exchangeHost) Caller(r *http.Request) (gateway.Deps, *apierror.Error) {
 	if aerr != nil {
 		return gateway.Deps{}, aerr
 	}
-	return gateway.Deps{Key: key, Team: teamOf(r), Subject: subjectOf(r, key), Billing: rt.billing, Shared: st, Services: rt}, nil
+	return gateway.Deps{Key: key, Team: teamOf(r), Subject: subjectOf(r, key), Billing: rt.Billing, Shared: st, Services: rt}, nil
 }
 
 // ReadBody reads r's body into a pooled buffer (readBody).
@@ -36,8 +36,8 @@ func (exchangeHost) ReadBody(w http.ResponseWriter, r *http.Request, limit int64
 
 // StartLog begins the exchange's request log (startRequestLog).
 func (x exchangeHost) StartLog(r *http.Request, d *gateway.Deps, body []byte, arrived time.Time) gateway.RequestLog {
-	st := d.Shared.(*state)
-	l := startRequestLog(st, x.app.reqlogs, r, d.Key, body, arrived)
+	st := d.Shared
+	l := startRequestLog(st, x.app.cfg.RequestLogs, r, d.Key, body, arrived)
 	if l == nil {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (x exchangeHost) StartLog(r *http.Request, d *gateway.Deps, body []byte, ar
 }
 
 // Guard refuses requests while the storage cannot take records.
-func (exchangeHost) Guard(d *gateway.Deps) *apierror.Error { return d.Shared.(*state).guard.check() }
+func (exchangeHost) Guard(d *gateway.Deps) *apierror.Error { return d.Shared.Guard.Check() }
 
 // RequestID returns r's gateway request id (requestIDOf).
 func (exchangeHost) RequestID(w http.ResponseWriter, r *http.Request) string {
@@ -64,7 +64,7 @@ func (x exchangeHost) Refuse(w http.ResponseWriter, r *http.Request, mr *airmetr
 // exchangeLog is a request log of the exchange pipeline.
 type exchangeLog struct {
 	l  *requestLogging
-	st *state
+	st *gateway.Shared
 }
 
 // Writer returns w teed into the capture.

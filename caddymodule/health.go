@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -85,26 +86,26 @@ const (
 // and its HTTP status. A public report (air_health) leaves out the storage
 // directory and the error texts of the store, the ledger and the storage
 // guard, which may name files.
-func (a *App) healthReport(ctx context.Context, st *state, public bool) (healthReport, int) {
-	ls := st.ledger.Stats()
-	st.guard.refresh()
+func (a *App) healthReport(ctx context.Context, st *gateway.Shared, public bool) (healthReport, int) {
+	ls := st.Ledger.Stats()
+	st.Guard.Refresh()
 	in := health.Input{
-		StoreErr:     a.probe.check(ctx, st.repos.Probe),
-		FreeBytes:    st.guard.free.Load(),
-		MarginBytes:  st.guard.margin.Load(),
+		StoreErr:     a.cfg.Probe.Check(ctx, st.Repos.Probe),
+		FreeBytes:    st.Guard.Free(),
+		MarginBytes:  st.Guard.Margin(),
 		Queued:       ls.Queued,
 		OldestQueued: ls.OldestQueued,
 		LedgerBroken: ls.Broken,
 		Window:       time.Duration(a.Health.Window),
-		Providers:    a.tracker.All(),
+		Providers:    a.cfg.Tracker.All(),
 	}
 	// The guard refuses work for the ledger's backlog too; any other
 	// refusal with room to spare is a failure to measure.
-	if why := st.guard.full.Load(); why != nil && *why != ls.Broken && in.FreeBytes >= in.MarginBytes {
-		in.MeasureErr = *why
+	if why := st.Guard.Full(); why != "" && why != ls.Broken && in.FreeBytes >= in.MarginBytes {
+		in.MeasureErr = why
 	}
 	rep := healthReport{
-		Storage: storageHealth{Dir: st.guard.dir, Writable: in.StoreErr == nil, FreeBytes: in.FreeBytes, MarginBytes: in.MarginBytes},
+		Storage: storageHealth{Dir: st.Guard.Dir(), Writable: in.StoreErr == nil, FreeBytes: in.FreeBytes, MarginBytes: in.MarginBytes},
 		Ledger:  ledgerFrom(ls),
 	}
 	if public {
@@ -143,10 +144,10 @@ func (a *App) healthReport(ctx context.Context, st *state, public bool) (healthR
 // liveReport is the liveness report of st (nil while the app starts or
 // stops, which is alive): 503 only when the ledger stopped taking records,
 // which a restart mends. Its reason is the public one: it may name files.
-func (a *App) liveReport(st *state) (healthReport, int) {
+func (a *App) liveReport(st *gateway.Shared) (healthReport, int) {
 	var in health.Input
 	if st != nil {
-		if ls := st.ledger.Stats(); ls.Broken != "" {
+		if ls := st.Ledger.Stats(); ls.Broken != "" {
 			in.LedgerBroken = publicLedgerErr
 		}
 	}

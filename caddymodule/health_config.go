@@ -1,16 +1,14 @@
 package caddymodule
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/health"
-	"github.com/caddy-air/caddy-air/store"
 )
 
 // HealthConfig tunes the checks of `GET /air/health` and `air_health`.
@@ -48,8 +46,8 @@ func (a *App) provisionHealth() {
 	for _, p := range a.Providers {
 		names = append(names, p.Name)
 	}
-	a.tracker = health.NewTracker(time.Duration(a.Health.Window), names...)
-	a.probe = new(storeProbe)
+	a.cfg.Tracker = health.NewTracker(time.Duration(a.Health.Window), names...)
+	a.cfg.Probe = new(gateway.Probe)
 }
 
 // validate checks the thresholds' ranges, whatever config set them (the
@@ -78,38 +76,4 @@ func (c *HealthConfig) thresholds() health.Thresholds {
 		}
 	}
 	return th
-}
-
-// probeInterval is how long the result of a store write probe is reused:
-// health checks, however frequent, cost at most one store write per
-// interval.
-const probeInterval = 5 * time.Second
-
-// probeTimeout bounds a store write probe.
-const probeTimeout = 2 * time.Second
-
-// storeProbe tests, at most once per probeInterval, that the store takes
-// a write.
-type storeProbe struct {
-	mu  sync.Mutex
-	at  time.Time
-	err error
-}
-
-// check returns the error of a recent write probe of s, probing anew when
-// the last one is older than probeInterval.
-func (p *storeProbe) check(ctx context.Context, s store.Prober) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.at.IsZero() && time.Since(p.at) < probeInterval {
-		return p.err
-	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	p.err = nil
-	if s != nil {
-		p.err = s.Probe(ctx)
-	}
-	p.at = time.Now()
-	return p.err
 }

@@ -71,7 +71,7 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET"))
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	st := h.app.current()
+	st := h.app.live.Shared()
 	if h.Check == "live" {
 		// Starting or stopping is not a reason to be restarted.
 		rep, status := h.app.liveReport(st)

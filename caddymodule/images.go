@@ -85,9 +85,9 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	defer rb.release()
 	req, aerr := h.request(rb.Bytes(), rt)
 	if aerr == nil {
-		mr = h.app.metricsRoute(req.model)
+		mr = h.app.cfg.MetricsRoute(req.model)
 		if aerr = allowModel(r, key, req.model); aerr == nil {
-			aerr = st.guard.check()
+			aerr = st.Guard.Check()
 		}
 	}
 	if aerr != nil {
@@ -96,7 +96,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	// The task service reserves the n images asked for once the body is
 	// valid, and charges the images generated in their place before it
 	// returns (the hold of a task, as for /v1/tasks).
-	admit := h.app.admitTask(r.Context(), rt.billing, subjectOf(r, key))
+	admit := rt.AdmitTask(r.Context(), subjectOf(r, key))
 	task, aerr := req.create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, req.body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
 		return refuse(aerr)
@@ -109,7 +109,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 
 // accept checks the method (POST), the caller and the body's content
 // type.
-func (h *Images) accept(w http.ResponseWriter, r *http.Request) (*keys.Key, *state, *runtime, *apierror.Error) {
+func (h *Images) accept(w http.ResponseWriter, r *http.Request) (*keys.Key, *gateway.Shared, *gateway.Services, *apierror.Error) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, nil, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint")
@@ -133,7 +133,7 @@ type imagesRequest struct {
 // is reserved by n, for an image model. A request whose model's provider
 // does not speak OpenAI loses its response_format, which the gateway
 // honours itself.
-func (h *Images) request(body []byte, rt *runtime) (imagesRequest, *apierror.Error) {
+func (h *Images) request(body []byte, rt *gateway.Services) (imagesRequest, *apierror.Error) {
 	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
 		return imagesRequest{}, apierror.InvalidBody(err)
 	}
@@ -144,9 +144,9 @@ func (h *Images) request(body []byte, rt *runtime) (imagesRequest, *apierror.Err
 	if aerr != nil {
 		return imagesRequest{}, aerr
 	}
-	create := rt.tasks.CreateImagesHeld
+	create := rt.Tasks.CreateImagesHeld
 	if !passThrough {
-		create = rt.tasks.CreateHeld
+		create = rt.Tasks.CreateHeld
 		var err error
 		if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
 			return imagesRequest{}, apierror.InvalidRequest("", "could not prepare the request: "+err.Error())
@@ -156,7 +156,7 @@ func (h *Images) request(body []byte, rt *runtime) (imagesRequest, *apierror.Err
 }
 
 // answer writes a finished task's images, or its error, counted in q.
-func (h *Images) answer(w http.ResponseWriter, r *http.Request, rt *runtime, task *tasks.Task, format string, q *airmetrics.Request) error {
+func (h *Images) answer(w http.ResponseWriter, r *http.Request, rt *gateway.Services, task *tasks.Task, format string, q *airmetrics.Request) error {
 	if task.Status != tasks.StatusSucceeded || task.Output == nil {
 		e := taskError(task)
 		q.Outcome, q.Status = airmetrics.OutcomeUpstreamError, e.Status
@@ -233,7 +233,7 @@ func taskError(t *tasks.Task) *apierror.Error {
 // writeB64 answers the images in base64, streamed from the media store in
 // constant memory. An image the provider keeps at its own URL is answered
 // by url.
-func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *runtime, t *tasks.Task, urls []string) error {
+func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *gateway.Services, t *tasks.Task, urls []string) error {
 	prefix := mediaBase(r, h.MediaPath) + "/"
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -263,7 +263,7 @@ func (h *Images) writeB64(w http.ResponseWriter, r *http.Request, rt *runtime, t
 // writeReply answers the provider's own answer (tasks.ImagesReply), each
 // image's url replaced by its re-hosted link and each b64_json by the
 // base64 of the stored image, streamed from the media store.
-func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *runtime, t *tasks.Task, rep *tasks.ImagesReply, urls []string) error {
+func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *gateway.Services, t *tasks.Task, rep *tasks.ImagesReply, urls []string) error {
 	prefix := mediaBase(r, h.MediaPath) + "/"
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -291,7 +291,7 @@ func (h *Images) writeReply(w http.ResponseWriter, r *http.Request, rt *runtime,
 }
 
 // writeMediaB64 writes {"b64_json":"…"} for media id.
-func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
+func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *gateway.Services, id string) error {
 	bw.WriteString(`{"b64_json":"`)
 	if err := writeMediaBase64(bw, r, rt, id); err != nil {
 		return err
@@ -301,8 +301,8 @@ func writeMediaB64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) er
 }
 
 // writeMediaBase64 writes the base64 of media id, without quotes.
-func writeMediaBase64(bw *bufio.Writer, r *http.Request, rt *runtime, id string) error {
-	m, err := rt.tasks.Media(r.Context(), id)
+func writeMediaBase64(bw *bufio.Writer, r *http.Request, rt *gateway.Services, id string) error {
+	m, err := rt.Tasks.Media(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -17,12 +17,12 @@ import (
 // /air/keys/<id>, and the key authenticates with the new scope at once.
 func TestAdminPatchKey(t *testing.T) {
 	a := startedApp(t)
-	st := a.current()
-	secret, k, err := st.keys.Create(t.Context(), keys.CreateOptions{User: "pat", Name: "ci", Models: []string{"gpt-4o"}})
+	st := a.live.Shared()
+	secret, k, err := st.Keys.Create(t.Context(), keys.CreateOptions{User: "pat", Name: "ci", Models: []string{"gpt-4o"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.keys.Authenticate(t.Context(), secret); err != nil {
+	if _, err := st.Keys.Authenticate(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
 	patch := func(id, body string) (*httptest.ResponseRecorder, error) {
@@ -37,7 +37,7 @@ func TestAdminPatchKey(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Name != "ci" || strings.Join(got.Models, ",") != "claude-*" || got.ExpiresAt == nil {
 		t.Fatalf("PATCH answered %s (%v)", w.Body, err)
 	}
-	if ak, err := st.keys.Authenticate(t.Context(), secret); err != nil || strings.Join(ak.Models, ",") != "claude-*" {
+	if ak, err := st.Keys.Authenticate(t.Context(), secret); err != nil || strings.Join(ak.Models, ",") != "claude-*" {
 		t.Errorf("the next request sees %+v, %v", ak, err)
 	}
 	for i, tc := range []struct {

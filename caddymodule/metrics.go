@@ -36,9 +36,9 @@ var processMetrics = sync.OnceValue(func() *airmetrics.Metrics {
 })
 
 // setupMetrics registers the collectors in ctx's registry and binds them to
-// the app's models and providers; a.metrics stays nil when they are off.
+// the app's models and providers; a.cfg.Metrics stays nil when they are off.
 func (a *App) setupMetrics(ctx caddy.Context) error {
-	a.metrics = nil
+	a.cfg.Metrics = nil
 	if a.Metrics != nil && a.Metrics.Off {
 		return nil
 	}
@@ -51,36 +51,23 @@ func (a *App) setupMetrics(ctx caddy.Context) error {
 	for _, p := range a.Providers {
 		c.Providers = append(c.Providers, p.Name)
 	}
-	for _, r := range a.routes.Routes() {
+	for _, r := range a.cfg.Routes.Routes() {
 		c.Models = append(c.Models, airmetrics.Model{
 			Pattern: r.Pattern, Provider: r.Provider.Name, ResponseModel: r.UpstreamModel, Operation: r.Kind,
 		})
 	}
-	a.metrics = m.Bind(c)
+	a.cfg.Metrics = m.Bind(c)
 	return nil
 }
 
 // commitObserver returns what the ledger tells of each batch commit, nil
 // when metrics are off.
 func (a *App) commitObserver() func(time.Duration) {
-	if a.metrics == nil {
+	if a.cfg.Metrics == nil {
 		return nil
 	}
-	m := a.metrics.Metrics()
+	m := a.cfg.Metrics.Metrics()
 	return func(d time.Duration) { m.ObserveCommit(d.Seconds()) }
-}
-
-// metricsRoute returns the metrics of the configured model that serves
-// model, or nil (metrics off, or the model is not configured).
-func (a *App) metricsRoute(model string) *airmetrics.Route {
-	if a.metrics == nil {
-		return nil
-	}
-	route, err := a.routes.Lookup(model)
-	if err != nil {
-		return nil
-	}
-	return a.metrics.Route(route.Pattern)
 }
 
 // observeRefusal records r, refused with err, in the metrics (on its
@@ -93,7 +80,7 @@ func (a *App) observeRefusal(w http.ResponseWriter, r *http.Request, mr *airmetr
 		code = *e.Code
 	}
 	recordRefusal(w, r, mr, endpoint, e.Status, code, e.Message)
-	if a == nil || a.metrics == nil {
+	if a == nil || a.cfg.Metrics == nil {
 		return
 	}
 	reason := refusalReason(e)
@@ -101,17 +88,17 @@ func (a *App) observeRefusal(w http.ResponseWriter, r *http.Request, mr *airmetr
 		mr.Reject(endpoint, e.Status, reason)
 		return
 	}
-	a.metrics.Reject(endpoint, e.Status, reason)
+	a.cfg.Metrics.Reject(endpoint, e.Status, reason)
 }
 
 // countRead counts a read (a request that asks no model for work: the
 // models list or a model, a task or the task list, a stored response)
 // that was answered with status, under mr's model (nil: unknown).
 func (a *App) countRead(r *http.Request, mr *airmetrics.Route, outcome string, status int) {
-	if a == nil || a.metrics == nil {
+	if a == nil || a.cfg.Metrics == nil {
 		return
 	}
-	a.metrics.Count(mr, r.URL.Path, outcome, status)
+	a.cfg.Metrics.Count(mr, r.URL.Path, outcome, status)
 }
 
 // refuseRead answers a read the gateway refuses by itself with err, as
@@ -168,23 +155,23 @@ func metricsState() (airmetrics.State, bool) {
 	if app == nil {
 		return airmetrics.State{}, false
 	}
-	st := app.current()
+	st := app.live.Shared()
 	if st == nil {
 		return airmetrics.State{}, false
 	}
-	st.guard.refresh()
+	st.Guard.Refresh()
 	var dropped, failed int64
-	if st.reqlogs != nil {
-		dropped, failed = st.reqlogs.Dropped(), st.reqlogs.Failed()
+	if st.RequestLogs != nil {
+		dropped, failed = st.RequestLogs.Dropped(), st.RequestLogs.Failed()
 	}
 	return airmetrics.State{
 		RequestLogsDropped: dropped, RequestLogsFailed: failed,
-		LedgerQueued:     st.ledger.Queued(),
-		LedgerLagSeconds: st.ledger.Lag().Seconds(),
-		LedgerUnreadable: len(st.ledger.Damaged()),
-		StoreBytes:       dirSize(st.guard.dir),
-		FreeBytes:        st.guard.free.Load(),
-		MarginBytes:      st.guard.margin.Load(),
+		LedgerQueued:     st.Ledger.Queued(),
+		LedgerLagSeconds: st.Ledger.Lag().Seconds(),
+		LedgerUnreadable: len(st.Ledger.Damaged()),
+		StoreBytes:       dirSize(st.Guard.Dir()),
+		FreeBytes:        st.Guard.Free(),
+		MarginBytes:      st.Guard.Margin(),
 	}, true
 }
 

@@ -190,7 +190,7 @@ func (m *Models) one(w http.ResponseWriter, r *http.Request, key *keys.Key, id s
 		return m.fail(w, r, anthropic, apierror.NotFound("model_not_found",
 			fmt.Sprintf("The model '%s' does not exist or is not served here", id)).WithParam("model"))
 	}
-	m.app.countRead(r, m.app.metricsRoute(id), airmetrics.OutcomeOK, http.StatusOK)
+	m.app.countRead(r, m.app.cfg.MetricsRoute(id), airmetrics.OutcomeOK, http.StatusOK)
 	if anthropic {
 		return writeJSON(w, http.StatusOK, m.anthropicModel(id))
 	}

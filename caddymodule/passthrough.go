@@ -127,12 +127,12 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 
 // admit checks the storage, admits the request as one of BillAs, names
 // it and writes its intent.
-func (h *Passthrough) admit(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime, call *chatproxy.Call) (
+func (h *Passthrough) admit(w http.ResponseWriter, r *http.Request, key *keys.Key, st *gateway.Shared, rt *gateway.Services, call *chatproxy.Call) (
 	*billing.Reservation, billing.Record, error) {
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr := st.Guard.Check(); aerr != nil {
 		return nil, billing.Record{}, aerr
 	}
-	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
+	reservation, aerr := rt.Billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
 	if aerr != nil {
 		return nil, billing.Record{}, aerr
 	}
@@ -171,7 +171,7 @@ func (h *Passthrough) settle(w http.ResponseWriter, r *http.Request, reservation
 	res *chatproxy.Result, arrived time.Time) error {
 	if !res.Reached && !res.Wrote {
 		reservation.Release()
-		h.app.metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
+		h.app.cfg.Metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
 		return h.finish(w, r, res.Held, nil)
 	}
 	rec.Status, rec.Outcome, rec.Usage, rec.Source = res.Status, res.Outcome, billing.Usage{}, billing.SourceUnits
@@ -183,7 +183,7 @@ func (h *Passthrough) settle(w http.ResponseWriter, r *http.Request, reservation
 	rec, err := reservation.SettleDurable(r.Context(), rec, ledgerWait)
 	logFields(r, zap.String("air_request_id", rec.ID), zap.String("air_model", h.BillAs),
 		zap.String("air_provider", h.Provider), zap.String("air_cost", rec.Cost.String()), zap.String("air_outcome", rec.Outcome))
-	h.app.metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
+	h.app.cfg.Metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
 	return h.finish(w, r, res.Held, err)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-air/caddy-air/admin"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 )
@@ -61,7 +62,7 @@ func failingRouter(t *testing.T, now time.Time) *routing.Router {
 // from keys or base URLs.
 func TestAdminProviders(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	prev := running.Swap(&App{router: failingRouter(t, now)})
+	prev := running.Swap(&App{cfg: gateway.Config{Router: failingRouter(t, now)}})
 	defer running.Store(prev)
 
 	w := httptest.NewRecorder()
@@ -132,7 +133,7 @@ func TestAdminProvidersRefusals(t *testing.T) {
 		want   int
 	}{
 		{nil, http.MethodGet, http.StatusServiceUnavailable},
-		{&App{router: failingRouter(t, time.Now())}, http.MethodPost, http.StatusMethodNotAllowed},
+		{&App{cfg: gateway.Config{Router: failingRouter(t, time.Now())}}, http.MethodPost, http.StatusMethodNotAllowed},
 	} {
 		running.Store(tc.app)
 		err := serveAdmin(httptest.NewRecorder(), httptest.NewRequest(tc.method, "/air/providers", nil))

@@ -94,7 +94,7 @@ func TestEntraProvision(t *testing.T) {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
 		case tc.bearer:
-			p := a.routes.Provider("p")
+			p := a.cfg.Routes.Provider("p")
 			req, _ := http.NewRequest(http.MethodGet, az[0]+a.routingOptions()["p"].HealthCheck.Path, nil)
 			if err := p.Endpoint.Authorize(req, providers.Attempt{BaseURL: az[0]}); err != nil {
 				t.Fatalf("Test %d: health check: %v", i, err)

@@ -141,7 +141,7 @@ func TestBedrockAzureProvision(t *testing.T) {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
 		case tc.wantErr == "":
-			p := a.routes.Provider("p")
+			p := a.cfg.Routes.Provider("p")
 			if !reflect.DeepEqual(p.BaseURLs, tc.wantURLs) {
 				t.Errorf("Test %d: base URLs %q, want %q", i, p.BaseURLs, tc.wantURLs)
 			}
@@ -185,7 +185,7 @@ func TestAzureHealthCheckPath(t *testing.T) {
 			t.Errorf("Test %d: path %q, want %q", i, got, tc.want)
 		}
 		req, _ := http.NewRequest(http.MethodGet, "https://r.openai.azure.com"+tc.want, nil)
-		if err := a.routes.Provider("az").Endpoint.Authorize(req, providers.Attempt{BaseURL: "https://r.openai.azure.com", APIKey: "k"}); err != nil ||
+		if err := a.cfg.Routes.Provider("az").Endpoint.Authorize(req, providers.Attempt{BaseURL: "https://r.openai.azure.com", APIKey: "k"}); err != nil ||
 			req.Header.Get("Api-Key") != "k" || req.Header.Get("Authorization") != "" {
 			t.Errorf("Test %d: authorized %v (%v)", i, req.Header, err)
 		}

@@ -92,12 +92,12 @@ func (h *proxyHandler) provision(ctx caddy.Context, ep gateway.Endpoint) error {
 // setup sets the handler up for ep on app.
 func (h *proxyHandler) setup(app *App, log *zap.Logger, ep gateway.Endpoint) {
 	h.app, h.log = app, log
-	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.tracker,
-		Router: app.router}
-	if app.metrics != nil {
-		h.proxy.Attempts = app.metrics
+	h.proxy = &chatproxy.Proxy{Transport: app.Transport(), Logger: h.log, MaxJSONDepth: app.MaxJSONDepth, Health: app.cfg.Tracker,
+		Router: app.cfg.Router}
+	if app.cfg.Metrics != nil {
+		h.proxy.Attempts = app.cfg.Metrics
 	}
-	h.engine = &gateway.Engine{Endpoint: ep, Host: exchangeHost{app}, Proxy: h.proxy, Routes: app.Routes(), Metrics: app.metrics,
+	h.engine = &gateway.Engine{Endpoint: ep, Host: exchangeHost{app}, Proxy: h.proxy, Routes: app.Routes(), Metrics: app.cfg.Metrics,
 		Log: log, MaxRequestBody: app.MaxRequestBody, MaxJSONDepth: app.MaxJSONDepth}
 }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddy-air/caddy-air/console"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/reqlog"
-	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -32,7 +32,7 @@ type requestLogging struct {
 	req, resp *reqlog.Capture
 	key       *keys.Key
 	arrived   time.Time
-	bounds    *requestLogBounds
+	bounds    *gateway.RequestLogBounds
 }
 
 // startRequestLog begins the capture of an exchange when key has request
@@ -40,14 +40,14 @@ type requestLogging struct {
 // buffer goes back to the pool before the answer ends. The key is the one
 // authentication put in the request's context, and the team of its
 // user the same way (teams.Service.Of reads memory): no store read.
-func startRequestLog(st *state, b *requestLogBounds, r *http.Request, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
-	if st.reqlogs == nil || b == nil {
+func startRequestLog(st *gateway.Shared, b *gateway.RequestLogBounds, r *http.Request, key *keys.Key, body []byte, arrived time.Time) *requestLogging {
+	if st.RequestLogs == nil || b == nil {
 		return nil
 	}
 	if t := teamOf(r); !key.LogRequests && (t == nil || !t.LogRequests) {
 		return nil
 	}
-	l := &requestLogging{req: reqlog.NewCapture(b.cap), resp: reqlog.NewCapture(b.cap), key: key, arrived: arrived, bounds: b}
+	l := &requestLogging{req: reqlog.NewCapture(b.Cap), resp: reqlog.NewCapture(b.Cap), key: key, arrived: arrived, bounds: b}
 	_, _ = l.req.Write(body)
 	return l
 }
@@ -62,27 +62,14 @@ func (l *requestLogging) writer(w http.ResponseWriter) http.ResponseWriter {
 
 // finish queues the log under the ledger record's id; the queue
 // reassembles, redacts and stores it on its own goroutine.
-func (l *requestLogging) finish(st *state, requestID, team string) {
+func (l *requestLogging) finish(st *gateway.Shared, requestID, team string) {
 	if l == nil {
 		return
 	}
-	st.reqlogs.Enqueue(reqlog.Entry{
+	st.RequestLogs.Enqueue(reqlog.Entry{
 		Log: store.RequestLog{RequestID: requestID, KeyID: l.key.ID, User: l.key.User, Team: team, Time: l.arrived.UTC(),
 			RequestTruncated: l.req.Truncated, ResponseTruncated: l.resp.Truncated},
-		Request: l.req.Bytes(), Response: l.resp.Bytes(), TTL: l.bounds.ttl, Redactor: l.bounds.red,
-	})
-}
-
-// backgroundLogged queues the final response of background response ref,
-// just billed, as the response of its create's log (reqlog.Entry.Final).
-func backgroundLogged(st *state, b *requestLogBounds, ref responses.Ref, body []byte, truncated bool) {
-	if st.reqlogs == nil || b == nil || !ref.Log {
-		return
-	}
-	st.reqlogs.Enqueue(reqlog.Entry{
-		Log: store.RequestLog{RequestID: ref.Record, KeyID: ref.KeyID, User: ref.User, Time: ref.Created.UTC(),
-			ResponseTruncated: truncated},
-		Response: body, TTL: b.ttl, Redactor: b.red, Final: true,
+		Request: l.req.Bytes(), Response: l.resp.Bytes(), TTL: l.bounds.TTL, Redactor: l.bounds.Redactor,
 	})
 }
 
@@ -120,10 +107,10 @@ func (s consoleServices) RequestLog(ctx context.Context, viewer string, operator
 	if err != nil {
 		return console.RequestLog{}, err
 	}
-	if st.repos.RequestLogs == nil || viewer == "" {
+	if st.Repos.RequestLogs == nil || viewer == "" {
 		return console.RequestLog{}, console.ErrNotFound
 	}
-	l, err := st.repos.RequestLogs.Get(ctx, id)
+	l, err := st.Repos.RequestLogs.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return console.RequestLog{}, console.ErrNotFound
 	}
@@ -139,8 +126,8 @@ func (s consoleServices) RequestLog(ctx context.Context, viewer string, operator
 
 // adminsTeamOf reports whether viewer is an admin of the team l was
 // billed to or of the team its user is in now.
-func adminsTeamOf(st *state, viewer string, l *store.RequestLog) bool {
-	t := st.teams.Of(viewer)
+func adminsTeamOf(st *gateway.Shared, viewer string, l *store.RequestLog) bool {
+	t := st.Teams.Of(viewer)
 	if t == nil {
 		return false
 	}
@@ -154,6 +141,6 @@ func adminsTeamOf(st *state, viewer string, l *store.RequestLog) bool {
 	if l.Team == t.Name {
 		return true
 	}
-	ut := st.teams.Of(l.User)
+	ut := st.Teams.Of(l.User)
 	return ut != nil && ut.Name == t.Name
 }

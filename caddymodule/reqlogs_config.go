@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/reqlog"
 )
 
@@ -28,16 +29,9 @@ type RequestLogsConfig struct {
 	Redact []string `json:"redact,omitempty"`
 }
 
-// requestLogBounds are a config's request-log bounds, ready for use.
-type requestLogBounds struct {
-	cap int
-	ttl time.Duration
-	red *reqlog.Redactor
-}
-
 // bounds checks c and returns its bounds, defaults filled in.
-func (c *RequestLogsConfig) bounds() (*requestLogBounds, error) {
-	b := &requestLogBounds{cap: reqlogCap, ttl: reqlogTTL}
+func (c *RequestLogsConfig) bounds() (*gateway.RequestLogBounds, error) {
+	b := &gateway.RequestLogBounds{Cap: reqlogCap, TTL: reqlogTTL}
 	var extra []string
 	if c != nil {
 		if c.MaxBody < 0 || c.MaxBody > maxRequestLogBody {
@@ -47,10 +41,10 @@ func (c *RequestLogsConfig) bounds() (*requestLogBounds, error) {
 			return nil, errors.New("request_logs: ttl must be positive")
 		}
 		if c.MaxBody > 0 {
-			b.cap = int(c.MaxBody)
+			b.Cap = int(c.MaxBody)
 		}
 		if c.TTL > 0 {
-			b.ttl = time.Duration(c.TTL)
+			b.TTL = time.Duration(c.TTL)
 		}
 		extra = c.Redact
 	}
@@ -58,6 +52,6 @@ func (c *RequestLogsConfig) bounds() (*requestLogBounds, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request_logs: redact: %w", err)
 	}
-	b.red = red
+	b.Redactor = red
 	return b, nil
 }

@@ -35,7 +35,7 @@ func TestParseRequestLogs(t *testing.T) {
 			t.Fatalf("Test %d: %v", i, err)
 		}
 		b, err := a.RequestLogs.bounds()
-		if err != nil || b.cap != tc.cap {
+		if err != nil || b.Cap != tc.cap {
 			t.Errorf("Test %d: bounds %+v, %v; want cap %d", i, b, err, tc.cap)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
 )
@@ -104,7 +105,7 @@ func asAPIError(err error) *apierror.Error {
 		return e
 	}
 	if errors.Is(err, store.ErrStorageFull) {
-		return storageFull("its storage is full")
+		return gateway.StorageFull("its storage is full")
 	}
 	return apierror.Internal()
 }
@@ -124,16 +125,16 @@ func appFrom(ctx caddy.Context) (*App, error) {
 }
 
 // caller returns the key that air_auth authenticated for r and the
-// running app's state and runtime, or the error to answer: every handler
+// running app's Shared and Services (gateway.Live), or the error to answer: every handler
 // that serves a key's request starts here. A request that reached the
 // handler without air_auth fails closed (401); one before the app started
 // gets 503.
-func (a *App) caller(r *http.Request) (*keys.Key, *state, *runtime, *apierror.Error) {
+func (a *App) caller(r *http.Request) (*keys.Key, *gateway.Shared, *gateway.Services, *apierror.Error) {
 	key := identity(r)
 	if key == nil {
 		return nil, nil, nil, errNoIdentity
 	}
-	st, rt := a.current(), a.runtimeState()
+	st, rt := a.live.Load()
 	if st == nil || rt == nil {
 		return nil, nil, nil, errNotStarted
 	}

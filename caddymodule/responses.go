@@ -86,12 +86,12 @@ func errResponseNotFound(id string) *apierror.Error {
 }
 
 // lookup returns the response id of user's, or a 404.
-func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *apierror.Error) {
+func lookup(ctx context.Context, st *gateway.Shared, user, id string) (responses.Ref, *apierror.Error) {
 	var ref responses.Ref
-	if st.repos.Responses == nil || id == "" {
+	if st.Repos.Responses == nil || id == "" {
 		return ref, errResponseNotFound(id)
 	}
-	b, err := st.repos.Responses.Get(ctx, id)
+	b, err := st.Repos.Responses.Get(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return ref, errResponseNotFound(id)
@@ -108,7 +108,7 @@ func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *ap
 // response: the deployment that holds it. Chat and messages are not
 // pinned.
 func (h *Responses) pinned(x *gateway.Exchange) ([]providers.Attempt, *apierror.Error) {
-	ctx, st, key, in, route := x.R.Context(), x.Deps.Shared.(*state), x.Deps.Key, x.In, x.Route
+	ctx, st, key, in, route := x.R.Context(), x.Deps.Shared, x.Deps.Key, x.In, x.Route
 	if in.PreviousResponseID == "" {
 		return nil, nil
 	}
@@ -144,9 +144,9 @@ func (h *Responses) pinned(x *gateway.Exchange) ([]providers.Attempt, *apierror.
 // never holds an id the gateway cannot route, and a response the gateway
 // defers is always polled.
 func (h *Responses) remember(x *gateway.Exchange) (deferred bool) {
-	ctx, st, rt, rec, in, res := x.R.Context(), x.Deps.Shared.(*state), x.Deps.Services.(*runtime), &x.Record, x.In, &x.Result
+	ctx, st, rt, rec, in, res := x.R.Context(), x.Deps.Shared, x.Deps.Services, &x.Record, x.In, &x.Result
 	reservation, logged := x.Reservation, x.Logged()
-	if res.ResponseID == "" || st.repos.Responses == nil {
+	if res.ResponseID == "" || st.Repos.Responses == nil {
 		return false
 	}
 	ref := responses.Ref{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
@@ -155,10 +155,10 @@ func (h *Responses) remember(x *gateway.Exchange) (deferred bool) {
 		ref.Key = slices.Index(prov.APIKeys, res.Attempt.APIKey)
 	}
 	ref.Unbilled = in.Background && res.Source != billing.SourceReported && res.Status < 300 &&
-		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.responses != nil
+		(res.ResponseStatus == "queued" || res.ResponseStatus == "in_progress") && rt.Responses != nil
 	ref.Log = ref.Unbilled && logged
 	if !ref.Unbilled {
-		if err := st.repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL); err != nil {
+		if err := st.Repos.Responses.Put(ctx, res.ResponseID, ref.Encode(), responses.TTL); err != nil {
 			h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 				zap.String("request_id", rec.ID), zap.Error(err))
 		}
@@ -167,13 +167,13 @@ func (h *Responses) remember(x *gateway.Exchange) (deferred bool) {
 	// The poller bills the response under rec.ID: no interrupted record
 	// may take that id.
 	reservation.Defer()
-	err := st.repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.responses.FirstPoll(time.Now()))
+	err := st.Repos.Responses.PutPending(ctx, res.ResponseID, ref.Encode(), responses.TTL, rt.Responses.FirstPoll(time.Now()))
 	if err != nil {
 		h.log.Error("storing a response id; its retrieval through the gateway will answer 404",
 			zap.String("request_id", rec.ID), zap.Error(err))
 		return false // billed now, on what is known
 	}
-	rt.responses.Hold(res.ResponseID, budgetHold{res: reservation, app: h.app})
+	rt.Responses.Hold(res.ResponseID, rt.Hold(reservation))
 	return true
 }
 
@@ -216,15 +216,15 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	if !ok {
 		return h.app.refuseRead(w, r, nil, errResponseNotFound(id))
 	}
-	if method == http.MethodDelete && ref.Unbilled && rt.responses != nil {
+	if method == http.MethodDelete && ref.Unbilled && rt.Responses != nil {
 		// Once deleted, a finished response could no longer be billed.
-		if ok, err := rt.responses.SettleIfFinished(r.Context(), id, ref); err != nil {
+		if ok, err := rt.Responses.SettleIfFinished(r.Context(), id, ref); err != nil {
 			h.log.Warn("billing a background response before its deletion", zap.String("request_id", ref.Record), zap.Error(err))
 		} else if ok {
 			ref.Unbilled = false
 		}
 	}
-	mr := h.app.metricsRoute(ref.Model)
+	mr := h.app.cfg.MetricsRoute(ref.Model)
 	reservation, aerr := admitStored(r, rt, key, ref.Model, method)
 	if aerr != nil {
 		return h.app.refuseRead(w, r, mr, aerr)
@@ -238,8 +238,8 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	}
 	requestID := requestIDOf(w, r)
 	var final *reqlog.Capture // the final response, for its request log
-	if ref.Unbilled && ref.Log && sub == "" && method == http.MethodGet && h.app.reqlogs != nil {
-		final = reqlog.NewCapture(h.app.reqlogs.cap)
+	if ref.Unbilled && ref.Log && sub == "" && method == http.MethodGet && h.app.cfg.RequestLogs != nil {
+		final = reqlog.NewCapture(h.app.cfg.RequestLogs.Cap)
 		w = &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: final}
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
@@ -259,7 +259,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		err = h.billBackground(r.Context(), rt, id, ref, &res)
 		if err == nil && final != nil && res.Held != nil { // nil: the client left, nothing written
 			// The answer is held until then: log it once written.
-			defer func() { backgroundLogged(st, h.app.reqlogs, ref, final.Bytes(), final.Truncated) }()
+			defer func() { gateway.BackgroundLogged(st, h.app.cfg.RequestLogs, ref, final.Bytes(), final.Truncated) }()
 		}
 	}
 	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
@@ -278,11 +278,11 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 // 429 over them. A spent budget does not refuse it (the response was paid
 // for; it then goes through uncounted), and a cancel or a DELETE, which
 // ends work, is never refused: both give a nil reservation.
-func admitStored(r *http.Request, rt *runtime, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
+func admitStored(r *http.Request, rt *gateway.Services, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
 	if method != http.MethodGet {
 		return nil, nil
 	}
-	res, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), model, billing.Usage{})
+	res, aerr := rt.Billing.Admit(r.Context(), subjectOf(r, key), model, billing.Usage{})
 	if aerr != nil && aerr.Code != nil && *aerr.Code == "insufficient_quota" {
 		return nil, nil
 	}
@@ -293,9 +293,9 @@ func admitStored(r *http.Request, rt *runtime, key *keys.Key, model, method stri
 // res shows finished, under the id of its create's record, and marks the
 // mapping billed (responses.Settle): the write is idempotent, so
 // concurrent retrievals, and the poller, bill it once.
-func (h *Responses) billBackground(ctx context.Context, rt *runtime, id string, ref responses.Ref, res *chatproxy.Result) error {
+func (h *Responses) billBackground(ctx context.Context, rt *gateway.Services, id string, ref responses.Ref, res *chatproxy.Result) error {
 	rec := ref.Finish(res.ResponseStatus, res.Usage, res.Source == billing.SourceReported, res.ServiceTier)
-	if err := rt.responses.Settle(ctx, id, ref, rec); err != nil {
+	if err := rt.Responses.Settle(ctx, id, ref, rec); err != nil {
 		h.log.Error("billing a finished background response", zap.String("request_id", ref.Record), zap.Error(err))
 		return err
 	}

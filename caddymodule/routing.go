@@ -4,6 +4,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/routing"
 )
 
@@ -27,10 +28,10 @@ func (o routingMetrics) Fallback(model, fallback string) { o.m.Fallback(model, f
 // routingObserver is the router's observer: the alerts, and the metrics
 // unless they are off.
 func (a *App) routingObserver() routing.Observer {
-	if a.metrics == nil {
-		return breakerAlerts{a.alerts}
+	if a.cfg.Metrics == nil {
+		return gateway.BreakerAlerts(a.cfg.Alerts)
 	}
-	return observers{routingMetrics{a.metrics.Metrics()}, breakerAlerts{a.alerts}}
+	return gateway.Observers{routingMetrics{a.cfg.Metrics.Metrics()}, gateway.BreakerAlerts(a.cfg.Alerts)}
 }
 
 // upstreamStates keeps the breaker and cooldown of every configured
@@ -73,13 +74,13 @@ var _ caddy.Destructor = keptState{}
 // starts, so that a config that fails to load leaves the running one's
 // series alone.
 func (a *App) retainBreakers() {
-	if a.metrics == nil || a.router == nil {
+	if a.cfg.Metrics == nil || a.cfg.Router == nil {
 		return
 	}
-	ups := a.router.Upstreams()
+	ups := a.cfg.Router.Upstreams()
 	keep := make([]airmetrics.Upstream, len(ups))
 	for i, u := range ups {
 		keep[i] = airmetrics.Upstream{Provider: u.Provider, Deployment: u.Deployment(), BaseURL: u.PublicBaseURL(), Key: u.Key}
 	}
-	a.metrics.Metrics().RetainBreakers(keep)
+	a.cfg.Metrics.Metrics().RetainBreakers(keep)
 }

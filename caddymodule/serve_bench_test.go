@@ -80,7 +80,7 @@ func benchChat(b *testing.B) (caddyhttp.MiddlewareHandler, *keys.Key) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.Stop(); _ = a.Cleanup() })
-	_, key, err := a.current().keys.Create(context.Background(), keys.CreateOptions{User: "bench"})
+	_, key, err := a.live.Shared().Keys.Create(context.Background(), keys.CreateOptions{User: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/store/badger"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -52,7 +53,7 @@ func TestTaskHoldEnds(t *testing.T) {
 			if err := budgets.SetLimits(ctx, billing.ScopeKey, "key_1", billing.Limits{Total: video / 2, RPM: 1}); err != nil {
 				t.Fatal(err)
 			}
-			admit := (&App{live: new(live)}).admitTask(ctx, engine, billing.Subject{User: "alice", KeyID: "key_1"})
+			admit := (&gateway.Services{Billing: engine}).AdmitTask(ctx, billing.Subject{User: "alice", KeyID: "key_1"})
 			est := tasks.Estimate{Model: "vid", Kind: "video", VideoSeconds: 8}
 			h, aerr := admit(est)
 			if aerr != nil {

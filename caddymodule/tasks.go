@@ -95,22 +95,22 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 }
 
 // get serves GET /v1/tasks/{id}.
-func (h *Tasks) get(w http.ResponseWriter, r *http.Request, rt *runtime, owner tasks.Owner, id string) error {
-	task, aerr := rt.tasks.Get(r.Context(), owner, id)
+func (h *Tasks) get(w http.ResponseWriter, r *http.Request, rt *gateway.Services, owner tasks.Owner, id string) error {
+	task, aerr := rt.Tasks.Get(r.Context(), owner, id)
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
-	h.app.countRead(r, h.app.metricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
+	h.app.countRead(r, h.app.cfg.MetricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
 	return writeJSON(w, http.StatusOK, task.QueryView())
 }
 
 // list serves GET /v1/tasks.
-func (h *Tasks) list(w http.ResponseWriter, r *http.Request, rt *runtime, owner tasks.Owner) error {
+func (h *Tasks) list(w http.ResponseWriter, r *http.Request, rt *gateway.Services, owner tasks.Owner) error {
 	limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
-	page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
+	page, aerr := rt.Tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
@@ -119,7 +119,7 @@ func (h *Tasks) list(w http.ResponseWriter, r *http.Request, rt *runtime, owner 
 }
 
 // create serves POST /v1/tasks.
-func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime) error {
+func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st *gateway.Shared, rt *gateway.Services) error {
 	arrived := time.Now()
 	var mr *airmetrics.Route // the model's metrics, once known
 	refuse := func(err error) error {
@@ -146,11 +146,11 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 		return refuse(aerr)
 	}
 	model := gjson.GetBytes(body, "model").String()
-	mr = h.app.metricsRoute(model)
+	mr = h.app.cfg.MetricsRoute(model)
 	if aerr := allowModel(r, key, model); aerr != nil {
 		return refuse(aerr)
 	}
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr := st.Guard.Check(); aerr != nil {
 		return refuse(aerr)
 	}
 	// Spend and rate limits apply before any upstream call: the task
@@ -159,8 +159,8 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	// them into the charge when it succeeds (or gives them back when it
 	// fails). A created task counts as a request against the rate
 	// limits; a refused one does not.
-	admit := h.app.admitTask(r.Context(), rt.billing, subjectOf(r, key))
-	task, aerr := rt.tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r), admit)
+	admit := rt.AdmitTask(r.Context(), subjectOf(r, key))
+	task, aerr := rt.Tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r), admit)
 	if aerr != nil {
 		return refuse(aerr)
 	}
@@ -215,12 +215,12 @@ func (h *Media) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return respondError(w, r, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use GET"))
 	}
-	rt := h.app.runtimeState()
+	rt := h.app.live.Services()
 	if rt == nil {
 		return respondError(w, r, errNotStarted)
 	}
 	id := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-	m, err := rt.tasks.Media(r.Context(), id)
+	m, err := rt.Tasks.Media(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return respondError(w, r, apierror.NotFound("media_not_found", "no such media, or its link has expired"))
 	}

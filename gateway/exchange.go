@@ -78,9 +78,11 @@ type Deps struct {
 	Subject billing.Subject
 	// Billing admits and settles requests.
 	Billing *billing.Engine
-	// Shared and Services are the host's own state, for the endpoint's
-	// hooks (Pin, Settle).
-	Shared, Services any
+	// Shared and Services are what the request is served with: the state
+	// that outlives reloads, and the running configuration's services,
+	// for the endpoint's hooks (Pin, Settle).
+	Shared   *Shared
+	Services *Services
 }
 
 // Body is a request body read into a pooled buffer: the handler holds it

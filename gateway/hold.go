@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"
@@ -10,36 +10,41 @@ import (
 )
 
 // budgetHold is a reservation on a caller's budgets held while the job
-// it was made for runs: a task, or a background response (holds.Hold).
+// it was made for runs: a task, a background response or a batch
+// (holds.Hold).
 type budgetHold struct {
 	res *billing.Reservation
-	app *App
+	s   *Services
 }
 
-// admitTask returns the tasks.Admit of a create by s: it reserves the
-// images or video seconds the create asks for against s's spend limits,
-// and counts the create as a request against its rate limits.
-func (a *App) admitTask(ctx context.Context, engine *billing.Engine, s billing.Subject) tasks.Admit {
+// Hold returns the holds.Hold of res, a reservation made through s.
+func (s *Services) Hold(res *billing.Reservation) holds.Hold { return budgetHold{res: res, s: s} }
+
+// AdmitTask returns the tasks.Admit of a create by subj: it reserves the
+// images or video seconds the create asks for against subj's spend
+// limits, and counts the create as a request against its rate limits.
+func (s *Services) AdmitTask(ctx context.Context, subj billing.Subject) tasks.Admit {
 	return func(e tasks.Estimate) (tasks.Hold, *apierror.Error) {
-		res, aerr := engine.AdmitTask(ctx, s, e.Model, e.Images, e.VideoSeconds*1000)
+		res, aerr := s.Billing.AdmitTask(ctx, subj, e.Model, e.Images, e.VideoSeconds*1000)
 		if aerr != nil {
 			return nil, aerr
 		}
-		return budgetHold{res: res, app: a}, nil
+		return budgetHold{res: res, s: s}, nil
 	}
 }
 
 // Charge implements holds.Hold: rec replaces the reservation, priced by
-// the current config's prices like a charge without one, and a fresh
-// charge counts in the model's metrics.
+// the prices of the config that made it like a charge without one (none
+// once its Shared closed), and a fresh charge counts in the model's
+// metrics.
 func (h budgetHold) Charge(ctx context.Context, rec billing.Record) error {
 	var engine *billing.Engine
-	if rt := h.app.runtimeState(); rt != nil {
-		engine = rt.billing
+	if h.s.shared == nil || !h.s.shared.Closed() {
+		engine = h.s.Billing
 	}
 	rec, fresh, err := h.res.ChargeWith(ctx, engine, rec)
 	if err == nil && fresh {
-		h.app.countCharge(rec)
+		h.s.CountCharge(rec)
 	}
 	return err
 }
@@ -52,13 +57,6 @@ func (h budgetHold) Release() { h.res.ReleaseCost() }
 // Cancel implements holds.Hold: a create refused before its job existed
 // counts for nothing.
 func (h budgetHold) Cancel() { h.res.Release() }
-
-// countCharge counts rec, freshly charged, in its model's metrics.
-func (a *App) countCharge(rec billing.Record) {
-	route := a.metricsRoute(rec.Model)
-	route.Charge(rec.Currency, int64(rec.Cost), rec.User, rec.KeyID)
-	route.Unpriced(rec.Unpriced)
-}
 
 // Interface guards.
 var _ holds.Hold = budgetHold{}

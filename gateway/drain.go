@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"sync"
@@ -6,13 +6,13 @@ import (
 	"go.uber.org/zap"
 )
 
-// drain counts the exchanges in flight through a state, so that the state
+// drain counts the exchanges in flight through a Shared, so that the Shared
 // closes only once the last of them has ended. Caddy stops a config's apps
 // in no set order: when the process stops, the air app may stop while the
 // HTTP servers still finish their open requests within grace_period, and
 // those requests must still settle their records in the ledger (closing
 // it under them answered every one with ledger_unavailable and left its
-// upstream's work unbilled). A state whose last config let go therefore
+// upstream's work unbilled). A Shared whose last config let go therefore
 // closes at once when nothing is in flight, else when the last exchange
 // ends; meanwhile it keeps serving, and a config that starts on the same
 // storage takes it back (resume) instead of opening the storage a second
@@ -28,7 +28,7 @@ type drain struct {
 	close func()
 }
 
-// enter counts an exchange in, or reports false once the state is closed
+// enter counts an exchange in, or reports false once the Shared is closed
 // (or closing down for good).
 func (d *drain) enter() bool {
 	d.mu.Lock()
@@ -40,7 +40,7 @@ func (d *drain) enter() bool {
 	return true
 }
 
-// leave counts an exchange out; the last one out of a closing state runs
+// leave counts an exchange out; the last one out of a closing Shared runs
 // its close, before it returns.
 func (d *drain) leave() {
 	d.mu.Lock()
@@ -56,8 +56,8 @@ func (d *drain) leave() {
 	}
 }
 
-// shut marks the state closing. It reports true when nothing is in flight:
-// the caller closes the state now, and nothing enters it afterwards.
+// shut marks the Shared closing. It reports true when nothing is in flight:
+// the caller closes the Shared now, and nothing enters it afterwards.
 // Otherwise close runs when the last exchange leaves, and shut returns the
 // number still in flight.
 func (d *drain) shut(close func()) (now bool, inflight int) {
@@ -71,7 +71,7 @@ func (d *drain) shut(close func()) (now bool, inflight int) {
 	return false, d.inflight
 }
 
-// resume takes a closing state back into use, or reports false when its
+// resume takes a closing Shared back into use, or reports false when its
 // close has already begun.
 func (d *drain) resume() bool {
 	d.mu.Lock()
@@ -83,29 +83,39 @@ func (d *drain) resume() bool {
 	return true
 }
 
-// draining holds, by pool key, the states whose last config let go while
-// exchanges were still in flight through them.
-var draining sync.Map // pool key → *state
+// draining holds, by key (Options.Key), the Shared whose last config let
+// go while exchanges were still in flight through them.
+var draining sync.Map // key → *Shared
 
-// resumeDraining returns the state of key that is still draining, taken
-// back into use, or nil.
-func resumeDraining(key string) *state {
+// Resume returns the Shared of key that is still draining, taken back
+// into use, or nil: a config that starts on the same storage shares it
+// instead of opening the storage a second time.
+func Resume(key string) *Shared {
 	v, ok := draining.Load(key)
 	if !ok {
 		return nil
 	}
-	st := v.(*state)
-	if !st.drain.resume() {
+	sh := v.(*Shared)
+	if !sh.drain.resume() {
 		return nil
 	}
-	draining.CompareAndDelete(key, st)
-	return st
+	draining.CompareAndDelete(key, sh)
+	return sh
 }
+
+// Enter counts an exchange in flight through s, which keeps s open until
+// the matching Leave, or reports false once s is closed (or closing down
+// for good): the request is then refused.
+func (s *Shared) Enter() bool { return s.drain.enter() }
+
+// Leave counts an exchange out; the last one out of a Shared whose last
+// config let go closes it, before Leave returns.
+func (s *Shared) Leave() { s.drain.leave() }
 
 // shutDown closes s now when nothing is in flight through it, else when
 // the last exchange ends (drain).
-func (s *state) shutDown() error {
-	draining.Store(s.poolKey, s)
+func (s *Shared) shutDown() error {
+	draining.Store(s.key, s)
 	now, inflight := s.drain.shut(func() {
 		if err := s.close(); err != nil {
 			s.log.Error("closing the storage after the last request in flight", zap.Error(err))

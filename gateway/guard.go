@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"fmt"
@@ -16,17 +16,12 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 )
 
-// defaultMinFreeSpace is the free space, beyond the store's own reserve
-// and what its sparse files may still claim, below which new billable work
-// is refused.
-const defaultMinFreeSpace = 64 << 20
-
 // guardInterval is how long a measure of the free space stands: the
 // first billable request (or health check, or metrics scrape) after it
 // measures again.
 const guardInterval = time.Second
 
-// storageGuard refuses new billable work before the storage runs out: it
+// Guard refuses new billable work before the storage runs out: it
 // measures the free space of the storage directory's file system (if the
 // backend has one) and compares it with a margin, the configured minimum
 // plus the store's own reserve plus the holes of sparse files in the
@@ -37,14 +32,14 @@ const guardInterval = time.Second
 // are refused. Reads go on; once space is free again, writes resume
 // without a restart.
 //
-// It measures on demand, not on a timer: the first caller of check (or
-// refresh) after guardInterval measures, on its own goroutine, while the
+// It measures on demand, not on a timer: the first caller of Check (or
+// Refresh) after guardInterval measures, on its own goroutine, while the
 // others use the last measure. A measure costs a statfs and a listing of the
 // directory, tens of microseconds once a second under load; an idle
 // gateway measures nothing, and its first request after a pause sees a
 // fresh measure. A timer waking an idle process every second costs more on
 // a virtual machine than the measure itself.
-type storageGuard struct {
+type Guard struct {
 	dir     string
 	minFree atomic.Int64 // set by each config that starts
 	log     *zap.Logger
@@ -60,17 +55,19 @@ type storageGuard struct {
 	mu     sync.Mutex             // held by the caller that measures
 }
 
-// newStorageGuard measures once.
-func newStorageGuard(dir string, minFree int64, reserve func() int64, backlog func() error, log *zap.Logger) *storageGuard {
-	g := &storageGuard{dir: dir, reserve: reserve, backlog: backlog, log: log}
+// NewGuard measures the free space of dir (none when dir is empty) once,
+// against a margin of minFree plus reserve (nil: none); backlog (nil:
+// none) reports a ledger that does not keep up.
+func NewGuard(dir string, minFree int64, reserve func() int64, backlog func() error, log *zap.Logger) *Guard {
+	g := &Guard{dir: dir, reserve: reserve, backlog: backlog, log: log}
 	g.minFree.Store(minFree)
 	g.measure()
 	return g
 }
 
-// refresh measures again if the last measure is older than guardInterval
+// Refresh measures again if the last measure is older than guardInterval
 // and no other caller is measuring right now (that one's result serves).
-func (g *storageGuard) refresh() {
+func (g *Guard) Refresh() {
 	if time.Now().UnixNano() < g.due.Load() || !g.mu.TryLock() {
 		return
 	}
@@ -82,7 +79,7 @@ func (g *storageGuard) refresh() {
 }
 
 // measure updates the guard's state, logging each change.
-func (g *storageGuard) measure() {
+func (g *Guard) measure() {
 	defer g.due.Store(time.Now().Add(guardInterval).UnixNano())
 	var why string
 	var st syscall.Statfs_t
@@ -123,19 +120,40 @@ func (g *storageGuard) measure() {
 	}
 }
 
-// check returns the error that refuses new billable work, or nil.
-func (g *storageGuard) check() *apierror.Error {
-	g.refresh()
+// Check returns the error that refuses new billable work, or nil.
+func (g *Guard) Check() *apierror.Error {
+	g.Refresh()
 	why := g.full.Load()
 	if why == nil {
 		return nil
 	}
-	return storageFull(*why)
+	return StorageFull(*why)
 }
 
-// storageFull is the answer to a write refused for want of space: 507
+// SetMinFree sets the free space kept beyond the store's reserve; each
+// config that starts on the storage sets its own.
+func (g *Guard) SetMinFree(n int64) { g.minFree.Store(n) }
+
+// Dir is the storage directory measured, "" for a backend without one.
+func (g *Guard) Dir() string { return g.dir }
+
+// Free is the free space, in bytes, at the last measure.
+func (g *Guard) Free() int64 { return g.free.Load() }
+
+// Margin is the margin, in bytes, at the last measure.
+func (g *Guard) Margin() int64 { return g.margin.Load() }
+
+// Full returns why billable work is refused, "" when it is not.
+func (g *Guard) Full() string {
+	if why := g.full.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
+
+// StorageFull is the answer to a write refused for want of space: 507
 // storage_full, to be retried in 30 s.
-func storageFull(why string) *apierror.Error {
+func StorageFull(why string) *apierror.Error {
 	e := apierror.New(http.StatusInsufficientStorage, apierror.TypeServer, "storage_full",
 		"the gateway cannot record new requests: "+why)
 	e.RetryAfter = 30

@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"errors"
@@ -37,24 +37,24 @@ func TestSparseHoles(t *testing.T) {
 // backlogged, and accepted again once it is not, without a restart.
 func TestStorageGuard(t *testing.T) {
 	var backlog error
-	g := newStorageGuard(t.TempDir(), 1, nil, func() error { return backlog }, zap.NewNop())
-	if e := g.check(); e != nil {
+	g := NewGuard(t.TempDir(), 1, nil, func() error { return backlog }, zap.NewNop())
+	if e := g.Check(); e != nil {
 		t.Fatalf("refused with room to spare: %v", e)
 	}
 	g.minFree.Store(1 << 62) // more than any disk
 	g.measure()
-	e := g.check()
+	e := g.Check()
 	if e == nil || e.Status != 507 || *e.Code != "storage_full" || e.RetryAfter == 0 {
 		t.Fatalf("check with no room: %+v", e)
 	}
 	g.minFree.Store(1)
 	g.measure()
-	if e := g.check(); e != nil {
+	if e := g.Check(); e != nil {
 		t.Errorf("still refused once there is room: %v", e)
 	}
 	backlog = errors.New("65537 ledger records wait for the storage")
 	g.measure()
-	if e := g.check(); e == nil || e.Status != 507 {
+	if e := g.Check(); e == nil || e.Status != 507 {
 		t.Errorf("a backlogged ledger is accepted: %+v", e)
 	}
 }
@@ -64,18 +64,18 @@ func TestStorageGuard(t *testing.T) {
 // was idle refuses the next billable request, and one that was freed
 // accepts it.
 func TestStorageGuardMeasuresOnDemand(t *testing.T) {
-	g := newStorageGuard(t.TempDir(), 1, nil, nil, zap.NewNop())
+	g := NewGuard(t.TempDir(), 1, nil, nil, zap.NewNop())
 	g.minFree.Store(1 << 62)
-	if e := g.check(); e != nil {
+	if e := g.Check(); e != nil {
 		t.Fatalf("a measure that has not expired was renewed: %v", e)
 	}
 	g.due.Store(0) // guardInterval passed
-	if e := g.check(); e == nil || e.Status != 507 {
+	if e := g.Check(); e == nil || e.Status != 507 {
 		t.Fatalf("the disk filled during a pause, and the next request is accepted: %+v", e)
 	}
 	g.minFree.Store(1)
 	g.due.Store(0)
-	if e := g.check(); e != nil {
+	if e := g.Check(); e != nil {
 		t.Errorf("space came back, and the next request is refused: %v", e)
 	}
 }

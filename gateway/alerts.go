@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"
@@ -26,6 +26,11 @@ var breakerStates sync.Map // string → routing.State
 // breakerAlerts raises breaker_open when an upstream's breaker opens from
 // closed, and breaker_closed when it closes again.
 type breakerAlerts struct{ d *alerts.Dispatcher }
+
+// BreakerAlerts returns the routing.Observer that raises breaker_open on
+// d when an upstream's breaker opens from closed, and breaker_closed when
+// it closes again.
+func BreakerAlerts(d *alerts.Dispatcher) routing.Observer { return breakerAlerts{d} }
 
 // BreakerState implements routing.Observer.
 func (b breakerAlerts) BreakerState(u *routing.Upstream, s routing.State) {
@@ -55,32 +60,32 @@ func (breakerAlerts) Cooldown(*routing.Upstream) {}
 // Fallback implements routing.Observer.
 func (breakerAlerts) Fallback(string, string) {}
 
-// observers tells each of its observers.
-type observers []routing.Observer
+// Observers tells each of its observers.
+type Observers []routing.Observer
 
 // BreakerState implements routing.Observer.
-func (obs observers) BreakerState(u *routing.Upstream, s routing.State) {
+func (obs Observers) BreakerState(u *routing.Upstream, s routing.State) {
 	for _, o := range obs {
 		o.BreakerState(u, s)
 	}
 }
 
 // KeyRejected implements routing.Observer.
-func (obs observers) KeyRejected(p string, k int) {
+func (obs Observers) KeyRejected(p string, k int) {
 	for _, o := range obs {
 		o.KeyRejected(p, k)
 	}
 }
 
 // Cooldown implements routing.Observer.
-func (obs observers) Cooldown(u *routing.Upstream) {
+func (obs Observers) Cooldown(u *routing.Upstream) {
 	for _, o := range obs {
 		o.Cooldown(u)
 	}
 }
 
 // Fallback implements routing.Observer.
-func (obs observers) Fallback(m, f string) {
+func (obs Observers) Fallback(m, f string) {
 	for _, o := range obs {
 		o.Fallback(m, f)
 	}
@@ -104,18 +109,18 @@ type alertWatch struct {
 
 // runAlerts delivers the alerts and runs the periodic checks (budgets,
 // the ledger, key expiries) until ctx ends.
-func (a *App) runAlerts(ctx context.Context, st *state) {
+func (s *Services) runAlerts(ctx context.Context, st *Shared) {
 	delivering := make(chan struct{})
 	go func() {
 		defer close(delivering)
-		a.alerts.Run(ctx, st.repos.Alerts)
+		s.Alerts.Run(ctx, st.Repos.Alerts)
 	}()
 	defer func() { <-delivering }()
 	var w alertWatch
-	t := time.NewTicker(time.Duration(a.Alerts.CheckInterval))
+	t := time.NewTicker(s.AlertInterval)
 	defer t.Stop()
 	for {
-		a.checkAlerts(ctx, st, &w)
+		s.checkAlerts(ctx, st, &w)
 		select {
 		case <-ctx.Done():
 			return
@@ -125,23 +130,23 @@ func (a *App) runAlerts(ctx context.Context, st *state) {
 }
 
 // checkAlerts runs the periodic checks once.
-func (a *App) checkAlerts(ctx context.Context, st *state, w *alertWatch) {
+func (s *Services) checkAlerts(ctx context.Context, st *Shared, w *alertWatch) {
 	now := time.Now().UTC()
-	down := st.ledger.Stats().Broken != "" || a.probe.check(ctx, st.repos.Probe) != nil
+	down := st.Ledger.Stats().Broken != "" || s.Probe.Check(ctx, st.Repos.Probe) != nil
 	if e := w.ledger(down, now); e != nil {
-		a.alerts.Raise(*e)
+		s.Alerts.Raise(*e)
 	}
 	if !down {
-		uses, err := alerts.BudgetUses(ctx, st.repos.Budgets, now, a.prices.Currency())
+		uses, err := alerts.BudgetUses(ctx, st.Repos.Budgets, now, s.Prices.Currency())
 		if err != nil && ctx.Err() == nil {
-			a.logger.Warn("alerts: reading budgets", zap.Error(err))
+			s.Logger.Warn("alerts: reading budgets", zap.Error(err))
 		}
 		for _, e := range w.budgets.Check(uses, now) {
-			a.alerts.Raise(e)
+			s.Alerts.Raise(e)
 		}
 	}
 	if w.ticks%keyExpiryEvery == 0 && !down {
-		a.checkKeyExpiry(ctx, st, now)
+		s.checkKeyExpiry(ctx, st, now)
 	}
 	w.ticks++
 }
@@ -165,21 +170,21 @@ func (w *alertWatch) ledger(down bool, now time.Time) *alerts.Event {
 // checkKeyExpiry raises key_expiring for every active key that expires
 // within the lead; its id (key and expiry) makes it one event however
 // often and by how many instances it is seen.
-func (a *App) checkKeyExpiry(ctx context.Context, st *state, now time.Time) {
-	ks, err := st.keys.List(ctx, "")
+func (s *Services) checkKeyExpiry(ctx context.Context, st *Shared, now time.Time) {
+	ks, err := st.Keys.List(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil {
-			a.logger.Warn("alerts: listing keys", zap.Error(err))
+			s.Logger.Warn("alerts: listing keys", zap.Error(err))
 		}
 		return
 	}
-	lead := time.Duration(a.Alerts.KeyExpiryLead)
+	lead := s.KeyExpiryLead
 	for _, k := range ks {
 		if !k.Active(now) || k.ExpiresAt == nil || k.ExpiresAt.Sub(now) > lead {
 			continue
 		}
 		exp := k.ExpiresAt.UTC().Format(time.RFC3339)
-		a.alerts.Raise(alerts.Event{ID: alerts.DedupeID(alerts.KindKeyExpiring, k.ID, exp), Kind: alerts.KindKeyExpiring, At: now,
+		s.Alerts.Raise(alerts.Event{ID: alerts.DedupeID(alerts.KindKeyExpiring, k.ID, exp), Kind: alerts.KindKeyExpiring, At: now,
 			Message: "key " + k.ID + " of user " + k.User + " expires at " + exp,
 			Data:    map[string]string{"key_id": k.ID, "user": k.User, "expires_at": exp}})
 	}

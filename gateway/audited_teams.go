@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 
 // memberOf returns user's membership of team name, nil if the team has
 // no such member (or cannot be read).
-func (st *state) memberOf(ctx context.Context, name, user string) *teams.Member {
-	t, err := st.teams.Get(ctx, name)
+func (st *Shared) MemberOf(ctx context.Context, name, user string) *teams.Member {
+	t, err := st.Teams.Get(ctx, name)
 	if err != nil {
 		return nil
 	}
@@ -29,12 +29,12 @@ func (st *state) memberOf(ctx context.Context, name, user string) *teams.Member 
 }
 
 // createTeam creates a team and records it.
-func (st *state) createTeam(ctx context.Context, name string, models []string, now time.Time) (teams.Team, error) {
-	t, err := st.teams.Create(ctx, name, models, now)
+func (st *Shared) CreateTeam(ctx context.Context, name string, models []string, now time.Time) (teams.Team, error) {
+	t, err := st.Teams.Create(ctx, name, models, now)
 	if err != nil {
 		return teams.Team{}, err
 	}
-	st.record(ctx, audit.Entry{Action: "team.create", TargetType: "team", TargetID: t.Name, After: t})
+	st.Record(ctx, audit.Entry{Action: "team.create", TargetType: "team", TargetID: t.Name, After: t})
 	return t, nil
 }
 
@@ -45,15 +45,15 @@ type teamModels struct {
 
 // setTeamModels replaces the models a team's members may use and records
 // it.
-func (st *state) setTeamModels(ctx context.Context, name string, models []string) error {
+func (st *Shared) SetTeamModels(ctx context.Context, name string, models []string) error {
 	var before any
-	if t, err := st.teams.Get(ctx, name); err == nil {
+	if t, err := st.Teams.Get(ctx, name); err == nil {
 		before = teamModels{t.Models}
 	}
-	if err := st.teams.SetModels(ctx, name, models); err != nil {
+	if err := st.Teams.SetModels(ctx, name, models); err != nil {
 		return err
 	}
-	st.record(ctx, audit.Entry{Action: "team.models", TargetType: "team", TargetID: name, Before: before, After: teamModels{models}})
+	st.Record(ctx, audit.Entry{Action: "team.models", TargetType: "team", TargetID: name, Before: before, After: teamModels{models}})
 	return nil
 }
 
@@ -63,15 +63,15 @@ type teamLogRequests struct {
 }
 
 // setTeamLogRequests switches request logs of a team and records it.
-func (st *state) setTeamLogRequests(ctx context.Context, name string, on bool) error {
+func (st *Shared) SetTeamLogRequests(ctx context.Context, name string, on bool) error {
 	var before any
-	if t, err := st.teams.Get(ctx, name); err == nil {
+	if t, err := st.Teams.Get(ctx, name); err == nil {
 		before = teamLogRequests{t.LogRequests}
 	}
-	if err := st.teams.SetLogRequests(ctx, name, on); err != nil {
+	if err := st.Teams.SetLogRequests(ctx, name, on); err != nil {
 		return err
 	}
-	st.record(ctx, audit.Entry{Action: "team.log_requests", TargetType: "team", TargetID: name, Before: before, After: teamLogRequests{on}})
+	st.Record(ctx, audit.Entry{Action: "team.log_requests", TargetType: "team", TargetID: name, Before: before, After: teamLogRequests{on}})
 	return nil
 }
 
@@ -79,9 +79,9 @@ func (st *state) setTeamLogRequests(ctx context.Context, name string, on bool) e
 // team.member.add for a new member, team.admin.grant or team.admin.revoke
 // for a member whose role changed, team.member.update for one set as
 // they were.
-func (st *state) addMember(ctx context.Context, name, user string, admin bool) error {
-	before := st.memberOf(ctx, name, user)
-	if err := st.teams.Add(ctx, name, user, admin); err != nil {
+func (st *Shared) AddMember(ctx context.Context, name, user string, admin bool) error {
+	before := st.MemberOf(ctx, name, user)
+	if err := st.Teams.Add(ctx, name, user, admin); err != nil {
 		return err
 	}
 	action := "team.member.update"
@@ -97,20 +97,20 @@ func (st *state) addMember(ctx context.Context, name, user string, admin bool) e
 	if before != nil {
 		e.Before = *before
 	}
-	st.record(ctx, e)
+	st.Record(ctx, e)
 	return nil
 }
 
 // removeMember takes user out of team name and records it.
-func (st *state) removeMember(ctx context.Context, name, user string) error {
-	before := st.memberOf(ctx, name, user)
-	if err := st.teams.Remove(ctx, name, user); err != nil {
+func (st *Shared) RemoveMember(ctx context.Context, name, user string) error {
+	before := st.MemberOf(ctx, name, user)
+	if err := st.Teams.Remove(ctx, name, user); err != nil {
 		return err
 	}
 	e := audit.Entry{Action: "team.member.remove", TargetType: "team", TargetID: name}
 	if before != nil {
 		e.Before = *before
 	}
-	st.record(ctx, e)
+	st.Record(ctx, e)
 	return nil
 }
