@@ -120,3 +120,21 @@ func (c *ToolCalls) Apply(u Usage) Usage {
 	u.CodeSessions = min(c.calls.CodeSessions, MaxTokenCount)
 	return u
 }
+
+// members sets out[i] to the first member of obj named keys[i], in one
+// pass over obj; a gjson Get per key would read obj once per key. out is
+// left as it is for a key obj lacks, or when obj is not an object.
+func members(obj gjson.Result, keys []string, out []gjson.Result) {
+	if !obj.IsObject() {
+		return
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, key := range keys {
+			if k.Str == key && !out[i].Exists() {
+				out[i] = v
+				break
+			}
+		}
+		return true
+	})
+}

@@ -8,13 +8,16 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 // The OpenAI Responses API (/v1/responses) is proxied like chat: the
 // client's bytes pass through with the model alias as the only edit (the
 // stream's response.completed event carries the usage, so nothing is
-// injected), the usage is read by billing.NormalizeResponses, from the
+// injected), the usage is read by responses.NormalizeUsage, from the
 // JSON body's "usage" or from the response object of the stream's final
 // event, and a stream ends with response.completed, response.incomplete,
 // response.failed or error. The response's id and status are kept
@@ -214,9 +217,9 @@ func responsesOutputBytes(resp gjson.Result) int {
 func (t *tap) normalize(u []byte) (billing.Usage, error) {
 	switch t.proto {
 	case Anthropic:
-		return billing.NormalizeAnthropic(u)
+		return anthropic.NormalizeUsage(u)
 	case Responses:
-		return billing.NormalizeResponses(u)
+		return responses.NormalizeUsage(u)
 	}
-	return billing.NormalizeOpenAI(u)
+	return openai.NormalizeUsage(u)
 }

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/tidwall/gjson"
 )
@@ -171,7 +173,7 @@ func (t *tap) openAIChunk(ev []byte, off int, payload []byte, multi bool) []byte
 		if bytes.Count(payload, usageKey) > 1 || repeats(gjson.Parse(str(usage)), maxUsageDepth) {
 			raw = []byte(usageMember(gjson.Parse(str(payload)), "usage").Raw)
 		}
-		if nu, err := billing.NormalizeOpenAI(raw); err == nil && (!t.reported || nu.Total() >= t.usage.Total()) {
+		if nu, err := openai.NormalizeUsage(raw); err == nil && (!t.reported || nu.Total() >= t.usage.Total()) {
 			// A stream that reports its usage more than once is billed
 			// its largest report (cumulative reports grow).
 			t.usage, t.reported = nu, true
@@ -196,7 +198,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 		t.anthropicContainer(root.Get("message.container"))
 		if u := usageMember(root.Get("message"), "usage"); u.IsObject() {
 			t.anthropicServiceTier(u)
-			if nu, err := billing.NormalizeAnthropic(rawBytes(u)); err == nil {
+			if nu, err := anthropic.NormalizeUsage(rawBytes(u)); err == nil {
 				t.usage, t.started = nu, true
 			}
 		}
@@ -222,7 +224,7 @@ func (t *tap) anthropicEvent(root gjson.Result) {
 // replaces the previous count; the prompt fields, which newer APIs repeat
 // there, replace the message_start ones when present.
 func (t *tap) mergeDelta(u gjson.Result) {
-	d, err := billing.NormalizeAnthropic(rawBytes(u))
+	d, err := anthropic.NormalizeUsage(rawBytes(u))
 	if err != nil {
 		return
 	}

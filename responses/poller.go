@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect/authn"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -321,7 +322,7 @@ func observe(body []byte, o observation) (observation, error) {
 	r := gjson.ParseBytes(body)
 	o.status = r.Get("status").String()
 	if u := r.Get("usage"); u.IsObject() {
-		usage, err := billing.NormalizeResponses([]byte(u.Raw))
+		usage, err := dresponses.NormalizeUsage([]byte(u.Raw))
 		if err != nil {
 			return o, err
 		}
