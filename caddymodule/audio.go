@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -73,13 +74,13 @@ func (h *Translations) Provision(ctx caddy.Context) error {
 // transcriptionSpec is the spec of the speech to text endpoints.
 func transcriptionSpec(endpoint, path string) protocolSpec {
 	return protocolSpec{
-		protocol: chatproxy.Transcript, endpoint: endpoint, path: path, kind: providers.KindTranscription,
+		protocol: openai.TranscriptWire, endpoint: endpoint, path: path, kind: providers.KindTranscription,
 		multipart: true, maxBody: maxUpload, usage: transcriptionUsage,
 	}
 }
 
 // transcriptionUsage reads the usage of a JSON answer, or of a stream's
-// transcript.text.done event (chatproxy.TranscriptUsage: tokens or
+// transcript.text.done event (openai.TranscriptUsage: tokens or
 // seconds), else verbose_json's duration; an answer without any (text,
 // srt, vtt, a stream cut before its end) is billed on the audio's
 // duration, read from the file (source units) or estimated from its size.
@@ -88,7 +89,7 @@ func transcriptionUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.
 		return res.Usage, res.Source
 	}
 	body := res.Held.Body()
-	if u, ok := chatproxy.TranscriptUsage(gjson.GetBytes(body, "usage")); ok {
+	if u, ok := openai.TranscriptUsage(gjson.GetBytes(body, "usage")); ok {
 		return u, billing.SourceReported
 	}
 	var u billing.Usage
@@ -119,7 +120,7 @@ func (Speech) CaddyModule() caddy.ModuleInfo {
 // Provision sets the handler up for OpenAI speech.
 func (h *Speech) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: billing.EndpointSpeech, path: "/audio/speech",
+		protocol: openai.Wire, endpoint: billing.EndpointSpeech, path: "/audio/speech",
 		kind: providers.KindSpeech, inspect: chatproxy.InspectSpeech, noOutput: true,
 		usage: speechUsage, check: speechFormat, binary: true,
 	})

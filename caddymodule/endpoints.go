@@ -13,6 +13,8 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -58,7 +60,7 @@ func (Moderations) CaddyModule() caddy.ModuleInfo {
 // Provision sets the handler up for OpenAI moderations.
 func (h *Moderations) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: billing.EndpointModerations, path: "/moderations",
+		protocol: openai.Wire, endpoint: billing.EndpointModerations, path: "/moderations",
 		kind: providers.KindModeration, inspect: chatproxy.InspectModerations, noOutput: true,
 		usage: unitsOnly,
 	})
@@ -83,7 +85,7 @@ func (CountTokens) CaddyModule() caddy.ModuleInfo {
 // Provision sets the handler up for OpenAI embeddings.
 func (h *Embeddings) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: billing.EndpointEmbeddings, path: "/embeddings",
+		protocol: openai.Wire, endpoint: billing.EndpointEmbeddings, path: "/embeddings",
 		kind: providers.KindEmbedding, inspect: chatproxy.InspectEmbeddings, noOutput: true,
 	})
 }
@@ -91,7 +93,7 @@ func (h *Embeddings) Provision(ctx caddy.Context) error {
 // Provision sets the handler up for Anthropic token counting.
 func (h *CountTokens) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.Anthropic, endpoint: "count_tokens", path: "/messages/count_tokens",
+		protocol: anthropic.Wire, endpoint: "count_tokens", path: "/messages/count_tokens",
 		kind: providers.KindMessages, inspect: chatproxy.InspectCountTokens, noOutput: true, unbilled: true,
 		count: countTokens,
 	})
@@ -104,7 +106,7 @@ func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, res
 	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
 	start := time.Now()
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Protocol:     h.spec.protocol,
+		Wire:         h.spec.protocol,
 		Operation:    h.spec.endpoint,
 		Provider:     route.Provider,
 		Path:         h.spec.path,

@@ -15,6 +15,8 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -61,7 +63,7 @@ func (h *Passthrough) Provision(ctx caddy.Context) error {
 	if h.BillAs == "" {
 		h.BillAs = "passthrough/" + h.Provider
 	}
-	if err := h.provision(ctx, protocolSpec{protocol: chatproxy.OpenAI, endpoint: billing.EndpointPassthrough}); err != nil {
+	if err := h.provision(ctx, protocolSpec{protocol: openai.Wire, endpoint: billing.EndpointPassthrough}); err != nil {
 		return err
 	}
 	p := h.app.Routes().Provider(h.Provider)
@@ -69,7 +71,7 @@ func (h *Passthrough) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("air_passthrough: no provider named %q in the air app", h.Provider)
 	}
 	if p.Protocol == providers.ProtocolAnthropic {
-		h.spec.protocol = chatproxy.Anthropic
+		h.spec.protocol = anthropic.Wire
 	}
 	return nil
 }
@@ -101,7 +103,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		return h.refuse(w, r, nil, aerr)
 	}
 	prov := h.app.Routes().Provider(h.Provider)
-	call := &chatproxy.Call{Protocol: h.spec.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
+	call := &chatproxy.Call{Wire: h.spec.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
 		Path: rest, Method: r.Method, ClientHeader: r.Header, Client: clientOf(r), ContentType: r.Header.Get("Content-Type")}
 	if r.URL.RawQuery != "" {
 		call.Path += "?" + r.URL.RawQuery

@@ -20,6 +20,9 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -57,7 +60,7 @@ func (Messages) CaddyModule() caddy.ModuleInfo {
 // Provision sets the handler up for OpenAI chat completions.
 func (h *Chat) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: "chat", path: "/chat/completions",
+		protocol: openai.Wire, endpoint: "chat", path: "/chat/completions",
 		kind: providers.KindChat, inspect: chatproxy.InspectChat, client: translate.Chat,
 	})
 }
@@ -65,14 +68,14 @@ func (h *Chat) Provision(ctx caddy.Context) error {
 // Provision sets the handler up for Anthropic messages.
 func (h *Messages) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.Anthropic, endpoint: "messages", path: "/messages",
+		protocol: anthropic.Wire, endpoint: "messages", path: "/messages",
 		kind: providers.KindMessages, inspect: chatproxy.InspectMessages, client: translate.Messages,
 	})
 }
 
 // protocolSpec is what differs between the chat and messages endpoints.
 type protocolSpec struct {
-	protocol chatproxy.Protocol
+	protocol dialect.Wire
 	endpoint string // ledger endpoint name
 	path     string // upstream path below the provider base URL
 	kind     string // model kind this endpoint serves
@@ -250,7 +253,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		defer h.observe(mr, &q, arrived)
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Protocol:     h.spec.protocol,
+		Wire:         h.spec.protocol,
 		Operation:    h.spec.endpoint,
 		Provider:     route.Provider,
 		Path:         h.spec.path,

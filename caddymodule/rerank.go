@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -35,7 +36,7 @@ func (Rerank) CaddyModule() caddy.ModuleInfo {
 // Provision sets the handler up for rerank.
 func (h *Rerank) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.OpenAI, endpoint: billing.EndpointRerank, path: "/rerank",
+		protocol: openai.Wire, endpoint: billing.EndpointRerank, path: "/rerank",
 		kind: providers.KindRerank, inspect: chatproxy.InspectRerank, noOutput: true,
 		usage: rerankUsage,
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
@@ -56,7 +57,7 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 // Provision sets the handler up for the Responses API.
 func (h *Responses) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
-		protocol: chatproxy.Responses, endpoint: billing.EndpointResponses, path: "/responses",
+		protocol: dresponses.Wire, endpoint: billing.EndpointResponses, path: "/responses",
 		kind: providers.KindChat, inspect: chatproxy.InspectResponses, client: translate.Responses,
 	})
 }
@@ -105,7 +106,7 @@ func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *ap
 // response: the deployment that holds it. Chat and messages are not
 // pinned.
 func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in chatproxy.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
-	if h.spec.protocol != chatproxy.Responses || in.PreviousResponseID == "" {
+	if h.spec.protocol != dresponses.Wire || in.PreviousResponseID == "" {
 		return nil, nil
 	}
 	ref, aerr := lookup(ctx, st, key.User, in.PreviousResponseID)
@@ -141,7 +142,7 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 // defers is always polled.
 func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result,
 	reservation *billing.Reservation, logged bool) (deferred bool) {
-	if h.spec.protocol != chatproxy.Responses || res.ResponseID == "" || st.repos.Responses == nil {
+	if h.spec.protocol != dresponses.Wire || res.ResponseID == "" || st.repos.Responses == nil {
 		return false
 	}
 	ref := responses.Ref{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
@@ -235,7 +236,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		w = &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: final}
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: method,
+		Wire: dresponses.Wire, Provider: prov, Path: path, Method: method,
 		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
 		Client:   clientOf(r),
 		Attempts: []providers.Attempt{a},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -24,7 +25,7 @@ import (
 // request in the foreground, and are never tried for a continued
 // response, which is pinned to its deployment.
 func (h *proxyHandler) refuseStateful(body []byte, in chatproxy.Inspected, route *providers.Route) *apierror.Error {
-	if h.spec.protocol != chatproxy.Responses || h.translator(route) == nil {
+	if h.spec.protocol != dresponses.Wire || h.translator(route) == nil {
 		return nil
 	}
 	param := ""

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/openai"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -14,8 +16,8 @@ import (
 // provider; the stateful parameters are refused on a translated model
 // only.
 func TestResponsesWire(t *testing.T) {
-	resp := &proxyHandler{spec: protocolSpec{protocol: chatproxy.Responses, client: translate.Responses}}
-	chat := &proxyHandler{spec: protocolSpec{protocol: chatproxy.OpenAI, client: translate.Chat}}
+	resp := &proxyHandler{spec: protocolSpec{protocol: dresponses.Wire, client: translate.Responses}}
+	chat := &proxyHandler{spec: protocolSpec{protocol: openai.Wire, client: translate.Chat}}
 	route := func(protocol, kind string) *providers.Route {
 		return &providers.Route{Kind: kind, Provider: &providers.Provider{Name: "p", Protocol: protocol}}
 	}

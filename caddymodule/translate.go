@@ -7,6 +7,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -58,11 +61,11 @@ func (h *proxyHandler) translator(route *providers.Route) *translate.Translator 
 
 // protocolOf is the proxy's protocol of a wire protocol, which selects
 // the provider's auth headers and the usage format it taps.
-func protocolOf(wire string) chatproxy.Protocol {
+func protocolOf(wire string) dialect.Wire {
 	if wire == translate.Messages {
-		return chatproxy.Anthropic
+		return anthropic.Wire
 	}
-	return chatproxy.OpenAI
+	return openai.Wire
 }
 
 // legs are the translations of one request, by provider wire protocol,
@@ -139,7 +142,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 			if err != nil {
 				return nil, err
 			}
-			l := &chatproxy.Leg{Protocol: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
+			l := &chatproxy.Leg{Wire: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
 			if ep := t.Provider.Endpoint; ep != nil {
 				model, stream := x.Model(t.UpstreamModel), x.Stream()
 				l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
@@ -152,7 +155,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		if err != nil {
 			return nil, err
 		}
-		l := &chatproxy.Leg{Protocol: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}
+		l := &chatproxy.Leg{Wire: lg.h.spec.protocol, Path: lg.h.spec.path, Body: b, StripUsage: injected}
 		if ep := t.Provider.Endpoint; ep != nil {
 			model, stream := t.UpstreamModel, lg.in.Stream
 			if model == "" {

@@ -3,6 +3,10 @@ package chatproxy
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 	"slices"
 	"strings"
 	"testing"
@@ -65,15 +69,15 @@ var differentialCorpus = []string{
 // inspectors are the request inspections and their oracles.
 var inspectors = []struct {
 	name   string
-	proto  Protocol
+	proto  dialect.Wire
 	got    func([]byte, int) (Inspected, *apierror.Error)
 	oracle func([]byte, int) oracleReading
 }{
-	{"chat", OpenAI, InspectChat, func(b []byte, d int) oracleReading { return oracleInspect(b, d, true) }},
-	{"messages", Anthropic, InspectMessages, func(b []byte, d int) oracleReading { return oracleInspect(b, d, false) }},
-	{"responses", Responses, InspectResponses, oracleInspectResponses},
-	{"embeddings", OpenAI, InspectEmbeddings, func(b []byte, d int) oracleReading { return oracleInspectPassThrough(b, d, "input") }},
-	{"count_tokens", Anthropic, InspectCountTokens, func(b []byte, d int) oracleReading {
+	{"chat", openai.Wire, InspectChat, func(b []byte, d int) oracleReading { return oracleInspect(b, d, true) }},
+	{"messages", anthropic.Wire, InspectMessages, func(b []byte, d int) oracleReading { return oracleInspect(b, d, false) }},
+	{"responses", responses.Wire, InspectResponses, oracleInspectResponses},
+	{"embeddings", openai.Wire, InspectEmbeddings, func(b []byte, d int) oracleReading { return oracleInspectPassThrough(b, d, "input") }},
+	{"count_tokens", anthropic.Wire, InspectCountTokens, func(b []byte, d int) oracleReading {
 		return oracleInspectPassThrough(b, d, "messages", "system", "tools")
 	}},
 }
@@ -112,7 +116,7 @@ func compareInspect(t *testing.T, body []byte, limit int) {
 // checkUpstreamReading prepares body as the gateway sends it, with a model
 // alias, and checks that a last-wins parser reads the alias, and usage
 // asked for on an OpenAI stream whose stream_options the gateway can edit.
-func checkUpstreamReading(t *testing.T, name string, p Protocol, body []byte, in Inspected) {
+func checkUpstreamReading(t *testing.T, name string, p dialect.Wire, body []byte, in Inspected) {
 	t.Helper()
 	const alias = "upstream-\"alias\""
 	out, injected, err := PrepareBody(p, body, in, alias)
@@ -130,7 +134,7 @@ func checkUpstreamReading(t *testing.T, name string, p Protocol, body []byte, in
 	}
 	so := gjson.GetBytes(body, "stream_options")
 	editable := !so.Exists() || so.Type == gjson.Null || so.IsObject()
-	if p == OpenAI && name == "chat" && in.Stream && editable {
+	if p == openai.Wire && name == "chat" && in.Stream && editable {
 		if !usage {
 			t.Errorf("%s %.200q: the gateway counts on usage, the upstream reads no include_usage true in %.200q", name, body, out)
 		}

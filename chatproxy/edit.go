@@ -3,10 +3,13 @@ package chatproxy
 import (
 	"errors"
 	"slices"
+
+	"github.com/caddy-air/caddy-air/dialect"
 )
 
-// includeUsage is the stream_options value injected into an OpenAI stream
-// request that did not ask for usage.
+// includeUsage is the stream_options value injected into a stream request
+// of a wire whose usage must be asked for (dialect.Wire.StreamUsage) that
+// did not ask for it.
 const includeUsage = `{"include_usage":true}`
 
 // errUnlocatable means a member the inspection located is not where it
@@ -21,13 +24,15 @@ type edit struct {
 
 // PrepareBody returns the body to send upstream: the client's bytes with
 // only targeted edits. The "model" value is replaced by upstreamModel when
-// one is given and differs from in.Model; an OpenAI streaming request that
-// does not set stream_options.include_usage to true gets it (injectedUsage
+// one is given and differs from in.Model; a streaming request of a wire
+// whose stream reports its usage only when asked (w.StreamUsage: chat
+// completions) that does not set stream_options.include_usage to true
+// gets it (injectedUsage
 // is then true and the caller must strip the usage from the stream, see
 // Call.StripUsage). When no edit applies, body itself is returned.
 // in must come from InspectChat or InspectMessages on the same body.
-func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
-	return prepareBody(p, body, in, upstreamModel, false)
+func PrepareBody(w dialect.Wire, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+	return prepareBody(w, body, in, upstreamModel, false)
 }
 
 // PrepareBodyInPlace is PrepareBody for a caller that owns body and needs
@@ -35,25 +40,25 @@ func PrepareBody(p Protocol, body []byte, in Inspected, upstreamModel string) (o
 // after each edit, when the result fits cap(body), so that the body is not
 // copied. Only when it does not fit is a new body allocated. Either way,
 // body's bytes are not the client's afterwards.
-func PrepareBodyInPlace(p Protocol, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
-	return prepareBody(p, body, in, upstreamModel, true)
+func PrepareBodyInPlace(w dialect.Wire, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+	return prepareBody(w, body, in, upstreamModel, true)
 }
 
 // PrepareBodyRoom is the most bytes PrepareBody may add to a body that in
 // describes, for a caller that wants that room in the body's buffer before
 // PrepareBodyInPlace.
-func PrepareBodyRoom(p Protocol, in Inspected, upstreamModel string) int {
+func PrepareBodyRoom(w dialect.Wire, in Inspected, upstreamModel string) int {
 	n := 0
 	if upstreamModel != "" && upstreamModel != in.Model {
 		n += 2 + 6*len(upstreamModel) // quote's worst case
 	}
-	if p == OpenAI && in.Stream && !in.IncludeUsage {
+	if w.StreamUsage() && in.Stream && !in.IncludeUsage {
 		n += len(`,"stream_options":`) + len(includeUsage)
 	}
 	return n
 }
 
-func prepareBody(p Protocol, body []byte, in Inspected, upstreamModel string, inPlace bool) (out []byte, injectedUsage bool, err error) {
+func prepareBody(w dialect.Wire, body []byte, in Inspected, upstreamModel string, inPlace bool) (out []byte, injectedUsage bool, err error) {
 	var edits [2]edit
 	n := 0
 	if upstreamModel != "" && upstreamModel != in.Model {
@@ -63,7 +68,7 @@ func prepareBody(p Protocol, body []byte, in Inspected, upstreamModel string, in
 		edits[n] = edit{at: in.model.at, end: in.model.end, text: quote(upstreamModel)}
 		n++
 	}
-	if p == OpenAI && in.Stream && !in.IncludeUsage {
+	if w.StreamUsage() && in.Stream && !in.IncludeUsage {
 		e, ok, err := usageEdit(body, in.streamOptions, in.includeUsage)
 		if err != nil {
 			return nil, false, err

@@ -2,6 +2,9 @@ package chatproxy
 
 import (
 	"bytes"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"strings"
 	"testing"
 
@@ -22,7 +25,7 @@ func TestPrepareBodyPassThrough(t *testing.T) {
 		t.Fatal(e.Message)
 	}
 	for i, model := range []string{"", "qwen3-max"} {
-		out, injected, err := PrepareBody(OpenAI, body, in, model)
+		out, injected, err := PrepareBody(openai.Wire, body, in, model)
 		if err != nil || injected {
 			t.Fatalf("Test %d: err=%v injected=%v", i, err, injected)
 		}
@@ -34,7 +37,7 @@ func TestPrepareBodyPassThrough(t *testing.T) {
 
 func TestPrepareBodyEdits(t *testing.T) {
 	for i, tc := range []struct {
-		proto Protocol
+		proto dialect.Wire
 		body  string
 		model string
 		want  string
@@ -104,13 +107,16 @@ func TestPrepareBodyEdits(t *testing.T) {
 			inj:   true,
 		},
 		{ // anthropic streams always carry usage: nothing injected
-			proto: Anthropic,
+			proto: anthropic.Wire,
 			body:  `{"model":"a","messages":[{"role":"user","content":"x"}],"stream":true}`,
 			want:  `{"model":"a","messages":[{"role":"user","content":"x"}],"stream":true}`,
 		},
 	} {
+		if tc.proto == nil {
+			tc.proto = openai.Wire // the zero case: chat completions
+		}
 		inspect := InspectChat
-		if tc.proto == Anthropic {
+		if tc.proto == anthropic.Wire {
 			inspect = InspectMessages
 		}
 		in, e := inspect([]byte(tc.body), 0)

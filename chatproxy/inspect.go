@@ -70,7 +70,7 @@ type span struct{ at, end int }
 // nested deeper than maxDepth levels is rejected, whatever else it holds;
 // zero means jsonlimit.DefaultMaxDepth.
 func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
-	return inspect(body, maxDepth, OpenAI)
+	return inspect(body, maxDepth, true)
 }
 
 // InspectMessages validates an Anthropic Messages request body: a JSON
@@ -78,11 +78,12 @@ func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 // nested at most maxDepth levels (zero means jsonlimit.DefaultMaxDepth).
 // Errors are meant to be written with (*apierror.Error).WriteAnthropic.
 func InspectMessages(body []byte, maxDepth int) (Inspected, *apierror.Error) {
-	return inspect(body, maxDepth, Anthropic)
+	return inspect(body, maxDepth, false)
 }
 
-// inspect reads a request body of protocol p in one pass.
-func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error) {
+// inspect reads a request body in one pass: a chat completions one when
+// chat is set, else a Messages one.
+func inspect(body []byte, maxDepth int, chat bool) (Inspected, *apierror.Error) {
 	r := reqScan{b: body}
 	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	var (
@@ -92,7 +93,6 @@ func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error)
 		msgs, system, tools int            // prompt bytes of each
 		seen                uint32
 		maxTokens, maxCompl int64
-		chat                = p == OpenAI
 	)
 	member := func(key string, v token) bool {
 		var ok bool
@@ -153,7 +153,7 @@ func inspect(body []byte, maxDepth int, p Protocol) (Inspected, *apierror.Error)
 	if messages != jsonlimit.BeginArray {
 		return Inspected{}, missingOr(messages != jsonlimit.Done, "messages", "an array")
 	}
-	if msgs == 0 { // every message counts messageOverhead
+	if msgs == 0 { // every message counts dialect.MessageOverhead
 		return Inspected{}, apierror.InvalidRequest("messages", "messages must contain at least one message")
 	}
 	if chat {

@@ -1,6 +1,7 @@
 package chatproxy
 
 import (
+	"github.com/caddy-air/caddy-air/dialect"
 	"net/http"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestInspectChat(t *testing.T) {
 		err   bool
 		want  Inspected
 	}{
-		{body: `{"model":"qwen-plus","messages":[{"role":"user","content":"hi"}]}`, want: Inspected{Model: "qwen-plus", PromptBytes: messageOverhead + 2}},
+		{body: `{"model":"qwen-plus","messages":[{"role":"user","content":"hi"}]}`, want: Inspected{Model: "qwen-plus", PromptBytes: dialect.MessageOverhead + 2}},
 		{body: `{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":100}`, want: Inspected{Model: "m", Stream: true, IncludeUsage: true, MaxTokens: 100}},
 		{body: `{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":false}}`, want: Inspected{Model: "m", Stream: true}},
 		{body: `{"model":"m","messages":[{}],"max_tokens":100,"max_completion_tokens":50}`, want: Inspected{Model: "m", MaxTokens: 50}},
@@ -128,9 +129,9 @@ func TestPromptBytes(t *testing.T) {
 		body string
 		want int
 	}{
-		{`{"model":"m","messages":[{"role":"user","content":"abcd"}]}`, messageOverhead + 4},
-		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}]}]}`, messageOverhead + 4 + mediaBlockBytes},
-		{`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}],"tools":[{"a":1}]}`, messageOverhead + len(`[{"id":"1"}]`) + len(`[{"a":1}]`)},
+		{`{"model":"m","messages":[{"role":"user","content":"abcd"}]}`, dialect.MessageOverhead + 4},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}]}]}`, dialect.MessageOverhead + 4 + dialect.MediaBlockBytes},
+		{`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}],"tools":[{"a":1}]}`, dialect.MessageOverhead + len(`[{"id":"1"}]`) + len(`[{"a":1}]`)},
 	} {
 		in, e := InspectChat([]byte(tc.body), 0)
 		if e != nil {
@@ -144,7 +145,7 @@ func TestPromptBytes(t *testing.T) {
 	if e != nil {
 		t.Fatal(e.Message)
 	}
-	if want := len("be brief") + messageOverhead + 8; in.PromptBytes != want {
+	if want := len("be brief") + dialect.MessageOverhead + 8; in.PromptBytes != want {
 		t.Errorf("anthropic PromptBytes %d, want %d", in.PromptBytes, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/caddy-air/caddy-air/dialect"
 	"strings"
 	"unicode/utf8"
 
@@ -147,7 +148,7 @@ func (o *oracleScan) oracleMessages(raw json.RawMessage, path string) int {
 	msgs, _ := oracleArray(raw)
 	n := 0
 	for i, m := range msgs {
-		n += messageOverhead
+		n += dialect.MessageOverhead
 		ms, ok := oracleObject(m)
 		if !ok {
 			continue
@@ -203,7 +204,7 @@ func (o *oracleScan) oracleBlock(raw json.RawMessage, path string) int {
 	case "tool_result":
 		return content
 	case "image_url", "image", "input_image", "input_audio", "file", "document", "video_url", "video", "audio":
-		return mediaBlockBytes
+		return dialect.MediaBlockBytes
 	}
 	return len(raw)
 }

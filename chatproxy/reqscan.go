@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/tidwall/gjson"
 )
@@ -231,7 +232,7 @@ func (r *reqScan) elements(fn func(v token) bool) bool {
 }
 
 // messagesBytes sizes the prompt text of a messages array, the member
-// key, whose '[' was just read: per message, messageOverhead, its contents
+// key, whose '[' was just read: per message, dialect.MessageOverhead, its contents
 // and its tool calls.
 func (r *reqScan) messagesBytes(key string) (n int, ok bool) {
 	r.push(key, 0)
@@ -239,7 +240,7 @@ func (r *reqScan) messagesBytes(key string) (n int, ok bool) {
 	i := -1
 	ok = r.elements(func(m token) bool {
 		i++
-		n += messageOverhead
+		n += dialect.MessageOverhead
 		if m.Kind != jsonlimit.BeginObject {
 			_, ok := r.skip(m)
 			return ok
@@ -300,7 +301,7 @@ const (
 
 // blockBytes sizes one content block of either protocol, that starts with
 // t, by its type: the text of text and thinking blocks, the name and input
-// of a tool use, the content of a tool result, mediaBlockBytes for media,
+// of a tool use, the content of a tool result, dialect.MediaBlockBytes for media,
 // and the raw length of anything else. The members it reads may come in
 // any order, so it sizes each as it passes and picks by type at the end.
 func (r *reqScan) blockBytes(t token) (int, bool) {
@@ -354,7 +355,7 @@ func (r *reqScan) blockBytes(t token) (int, bool) {
 	case "tool_result":
 		return content, true
 	case "image_url", "image", "input_image", "input_audio", "file", "document", "video_url", "video", "audio":
-		return mediaBlockBytes, true
+		return dialect.MediaBlockBytes, true
 	}
 	return end - t.Start, true
 }

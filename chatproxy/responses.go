@@ -7,22 +7,14 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/dialect/anthropic"
-	"github.com/caddy-air/caddy-air/dialect/openai"
-	"github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
 // The OpenAI Responses API (/v1/responses) is proxied like chat: the
-// client's bytes pass through with the model alias as the only edit (the
-// stream's response.completed event carries the usage, so nothing is
-// injected), the usage is read by responses.NormalizeUsage, from the
-// JSON body's "usage" or from the response object of the stream's final
-// event, and a stream ends with response.completed, response.incomplete,
-// response.failed or error. The response's id and status are kept
-// (Result.ResponseID, Result.ResponseStatus) for the caller to map the id
-// to the deployment that holds the response.
+// client's bytes pass through with the model alias as the only edit, and
+// its answer is tapped by responses.Wire. The response's id and status are
+// kept (Result.ResponseID, Result.ResponseStatus) for the caller to map
+// the id to the deployment that holds the response.
 
 // InspectResponses validates a Responses API create request body: a JSON
 // object with a non-empty string model, an input (a string or an array of
@@ -133,93 +125,4 @@ func responsesMember(key string) uint32 {
 		return 1 << 9
 	}
 	return 0
-}
-
-// Terminal events of a Responses stream.
-const (
-	evCompleted  = "response.completed"
-	evIncomplete = "response.incomplete"
-	evFailed     = "response.failed"
-	evError      = "error"
-)
-
-// responsesEvent collects usage, output size, the response's id and status
-// and errors from the JSON payload of one Responses stream event. Every
-// event names itself in "type"; only the few that matter are read further.
-func (t *tap) responsesEvent(payload []byte) {
-	if jsonlimit.Check(payload, jsonlimit.OrDefault(t.maxDepth)) != nil {
-		t.outBytes += int64(len(payload))
-		return
-	}
-	root := gjson.Parse(str(payload))
-	typ := root.Get("type").Str
-	switch typ {
-	case "response.output_text.delta", "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
-		"response.function_call_arguments.delta", "response.refusal.delta":
-		t.outBytes += int64(textLen(root.Get("delta")))
-	case "response.created", "response.queued", "response.in_progress":
-		t.responseObject(root.Get("response"))
-	case "response.output_item.done":
-		t.calls.Item(root.Get("output_index").Int(), rawBytes(root.Get("item")))
-	case "response.web_search_call.completed", "response.file_search_call.completed",
-		"response.image_generation_call.completed", "response.code_interpreter_call.completed":
-		kind := strings.TrimSuffix(strings.TrimPrefix(typ, "response."), ".completed")
-		t.calls.Completed(kind, root.Get("output_index").Int(), root.Get("item_id").Str)
-	case evCompleted, evIncomplete, evFailed:
-		resp := root.Get("response")
-		t.responseObject(resp)
-		t.usageFrom(usageMember(resp, "usage"))
-		t.calls.Output(rawBytes(resp.Get("output")))
-		t.terminal = true
-		t.upstreamError = t.upstreamError || typ == evFailed
-	case evError:
-		t.terminal, t.upstreamError = true, true
-	}
-}
-
-// responseObject records a response object's id (the first one seen), its
-// status and, for a traced attempt, its model.
-func (t *tap) responseObject(resp gjson.Result) {
-	if !resp.IsObject() {
-		return
-	}
-	if id := resp.Get("id").Str; t.respID == "" && id != "" {
-		t.respID = strings.Clone(id)
-	}
-	if s := resp.Get("status").Str; s != "" && s != t.respStatus {
-		t.respStatus = strings.Clone(s)
-	}
-	if t.meta != nil {
-		t.meta.setModel(resp.Get("model").Str)
-	}
-}
-
-// responsesOutputBytes sizes the text of a whole response object: the
-// text, refusal and arguments of its output items and of their content.
-func responsesOutputBytes(resp gjson.Result) int {
-	n := 0
-	resp.Get("output").ForEach(func(_, item gjson.Result) bool {
-		n += textLen(item.Get("arguments"))
-		item.Get("content").ForEach(func(_, c gjson.Result) bool {
-			n += textLen(c.Get("text")) + textLen(c.Get("refusal"))
-			return true
-		})
-		item.Get("summary").ForEach(func(_, c gjson.Result) bool {
-			n += textLen(c.Get("text"))
-			return true
-		})
-		return true
-	})
-	return n
-}
-
-// normalize reads a usage object in the tap's protocol.
-func (t *tap) normalize(u []byte) (billing.Usage, error) {
-	switch t.proto {
-	case Anthropic:
-		return anthropic.NormalizeUsage(u)
-	case Responses:
-		return responses.NormalizeUsage(u)
-	}
-	return openai.NormalizeUsage(u)
 }

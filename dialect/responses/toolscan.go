@@ -1,9 +1,10 @@
-package chatproxy
+package responses
 
 import (
 	"bytes"
 
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/internal/tapcore"
 )
 
 // toolScan counts the tool call items of a Responses answer too large to
@@ -103,11 +104,11 @@ func (s *toolScan) apply(u billing.Usage) billing.Usage {
 // spaces, a colon, optional spaces and a short string without escapes. It
 // returns nil when b does not hold one.
 func memberValue(b []byte) []byte {
-	i := skipSpace(b, 0)
+	i := tapcore.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != ':' {
 		return nil
 	}
-	i = skipSpace(b, i+1)
+	i = tapcore.SkipSpace(b, i+1)
 	if i >= len(b) || b[i] != '"' {
 		return nil
 	}
@@ -121,7 +122,7 @@ func memberValue(b []byte) []byte {
 // bigEvent follows a piece of a Responses stream event too large to parse
 // (eventReader forwards it in pieces): a response.completed that carries a
 // generated image. It keeps the event's type, from its first piece, and
-// its last tailKeep bytes, where the response's usage is; at the event's
+// its last tapcore.TailKeep bytes, where the response's usage is; at the event's
 // end, a terminal event's usage is read from them and the stream ends as
 // with a parsed one. Its tool calls were counted from their own, smaller,
 // response.<tool>.completed events.
@@ -130,20 +131,20 @@ func (t *tap) bigEvent(piece []byte) {
 		t.big.open, t.big.typ = true, eventType(piece)
 		t.big.tail = t.big.tail[:0]
 	}
-	if len(t.big.tail)+len(piece) > 2*tailKeep {
-		keep := t.big.tail[max(len(t.big.tail)-tailKeep, 0):]
+	if len(t.big.tail)+len(piece) > 2*tapcore.TailKeep {
+		keep := t.big.tail[max(len(t.big.tail)-tapcore.TailKeep, 0):]
 		t.big.tail = append(t.big.tail[:0], keep...)
 	}
-	t.big.tail = append(t.big.tail, piece[max(len(piece)-2*tailKeep, 0):]...)
-	if !endsEvent(piece) {
+	t.big.tail = append(t.big.tail, piece[max(len(piece)-2*tapcore.TailKeep, 0):]...)
+	if !tapcore.EndsEvent(piece) {
 		return
 	}
 	t.big.open = false
 	switch t.big.typ {
 	case evCompleted, evIncomplete, evFailed:
-		t.tailUsage(t.big.tail)
-		t.terminal = true
-		t.upstreamError = t.upstreamError || t.big.typ == evFailed
+		t.Tail(t.big.tail)
+		t.Term = true
+		t.UpstreamErr = t.UpstreamErr || t.big.typ == evFailed
 	}
 }
 

@@ -1,4 +1,6 @@
-package chatproxy
+package openai
+
+import "github.com/caddy-air/caddy-air/dialect/internal/tapcore"
 
 // The stream tap reads every chunk of every OpenAI stream, so it scans a
 // chunk by hand, in one pass, instead of walking it with gjson. gjson's
@@ -100,9 +102,9 @@ func scanChunk(payload []byte, known, maxDepth int) (info chunkInfo, ok bool) {
 	if known > 0 && known < len(b) {
 		end = membersAfter(b, member(choicesKey, known, maxDepth-1), maxDepth, member)
 	} else {
-		end = eachMember(b, skipSpace(b, 0), maxDepth, member)
+		end = eachMember(b, tapcore.SkipSpace(b, 0), maxDepth, member)
 	}
-	return info, end >= 0 && skipSpace(b, end) == len(b)
+	return info, end >= 0 && tapcore.SkipSpace(b, end) == len(b)
 }
 
 // choiceEnd scans the element of choices at b[at], adding the size of its
@@ -211,11 +213,11 @@ func members(b []byte, i, room int, fn func(key []byte, at, room int) int) int {
 			return -1
 		}
 		key := b[i+1 : ke-1]
-		i = skipSpace(b, ke)
+		i = tapcore.SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		at := skipSpace(b, i+1)
+		at := tapcore.SkipSpace(b, i+1)
 		if at >= len(b) {
 			return -1
 		}
@@ -257,7 +259,7 @@ func open(b []byte, i int, opening, closing byte) (int, bool) {
 	if i >= len(b) || b[i] != opening {
 		return -1, true
 	}
-	i = skipSpace(b, i+1)
+	i = tapcore.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == closing {
 		return i + 1, true
 	}
@@ -268,14 +270,14 @@ func open(b []byte, i int, opening, closing byte) (int, bool) {
 // returns the index of the next item, or the byte closing, and it returns
 // the index past the container with done set (-1 if neither follows).
 func next(b []byte, i int, closing byte) (int, bool) {
-	i = skipSpace(b, i)
+	i = tapcore.SkipSpace(b, i)
 	switch {
 	case i >= len(b) || b[i] != ',' && b[i] != closing:
 		return -1, true
 	case b[i] == closing:
 		return i + 1, true
 	}
-	return skipSpace(b, i+1), false
+	return tapcore.SkipSpace(b, i+1), false
 }
 
 // valueEnd returns the index past the JSON value that starts at b[i], or
@@ -313,7 +315,7 @@ func valueEnd(b []byte, i, room int) int {
 	}
 	// A number, true, false or null.
 	j := i
-	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+	for j < len(b) && !tapcore.IsSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
 		j++
 	}
 	return j

@@ -1,4 +1,4 @@
-package chatproxy
+package openai
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 )
 
@@ -227,7 +228,7 @@ func choicesOut(choices gjson.Result) int {
 			members(d, func(k string, v gjson.Result) {
 				switch k {
 				case "content", "reasoning_content", "reasoning":
-					n += textLen(v)
+					n += dialect.TextLen(v)
 				case "tool_calls":
 					if !v.IsArray() {
 						return
@@ -239,7 +240,7 @@ func choicesOut(choices gjson.Result) int {
 							}
 							members(f, func(k string, v gjson.Result) {
 								if k == "name" || k == "arguments" {
-									n += textLen(v)
+									n += dialect.TextLen(v)
 								}
 							})
 						})

@@ -1,4 +1,4 @@
-package chatproxy
+package anthropic
 
 import (
 	"testing"
@@ -41,8 +41,8 @@ func checkDelta(t *testing.T, payload []byte, limit int) {
 	if typ := root.Get("type").Str; typ != "content_block_delta" {
 		t.Fatalf("%q: read as a delta, but its type is %q", payload, typ)
 	}
-	if want := anthropicDeltaBytes(root); n != want {
-		t.Fatalf("%q: %d bytes, anthropicDeltaBytes says %d", payload, n, want)
+	if want := deltaTextBytes(root); n != want {
+		t.Fatalf("%q: %d bytes, deltaTextBytes says %d", payload, n, want)
 	}
 }
 
