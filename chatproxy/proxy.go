@@ -90,7 +90,7 @@ func (p *Proxy) observe(provider, result string, retried bool) {
 // Call is one request to proxy.
 type Call struct {
 	// Wire is the request's wire protocol: its error shape, its auth
-	// headers and its answer's usage tap.
+	// headers and its answer's usage tap. It is required.
 	Wire dialect.Wire
 	// Operation names the endpoint in spans and logs (chat, messages,
 	// responses, embeddings, count_tokens); empty means the Wire's.
