@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -84,7 +85,7 @@ func transcriptionSpec(endpoint, path string) protocolSpec {
 // seconds), else verbose_json's duration; an answer without any (text,
 // srt, vtt, a stream cut before its end) is billed on the audio's
 // duration, read from the file (source units) or estimated from its size.
-func transcriptionUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
+func transcriptionUsage(in dialect.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
 	if in.Stream && res.Source == billing.SourceReported {
 		return res.Usage, res.Source
 	}
@@ -121,7 +122,7 @@ func (Speech) CaddyModule() caddy.ModuleInfo {
 func (h *Speech) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: openai.Wire, endpoint: billing.EndpointSpeech, path: "/audio/speech",
-		kind: providers.KindSpeech, inspect: chatproxy.InspectSpeech, noOutput: true,
+		kind: providers.KindSpeech, inspect: openai.InspectSpeech, noOutput: true,
 		usage: speechUsage, check: speechFormat, binary: true,
 	})
 }
@@ -130,13 +131,13 @@ func (h *Speech) Provision(ctx caddy.Context) error {
 // estimated tokens (the model's price picks which, billing.Usage). The
 // provider did the whole synthesis once it answered, also when the
 // client left before the end of the audio.
-func speechUsage(in chatproxy.Inspected, _ *chatproxy.Result) (billing.Usage, billing.Source) {
-	u := chatproxy.EstimateRequest(in, 0)
+func speechUsage(in dialect.Inspected, _ *chatproxy.Result) (billing.Usage, billing.Source) {
+	u := dialect.EstimateRequest(in, 0)
 	return billing.Usage{Input: u.Input, Characters: u.Characters}, billing.SourceUnits
 }
 
 // speechFormat refuses a response_format the model's formats do not list.
-func speechFormat(in chatproxy.Inspected, route *providers.Route) *apierror.Error {
+func speechFormat(in dialect.Inspected, route *providers.Route) *apierror.Error {
 	if len(route.Formats) == 0 || slices.Contains(route.Formats, in.Format) {
 		return nil
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
@@ -43,14 +42,14 @@ const (
 // model, else (openai, azure, bedrock, dashscope) the prompt estimate the
 // gateway admits requests on, marked by TokenCountHeader. Either way the
 // request counts against the rate limits, and leaves no ledger record.
-func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in chatproxy.Inspected,
+func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in dialect.Inspected,
 	route *providers.Route, reservation *billing.Reservation) error {
 	wire := wireOf(route)
 	if wire != translate.Gemini && wire != translate.Vertex {
 		reservation.ReleaseCost()
 		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
 		w.Header().Set(TokenCountHeader, "estimate")
-		return writeCount(w, chatproxy.EstimateRequest(in, 0).Input)
+		return writeCount(w, dialect.EstimateRequest(in, 0).Input)
 	}
 	start := time.Now()
 	n, err := h.countGoogle(r.Context(), body, wire, route)

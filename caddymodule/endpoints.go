@@ -13,6 +13,7 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
@@ -61,14 +62,14 @@ func (Moderations) CaddyModule() caddy.ModuleInfo {
 func (h *Moderations) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: openai.Wire, endpoint: billing.EndpointModerations, path: "/moderations",
-		kind: providers.KindModeration, inspect: chatproxy.InspectModerations, noOutput: true,
+		kind: providers.KindModeration, inspect: openai.InspectModerations, noOutput: true,
 		usage: unitsOnly,
 	})
 }
 
 // unitsOnly is the usage of a request billed by its request price alone:
 // no tokens.
-func unitsOnly(chatproxy.Inspected, *chatproxy.Result) (billing.Usage, billing.Source) {
+func unitsOnly(dialect.Inspected, *chatproxy.Result) (billing.Usage, billing.Source) {
 	return billing.Usage{}, billing.SourceUnits
 }
 
@@ -86,7 +87,7 @@ func (CountTokens) CaddyModule() caddy.ModuleInfo {
 func (h *Embeddings) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: openai.Wire, endpoint: billing.EndpointEmbeddings, path: "/embeddings",
-		kind: providers.KindEmbedding, inspect: chatproxy.InspectEmbeddings, noOutput: true,
+		kind: providers.KindEmbedding, inspect: openai.InspectEmbeddings, noOutput: true,
 	})
 }
 
@@ -94,7 +95,7 @@ func (h *Embeddings) Provision(ctx caddy.Context) error {
 func (h *CountTokens) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: anthropic.Wire, endpoint: "count_tokens", path: "/messages/count_tokens",
-		kind: providers.KindMessages, inspect: chatproxy.InspectCountTokens, noOutput: true, unbilled: true,
+		kind: providers.KindMessages, inspect: anthropic.InspectCountTokens, noOutput: true, unbilled: true,
 		count: countTokens,
 	})
 }
@@ -103,7 +104,7 @@ func (h *CountTokens) Provision(ctx caddy.Context) error {
 // its reservation keeps the request counted against the rate limits once
 // an upstream saw it, and is given back whole otherwise.
 func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, reservation *billing.Reservation,
-	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in chatproxy.Inspected, route *providers.Route, injected bool, requestID string) error {
+	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in dialect.Inspected, route *providers.Route, injected bool, requestID string) error {
 	start := time.Now()
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Wire:         h.spec.protocol,

@@ -61,7 +61,7 @@ func (Messages) CaddyModule() caddy.ModuleInfo {
 func (h *Chat) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: openai.Wire, endpoint: "chat", path: "/chat/completions",
-		kind: providers.KindChat, inspect: chatproxy.InspectChat, client: translate.Chat,
+		kind: providers.KindChat, inspect: openai.InspectChat, client: translate.Chat,
 	})
 }
 
@@ -69,7 +69,7 @@ func (h *Chat) Provision(ctx caddy.Context) error {
 func (h *Messages) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: anthropic.Wire, endpoint: "messages", path: "/messages",
-		kind: providers.KindMessages, inspect: chatproxy.InspectMessages, client: translate.Messages,
+		kind: providers.KindMessages, inspect: anthropic.InspectMessages, client: translate.Messages,
 	})
 }
 
@@ -79,7 +79,7 @@ type protocolSpec struct {
 	endpoint string // ledger endpoint name
 	path     string // upstream path below the provider base URL
 	kind     string // model kind this endpoint serves
-	inspect  func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
+	inspect  func(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error)
 	// noOutput marks an endpoint that generates no tokens (embeddings,
 	// token counting): its admission reserves no output.
 	noOutput bool
@@ -88,7 +88,7 @@ type protocolSpec struct {
 	unbilled bool
 	// count, when set, answers a token count for a model whose provider
 	// does not speak Messages (countTokens), in place of the proxy.
-	count func(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in chatproxy.Inspected,
+	count func(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in dialect.Inspected,
 		route *providers.Route, reservation *billing.Reservation) error
 	// client is the endpoint's protocol as package translate names it,
 	// for the endpoints whose requests may be translated to a model of
@@ -97,14 +97,14 @@ type protocolSpec struct {
 	// usage, when set, is the usage a request is billed on, in place of
 	// the tokens the proxy tapped: for the endpoints billed by other
 	// quantities (a moderation by request, speech by character).
-	usage func(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
+	usage func(in dialect.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
 	// check, when set, refuses a request the model's route does not
 	// allow, before admission (a speech format the model lacks).
-	check func(in chatproxy.Inspected, route *providers.Route) *apierror.Error
+	check func(in dialect.Inspected, route *providers.Route) *apierror.Error
 	// binary marks an answer that is a file (chatproxy.Call.Binary).
 	binary bool
 	// multipart marks an endpoint whose requests are multipart forms
-	// (chatproxy.InspectTranscription), read up to maxBody bytes (0: the
+	// (openai.InspectTranscription), read up to maxBody bytes (0: the
 	// app's max_request_body) and sent upstream with their own content
 	// type, the model alias edited in place.
 	multipart bool
@@ -204,7 +204,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		return h.refuse(w, r, mr, aerr)
 	}
 	subject := subjectOf(r, key)
-	estimate := chatproxy.EstimateRequest(in, route.MaxOutputTokens)
+	estimate := dialect.EstimateRequest(in, route.MaxOutputTokens)
 	if h.spec.noOutput {
 		estimate.Output = 0
 	}
@@ -231,7 +231,7 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		Tags: subject.Tags,
 	}
 	intent := rec
-	intent.Usage = chatproxy.EstimateRequest(in, 0)
+	intent.Usage = dialect.EstimateRequest(in, 0)
 	intent.Usage.Output = 0
 	if h.spec.count != nil && wireOf(route) != translate.Messages {
 		return h.spec.count(h, w, r, body, in, route, reservation)
@@ -337,36 +337,36 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 // model served by one deployment and no fallback has its body edited in
 // the pooled buffer; one with several keeps the client's bytes and gets
 // rebody, which prepares the body of another deployment's model name.
-func (h *proxyHandler) prepare(rb *requestBody, body []byte, in chatproxy.Inspected, route *providers.Route) (
+func (h *proxyHandler) prepare(rb *requestBody, body []byte, in dialect.Inspected, route *providers.Route) (
 	out []byte, injected bool, rebody func(string) ([]byte, error), err error) {
 	proto := h.spec.protocol
 	if h.spec.multipart {
-		rebody = func(model string) ([]byte, error) { return chatproxy.PrepareMultipart(body, in, model), nil }
-		return chatproxy.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
+		rebody = func(model string) ([]byte, error) { return openai.PrepareMultipart(body, in, model), nil }
+		return openai.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
 	}
 	if len(route.Deployments) > 1 || len(route.Fallbacks) > 0 {
 		rebody = func(model string) ([]byte, error) {
-			b, _, err := chatproxy.PrepareBody(proto, body, in, model)
+			b, _, err := dialect.PrepareBody(proto, body, in, model)
 			return b, err
 		}
-		out, injected, err = chatproxy.PrepareBody(proto, body, in, route.UpstreamModel)
+		out, injected, err = dialect.PrepareBody(proto, body, in, route.UpstreamModel)
 		return out, injected, rebody, err
 	}
 	// The edits are made in the pooled buffer; a body that nearly fills
 	// its size class moves to the next one first. (If the budget cannot
 	// cover that, PrepareBodyInPlace allocates the edited body.)
-	if room := chatproxy.PrepareBodyRoom(proto, in, route.UpstreamModel); len(body)+room > cap(body) {
+	if room := dialect.PrepareBodyRoom(proto, in, route.UpstreamModel); len(body)+room > cap(body) {
 		rb.reserve(len(body) + room)
 		body = rb.Bytes() // moved, even by a reserve that fell short
 	}
-	out, injected, err = chatproxy.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
+	out, injected, err = dialect.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
 	return out, injected, nil, err
 }
 
 // inspect validates a request's body: a multipart form, or JSON.
-func (h *proxyHandler) inspect(r *http.Request, body []byte) (chatproxy.Inspected, *apierror.Error) {
+func (h *proxyHandler) inspect(r *http.Request, body []byte) (dialect.Inspected, *apierror.Error) {
 	if h.spec.multipart {
-		return chatproxy.InspectTranscription(r.Header.Get("Content-Type"), body)
+		return openai.InspectTranscription(r.Header.Get("Content-Type"), body)
 	}
 	return h.spec.inspect(body, h.app.MaxJSONDepth)
 }

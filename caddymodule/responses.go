@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/keys"
@@ -58,7 +59,7 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 func (h *Responses) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, protocolSpec{
 		protocol: dresponses.Wire, endpoint: billing.EndpointResponses, path: "/responses",
-		kind: providers.KindChat, inspect: chatproxy.InspectResponses, client: translate.Responses,
+		kind: providers.KindChat, inspect: dresponses.InspectResponses, client: translate.Responses,
 	})
 }
 
@@ -105,7 +106,7 @@ func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *ap
 // pinned returns the only attempt of a create that continues a previous
 // response: the deployment that holds it. Chat and messages are not
 // pinned.
-func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in chatproxy.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
+func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in dialect.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
 	if h.spec.protocol != dresponses.Wire || in.PreviousResponseID == "" {
 		return nil, nil
 	}
@@ -140,7 +141,7 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 // It is called before the answer's end is released, so that a client
 // never holds an id the gateway cannot route, and a response the gateway
 // defers is always polled.
-func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in chatproxy.Inspected, res *chatproxy.Result,
+func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in dialect.Inspected, res *chatproxy.Result,
 	reservation *billing.Reservation, logged bool) (deferred bool) {
 	if h.spec.protocol != dresponses.Wire || res.ResponseID == "" || st.repos.Responses == nil {
 		return false
@@ -237,7 +238,7 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
 		Wire: dresponses.Wire, Provider: prov, Path: path, Method: method,
-		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
+		Inspected: dialect.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
 		Client:   clientOf(r),
 		Attempts: []providers.Attempt{a},
 	})

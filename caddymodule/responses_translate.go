@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -24,7 +24,7 @@ import (
 // translated fallbacks, tried only when it fails, answer a background
 // request in the foreground, and are never tried for a continued
 // response, which is pinned to its deployment.
-func (h *proxyHandler) refuseStateful(body []byte, in chatproxy.Inspected, route *providers.Route) *apierror.Error {
+func (h *proxyHandler) refuseStateful(body []byte, in dialect.Inspected, route *providers.Route) *apierror.Error {
 	if h.spec.protocol != dresponses.Wire || h.translator(route) == nil {
 		return nil
 	}

@@ -3,7 +3,7 @@ package caddymodule
 import (
 	"testing"
 
-	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
@@ -45,15 +45,15 @@ func TestResponsesWire(t *testing.T) {
 	body := []byte(`{"model":"m","input":"q","conversation":"conv_1"}`)
 	for i, tc := range []struct {
 		route *providers.Route
-		in    chatproxy.Inspected
+		in    dialect.Inspected
 		body  []byte
 		param string
 	}{
-		{route(providers.ProtocolAnthropic, providers.KindMessages), chatproxy.Inspected{PreviousResponseID: "resp_1"}, nil, "previous_response_id"},
-		{route(providers.ProtocolDashScope, providers.KindChat), chatproxy.Inspected{Background: true}, nil, "background"},
-		{route(providers.ProtocolAnthropic, providers.KindMessages), chatproxy.Inspected{}, body, "conversation"},
-		{route(providers.ProtocolAnthropic, providers.KindMessages), chatproxy.Inspected{}, []byte(`{"prompt":null}`), ""},
-		{route(providers.ProtocolOpenAI, providers.KindChat), chatproxy.Inspected{PreviousResponseID: "resp_1", Background: true}, body, ""},
+		{route(providers.ProtocolAnthropic, providers.KindMessages), dialect.Inspected{PreviousResponseID: "resp_1"}, nil, "previous_response_id"},
+		{route(providers.ProtocolDashScope, providers.KindChat), dialect.Inspected{Background: true}, nil, "background"},
+		{route(providers.ProtocolAnthropic, providers.KindMessages), dialect.Inspected{}, body, "conversation"},
+		{route(providers.ProtocolAnthropic, providers.KindMessages), dialect.Inspected{}, []byte(`{"prompt":null}`), ""},
+		{route(providers.ProtocolOpenAI, providers.KindChat), dialect.Inspected{PreviousResponseID: "resp_1", Background: true}, body, ""},
 	} {
 		param := ""
 		if e := resp.refuseStateful(tc.body, tc.in, tc.route); e != nil {

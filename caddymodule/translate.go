@@ -73,7 +73,7 @@ func protocolOf(wire string) dialect.Wire {
 type legs struct {
 	h    *proxyHandler
 	body []byte
-	in   chatproxy.Inspected
+	in   dialect.Inspected
 	x    map[string]*translate.Exchange
 }
 
@@ -82,7 +82,7 @@ type legs struct {
 // honour, unless its model drops it). It returns nil when every target
 // speaks the client's protocol and is reached at its base URL and path:
 // the request then passes through as it is.
-func (h *proxyHandler) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
+func (h *proxyHandler) legsFor(body []byte, in dialect.Inspected, route *providers.Route) (*legs, *apierror.Error) {
 	var lg *legs
 	add := func(r *providers.Route) *apierror.Error {
 		tr := h.translator(r)
@@ -151,7 +151,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 			}
 			return l, nil
 		}
-		b, injected, err := chatproxy.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
+		b, injected, err := dialect.PrepareBody(lg.h.spec.protocol, lg.body, lg.in, t.UpstreamModel)
 		if err != nil {
 			return nil, err
 		}

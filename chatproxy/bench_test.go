@@ -3,6 +3,7 @@ package chatproxy
 import (
 	"bytes"
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
@@ -44,7 +45,7 @@ func BenchmarkInspectChat(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bc.body)))
 			for b.Loop() {
-				if _, e := InspectChat(bc.body, 0); e != nil {
+				if _, e := openai.InspectChat(bc.body, 0); e != nil {
 					b.Fatal(e.Message)
 				}
 			}
@@ -53,24 +54,24 @@ func BenchmarkInspectChat(b *testing.B) {
 }
 
 func BenchmarkPrepareBody(b *testing.B) {
-	in, e := InspectChat(benchBody, 0)
+	in, e := openai.InspectChat(benchBody, 0)
 	if e != nil {
 		b.Fatal(e.Message)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, inj, err := PrepareBody(openai.Wire, benchBody, in, "qwen-plus-2025-01-25"); err != nil || !inj {
+		if _, inj, err := dialect.PrepareBody(openai.Wire, benchBody, in, "qwen-plus-2025-01-25"); err != nil || !inj {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkPrepareBodyInPlace edits a 1 MiB body, with room in its
-// buffer, against PrepareBody's copy. Each in-place iteration first
+// buffer, against dialect.PrepareBody's copy. Each in-place iteration first
 // restores the body, a copy of its own that the handler never makes.
 func BenchmarkPrepareBodyInPlace(b *testing.B) {
 	body := longchat.Body("qwen-plus", 1<<20, `"stream":true`)
-	in, e := InspectChat(body, 0)
+	in, e := openai.InspectChat(body, 0)
 	if e != nil {
 		b.Fatal(e.Message)
 	}
@@ -78,18 +79,18 @@ func BenchmarkPrepareBodyInPlace(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, inj, err := PrepareBody(openai.Wire, body, in, "qwen-plus-2025-01-25"); err != nil || !inj {
+			if _, inj, err := dialect.PrepareBody(openai.Wire, body, in, "qwen-plus-2025-01-25"); err != nil || !inj {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("in-place", func(b *testing.B) {
-		buf := make([]byte, len(body), len(body)+PrepareBodyRoom(openai.Wire, in, "qwen-plus-2025-01-25"))
+		buf := make([]byte, len(body), len(body)+dialect.PrepareBodyRoom(openai.Wire, in, "qwen-plus-2025-01-25"))
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
 			copy(buf, body)
-			if _, inj, err := PrepareBodyInPlace(openai.Wire, buf[:len(body)], in, "qwen-plus-2025-01-25"); err != nil || !inj {
+			if _, inj, err := dialect.PrepareBodyInPlace(openai.Wire, buf[:len(body)], in, "qwen-plus-2025-01-25"); err != nil || !inj {
 				b.Fatal(err)
 			}
 		}
@@ -143,13 +144,13 @@ func BenchmarkSSETap(b *testing.B) {
 	s.WriteString(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"prompt_tokens_details":{"cached_tokens":64}}`))
 	s.WriteString("data: [DONE]\n\n")
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(s.String())}
-	in, _ := InspectChat(benchBody, 0)
+	in, _ := openai.InspectChat(benchBody, 0)
 	benchServe(b, tr, &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in, StripUsage: true})
 }
 
 func BenchmarkJSONTap(b *testing.B) {
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(chatJSON)}
-	in, _ := InspectChat(benchBody, 0)
+	in, _ := openai.InspectChat(benchBody, 0)
 	benchServe(b, tr, &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in})
 }
 
@@ -190,7 +191,7 @@ func BenchmarkStreamChunk(b *testing.B) {
 		`"service_tier":"default","system_fingerprint":"fp_mock","choices":[{"index":0,"delta":{"content":" the tower was"},` +
 		`"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n")
 	tail := []byte(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}`) + "data: [DONE]\n\n")
-	in, _ := InspectChat(smallBody, 0)
+	in, _ := openai.InspectChat(smallBody, 0)
 	c := &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody, Inspected: in, StripUsage: true}
 	benchStream(b, c, ev, tail, len(ev)-len(`,"usage":null`), 0)
 }
@@ -202,7 +203,7 @@ func BenchmarkStreamChunkAnthropic(b *testing.B) {
 	delta := "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":20}}\n\n"
 	tail := []byte(delta + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	body := []byte(`{"model":"claude","max_tokens":512,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`)
-	in, _ := InspectMessages(body, 0)
+	in, _ := anthropic.InspectMessages(body, 0)
 	c := &Call{Wire: anthropic.Wire, Provider: provider("anthropic", 0, "http://up/v1"), Path: "/messages", Body: body, Inspected: in}
 	benchStream(b, c, ev, tail, len(ev), len(delta))
 }

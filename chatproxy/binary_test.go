@@ -36,7 +36,7 @@ func TestServeBinaryForwardsAsItArrives(t *testing.T) {
 	})
 	body := `{"model":"tts","input":"hello","voice":"alloy"}`
 	url, results := gateway(t, func() *Call {
-		in, e := InspectSpeech([]byte(body), 0)
+		in, e := openai.InspectSpeech([]byte(body), 0)
 		if e != nil {
 			t.Fatal(e.Message)
 		}

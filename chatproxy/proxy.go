@@ -11,7 +11,6 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect"
-	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -25,10 +24,6 @@ const DefaultTimeout = 10 * time.Minute
 // RequestIDHeader carries the request's id (its ledger record's id) to the
 // upstream, so that a provider's logs can be matched with the ledger.
 const RequestIDHeader = "X-Air-Request-Id"
-
-// DefaultAnthropicVersion is sent upstream when an Anthropic client sends
-// no anthropic-version header.
-const DefaultAnthropicVersion = authn.DefaultAnthropicVersion
 
 // Outcomes of a proxied request, reported in Result.Outcome.
 const (
@@ -100,7 +95,7 @@ type Call struct {
 	// Path is appended to the provider's base URL: "/chat/completions" or
 	// "/messages".
 	Path string
-	// Body is the upstream request body, from PrepareBody.
+	// Body is the upstream request body, from dialect.PrepareBody.
 	Body []byte
 	// BodyPin, when set, is told of every reader of Body handed to a
 	// transport: Pin when it is made, Unpin once the transport closed it,
@@ -108,9 +103,9 @@ type Call struct {
 	// keeps Body unchanged until every Pin has had its Unpin.
 	BodyPin Pinner
 	// Inspected describes the client's body.
-	Inspected Inspected
-	// StripUsage removes from an OpenAI stream the usage the gateway
-	// injected (PrepareBody's injectedUsage).
+	Inspected dialect.Inspected
+	// StripUsage removes from a stream the usage the gateway injected
+	// (dialect.PrepareBody's injectedUsage; see dialect.Wire.StreamUsage).
 	StripUsage bool
 	// ClientHeader is the client's request header; only anthropic-version
 	// and anthropic-beta are forwarded from it.

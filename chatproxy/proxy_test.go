@@ -5,6 +5,7 @@ import (
 	"context"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
@@ -109,20 +110,27 @@ func chatCall(t *testing.T, proto dialect.Wire, prov *providers.Provider, body, 
 		proto = openai.Wire // the zero case: chat completions
 	}
 	t.Helper()
-	inspect, path := InspectChat, "/chat/completions"
+	inspect, path := openai.InspectChat, "/chat/completions"
 	if proto == anthropic.Wire {
-		inspect, path = InspectMessages, "/messages"
+		inspect, path = anthropic.InspectMessages, "/messages"
 	}
 	in, e := inspect([]byte(body), 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}
-	out, inj, err := PrepareBody(proto, []byte(body), in, upstreamModel)
+	out, inj, err := dialect.PrepareBody(proto, []byte(body), in, upstreamModel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &Call{Wire: proto, Provider: prov, Path: path, Body: out, Inspected: in, StripUsage: inj, ClientHeader: http.Header{}, RequestID: "req-1"}
 }
+
+// extBody is a client body full of extension fields, odd whitespace and
+// escapes, that must reach the upstream byte for byte.
+const extBody = "{ \"model\" :\t\"qwen3-max\",\n  \"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"caf\\u00e9 \\ud83d\\ude00 \\\"quoted\\\"\",\"cache_control\":{\"type\":\"ephemeral\"}}]}],\r\n" +
+	"\"enable_thinking\":true, \"thinking_budget\":  4096,\"enable_search\":true,\"search_options\":{\"forced_search\":true,\"search_strategy\":\"pro\"},\n" +
+	"\"seed\":12345678901234567890,\"top_k\":20,\"logprobs\":true,\"top_logprobs\":3,\"enable_context_caching\":true,\"temperature\":0.70,\n" +
+	"\"vendor\":{\"nested\":{\"deep\":[1,2.50,-0e0,{\"k\":null}],\"s\":\"\\/path\"}}  %s}\n\t"
 
 const chatJSON = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"qwen-plus","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!","reasoning_content":"The user greets."},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":30,"total_tokens":150,"prompt_tokens_details":{"cached_tokens":100},"completion_tokens_details":{"reasoning_tokens":20}},"system_fingerprint":null}`
 
@@ -305,7 +313,7 @@ func TestServeAnthropicJSON(t *testing.T) {
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 	h := up.headers[0]
 	if up.paths[0] != "/v1/messages" || h.Get("X-Api-Key") != "sk-up-a" || h.Get("Authorization") != "" ||
-		h.Get("Anthropic-Version") != DefaultAnthropicVersion || h.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" {
+		h.Get("Anthropic-Version") != authn.DefaultAnthropicVersion || h.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" {
 		t.Errorf("upstream request %s %v", up.paths[0], h)
 	}
 	if string(up.bodies[0]) != strings.Replace(body, `"claude"`, `"claude-sonnet-4-5"`, 1) {

@@ -32,15 +32,15 @@ func TestInspectResponses(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		errParam   string
-		want       Inspected
+		want       dialect.Inspected
 	}{
 		{name: "string input", body: `{"model":"gpt-5","input":"abcdefgh","stream":true}`,
-			want: Inspected{Model: "gpt-5", Stream: true, PromptBytes: 8}},
+			want: dialect.Inspected{Model: "gpt-5", Stream: true, PromptBytes: 8}},
 		{name: "items, instructions, background, previous id",
 			body: `{"model":"m","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"background":true,"previous_response_id":"resp_9","max_output_tokens":50}`,
-			want: Inspected{Model: "m", Background: true, PreviousResponseID: "resp_9", MaxTokens: 50, PromptBytes: 8 + dialect.MessageOverhead + 2}},
+			want: dialect.Inspected{Model: "m", Background: true, PreviousResponseID: "resp_9", MaxTokens: 50, PromptBytes: 8 + dialect.MessageOverhead + 2}},
 		{name: "previous id stands for input", body: `{"model":"m","previous_response_id":"resp_9"}`,
-			want: Inspected{Model: "m", PreviousResponseID: "resp_9"}},
+			want: dialect.Inspected{Model: "m", PreviousResponseID: "resp_9"}},
 		{name: "no input", body: `{"model":"m"}`, errParam: "input"},
 		{name: "no model", body: `{"input":"x"}`, errParam: "model"},
 		{name: "repeated model", body: `{"model":"a","input":"x","model":"b"}`, errParam: "model"},
@@ -50,7 +50,7 @@ func TestInspectResponses(t *testing.T) {
 		{name: "max_output_tokens zero", body: `{"model":"a","input":"x","max_output_tokens":0}`, errParam: "max_output_tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, e := InspectResponses([]byte(tc.body), 0)
+			in, e := responses.InspectResponses([]byte(tc.body), 0)
 			if tc.errParam != "" {
 				if e == nil || e.Param == nil || *e.Param != tc.errParam {
 					t.Fatalf("error %+v, want one on %s", e, tc.errParam)
@@ -60,7 +60,7 @@ func TestInspectResponses(t *testing.T) {
 			if e != nil {
 				t.Fatal(e.Message)
 			}
-			in.model = span{}
+			in.Located = dialect.Located{}
 			if in != tc.want {
 				t.Errorf("got %+v, want %+v", in, tc.want)
 			}
@@ -71,11 +71,11 @@ func TestInspectResponses(t *testing.T) {
 // responsesCall prepares a create request as the handler does.
 func responsesCall(t *testing.T, prov *providers.Provider, body, upstreamModel string) *Call {
 	t.Helper()
-	in, e := InspectResponses([]byte(body), 0)
+	in, e := responses.InspectResponses([]byte(body), 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}
-	out, inj, err := PrepareBody(responses.Wire, []byte(body), in, upstreamModel)
+	out, inj, err := dialect.PrepareBody(responses.Wire, []byte(body), in, upstreamModel)
 	if err != nil || inj {
 		t.Fatalf("prepare: %v, injected %v", err, inj)
 	}

@@ -34,7 +34,7 @@ func (c cannedRT) RoundTrip(r *http.Request) (*http.Response, error) {
 func benchmarkServe(b *testing.B, rt cannedRT, body string) {
 	p := &Proxy{Transport: rt}
 	prov := provider("openai", time.Minute, "http://upstream.invalid/v1")
-	in, aerr := InspectChat([]byte(body), 0)
+	in, aerr := openai.InspectChat([]byte(body), 0)
 	if aerr != nil {
 		b.Fatal(aerr)
 	}
@@ -74,7 +74,7 @@ func BenchmarkServeGeminiStream(b *testing.B) {
 	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
 	p := &Proxy{Transport: cannedRT{"text/event-stream", sb.String()}}
 	prov := provider("gemini", time.Minute, "http://upstream.invalid")
-	in, aerr := InspectChat([]byte(body), 0)
+	in, aerr := openai.InspectChat([]byte(body), 0)
 	if aerr != nil {
 		b.Fatal(aerr)
 	}

@@ -1,6 +1,7 @@
-package chatproxy
+package reqscan
 
 import (
+	"github.com/caddy-air/caddy-air/dialect"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -13,19 +14,12 @@ import (
 // sets none, as OpenAI's.
 const DefaultSpeechFormat = "mp3"
 
-// InspectSpeech validates an OpenAI speech request body (POST
-// /v1/audio/speech): a JSON object, nested at most maxDepth levels, with
-// one non-empty string model, one non-empty string input and, optionally,
-// one string response_format. Its characters (runes) bill a character
-// price and its bytes estimate the prompt tokens. stream_format "sse" is
-// refused: the gateway forwards audio bytes, not speech events. Other
-// fields (voice, speed, instructions) pass untouched; each member read
-// may appear once.
-func InspectSpeech(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+// InspectSpeech is openai.InspectSpeech.
+func InspectSpeech(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error) {
 	r := reqScan{b: body}
 	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	var (
-		in                   Inspected
+		in                   dialect.Inspected
 		model, input, format gjson.Result
 		streamFormat         gjson.Result
 		seen                 uint32
@@ -50,47 +44,42 @@ func InspectSpeech(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		var ok bool
 		*dst, ok = r.result(v)
 		if key == "model" {
-			in.model = span{v.Start, v.Start + len(model.Raw)}
+			in.Located.Model = dialect.Span{At: v.Start, End: v.Start + len(model.Raw)}
 		}
 		return ok
 	}
 	if e := r.object(member); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	if input.Type != gjson.String || input.Str == "" || !utf8.ValidString(input.Str) {
-		return Inspected{}, missingOr(input.Exists(), "input", "a non-empty string")
+		return dialect.Inspected{}, missingOr(input.Exists(), "input", "a non-empty string")
 	}
 	in.Characters, in.PromptBytes = int64(utf8.RuneCountInString(input.Str)), len(input.Str)
 	switch {
 	case !format.Exists() || format.Type == gjson.Null:
 		in.Format = DefaultSpeechFormat
 	case format.Type != gjson.String || format.Str == "":
-		return Inspected{}, missingOr(true, "response_format", "a string such as mp3, opus, aac, flac, wav or pcm")
+		return dialect.Inspected{}, missingOr(true, "response_format", "a string such as mp3, opus, aac, flac, wav or pcm")
 	default:
 		in.Format = format.Str
 	}
 	if streamFormat.Exists() && streamFormat.Type != gjson.Null && streamFormat.Str != "audio" {
-		return Inspected{}, apierror.InvalidRequest("stream_format",
+		return dialect.Inspected{}, apierror.InvalidRequest("stream_format",
 			`stream_format must be "audio": the gateway streams the audio bytes as they arrive, not speech events`)
 	}
 	return in, nil
 }
 
-// InspectRerank validates a rerank request body in the shape Cohere,
-// Jina, LiteLLM and New-API share (POST /v1/rerank): a JSON object,
-// nested at most maxDepth levels, with one non-empty string model, one
-// non-empty string query and one non-empty array of documents (strings,
-// or objects with a text). The query and documents' size estimates the
-// prompt; top_n, return_documents and the rest pass untouched.
-func InspectRerank(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+// InspectRerank is cohere.InspectRerank.
+func InspectRerank(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error) {
 	r := reqScan{b: body}
 	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	var (
-		in           Inspected
+		in           dialect.Inspected
 		model, query gjson.Result
 		seen         uint32
 		docs         bool
@@ -101,7 +90,7 @@ func InspectRerank(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 			r.once(&seen, 1, key)
 			var ok bool
 			model, ok = r.result(v)
-			in.model = span{v.Start, v.Start + len(model.Raw)}
+			in.Located.Model = dialect.Span{At: v.Start, End: v.Start + len(model.Raw)}
 			return ok
 		case "query":
 			r.once(&seen, 2, key)
@@ -127,17 +116,17 @@ func InspectRerank(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		return ok
 	}
 	if e := r.object(member); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	if query.Type != gjson.String || query.Str == "" {
-		return Inspected{}, missingOr(query.Exists(), "query", "a non-empty string")
+		return dialect.Inspected{}, missingOr(query.Exists(), "query", "a non-empty string")
 	}
 	if !docs || in.Documents == 0 {
-		return Inspected{}, missingOr(seen&4 != 0, "documents", "a non-empty array of strings or objects with a text")
+		return dialect.Inspected{}, missingOr(seen&4 != 0, "documents", "a non-empty array of strings or objects with a text")
 	}
 	return in, nil
 }

@@ -1,6 +1,7 @@
-package chatproxy
+package reqscan
 
 import (
+	"github.com/caddy-air/caddy-air/dialect"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestInspectRejectsDeepNesting(t *testing.T) {
 	}
 	inspects := []struct {
 		name    string
-		inspect func([]byte, int) (Inspected, *apierror.Error)
+		inspect func([]byte, int) (dialect.Inspected, *apierror.Error)
 	}{{"chat", InspectChat}, {"messages", InspectMessages}}
 	for i, tc := range []struct {
 		body  string

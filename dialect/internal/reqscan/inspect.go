@@ -1,7 +1,8 @@
-package chatproxy
+package reqscan
 
 import (
 	"fmt"
+	"github.com/caddy-air/caddy-air/dialect"
 	"math"
 	"strconv"
 	"strings"
@@ -16,78 +17,23 @@ import (
 // carry.
 const maxStopWords = 4
 
-// Inspected is what the gateway needs to know about a chat request body.
-type Inspected struct {
-	// Model is the model id the client asked for.
-	Model string
-	// Stream is true when the client asked for an SSE stream.
-	Stream bool
-	// IncludeUsage is true when an OpenAI client set
-	// stream_options.include_usage to true.
-	IncludeUsage bool
-	// MaxTokens is max_completion_tokens, else max_tokens, else zero.
-	MaxTokens int64
-	// Background is true when a Responses client asked for a background
-	// response.
-	Background bool
-	// PreviousResponseID is a Responses request's previous_response_id.
-	PreviousResponseID string
-	// PromptBytes is the size of the prompt's text (see promptBytes); a
-	// quarter of it estimates the prompt tokens when the upstream reports
-	// none.
-	PromptBytes int
-	// Characters is the number of characters (runes) of a speech
-	// request's input, which a character price bills.
-	Characters int64
-	// Format is a speech request's response_format, "mp3" when unset.
-	Format string
-	// Documents is the number of documents of a rerank request.
-	Documents int64
-	// AudioMillis is the duration of a transcription's audio file: read
-	// from it (WAV, MP3), or, when AudioEstimated, estimated from its
-	// size at 128 kbit/s.
-	AudioMillis    int64
-	AudioEstimated bool
-
-	// model, streamOptions and includeUsage locate in the body the values
-	// PrepareBody may edit, so that it need not look for them again.
-	model, streamOptions, includeUsage span
-}
-
-// span is the place of a member's value in a request body, zero when the
-// member is absent: a value never starts at offset 0, where the body's
-// object opens.
-type span struct{ at, end int }
-
-// InspectChat validates an OpenAI chat completions request body and returns
-// what the gateway needs from it, reading the body once (see reqscan.go).
-// Only the documented constraints are enforced; unknown fields pass. A
-// member the gateway reads (model, messages, stream, stream_options and its
-// include_usage, max_tokens…, and in a message its content and tool calls)
-// that is repeated in its object is rejected: the gateway and the upstream
-// could otherwise read different values (e.g. bill one model and run
-// another, or bill without the usage the client switched off). A body
-// nested deeper than maxDepth levels is rejected, whatever else it holds;
-// zero means jsonlimit.DefaultMaxDepth.
-func InspectChat(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+// InspectChat is openai.InspectChat.
+func InspectChat(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error) {
 	return inspect(body, maxDepth, true)
 }
 
-// InspectMessages validates an Anthropic Messages request body: a JSON
-// object with a string model, an array of messages and a boolean stream,
-// nested at most maxDepth levels (zero means jsonlimit.DefaultMaxDepth).
-// Errors are meant to be written with (*apierror.Error).WriteAnthropic.
-func InspectMessages(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+// InspectMessages is anthropic.InspectMessages.
+func InspectMessages(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error) {
 	return inspect(body, maxDepth, false)
 }
 
 // inspect reads a request body in one pass: a chat completions one when
 // chat is set, else a Messages one.
-func inspect(body []byte, maxDepth int, chat bool) (Inspected, *apierror.Error) {
+func inspect(body []byte, maxDepth int, chat bool) (dialect.Inspected, *apierror.Error) {
 	r := reqScan{b: body}
 	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	var (
-		in                  Inspected
+		in                  dialect.Inspected
 		model               gjson.Result
 		messages            jsonlimit.Kind // of the last "messages"; Done when absent
 		msgs, system, tools int            // prompt bytes of each
@@ -103,7 +49,7 @@ func inspect(body []byte, maxDepth int, chat bool) (Inspected, *apierror.Error) 
 		switch {
 		case key == "model":
 			model, ok = r.result(v)
-			in.model = span{v.Start, v.Start + len(model.Raw)}
+			in.Located.Model = dialect.Span{At: v.Start, End: v.Start + len(model.Raw)}
 		case key == "messages":
 			messages = v.Kind
 			if v.Kind != jsonlimit.BeginArray {
@@ -128,7 +74,7 @@ func inspect(body []byte, maxDepth int, chat bool) (Inspected, *apierror.Error) 
 		case !chat:
 			_, ok = r.skip(v)
 		case key == "stream_options":
-			in.streamOptions, in.includeUsage, in.IncludeUsage, ok = r.streamOptions(v)
+			in.Located.StreamOptions, in.Located.IncludeUsage, in.IncludeUsage, ok = r.streamOptions(v)
 		case key == "stop":
 			ok = r.stop(v)
 		case key == "temperature", key == "top_p", key == "frequency_penalty", key == "presence_penalty",
@@ -144,17 +90,17 @@ func inspect(body []byte, maxDepth int, chat bool) (Inspected, *apierror.Error) 
 		return ok
 	}
 	if e := r.object(member); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	if messages != jsonlimit.BeginArray {
-		return Inspected{}, missingOr(messages != jsonlimit.Done, "messages", "an array")
+		return dialect.Inspected{}, missingOr(messages != jsonlimit.Done, "messages", "an array")
 	}
 	if msgs == 0 { // every message counts dialect.MessageOverhead
-		return Inspected{}, apierror.InvalidRequest("messages", "messages must contain at least one message")
+		return dialect.Inspected{}, apierror.InvalidRequest("messages", "messages must contain at least one message")
 	}
 	if chat {
 		in.MaxTokens = maxTokens
@@ -228,11 +174,11 @@ func topMember(key string, chat bool) uint32 {
 // streamOptions reads the stream_options value that starts with t: where
 // it is, where its include_usage value is, and whether that is true. A
 // repeated include_usage is refused.
-func (r *reqScan) streamOptions(t token) (at, usageAt span, includeUsage, ok bool) {
+func (r *reqScan) streamOptions(t token) (at, usageAt dialect.Span, includeUsage, ok bool) {
 	var end int
 	if t.Kind != jsonlimit.BeginObject {
 		end, ok = r.skip(t)
-		return span{t.Start, end}, span{}, false, ok
+		return dialect.Span{At: t.Start, End: end}, dialect.Span{}, false, ok
 	}
 	r.push("stream_options", 0)
 	defer r.pop()
@@ -242,11 +188,11 @@ func (r *reqScan) streamOptions(t token) (at, usageAt span, includeUsage, ok boo
 		if key == "include_usage" {
 			r.once(&seen, 1, key)
 			includeUsage = v.Kind == jsonlimit.True
-			usageAt = span{v.Start, end}
+			usageAt = dialect.Span{At: v.Start, End: end}
 		}
 		return ok
 	})
-	return span{t.Start, end}, usageAt, includeUsage, ok
+	return dialect.Span{At: t.Start, End: end}, usageAt, includeUsage, ok
 }
 
 // stop checks the stop value that starts with t: null, a string, or an

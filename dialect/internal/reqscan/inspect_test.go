@@ -1,4 +1,4 @@
-package chatproxy
+package reqscan
 
 import (
 	"github.com/caddy-air/caddy-air/dialect"
@@ -13,16 +13,16 @@ func TestInspectChat(t *testing.T) {
 		body  string
 		param string // "" with wantErr false means accepted
 		err   bool
-		want  Inspected
+		want  dialect.Inspected
 	}{
-		{body: `{"model":"qwen-plus","messages":[{"role":"user","content":"hi"}]}`, want: Inspected{Model: "qwen-plus", PromptBytes: dialect.MessageOverhead + 2}},
-		{body: `{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":100}`, want: Inspected{Model: "m", Stream: true, IncludeUsage: true, MaxTokens: 100}},
-		{body: `{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":false}}`, want: Inspected{Model: "m", Stream: true}},
-		{body: `{"model":"m","messages":[{}],"max_tokens":100,"max_completion_tokens":50}`, want: Inspected{Model: "m", MaxTokens: 50}},
-		{body: `{"model":"m","messages":[{}],"max_tokens":1e3,"stream":null,"temperature":null}`, want: Inspected{Model: "m", MaxTokens: 1000}},
-		{body: `{"model":"m","messages":[{}],"temperature":0,"top_p":1,"frequency_penalty":-2,"presence_penalty":2,"stop":["a","b","c","d"]}`, want: Inspected{Model: "m"}},
-		{body: `{"model":"m","messages":[{}],"stop":"END","enable_thinking":true,"thinking_budget":50,"top_k":3,"x":{"y":[1,{"z":null}]}}`, want: Inspected{Model: "m"}},
-		{body: `{"mod\u0065l":"m","messages":[{}]}`, want: Inspected{Model: "m"}},
+		{body: `{"model":"qwen-plus","messages":[{"role":"user","content":"hi"}]}`, want: dialect.Inspected{Model: "qwen-plus", PromptBytes: dialect.MessageOverhead + 2}},
+		{body: `{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":100}`, want: dialect.Inspected{Model: "m", Stream: true, IncludeUsage: true, MaxTokens: 100}},
+		{body: `{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":false}}`, want: dialect.Inspected{Model: "m", Stream: true}},
+		{body: `{"model":"m","messages":[{}],"max_tokens":100,"max_completion_tokens":50}`, want: dialect.Inspected{Model: "m", MaxTokens: 50}},
+		{body: `{"model":"m","messages":[{}],"max_tokens":1e3,"stream":null,"temperature":null}`, want: dialect.Inspected{Model: "m", MaxTokens: 1000}},
+		{body: `{"model":"m","messages":[{}],"temperature":0,"top_p":1,"frequency_penalty":-2,"presence_penalty":2,"stop":["a","b","c","d"]}`, want: dialect.Inspected{Model: "m"}},
+		{body: `{"model":"m","messages":[{}],"stop":"END","enable_thinking":true,"thinking_budget":50,"top_k":3,"x":{"y":[1,{"z":null}]}}`, want: dialect.Inspected{Model: "m"}},
+		{body: `{"mod\u0065l":"m","messages":[{}]}`, want: dialect.Inspected{Model: "m"}},
 		{body: `not json`, err: true},
 		{body: `[1,2]`, err: true},
 		{body: `{"model":"m","messages":[{}]`, err: true},
@@ -87,11 +87,11 @@ func TestInspectMessages(t *testing.T) {
 		body  string
 		param string
 		err   bool
-		want  Inspected
+		want  dialect.Inspected
 	}{
 		{body: `{"model":"claude","max_tokens":1024,"messages":[{"role":"user","content":"Hello"}],"stream":true,"thinking":{"type":"enabled","budget_tokens":2000}}`,
-			want: Inspected{Model: "claude", Stream: true, MaxTokens: 1024}},
-		{body: `{"model":"claude","messages":[{}],"temperature":5}`, want: Inspected{Model: "claude"}},
+			want: dialect.Inspected{Model: "claude", Stream: true, MaxTokens: 1024}},
+		{body: `{"model":"claude","messages":[{}],"temperature":5}`, want: dialect.Inspected{Model: "claude"}},
 		{body: `{`, err: true},
 		{body: `{"messages":[{}]}`, err: true, param: "model"},
 		{body: `{"model":"c","messages":{}}`, err: true, param: "messages"},
@@ -152,16 +152,16 @@ func TestPromptBytes(t *testing.T) {
 
 // checkSpans checks that in locates the body's model, stream_options and
 // include_usage values, then clears them for comparison.
-func checkSpans(t *testing.T, body string, in *Inspected) {
+func checkSpans(t *testing.T, body string, in *dialect.Inspected) {
 	t.Helper()
 	for _, c := range []struct {
 		name string
-		at   span
-	}{{"model", in.model}, {"stream_options", in.streamOptions}, {"stream_options.include_usage", in.includeUsage}} {
+		at   dialect.Span
+	}{{"model", in.Located.Model}, {"stream_options", in.Located.StreamOptions}, {"stream_options.include_usage", in.Located.IncludeUsage}} {
 		want := gjson.Get(body, c.name)
-		if got := body[c.at.at:c.at.end]; got != want.Raw || c.at.at != want.Index {
+		if got := body[c.at.At:c.at.End]; got != want.Raw || c.at.At != want.Index {
 			t.Errorf("%s: %s located at %v, %q; want %q at %d", body, c.name, c.at, got, want.Raw, want.Index)
 		}
 	}
-	in.model, in.streamOptions, in.includeUsage = span{}, span{}, span{}
+	in.Located = dialect.Located{}
 }

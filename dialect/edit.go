@@ -1,14 +1,12 @@
-package chatproxy
+package dialect
 
 import (
 	"errors"
 	"slices"
-
-	"github.com/caddy-air/caddy-air/dialect"
 )
 
 // includeUsage is the stream_options value injected into a stream request
-// of a wire whose usage must be asked for (dialect.Wire.StreamUsage) that
+// of a wire whose usage must be asked for (Wire.StreamUsage) that
 // did not ask for it.
 const includeUsage = `{"include_usage":true}`
 
@@ -30,8 +28,9 @@ type edit struct {
 // gets it (injectedUsage
 // is then true and the caller must strip the usage from the stream, see
 // Call.StripUsage). When no edit applies, body itself is returned.
-// in must come from InspectChat or InspectMessages on the same body.
-func PrepareBody(w dialect.Wire, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+// in must come from the inspection of the same body (openai.InspectChat,
+// anthropic.InspectMessages, …).
+func PrepareBody(w Wire, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
 	return prepareBody(w, body, in, upstreamModel, false)
 }
 
@@ -40,14 +39,14 @@ func PrepareBody(w dialect.Wire, body []byte, in Inspected, upstreamModel string
 // after each edit, when the result fits cap(body), so that the body is not
 // copied. Only when it does not fit is a new body allocated. Either way,
 // body's bytes are not the client's afterwards.
-func PrepareBodyInPlace(w dialect.Wire, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
+func PrepareBodyInPlace(w Wire, body []byte, in Inspected, upstreamModel string) (out []byte, injectedUsage bool, err error) {
 	return prepareBody(w, body, in, upstreamModel, true)
 }
 
 // PrepareBodyRoom is the most bytes PrepareBody may add to a body that in
 // describes, for a caller that wants that room in the body's buffer before
 // PrepareBodyInPlace.
-func PrepareBodyRoom(w dialect.Wire, in Inspected, upstreamModel string) int {
+func PrepareBodyRoom(w Wire, in Inspected, upstreamModel string) int {
 	n := 0
 	if upstreamModel != "" && upstreamModel != in.Model {
 		n += 2 + 6*len(upstreamModel) // quote's worst case
@@ -58,18 +57,18 @@ func PrepareBodyRoom(w dialect.Wire, in Inspected, upstreamModel string) int {
 	return n
 }
 
-func prepareBody(w dialect.Wire, body []byte, in Inspected, upstreamModel string, inPlace bool) (out []byte, injectedUsage bool, err error) {
+func prepareBody(w Wire, body []byte, in Inspected, upstreamModel string, inPlace bool) (out []byte, injectedUsage bool, err error) {
 	var edits [2]edit
 	n := 0
 	if upstreamModel != "" && upstreamModel != in.Model {
-		if in.model.at <= 0 || in.model.end > len(body) {
+		if in.Located.Model.At <= 0 || in.Located.Model.End > len(body) {
 			return nil, false, errUnlocatable
 		}
-		edits[n] = edit{at: in.model.at, end: in.model.end, text: quote(upstreamModel)}
+		edits[n] = edit{at: in.Located.Model.At, end: in.Located.Model.End, text: quote(upstreamModel)}
 		n++
 	}
 	if w.StreamUsage() && in.Stream && !in.IncludeUsage {
-		e, ok, err := usageEdit(body, in.streamOptions, in.includeUsage)
+		e, ok, err := usageEdit(body, in.Located.StreamOptions, in.Located.IncludeUsage)
 		if err != nil {
 			return nil, false, err
 		}
@@ -142,28 +141,28 @@ func editInPlace(body []byte, es []edit, size int) []byte {
 // include_usage value is, which the inspection found once at most. ok is
 // false when stream_options is neither absent, null nor an object: the
 // upstream will reject such a request anyway.
-func usageEdit(body []byte, at, usage span) (e edit, ok bool, err error) {
-	if at.at <= 0 {
+func usageEdit(body []byte, at, usage Span) (e edit, ok bool, err error) {
+	if at.At <= 0 {
 		end := lastNonSpace(body)
 		if end < 0 || body[end] != '}' {
 			return edit{}, false, errUnlocatable
 		}
 		return edit{at: end, end: end, text: `,"stream_options":` + includeUsage}, true, nil
 	}
-	if at.end > len(body) || usage.end > at.end || usage.at < 0 {
+	if at.End > len(body) || usage.End > at.End || usage.At < 0 {
 		return edit{}, false, errUnlocatable
 	}
-	switch so := body[at.at:at.end]; {
+	switch so := body[at.At:at.End]; {
 	case string(so) == "null":
-		return edit{at: at.at, end: at.end, text: includeUsage}, true, nil
+		return edit{at: at.At, end: at.End, text: includeUsage}, true, nil
 	case so[0] != '{':
 		return edit{}, false, nil
-	case usage.at > at.at:
-		return edit{at: usage.at, end: usage.end, text: "true"}, true, nil
-	case isEmptyObject(str(so)):
-		return edit{at: at.at + 1, end: at.at + 1, text: `"include_usage":true`}, true, nil
+	case usage.At > at.At:
+		return edit{at: usage.At, end: usage.End, text: "true"}, true, nil
+	case isEmptyObject(Str(so)):
+		return edit{at: at.At + 1, end: at.At + 1, text: `"include_usage":true`}, true, nil
 	}
-	return edit{at: at.at + 1, end: at.at + 1, text: `"include_usage":true,`}, true, nil
+	return edit{at: at.At + 1, end: at.At + 1, text: `"include_usage":true,`}, true, nil
 }
 
 // lastNonSpace is the index of the last non-whitespace byte of b, or -1.

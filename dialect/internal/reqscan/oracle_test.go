@@ -1,4 +1,4 @@
-package chatproxy
+package reqscan
 
 // The oracle of TestInspectDifferential and FuzzInspect reads a request
 // body as a provider whose parser takes the last of repeated members
@@ -75,7 +75,7 @@ func oracleLast(ms []oracleMember, key string) json.RawMessage {
 // oracleReading is what the oracle makes of a body: a reading, or the
 // errors the gateway may answer with.
 type oracleReading struct {
-	in   Inspected
+	in   dialect.Inspected
 	errs []*apierror.Error
 }
 
@@ -246,7 +246,7 @@ func oracleInspect(body []byte, maxDepth int, chat bool) oracleReading {
 		read = append(read, "system")
 	}
 	o.unique(ms, "", read...)
-	var in Inspected
+	var in dialect.Inspected
 	var maxTokens, maxCompl int64
 	msgs, system := 0, 0
 	for _, m := range ms {
@@ -312,7 +312,7 @@ func oracleInspectResponses(body []byte, maxDepth int) oracleReading {
 	var o oracleScan
 	o.unique(ms, "", "model", "stream", "background", "previous_response_id", "input", "instructions",
 		"tools", "prompt", "conversation", "max_output_tokens")
-	var in Inspected
+	var in dialect.Inspected
 	input := 0
 	hasPrompt := false
 	for _, m := range ms {
@@ -367,7 +367,7 @@ func oracleInspectPassThrough(body []byte, maxDepth int, prompt ...string) oracl
 	if len(o.errs) > 0 {
 		return oracleReading{errs: o.errs}
 	}
-	var in Inspected
+	var in dialect.Inspected
 	for _, p := range prompt {
 		in.PromptBytes += oracleRawLen(oracleLast(ms, p))
 	}

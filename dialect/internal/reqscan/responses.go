@@ -1,6 +1,7 @@
-package chatproxy
+package reqscan
 
 import (
+	"github.com/caddy-air/caddy-air/dialect"
 	"strings"
 	"unicode/utf8"
 
@@ -16,18 +17,12 @@ import (
 // kept (Result.ResponseID, Result.ResponseStatus) for the caller to map
 // the id to the deployment that holds the response.
 
-// InspectResponses validates a Responses API create request body: a JSON
-// object with a non-empty string model, an input (a string or an array of
-// items) unless previous_response_id or a prompt template stands for it,
-// and boolean stream and background, nested at most maxDepth levels (zero
-// means jsonlimit.DefaultMaxDepth). A repeated member that the gateway
-// reads (those below, and in input's items their content and tool calls)
-// is refused, as in InspectChat.
-func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
+// InspectResponses is responses.InspectResponses.
+func InspectResponses(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error) {
 	r := reqScan{b: body}
 	r.s.Reset(body, jsonlimit.OrDefault(maxDepth))
 	var (
-		in                  Inspected
+		in                  dialect.Inspected
 		model, prev         gjson.Result
 		input, instr, tools int
 		hasInput, hasPrompt bool
@@ -42,7 +37,7 @@ func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		switch key {
 		case "model":
 			model, ok = r.result(v)
-			in.model = span{v.Start, v.Start + len(model.Raw)}
+			in.Located.Model = dialect.Span{At: v.Start, End: v.Start + len(model.Raw)}
 		case "stream":
 			var s gjson.Result
 			if s, ok = r.result(v); ok {
@@ -83,17 +78,17 @@ func InspectResponses(body []byte, maxDepth int) (Inspected, *apierror.Error) {
 		return ok
 	}
 	if e := r.object(member); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	var e *apierror.Error
 	if in.Model, e = modelField(model); e != nil {
-		return Inspected{}, e
+		return dialect.Inspected{}, e
 	}
 	if prev.Type == gjson.String {
 		in.PreviousResponseID = strings.Clone(prev.Str)
 	}
 	if !hasInput && !hasPrompt && in.PreviousResponseID == "" {
-		return Inspected{}, apierror.InvalidRequest("input", "you must provide an input parameter")
+		return dialect.Inspected{}, apierror.InvalidRequest("input", "you must provide an input parameter")
 	}
 	in.PromptBytes = input + instr + tools
 	return in, nil

@@ -1,12 +1,9 @@
-package chatproxy
+package reqscan
 
 import (
 	"encoding/json"
 	"fmt"
 	"github.com/caddy-air/caddy-air/dialect"
-	"github.com/caddy-air/caddy-air/dialect/anthropic"
-	"github.com/caddy-air/caddy-air/dialect/openai"
-	"github.com/caddy-air/caddy-air/dialect/responses"
 	"slices"
 	"strings"
 	"testing"
@@ -70,14 +67,14 @@ var differentialCorpus = []string{
 var inspectors = []struct {
 	name   string
 	proto  dialect.Wire
-	got    func([]byte, int) (Inspected, *apierror.Error)
+	got    func([]byte, int) (dialect.Inspected, *apierror.Error)
 	oracle func([]byte, int) oracleReading
 }{
-	{"chat", openai.Wire, InspectChat, func(b []byte, d int) oracleReading { return oracleInspect(b, d, true) }},
-	{"messages", anthropic.Wire, InspectMessages, func(b []byte, d int) oracleReading { return oracleInspect(b, d, false) }},
-	{"responses", responses.Wire, InspectResponses, oracleInspectResponses},
-	{"embeddings", openai.Wire, InspectEmbeddings, func(b []byte, d int) oracleReading { return oracleInspectPassThrough(b, d, "input") }},
-	{"count_tokens", anthropic.Wire, InspectCountTokens, func(b []byte, d int) oracleReading {
+	{"chat", streamUsageWire{usage: true}, InspectChat, func(b []byte, d int) oracleReading { return oracleInspect(b, d, true) }},
+	{"messages", streamUsageWire{}, InspectMessages, func(b []byte, d int) oracleReading { return oracleInspect(b, d, false) }},
+	{"responses", streamUsageWire{}, InspectResponses, oracleInspectResponses},
+	{"embeddings", streamUsageWire{}, InspectEmbeddings, func(b []byte, d int) oracleReading { return oracleInspectPassThrough(b, d, "input") }},
+	{"count_tokens", streamUsageWire{}, InspectCountTokens, func(b []byte, d int) oracleReading {
 		return oracleInspectPassThrough(b, d, "messages", "system", "tools")
 	}},
 }
@@ -104,7 +101,7 @@ func compareInspect(t *testing.T, body []byte, limit int) {
 			t.Errorf("%s %.200q: accepted as %+v, the oracle refuses it: %s", p.name, body, got, errList(want.errs))
 		default:
 			located := got
-			got.model, got.streamOptions, got.includeUsage = span{}, span{}, span{}
+			got.Located = dialect.Located{}
 			if got != want.in {
 				t.Errorf("%s %.200q:\n got %+v\nwant %+v", p.name, body, got, want.in)
 			}
@@ -116,10 +113,10 @@ func compareInspect(t *testing.T, body []byte, limit int) {
 // checkUpstreamReading prepares body as the gateway sends it, with a model
 // alias, and checks that a last-wins parser reads the alias, and usage
 // asked for on an OpenAI stream whose stream_options the gateway can edit.
-func checkUpstreamReading(t *testing.T, name string, p dialect.Wire, body []byte, in Inspected) {
+func checkUpstreamReading(t *testing.T, name string, p dialect.Wire, body []byte, in dialect.Inspected) {
 	t.Helper()
 	const alias = "upstream-\"alias\""
-	out, injected, err := PrepareBody(p, body, in, alias)
+	out, injected, err := dialect.PrepareBody(p, body, in, alias)
 	if err != nil {
 		t.Errorf("%s %.200q: PrepareBody: %v", name, body, err)
 		return
@@ -134,7 +131,7 @@ func checkUpstreamReading(t *testing.T, name string, p dialect.Wire, body []byte
 	}
 	so := gjson.GetBytes(body, "stream_options")
 	editable := !so.Exists() || so.Type == gjson.Null || so.IsObject()
-	if p == openai.Wire && name == "chat" && in.Stream && editable {
+	if p.StreamUsage() && name == "chat" && in.Stream && editable {
 		if !usage {
 			t.Errorf("%s %.200q: the gateway counts on usage, the upstream reads no include_usage true in %.200q", name, body, out)
 		}
@@ -188,3 +185,13 @@ func FuzzInspect(f *testing.F) {
 		compareInspect(t, body, 3)
 	})
 }
+
+// streamUsageWire stands for a wire in PrepareBody, which asks it only
+// whether a stream's usage must be asked for: chat completions' (usage)
+// or another's.
+type streamUsageWire struct {
+	dialect.Wire
+	usage bool
+}
+
+func (w streamUsageWire) StreamUsage() bool { return w.usage }

@@ -1,4 +1,4 @@
-package chatproxy
+package dialect_test
 
 import (
 	"bytes"
@@ -20,12 +20,12 @@ const extBody = "{ \"model\" :\t\"qwen3-max\",\n  \"messages\":[{\"role\":\"user
 
 func TestPrepareBodyPassThrough(t *testing.T) {
 	body := []byte(strings.Replace(extBody, "%s", "", 1))
-	in, e := InspectChat(body, 0)
+	in, e := openai.InspectChat(body, 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}
 	for i, model := range []string{"", "qwen3-max"} {
-		out, injected, err := PrepareBody(openai.Wire, body, in, model)
+		out, injected, err := dialect.PrepareBody(openai.Wire, body, in, model)
 		if err != nil || injected {
 			t.Fatalf("Test %d: err=%v injected=%v", i, err, injected)
 		}
@@ -115,15 +115,15 @@ func TestPrepareBodyEdits(t *testing.T) {
 		if tc.proto == nil {
 			tc.proto = openai.Wire // the zero case: chat completions
 		}
-		inspect := InspectChat
+		inspect := openai.InspectChat
 		if tc.proto == anthropic.Wire {
-			inspect = InspectMessages
+			inspect = anthropic.InspectMessages
 		}
 		in, e := inspect([]byte(tc.body), 0)
 		if e != nil {
 			t.Fatalf("Test %d: %s", i, e.Message)
 		}
-		out, inj, err := PrepareBody(tc.proto, []byte(tc.body), in, tc.model)
+		out, inj, err := dialect.PrepareBody(tc.proto, []byte(tc.body), in, tc.model)
 		if err != nil {
 			t.Fatalf("Test %d: %v", i, err)
 		}
@@ -136,14 +136,14 @@ func TestPrepareBodyEdits(t *testing.T) {
 		if !gjson.ValidBytes(out) {
 			t.Errorf("Test %d: output is not valid JSON", i)
 		}
-		if room := PrepareBodyRoom(tc.proto, in, tc.model); len(tc.want) > len(tc.body)+room {
-			t.Errorf("Test %d: the edits add %d bytes, PrepareBodyRoom says at most %d", i, len(tc.want)-len(tc.body), room)
+		if room := dialect.PrepareBodyRoom(tc.proto, in, tc.model); len(tc.want) > len(tc.body)+room {
+			t.Errorf("Test %d: the edits add %d bytes, dialect.PrepareBodyRoom says at most %d", i, len(tc.want)-len(tc.body), room)
 		}
 		// In place: within the body's memory when the result fits its
 		// capacity, in new memory otherwise.
 		for _, slack := range []int{0, 64} {
 			buf := append(make([]byte, 0, len(tc.body)+slack), tc.body...)
-			out, inj, err := PrepareBodyInPlace(tc.proto, buf, in, tc.model)
+			out, inj, err := dialect.PrepareBodyInPlace(tc.proto, buf, in, tc.model)
 			if err != nil || string(out) != tc.want || inj != tc.inj {
 				t.Errorf("Test %d, in place with %d spare bytes: got %v %v\n%s\nwant\n%s", i, slack, err, inj, out, tc.want)
 				continue

@@ -1,9 +1,10 @@
-package chatproxy
+package reqscan
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/caddy-air/caddy-air/dialect"
 	"mime"
 	"net/http"
 	"net/textproto"
@@ -17,19 +18,9 @@ import (
 // maxFormValue bounds a form field other than the file.
 const maxFormValue = 4 << 10
 
-// InspectTranscription validates an OpenAI transcription or translation
-// request (POST /v1/audio/transcriptions, /v1/audio/translations): a
-// multipart/form-data body, of the boundary contentType names, with one
-// file part (with a file name) and one non-empty model field. It reads
-// response_format (default json) and stream, and the file's duration when
-// it is WAV or MP3 (Inspected.AudioMillis), which bills a request whose
-// answer reports no usage. Each part it reads may appear once, so that
-// the gateway and the provider read the same request; other fields
-// (language, prompt, temperature, timestamp_granularities[]…) pass
-// untouched. The parts are split at the RFC 2046 delimiters, as every
-// multipart reader splits them.
-func InspectTranscription(contentType string, body []byte) (Inspected, *apierror.Error) {
-	var in Inspected
+// InspectTranscription is openai.InspectTranscription.
+func InspectTranscription(contentType string, body []byte) (dialect.Inspected, *apierror.Error) {
+	var in dialect.Inspected
 	parts, e := splitMultipart(contentType, body)
 	if e != nil {
 		return in, e
@@ -57,7 +48,7 @@ func InspectTranscription(contentType string, body []byte) (Inspected, *apierror
 		}
 		switch p.name {
 		case "model":
-			in.Model, in.model = string(v), span{p.start, p.end}
+			in.Model, in.Located.Model = string(v), dialect.Span{At: p.start, End: p.end}
 		case "response_format":
 			in.Format = string(v)
 		case "stream":
@@ -87,16 +78,15 @@ func InspectTranscription(contentType string, body []byte) (Inspected, *apierror
 	return in, nil
 }
 
-// PrepareMultipart returns body with its model field's value replaced by
-// model (the body itself when model is "" or the same).
-func PrepareMultipart(body []byte, in Inspected, model string) []byte {
-	if model == "" || model == in.Model || in.model.at == 0 {
+// PrepareMultipart is openai.PrepareMultipart.
+func PrepareMultipart(body []byte, in dialect.Inspected, model string) []byte {
+	if model == "" || model == in.Model || in.Located.Model.At == 0 {
 		return body
 	}
 	out := make([]byte, 0, len(body)+len(model))
-	out = append(out, body[:in.model.at]...)
+	out = append(out, body[:in.Located.Model.At]...)
 	out = append(out, model...)
-	return append(out, body[in.model.end:]...)
+	return append(out, body[in.Located.Model.End:]...)
 }
 
 // formPart is one part of a multipart form: its field name, file name

@@ -1,4 +1,9 @@
-package chatproxy
+// Package reqscan reads a client's request body once, token by token, for
+// every dialect's inspection (openai.InspectChat, anthropic.InspectMessages,
+// responses.InspectResponses, …): it validates the body, bounds its
+// nesting, refuses repeated members the gateway reads, sizes the prompt and
+// locates the members PrepareBody may edit.
+package reqscan
 
 import (
 	"bytes"
@@ -121,11 +126,11 @@ func (r *reqScan) refuse(e *apierror.Error) {
 func (r *reqScan) text(t token) string {
 	raw := r.b[t.Start:t.End]
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return str(raw[1 : len(raw)-1])
+		return dialect.Str(raw[1 : len(raw)-1])
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return gjson.Parse(str(raw)).Str
+		return gjson.Parse(dialect.Str(raw)).Str
 	}
 	return s
 }
@@ -137,7 +142,7 @@ func (r *reqScan) result(t token) (gjson.Result, bool) {
 	if !ok {
 		return gjson.Result{}, false
 	}
-	v := gjson.Result{Raw: str(r.b[t.Start:end]), Index: t.Start}
+	v := gjson.Result{Raw: dialect.Str(r.b[t.Start:end]), Index: t.Start}
 	switch t.Kind {
 	case jsonlimit.String:
 		v.Type, v.Str = gjson.String, r.text(t)

@@ -1,4 +1,4 @@
-package chatproxy
+package reqscan
 
 import "testing"
 

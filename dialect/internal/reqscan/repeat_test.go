@@ -1,7 +1,8 @@
-package chatproxy
+package reqscan
 
 import (
 	"fmt"
+	"github.com/caddy-air/caddy-air/dialect"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -214,7 +215,7 @@ func slicesContains(s []string, k string) bool {
 
 func TestRepeatedMembersRefused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 30))
-	byName := map[string]func([]byte, int) (Inspected, *apierror.Error){}
+	byName := map[string]func([]byte, int) (dialect.Inspected, *apierror.Error){}
 	for _, p := range inspectors {
 		byName[p.name] = p.got
 	}
@@ -226,7 +227,7 @@ func TestRepeatedMembersRefused(t *testing.T) {
 		if e != nil {
 			t.Fatalf("%s: the base body is refused: %s\n%s", tc.inspector, e.Message, base.b.String())
 		}
-		want.model, want.streamOptions, want.includeUsage = span{}, span{}, span{}
+		want.Located = dialect.Located{}
 		refused := 0
 		for target := 0; target < base.n; target++ {
 			for _, v := range []variant{
@@ -257,7 +258,7 @@ func TestRepeatedMembersRefused(t *testing.T) {
 					t.Errorf("%s: %s (repeated %v, not read): refused: %s: %s\n%s", tc.inspector, v.path, v.repeat, paramOf(e), e.Message, body)
 					continue
 				}
-				got.model, got.streamOptions, got.includeUsage = span{}, span{}, span{}
+				got.Located = dialect.Located{}
 				if !v.read {
 					// A member not read may be inside one sized by its
 					// raw length (compareInspect checks that size).
