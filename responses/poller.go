@@ -327,7 +327,7 @@ func observe(body []byte, o observation) (observation, error) {
 			return o, err
 		}
 		// The priced tool calls are in the output items.
-		var calls billing.ToolCalls
+		var calls dresponses.ToolCalls
 		calls.Output([]byte(r.Get("output").Raw))
 		o.usage, o.reported = calls.Apply(usage), true
 	}

@@ -19,7 +19,7 @@ import (
 // The audio_tokens of input_tokens_details and output_tokens_details are
 // the audio parts, AudioInput (capped at Input) and AudioOutput (capped at
 // Output). The tool calls of a response are in its output items, not its
-// usage: see billing.ToolCalls.
+// usage: see ToolCalls.
 //
 // Missing fields count as zero and negative counts are clamped to zero;
 // input_tokens is trusted as the total (it selects the price tier), cache

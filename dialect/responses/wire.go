@@ -9,7 +9,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/internal/tapcore"
 	"github.com/caddy-air/caddy-air/jsonlimit"
@@ -42,7 +41,7 @@ func (wire) StreamUsage() bool { return false }
 func (wire) NewTap(cfg dialect.TapConfig) dialect.Tap {
 	t := taps.Get().(*tap)
 	t.Reset(cfg)
-	t.calls, t.scan, t.big = billing.ToolCalls{}, toolScan{}, bigEventState{}
+	t.calls, t.scan, t.big = ToolCalls{}, toolScan{}, bigEventState{}
 	return t
 }
 
@@ -55,7 +54,7 @@ type tap struct {
 	// calls counts the answer's priced tool calls from its output items;
 	// scan counts them instead in the bytes of an answer too large to
 	// hold.
-	calls billing.ToolCalls
+	calls ToolCalls
 	scan  toolScan
 	// big follows a stream event too large to parse.
 	big bigEventState

@@ -1,6 +1,9 @@
-package billing
+package responses
 
-import "testing"
+import (
+	"github.com/caddy-air/caddy-air/billing"
+	"testing"
+)
 
 // TestToolCalls counts a Responses answer's priced tool calls from its
 // output items, each once however often a stream shows it.
@@ -16,11 +19,11 @@ func TestToolCalls(t *testing.T) {
 		{"type":"function_call","id":"fc_1","name":"f","arguments":"{}"},
 		{"type":"message","id":"msg_1","content":[{"type":"output_text","text":"\"type\":\"web_search_call\""}]}
 	]`
-	want := Usage{Input: 7, WebSearches: 2, FileSearches: 1, CodeSessions: 2, ImageCalls: 1}
+	want := billing.Usage{Input: 7, WebSearches: 2, FileSearches: 1, CodeSessions: 2, ImageCalls: 1}
 
 	var c ToolCalls
 	c.Output([]byte(output))
-	if got := c.Apply(Usage{Input: 7}); got != want {
+	if got := c.Apply(billing.Usage{Input: 7}); got != want {
 		t.Errorf("body: %+v, want %+v", got, want)
 	}
 
@@ -32,7 +35,7 @@ func TestToolCalls(t *testing.T) {
 	s.Completed("image_generation_call", 6, "ig_1") // its done event too large to read
 	s.Item(3, []byte(`{"type":"code_interpreter_call","id":"ci_1","container_id":"cntr_A"}`))
 	s.Output([]byte(output))
-	if got := s.Apply(Usage{Input: 7}); got != want {
+	if got := s.Apply(billing.Usage{Input: 7}); got != want {
 		t.Errorf("stream: %+v, want %+v", got, want)
 	}
 
@@ -40,14 +43,14 @@ func TestToolCalls(t *testing.T) {
 	var n ToolCalls
 	n.Item(0, []byte(`{"type":"web_search_call"}`))
 	n.Output([]byte(`[{"type":"web_search_call"},{"type":"web_search_call"}]`))
-	if got := n.Apply(Usage{}); got.WebSearches != 2 {
+	if got := n.Apply(billing.Usage{}); got.WebSearches != 2 {
 		t.Errorf("items without ids: %+v, want 2 searches", got)
 	}
 
 	var empty ToolCalls
 	empty.Output([]byte(`null`))
 	empty.Output(nil)
-	if got := empty.Apply(Usage{Input: 3}); got != (Usage{Input: 3}) || empty.seen != nil {
+	if got := empty.Apply(billing.Usage{Input: 3}); got != (billing.Usage{Input: 3}) || empty.seen != nil {
 		t.Errorf("no tool calls: %+v, seen %v", got, empty.seen)
 	}
 }

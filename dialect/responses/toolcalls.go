@@ -1,6 +1,8 @@
-package billing
+package responses
 
 import (
+	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/internal/usagejson"
 	"strconv"
 	"unsafe"
 
@@ -20,7 +22,7 @@ type ToolCalls struct {
 	// seen holds the keys of the items counted, and "c:"+container of the
 	// containers.
 	seen  map[string]struct{}
-	calls Usage
+	calls billing.Usage
 }
 
 // Item counts the output item at position index of a response, item
@@ -49,7 +51,7 @@ func (c *ToolCalls) item(index int64, item gjson.Result) {
 		return
 	}
 	var m [3]gjson.Result
-	members(item, []string{"type", "id", "container_id"}, m[:])
+	usagejson.Members(item, []string{"type", "id", "container_id"}, m[:])
 	c.count(m[0].Str, index, m[1].Str, m[2].Str)
 }
 
@@ -113,28 +115,10 @@ func (c *ToolCalls) mark(key string) bool {
 
 // Apply returns u with its Responses tool call counts set to those
 // counted, each bounded like a token count.
-func (c *ToolCalls) Apply(u Usage) Usage {
-	u.WebSearches = min(c.calls.WebSearches, MaxTokenCount)
-	u.FileSearches = min(c.calls.FileSearches, MaxTokenCount)
-	u.ImageCalls = min(c.calls.ImageCalls, MaxTokenCount)
-	u.CodeSessions = min(c.calls.CodeSessions, MaxTokenCount)
+func (c *ToolCalls) Apply(u billing.Usage) billing.Usage {
+	u.WebSearches = min(c.calls.WebSearches, billing.MaxTokenCount)
+	u.FileSearches = min(c.calls.FileSearches, billing.MaxTokenCount)
+	u.ImageCalls = min(c.calls.ImageCalls, billing.MaxTokenCount)
+	u.CodeSessions = min(c.calls.CodeSessions, billing.MaxTokenCount)
 	return u
-}
-
-// members sets out[i] to the first member of obj named keys[i], in one
-// pass over obj; a gjson Get per key would read obj once per key. out is
-// left as it is for a key obj lacks, or when obj is not an object.
-func members(obj gjson.Result, keys []string, out []gjson.Result) {
-	if !obj.IsObject() {
-		return
-	}
-	obj.ForEach(func(k, v gjson.Result) bool {
-		for i, key := range keys {
-			if k.Str == key && !out[i].Exists() {
-				out[i] = v
-				break
-			}
-		}
-		return true
-	})
 }
