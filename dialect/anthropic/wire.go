@@ -197,3 +197,6 @@ func scrubEvent(ev []byte) []byte {
 	}
 	return tapcore.ReplaceData(ev, apierror.UpstreamBody(http.StatusInternalServerError, payload, apierror.ShapeAnthropic))
 }
+
+// Interface guard.
+var _ dialect.Tap = (*tap)(nil)

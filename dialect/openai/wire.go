@@ -70,3 +70,9 @@ var (
 	chatTaps       = sync.Pool{New: func() any { return new(chatTap) }}
 	transcriptTaps = sync.Pool{New: func() any { return new(transcriptTap) }}
 )
+
+// Interface guards.
+var (
+	_ dialect.Tap = (*chatTap)(nil)
+	_ dialect.Tap = (*transcriptTap)(nil)
+)

@@ -250,3 +250,6 @@ func scrubError(payload []byte) []byte {
 	}
 	return out
 }
+
+// Interface guard.
+var _ dialect.Tap = (*tap)(nil)
