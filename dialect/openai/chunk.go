@@ -38,7 +38,7 @@ type chunkInfo struct {
 	// hasError is set when the chunk has a non-null "error" member.
 	hasError bool
 	// outBytes is the raw size of the text in the choices' deltas: content,
-	// reasoning, tool call names and arguments (see estimate.go).
+	// reasoning, tool call names and arguments (see dialect.TextLen).
 	outBytes int
 	// choicesAt is the index of the value of the first "choices" member
 	// when no member the tap reads comes before it, else zero: a later

@@ -7,15 +7,15 @@ import (
 )
 
 // InspectChat validates an OpenAI chat completions request body and returns
-// what the gateway needs from it, reading the body once (see reqscan.go).
-// Only the documented constraints are enforced; unknown fields pass. A
-// member the gateway reads (model, messages, stream, stream_options and its
-// include_usage, max_tokens…, and in a message its content and tool calls)
-// that is repeated in its object is rejected: the gateway and the upstream
-// could otherwise read different values (e.g. bill one model and run
-// another, or bill without the usage the client switched off). A body
-// nested deeper than maxDepth levels is rejected, whatever else it holds;
-// zero means jsonlimit.DefaultMaxDepth.
+// what the gateway needs from it, reading the body once (see package
+// dialect/internal/reqscan). Only the documented constraints are enforced;
+// unknown fields pass. A member the gateway reads (model, messages, stream,
+// stream_options and its include_usage, max_tokens…, and in a message its
+// content and tool calls) that is repeated in its object is rejected: the
+// gateway and the upstream could otherwise read different values (e.g. bill
+// one model and run another, or bill without the usage the client switched
+// off). A body nested deeper than maxDepth levels is rejected, whatever
+// else it holds; zero means jsonlimit.DefaultMaxDepth.
 func InspectChat(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error) {
 	return reqscan.InspectChat(body, maxDepth)
 }

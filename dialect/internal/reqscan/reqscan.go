@@ -20,7 +20,7 @@ import (
 // A request body is read once, token by token (jsonlimit.Scanner): the
 // scan validates it and bounds its nesting as jsonlimit.Check does, while
 // the methods below take from the tokens as they pass the members the
-// gateway reads and the size of the prompt (see estimate.go). No tree is
+// gateway reads and the size of the prompt (see dialect.Estimate). No tree is
 // built and no string is unescaped but keys and the model id that contain
 // a backslash: text is sized by its raw length.
 //

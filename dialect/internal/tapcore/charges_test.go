@@ -275,7 +275,7 @@ func BenchmarkTapChunk(b *testing.B) {
 	}
 }
 
-// Fixtures shared with chatproxy's Serve tests.
+// Fixtures, copies of those of chatproxy's Serve tests.
 
 // respEvent builds one Responses stream event.
 func respEvent(typ, data string) string {
