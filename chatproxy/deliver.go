@@ -136,8 +136,8 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	}
 }
 
-// streamEnded reports whether t's stream has ended: its final event or an error
-// event of the upstream, after which nothing more is forwarded.
+// streamEnded reports whether t's stream has ended: its final event or an
+// error event of the upstream, after which nothing more is forwarded.
 func streamEnded(t dialect.Tap) bool { return t.Terminal() || t.UpstreamError() }
 
 // breakOff replaces what is held of a response that broke off with e: the
