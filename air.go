@@ -1,12 +1,7 @@
 // Package air plugs caddy-air into Caddy: importing it registers every
-// caddy-air module. Build a Caddy with it using
+// caddy-air module (see imports.go). Build a Caddy with it using
 //
 //	xcaddy build --with github.com/caddy-air/caddy-air=.
 //
 // or simply `go build ./cmd/caddy` in this repository.
 package air
-
-import (
-	// Every caddy-air module lives in caddymodule.
-	_ "github.com/caddy-air/caddy-air/caddymodule"
-)

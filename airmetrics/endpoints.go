@@ -10,7 +10,6 @@ const (
 	EndpointMessages        = "messages"
 	EndpointResponses       = "responses"
 	EndpointEmbeddings      = "embeddings"
-	EndpointModerations     = "moderations"
 	EndpointSpeech          = "speech"
 	EndpointRerank          = "rerank"
 	EndpointTranscriptions  = "transcriptions"
@@ -45,8 +44,11 @@ func Endpoint(name string) string {
 	case "chat", EndpointChatCompletions:
 		return EndpointChatCompletions
 	case EndpointMessages, EndpointResponses, EndpointEmbeddings, EndpointCountTokens, EndpointImages, EndpointTasks, EndpointModels,
-		EndpointModerations, EndpointSpeech, EndpointRerank, EndpointTranscriptions, EndpointTranslations,
+		EndpointSpeech, EndpointRerank, EndpointTranscriptions, EndpointTranslations,
 		EndpointPassthrough:
+		return name
+	}
+	if _, ok := registered.names[name]; ok {
 		return name
 	}
 	p, ok := strings.CutPrefix(name, "/v1/")
@@ -54,6 +56,9 @@ func Endpoint(name string) string {
 		return EndpointOther
 	}
 	p = strings.TrimSuffix(p, "/")
+	if label, ok := registered.paths[p]; ok {
+		return label
+	}
 	switch {
 	case p == "chat/completions":
 		return EndpointChatCompletions
@@ -65,8 +70,6 @@ func Endpoint(name string) string {
 		return EndpointResponses
 	case p == "embeddings":
 		return EndpointEmbeddings
-	case p == "moderations":
-		return EndpointModerations
 	case p == "audio/speech":
 		return EndpointSpeech
 	case p == "rerank":
@@ -83,6 +86,30 @@ func Endpoint(name string) string {
 		return EndpointModels
 	}
 	return EndpointOther
+}
+
+// registered are the endpoints RegisterEndpoint added: written only by
+// init functions, read after.
+var registered = struct {
+	names map[string]struct{}
+	paths map[string]string // path below /v1/ → label
+}{map[string]struct{}{}, map[string]string{}}
+
+// RegisterEndpoint adds the endpoint label name, which is also its ledger
+// endpoint name, for requests to /v1/<path>, and makes it the endpoint
+// whose series the routes of models of kind resolve in advance ("" for
+// none). It is called by the init function of the module that serves the
+// endpoint, so that the label's values stay a fixed set, and panics on a
+// label or path known already.
+func RegisterEndpoint(name, path, kind string) {
+	if Endpoint(name) != EndpointOther || Endpoint("/v1/"+path) != EndpointOther {
+		panic("airmetrics: endpoint " + name + " registered twice")
+	}
+	registered.names[name] = struct{}{}
+	registered.paths[path] = name
+	if kind != "" {
+		kindEndpoints[kind] = name
+	}
 }
 
 // Operation returns the GenAI operation of an endpoint label.

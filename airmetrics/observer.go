@@ -111,7 +111,7 @@ type requestKey struct {
 // series a route resolves in advance.
 var kindEndpoints = map[string]string{"chat": EndpointChatCompletions, "messages": EndpointMessages,
 	"embedding": EndpointEmbeddings, "image": EndpointImages, "video": EndpointTasks,
-	"moderation": EndpointModerations, "speech": EndpointSpeech, "transcription": EndpointTranscriptions, "rerank": EndpointRerank}
+	"speech": EndpointSpeech, "transcription": EndpointTranscriptions, "rerank": EndpointRerank}
 
 func newRoute(o *Observer, kind, provider, model, resp string) *Route {
 	m := o.m

@@ -120,3 +120,29 @@ func TestListPagesAndExports(t *testing.T) {
 		t.Error("an unknown format was accepted")
 	}
 }
+
+// TestRedactCloudCredentials checks the credentials of the cloud
+// providers' settings (a Bedrock session token, an OAuth2 token, a
+// PostgreSQL DSN with its password) never reach the audit trail, while
+// token counts stay readable.
+func TestRedactCloudCredentials(t *testing.T) {
+	in := map[string]any{"dialect": map[string]any{"protocol": "bedrock", "access_key_id": "AKIDEXAMPLE",
+		"secret_access_key": "wJalrXUtnFEMI", "session_token": "FwoGZXIvYXdzEJr"},
+		"storage":    map[string]any{"backend": "postgres", "dsn": "postgres://air:hunter2@db/air"},
+		"oauth":      map[string]any{"Access_Token": "ya29.abc", "refresh_token": "1//0g"},
+		"max_tokens": 512, "token_url": "https://oauth2.example/token"}
+	b, err := Redact(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"wJalrXUtnFEMI", "FwoGZXIvYXdzEJr", "hunter2", "ya29.abc", "1//0g"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("audit entry holds the secret %q: %s", secret, b)
+		}
+	}
+	for _, kept := range []string{`"max_tokens":512`, `"access_key_id":"AKIDEXAMPLE"`, `"token_url":"https://oauth2.example/token"`} {
+		if !strings.Contains(string(b), kept) {
+			t.Errorf("audit entry lost %s: %s", kept, b)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 var secretFields = map[string]bool{
 	"key": true, "secret": true, "hash": true, "key_hash": true, "api_key": true, "apikey": true,
 	"password": true, "token": true, "authorization": true, "api_keys": true, "keys": true,
+	"dsn": true,
 }
 
 // secretParts are parts of member names whose values are never stored
@@ -29,7 +30,9 @@ func isSecretName(k string) bool {
 			return true
 		}
 	}
-	return false
+	// session_token, access_token, refresh_token…; not counts such as
+	// max_tokens.
+	return strings.HasSuffix(k, "_token")
 }
 
 // Redacted replaces a secret's value.

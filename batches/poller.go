@@ -191,7 +191,7 @@ func rehostID(id, kind string) string { return "file-" + kind + "-" + id }
 
 // rehost copies upstream file upID of batch id to file rehostID(id,
 // kind) of user's, streamed, and returns its id ("" when upID is).
-func (s *Service) rehost(ctx context.Context, p upstream, user, id, kind, upID string) (string, error) {
+func (s *Service) rehost(ctx context.Context, p upTarget, user, id, kind, upID string) (string, error) {
 	if upID == "" {
 		return "", nil
 	}

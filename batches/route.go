@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // A batch's submission (the input's upload and the batch's create) goes
@@ -23,38 +23,69 @@ import (
 // downloaded and billed there.
 
 // submit sends batch d, checked as p, upstream, attempt by attempt as the
-// router plans them, and records on d the deployment that took it.
+// router plans them (upstream.Runner), and records on d the deployment
+// that took it.
 func (s *Service) submit(ctx context.Context, p *plan, d *doc) (*upBatch, *apierror.Error) {
 	plan := s.router.Plan(routing.Request{Route: p.route, NonIdempotent: true})
-	var last error
-	for {
-		tg, err := plan.Next(ctx)
-		if err != nil {
-			return nil, submitError(last, err)
-		}
-		upModels, models, ok := p.on(tg)
-		if !ok {
-			// This deployment or fallback cannot take the batch's lines.
-			tg.Done(routing.Outcome{Canceled: true})
-			continue
-		}
-		u := upstream{provider: tg.Provider, base: strings.TrimRight(tg.Attempt.BaseURL, "/"), key: tg.Attempt.APIKey}
-		up, err := s.send(ctx, u, upModels, d.InputFileID, d.Endpoint, d.CompletionWindow)
-		tg.Done(outcome(err))
-		if err == nil {
-			d.Provider, d.Deployment, d.Models = tg.Provider.Name, tg.Deployment(), models
-			d.BaseURL, d.Key = u.base, max(slices.Index(tg.Provider.APIKeys, u.key), 0)
-			if tg.Fallback {
-				d.ServedModel = tg.Route.Pattern
-			}
-			return up, nil
-		}
-		s.log.Warn("submitting a batch", zap.String("batch", d.ID), zap.String("deployment", tg.Deployment()), zap.Error(err))
-		last = err
-		if !resubmittable(err) || ctx.Err() != nil {
-			return nil, submitError(err, nil)
-		}
+	sub := submission{s: s, ctx: ctx, p: p, d: d}
+	run := upstream.Runner{Logger: s.log}
+	err := run.Run(ctx, plan, &upstream.Spec{Operation: "batch", Model: p.first, RequestID: d.ID}, &sub)
+	switch {
+	case err != nil:
+		return nil, submitError(sub.last, err)
+	case sub.last != nil:
+		return nil, submitError(sub.last, nil)
 	}
+	return sub.up, nil
+}
+
+// submission is a batch's submissions: the upstream.Attempter of submit.
+type submission struct {
+	s   *Service
+	ctx context.Context // the create's
+	p   *plan
+	d   *doc
+	// upModels and models are the current attempt's (Prepare).
+	upModels, models map[string]string
+	// up is the batch as the upstream that took it answered; last is the
+	// last attempt's error, when it failed.
+	up   *upBatch
+	last error
+}
+
+var _ upstream.Attempter = (*submission)(nil)
+
+// Prepare implements upstream.Attempter: the models of the batch's lines
+// on tg; a deployment or fallback that cannot take them is skipped.
+func (sub *submission) Prepare(tg *routing.Target) error {
+	upModels, models, ok := sub.p.on(tg)
+	if !ok {
+		return upstream.ErrSkip
+	}
+	sub.upModels, sub.models = upModels, models
+	return nil
+}
+
+// Attempt implements upstream.Attempter: it uploads the input to tg and
+// creates the batch there; on success it records tg on the batch.
+func (sub *submission) Attempt(ctx context.Context, tg *routing.Target, headers func() bool) upstream.End {
+	d := sub.d
+	u := upTarget{provider: tg.Provider, base: strings.TrimRight(tg.Attempt.BaseURL, "/"), key: tg.Attempt.APIKey}
+	up, err := sub.s.send(ctx, u, sub.upModels, d.InputFileID, d.Endpoint, d.CompletionWindow)
+	headers()
+	e := submitEnd(err)
+	if err == nil {
+		d.Provider, d.Deployment, d.Models = tg.Provider.Name, tg.Deployment(), sub.models
+		d.BaseURL, d.Key = u.base, max(slices.Index(tg.Provider.APIKeys, u.key), 0)
+		if tg.Fallback {
+			d.ServedModel = tg.Route.Pattern
+		}
+		sub.up, sub.last = up, nil
+		return e
+	}
+	sub.last = err
+	e.Retry = resubmittable(err) && sub.ctx.Err() == nil
+	return e
 }
 
 // on is the upstream model of each of the batch's client models on tg,
@@ -112,21 +143,31 @@ func orElse(a, b string) string {
 	return a
 }
 
-// outcome is what the router learns of a submission that ended with err.
-func outcome(err error) routing.Outcome {
+// submitEnd is how a submission that ended with err ended, for the
+// runner: what the router learns, the attempt's result, status and log.
+func submitEnd(err error) upstream.End {
 	var ue *upstreamError
+	e := upstream.End{Err: err, Delivered: err == nil}
 	switch {
 	case err == nil:
-		return routing.Outcome{Status: http.StatusOK}
+		e.Result, e.Status = routing.AttemptOK, http.StatusOK
+		e.Outcome = routing.Outcome{Status: http.StatusOK}
 	case errors.As(err, &ue):
-		return routing.Outcome{Status: ue.status, RetryAfter: ue.retryAfter}
+		e.Result, e.Status, e.Fault = routing.StatusResult(ue.status), ue.status, ue.status == http.StatusTooManyRequests || ue.status >= 500
+		e.Outcome = routing.Outcome{Status: ue.status, RetryAfter: ue.retryAfter}
+		e.Span.ErrorType = telemetry.StatusErrorType(ue.status)
 	case errors.Is(err, context.DeadlineExceeded):
-		return routing.Outcome{Timeout: true}
+		e.Result, e.Fault, e.Span.ErrorType = routing.AttemptTimeout, true, "timeout"
+		e.Outcome = routing.Outcome{Timeout: true}
 	case errors.Is(err, context.Canceled):
-		return routing.Outcome{Canceled: true}
+		e.Result, e.Uncounted, e.Span.ErrorType = routing.AttemptCanceled, true, "canceled"
+		e.Outcome = routing.Outcome{Canceled: true}
 	default:
-		return routing.Outcome{Err: err}
+		e.Result, e.Fault, e.Span.ErrorType = routing.AttemptConnectError, true, "unavailable"
+		e.Outcome = routing.Outcome{Err: err}
 	}
+	e.Span.Status, e.Span.Err = e.Status, err
+	return e
 }
 
 // resubmittable reports whether a failed submission may go to the next
@@ -164,10 +205,10 @@ func submitError(last, planErr error) *apierror.Error {
 // upstreamOf is where stored batch d is polled, cancelled and downloaded:
 // the base URL and key that took it, when its provider still has them,
 // else the provider's first; false when its provider is gone.
-func (s *Service) upstreamOf(d *doc) (upstream, bool) {
+func (s *Service) upstreamOf(d *doc) (upTarget, bool) {
 	p := s.routes.Provider(d.Provider)
 	if p == nil {
-		return upstream{}, false
+		return upTarget{}, false
 	}
 	u := attempt(p)
 	for _, b := range p.BaseURLs {

@@ -68,8 +68,9 @@ type Config struct {
 	// its fallbacks, with breakers and cooldowns. Nil means a router of
 	// Routes with default options.
 	Router *routing.Router
-	// Client sends upstream requests; nil means a new http.Client.
-	Client *http.Client
+	// Transport sends upstream requests (through package upstream, which
+	// follows no redirects); nil means http.DefaultTransport.
+	Transport http.RoundTripper
 	// Biller records the lines of finished batches; nil records none.
 	Biller Biller
 	// Holds keeps the budget holds of running batches; give the Services
@@ -105,7 +106,7 @@ type Service struct {
 	media          store.MediaStore
 	routes         *providers.Table
 	router         *routing.Router
-	client         *http.Client
+	transport      http.RoundTripper
 	biller         Biller
 	holds          *holds.Set
 	maxFileBytes   int64
@@ -127,15 +128,12 @@ func New(c Config) (*Service, error) {
 	if c.Files == nil || c.Batches == nil || c.Media == nil || c.Routes == nil {
 		return nil, errors.New("batches: no store or routing table")
 	}
-	s := &Service{files: c.Files, batches: c.Batches, media: c.Media, routes: c.Routes, router: c.Router, client: c.Client,
+	s := &Service{files: c.Files, batches: c.Batches, media: c.Media, routes: c.Routes, router: c.Router, transport: c.Transport,
 		biller: c.Biller, holds: c.Holds, maxFileBytes: c.MaxFileBytes, maxFiles: c.MaxFiles, fileTTL: c.FileTTL,
 		maxLines: c.MaxLines, poll: c.PollInterval, lease: c.Lease, maxRunning: c.MaxRunning,
 		maxDepth: jsonlimit.OrDefault(c.MaxJSONDepth), now: c.Clock, log: c.Logger}
 	if s.router == nil {
 		s.router = routing.New(routing.Config{Table: c.Routes})
-	}
-	if s.client == nil {
-		s.client = &http.Client{}
 	}
 	if s.holds == nil {
 		s.holds = holds.New()

@@ -18,10 +18,10 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // maxAnswer bounds an upstream JSON answer.
@@ -46,16 +46,16 @@ type upstreamError struct {
 
 func (e *upstreamError) Error() string { return fmt.Sprintf("status %d: %s", e.status, e.msg) }
 
-// upstream is where a batch's calls go: a provider, and the base URL and
+// upTarget is where a batch's calls go: a provider, and the base URL and
 // key of the attempt that took the batch.
-type upstream struct {
+type upTarget struct {
 	provider  *providers.Provider
 	base, key string
 }
 
 // attempt is the upstream of p's first base URL and key.
-func attempt(p *providers.Provider) upstream {
-	u := upstream{provider: p}
+func attempt(p *providers.Provider) upTarget {
+	u := upTarget{provider: p}
 	if len(p.BaseURLs) > 0 {
 		u.base = strings.TrimRight(p.BaseURLs[0], "/")
 	}
@@ -67,17 +67,16 @@ func attempt(p *providers.Provider) upstream {
 
 // call sends one request to p and returns the answer's body, read whole
 // up to maxAnswer, or streams it to sink when sink is set.
-func (s *Service) call(ctx context.Context, u upstream, method, path, ctype string, body io.Reader, sink func(io.Reader) error) ([]byte, error) {
-	p, key := u.provider, u.key
-	req, err := http.NewRequestWithContext(ctx, method, u.base+path, body)
+func (s *Service) call(ctx context.Context, u upTarget, method, path, ctype string, body io.Reader, sink func(io.Reader) error) ([]byte, error) {
+	p := u.provider
+	req, err := upstream.NewRequest(ctx, p, providers.Attempt{BaseURL: u.base, APIKey: u.key}, method, path, body)
 	if err != nil {
 		return nil, err
 	}
-	authn.SetAuth(req.Header, providers.ProtocolOpenAI, key, nil)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	resp, err := s.client.Do(req)
+	resp, err := upstream.Send(s.transport, req)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +102,7 @@ func (s *Service) call(ctx context.Context, u upstream, method, path, ctype stri
 
 // send uploads input file id, each line's model replaced by upModels',
 // to u, and creates the batch there.
-func (s *Service) send(ctx context.Context, u upstream, upModels map[string]string, id, endpoint, window string) (*upBatch, error) {
+func (s *Service) send(ctx context.Context, u upTarget, upModels map[string]string, id, endpoint, window string) (*upBatch, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
 	defer cancel()
 	m, err := s.media.Open(ctx, id)
@@ -157,7 +156,7 @@ func parseBatch(data []byte) (*upBatch, error) {
 }
 
 // fetch reads upstream batch id.
-func (s *Service) fetch(ctx context.Context, u upstream, id string) (*upBatch, error) {
+func (s *Service) fetch(ctx context.Context, u upTarget, id string) (*upBatch, error) {
 	data, err := s.call(ctx, u, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, nil)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,9 @@ func TestCaddyfileAdapt(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no adapt tests: %v", err)
 	}
+	// The vertex provider's key file, and a Badger directory of the test's.
+	t.Setenv("AIR_TEST_VERTEX_SA", serviceAccount(t))
+	t.Setenv("AIR_TEST_ADAPT_DIR", t.TempDir())
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".caddytest"), func(t *testing.T) {
 			raw, err := os.ReadFile(f)
@@ -87,16 +90,19 @@ func TestCaddyfileAdapt(t *testing.T) {
 
 // adaptEnv are the variables the golden configs' placeholders name.
 var adaptEnv = map[string]string{
-	"AIR_PG_DSN":        "postgres://air@db.invalid/air",
-	"AIR_CSRF_SECRET":   "a-csrf-secret-of-at-least-32-characters",
-	"OPENAI_KEY_A":      "sk-a",
-	"OPENAI_KEY_B":      "sk-b",
-	"AZURE_KEY":         "az",
-	"ANTHROPIC_API_KEY": "sk-ant",
-	"DASHSCOPE_API_KEY": "sk-ds",
-	"AIR_AWS_KEY_ID":    "ASIAEXAMPLE",
-	"AIR_AWS_SECRET":    "aws-secret",
-	"AIR_AWS_TOKEN":     "aws-session-token",
+	"AIR_PG_DSN":          "postgres://air@db.invalid/air",
+	"AIR_CSRF_SECRET":     "a-csrf-secret-of-at-least-32-characters",
+	"OPENAI_KEY_A":        "sk-a",
+	"OPENAI_KEY_B":        "sk-b",
+	"AZURE_KEY":           "az",
+	"AZURE_CLIENT_SECRET": "az-secret",
+	"ANTHROPIC_API_KEY":   "sk-ant",
+	"DASHSCOPE_API_KEY":   "sk-ds",
+	"AIR_AWS_KEY_ID":      "ASIAEXAMPLE",
+	"AIR_AWS_SECRET":      "aws-secret",
+	"AIR_AWS_TOKEN":       "aws-session-token",
+	"GEMINI_API_KEY":      "AIza-test",
+	"COHERE_API_KEY":      "co-test",
 }
 
 // TestInvalidConfigs loads each testdata/adapt/invalid/*.caddytest both

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/alerts"
@@ -131,73 +130,6 @@ func (c *AlertsConfig) validate() error {
 				return fmt.Errorf("alerts: webhook %s: unknown event %q (known: %v)", w.Name, k, alerts.Kinds)
 			}
 		}
-	}
-	return nil
-}
-
-// parseAlerts reads the `alerts` block:
-//
-//	alerts {
-//		webhook <name> <url> {
-//			secret <secret>
-//			events <kind>...
-//			format json|slack
-//		}
-//		key_expiry_lead <duration>
-//		check_interval <duration>
-//		queue_size <n>
-//	}
-func (a *App) parseAlerts(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if a.Alerts == nil {
-		a.Alerts = &AlertsConfig{}
-	}
-	c := a.Alerts
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "webhook":
-			w := &WebhookConfig{}
-			if !d.Args(&w.Name, &w.URL) || d.NextArg() {
-				return d.ArgErr()
-			}
-			for nesting := d.Nesting(); d.NextBlock(nesting); {
-				switch d.Val() {
-				case "secret":
-					if !d.AllArgs(&w.Secret) {
-						return d.ArgErr()
-					}
-				case "events":
-					w.Events = d.RemainingArgs()
-					if len(w.Events) == 0 {
-						return d.ArgErr()
-					}
-				case "format":
-					if !d.AllArgs(&w.Format) {
-						return d.ArgErr()
-					}
-				default:
-					return d.Errf("unrecognized webhook option %q", d.Val())
-				}
-			}
-			c.Webhooks = append(c.Webhooks, w)
-		case "key_expiry_lead":
-			c.KeyExpiryLead, err = parseDuration(d)
-		case "check_interval":
-			c.CheckInterval, err = parseDuration(d)
-		case "queue_size":
-			c.QueueSize, err = parsePositiveInt(d)
-		default:
-			return d.Errf("unrecognized alerts option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := c.validate(); err != nil {
-		return d.Err(err.Error())
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/alerts"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
@@ -46,16 +49,18 @@ const (
 	stopFlushTimeout = 10 * time.Second
 	// ledgerWait bounds how long the end of a response waits for its
 	// record to be durable; past it the client gets an error instead.
-	ledgerWait = 10 * time.Second
+	ledgerWait = gateway.LedgerWait
 )
 
 // App is the `air` app: it owns the state shared by caddy-air's handlers
 // (the store, keys, prices, ledger, budgets, provider routes and the task
 // poller). Configure it with the global Caddyfile option `air { … }`.
 type App struct {
-	// Storage selects where state is kept. Default: Badger in the "air"
-	// folder of Caddy's data directory.
-	Storage *Storage `json:"storage,omitempty"`
+	// StorageRaw selects where state is kept: a storage backend module
+	// (namespace air.storage) named by its "backend", such as
+	// {"backend": "postgres", "dsn": "{env.AIR_PG_DSN}"}. Default: Badger
+	// in the "air" folder of Caddy's data directory.
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=air.storage inline_key=backend"`
 	// Prices is the path of the JSON price file. Without one, every model is
 	// served unpriced.
 	Prices string `json:"prices,omitempty"`
@@ -123,7 +128,9 @@ type App struct {
 	routes    *providers.Table
 	transport *reverseproxy.HTTPTransport
 	poolKey   string
-	prices    *billing.PriceTable
+	// storage is the loaded storage backend.
+	storage airmod.Storage
+	prices  *billing.PriceTable
 	// priceText is the price file as loaded, for the console.
 	priceText string
 	live      *live
@@ -242,9 +249,6 @@ func (a *App) configError(err error) error {
 
 // Validate checks the configuration.
 func (a *App) Validate() error {
-	if err := a.validateStorage(); err != nil {
-		return err
-	}
 	if _, err := a.durability(); err != nil {
 		return err
 	}
@@ -297,7 +301,7 @@ func (a *App) Start() error {
 			// The last config's requests still run on it: share it.
 			return st, nil
 		}
-		st, err := openState(a.Storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
+		st, err := openState(a.storage, time.Duration(a.LedgerRetention), a.MinFreeSpace, a.logger)
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,9 @@ func TestTasksMediaFetchAllowCaddyfile(t *testing.T) {
 	} {
 		a := new(App)
 		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+		if err == nil && tc.wantErr {
+			err = loadCaddyfile(tc.input) // refused when loaded, not parsed
+		}
 		if (err != nil) != tc.wantErr {
 			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
 			continue

@@ -2,7 +2,8 @@ package caddymodule
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func appStarter(t *testing.T, dir string) func() *App {
 	t.Cleanup(cancel)
 	return func() *App {
 		t.Helper()
-		a := &App{Storage: &Storage{Dir: dir}}
+		a := &App{StorageRaw: badgerJSON(dir)}
 		if err := a.Provision(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -175,8 +176,8 @@ func TestUnsetEnvFailsConfig(t *testing.T) {
 		{"https://api.example.com/v1", "{env.AIR_TEST_KEY}{env.AIR_TEST_UNSET_SUFFIX}", "AIR_TEST_UNSET_SUFFIX"},
 	} {
 		a := &App{
-			Storage:   &Storage{Dir: t.TempDir()},
-			Providers: []*ProviderConfig{{Name: "p", Protocol: "openai", BaseURLs: []string{tc.baseURL}, APIKeys: []string{tc.apiKey}}},
+			StorageRaw: badgerJSON(t.TempDir()),
+			Providers:  []*ProviderConfig{{Name: "p", DialectRaw: dialectJSON("openai"), BaseURLs: []string{tc.baseURL}, APIKeys: []string{tc.apiKey}}},
 		}
 		err := a.Provision(ctx)
 		switch {
@@ -194,7 +195,7 @@ func TestUnsetEnvFailsConfig(t *testing.T) {
 func TestMaxJSONDepthDefaultAndValidation(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	a := &App{Storage: &Storage{Dir: t.TempDir()}}
+	a := &App{StorageRaw: badgerJSON(t.TempDir())}
 	if err := a.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -237,36 +238,54 @@ func TestMaxBufferedBodies(t *testing.T) {
 		if a.MaxRequestBody == 0 {
 			a.MaxRequestBody = defaultMaxRequestBody
 		}
-		a.Storage = &Storage{Backend: "badger"}
 		if err := a.Validate(); (err != nil) != tc.invalid || a.MaxBufferedBodies != tc.want {
 			t.Errorf("Test %d: %d bytes, validation error %v; want %d bytes, invalid: %v", i, a.MaxBufferedBodies, err, tc.want, tc.invalid)
 		}
 	}
 }
 
-// TestStorageBackends checks that the storage line picks a backend: badger
-// and postgres pass, and anything else (which only JSON can name; the
-// Caddyfile refuses it when parsing) is refused naming the backends.
+// TestStorageBackends checks that the storage object picks a backend
+// module by its "backend": badger and postgres load, each refusing the
+// other's settings, and an unknown or missing name is refused with the
+// names of the backends this build registers, from JSON as from the
+// Caddyfile.
 func TestStorageBackends(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	dir := t.TempDir()
 	for i, tc := range []struct {
-		input   string
+		storage string
+		wantKey string
 		wantErr string
 	}{
-		{"air {\nstorage badger /var/lib/air\n}", ""},
-		{"air {\nstorage postgres postgres://air@db/air\n}", ""},
+		{``, "badger:" + filepath.Join(caddy.AppDataDir(), "air"), ""},
+		{`{"backend":"badger","dir":"` + dir + `"}`, "badger:" + dir, ""},
+		{`{"backend":"postgres","dsn":"postgres://air@db/air"}`, "postgres:", ""},
+		{`{"backend":"etcd"}`, "", `storage backend "etcd" is not supported (this build knows badger, postgres)`},
+		{`{"dir":"/var/lib/air"}`, "", `storage backend is required (this build knows badger, postgres)`},
+		{`{"backend":"badger","dsn":"host=db"}`, "", `unknown field "dsn"`},
+		{`{"backend":"postgres","dsn":"host=db","dir":"/x"}`, "", `unknown field "dir"`},
+		{`{"backend":"postgres"}`, "", "storage postgres: a connection string is required"},
 	} {
-		a := new(App)
-		if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input)); err != nil {
-			t.Fatalf("Test %d: %v", i, err)
+		a := &App{StorageRaw: json.RawMessage(tc.storage)}
+		err := a.Provision(ctx)
+		_ = a.Cleanup()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
+			}
+			continue
 		}
-		a.MaxRequestBody, a.MaxBufferedBodies = defaultMaxRequestBody, defaultMaxBufferedBodies
-		err := a.Validate()
-		if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && got != tc.wantErr {
-			t.Errorf("Test %d: Validate = %v, want %q", i, err, tc.wantErr)
+		if err != nil {
+			t.Errorf("Test %d: %v", i, err)
+			continue
+		}
+		if !strings.HasPrefix(a.poolKey, tc.wantKey) || a.storage == nil {
+			t.Errorf("Test %d: pool key %q, want %q", i, a.poolKey, tc.wantKey)
 		}
 	}
-	a := &App{Storage: &Storage{Backend: "etcd"}, MaxRequestBody: defaultMaxRequestBody, MaxBufferedBodies: defaultMaxBufferedBodies}
-	if err := a.Validate(); fmt.Sprint(err) != `storage backend "etcd" is not supported (badger or postgres)` {
-		t.Errorf("Validate(etcd) = %v", err)
+	err := new(App).UnmarshalCaddyfile(caddyfile.NewTestDispenser("air {\n storage etcd http://db\n}"))
+	if want := `storage backend "etcd" is not supported (this build knows badger, postgres)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Caddyfile storage etcd: %v, want %q", err, want)
 	}
 }

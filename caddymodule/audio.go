@@ -17,6 +17,7 @@ import (
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -24,6 +25,8 @@ func init() {
 	caddy.RegisterModule(Speech{})
 	caddy.RegisterModule(Transcriptions{})
 	caddy.RegisterModule(Translations{})
+	gateway.RegisterKind(providers.KindSpeech, "POST /v1/audio/speech")
+	gateway.RegisterKind(providers.KindTranscription, "POST /v1/audio/transcriptions")
 	httpcaddyfile.RegisterHandlerDirective("air_speech", parseHandler[Speech])
 	httpcaddyfile.RegisterHandlerDirective("air_transcriptions", parseHandler[Transcriptions])
 	httpcaddyfile.RegisterHandlerDirective("air_translations", parseHandler[Translations])
@@ -64,19 +67,21 @@ func (Translations) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI transcriptions.
 func (h *Transcriptions) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, transcriptionSpec(billing.EndpointTranscriptions, "/audio/transcriptions"))
+	return h.provision(ctx, transcriptionEndpoint(billing.EndpointTranscriptions, "/audio/transcriptions"))
 }
 
 // Provision sets the handler up for OpenAI translations.
 func (h *Translations) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, transcriptionSpec(billing.EndpointTranslations, "/audio/translations"))
+	return h.provision(ctx, transcriptionEndpoint(billing.EndpointTranslations, "/audio/translations"))
 }
 
-// transcriptionSpec is the spec of the speech to text endpoints.
-func transcriptionSpec(endpoint, path string) protocolSpec {
-	return protocolSpec{
-		protocol: openai.TranscriptWire, endpoint: endpoint, path: path, kind: providers.KindTranscription,
-		multipart: true, maxBody: maxUpload, usage: transcriptionUsage,
+// transcriptionEndpoint is the endpoint of speech to text.
+func transcriptionEndpoint(name, path string) gateway.Endpoint {
+	return gateway.Endpoint{
+		Name: name, Path: path, Kind: providers.KindTranscription,
+		Wire:    gateway.Wire{Protocol: openai.TranscriptWire},
+		Billing: gateway.Billing{Usage: transcriptionUsage},
+		Body:    gateway.BodyPolicy{Multipart: true, MaxBody: maxUpload},
 	}
 }
 
@@ -120,10 +125,12 @@ func (Speech) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI speech.
 func (h *Speech) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: openai.Wire, endpoint: billing.EndpointSpeech, path: "/audio/speech",
-		kind: providers.KindSpeech, inspect: openai.InspectSpeech, noOutput: true,
-		usage: speechUsage, check: speechFormat, binary: true,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: billing.EndpointSpeech, Path: "/audio/speech", Kind: providers.KindSpeech,
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectSpeech},
+		Billing: gateway.Billing{NoOutput: true, Usage: speechUsage},
+		Body:    gateway.BodyPolicy{Binary: true},
+		Check:   speechFormat,
 	})
 }
 

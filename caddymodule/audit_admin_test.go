@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/store"
@@ -22,7 +23,7 @@ import (
 // directory as the running one, for the admin API, and returns its state.
 func auditTestState(t *testing.T) (*App, *state) {
 	t.Helper()
-	st, err := openState(&Storage{Backend: backendBadger, Dir: t.TempDir()}, 0, 0, zap.NewNop())
+	st, err := openState(openBadger(t, t.TempDir()), 0, 0, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func slicesHasMethod[C any](cs []C, m string, method func(C) string) bool {
 // out.
 func TestAdminAuditCLIActor(t *testing.T) {
 	auditTestState(t)
-	w := adminDo(t, "POST", "/air/keys", `{"user":"carol"}`, cliHeaders())
+	w := adminDo(t, "POST", "/air/keys", `{"user":"carol"}`, admin.CLIHeaders())
 	if w.Code != http.StatusCreated {
 		t.Fatalf("creating a key: %d %s", w.Code, w.Body)
 	}
@@ -249,7 +250,7 @@ func TestAdminAuditCLIActor(t *testing.T) {
 	}
 	adminDo(t, "PUT", "/air/budgets/user/carol", `{"rpm":5}`, nil)
 	w = adminDo(t, "GET", "/air/audit?actor=cli", "", nil)
-	var page auditPage
+	var page admin.AuditPage
 	if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || len(page.Entries) != 1 {
 		t.Fatalf("GET /air/audit?actor=cli: %s (%v)", w.Body, err)
 	}
@@ -281,7 +282,7 @@ func TestAdminAuditCLIActor(t *testing.T) {
 		t.Fatalf("first page of 1: %s", w.Body)
 	}
 	w = adminDo(t, "GET", "/air/audit?limit=1&before="+page.Next, "", nil)
-	page = auditPage{}
+	page = admin.AuditPage{}
 	_ = json.Unmarshal(w.Body.Bytes(), &page)
 	if len(page.Entries) != 1 || page.Entries[0].Action != "key.create" || page.Next != "" {
 		t.Errorf("second page: %s", w.Body)

@@ -33,7 +33,7 @@ func (a *App) auditConfig(st *state) {
 	ctx = audit.WithActor(ctx, audit.Actor{Name: audit.ViaConfig, Via: audit.ViaConfig})
 	for _, e := range []audit.Entry{
 		{Action: "prices.reload", TargetType: "prices", TargetID: a.Prices,
-			After: pricesReport{Source: a.Prices, Currency: a.prices.Currency(), Models: a.prices.Models()}},
+			After: a.pricesReport()},
 		{Action: "providers.change", TargetType: "providers", TargetID: "providers",
 			After: providersSnapshot{Providers: a.Providers, Models: a.Models}},
 	} {

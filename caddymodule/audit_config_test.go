@@ -20,7 +20,7 @@ func TestAuditConfigChanges(t *testing.T) {
 	}
 	cfg := func(baseURL string, pt *billing.PriceTable) *App {
 		return &App{logger: zap.NewNop(), Prices: "prices.json", prices: pt,
-			Providers: []*ProviderConfig{{Name: "up", Protocol: "openai", BaseURLs: []string{baseURL}, APIKeys: []string{"sk-provider-secret-123456"}}},
+			Providers: []*ProviderConfig{{Name: "up", DialectRaw: dialectJSON("openai"), BaseURLs: []string{baseURL}, APIKeys: []string{"sk-provider-secret-123456"}}},
 			Models:    []*ModelConfig{{Pattern: "gpt-*", Provider: "up"}}}
 	}
 	actions := func() string {

@@ -19,7 +19,7 @@ import (
 func TestAuditSharedOnPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	open := func() *state {
-		st, err := openState(&Storage{Backend: backendPostgres, DSN: dsn, dsn: dsn}, 0, 0, zap.NewNop())
+		st, err := openState(openPostgres(t, dsn), 0, 0, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}

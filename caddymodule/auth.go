@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
@@ -26,13 +26,15 @@ func init() {
 // Auth is the `air_auth` handler: it requires a valid `sk-air-` key on
 // every request, as `Authorization: Bearer sk-air-…` or, as Anthropic's
 // SDKs send it, `x-api-key: sk-air-…`. It leaves the key's user and id in
-// the variables air.user and air.key_id (and in the access log), and
-// requires `Content-Type: application/json` on requests with a body.
+// the variables air.user and air.key_id (and in the access log). The
+// handlers behind it check a body's content type: JSON, or a multipart
+// form where an endpoint takes one (gateway.BodyPolicy, checkBody).
 type Auth struct {
-	// AnyBody lets requests with a body of any content type through, for
-	// routes whose handlers take more than JSON (air_passthrough). Default:
-	// false, JSON only (and multipart forms on the audio transcription
-	// and translation paths).
+	// AnyBody lets requests with a body of any content type through to
+	// the handlers that take more than JSON (air_passthrough, for provider
+	// APIs); the model endpoints (chat, messages, embeddings…) keep their
+	// own body policy. Default: false, JSON only (and multipart forms on
+	// file uploads).
 	AnyBody bool `json:"any_body,omitempty"`
 
 	app *App
@@ -77,8 +79,8 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if e == nil {
 		e = readCaller(r, st, k)
 	}
-	if e == nil && !h.AnyBody {
-		e = checkContentType(r)
+	if h.AnyBody {
+		caddyhttp.SetVar(r.Context(), varAnyBody, true)
 	}
 	if e != nil {
 		// The key is valid: the refusal names its user.
@@ -126,26 +128,25 @@ func secretOf(r *http.Request) string {
 	return strings.TrimSpace(r.Header.Get("x-api-key"))
 }
 
+// varAnyBody is the variable air_auth sets when its any_body option is
+// on.
+const varAnyBody = "air.any_body"
+
+// checkBody is the body policy of the handlers outside the exchange
+// pipeline (tasks, images, batches and files, stored responses,
+// air_passthrough): checkContentType, unless air_auth's any_body is on.
+func checkBody(r *http.Request) *apierror.Error {
+	if anyBody, _ := caddyhttp.GetVar(r.Context(), varAnyBody).(bool); anyBody {
+		return nil
+	}
+	return checkContentType(r)
+}
+
 // checkContentType requires JSON on requests that carry a body, and
 // allows a multipart form on a files upload (POST to a path ending in
-// /files).
+// /files) and on the audio transcription and translation paths.
 func checkContentType(r *http.Request) *apierror.Error {
-	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
-		return nil
-	}
-	ct := r.Header.Get("Content-Type")
-	if ct == "application/json" {
-		return nil // the common case, without parsing
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && mt == "application/json" {
-		return nil
-	}
-	if err == nil && mt == "multipart/form-data" && multipartPath(r) {
-		return nil
-	}
-	return apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "unsupported_media_type",
-		"requests with a body must have 'Content-Type: application/json'")
+	return gateway.CheckContentType(r, multipartPath(r))
 }
 
 // multipartPath reports the endpoints whose requests are multipart forms

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 )
 
@@ -31,8 +32,8 @@ func TestMissingKeyMessageNamesTheClientsHeader(t *testing.T) {
 
 func TestWithArticle(t *testing.T) {
 	for kind, want := range map[string]string{"embedding": "an embedding", "chat": "a chat", "image": "an image", "video": "a video", "messages": "a messages"} {
-		if got := withArticle(kind); got != want {
-			t.Errorf("withArticle(%q) = %q, want %q", kind, got, want)
+		if got := gateway.WithArticle(kind); got != want {
+			t.Errorf("gateway.WithArticle(%q) = %q, want %q", kind, got, want)
 		}
 	}
 }

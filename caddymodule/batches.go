@@ -62,6 +62,9 @@ func (h *Batches) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // ServeHTTP dispatches on method and path.
 func (h *Batches) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/batches"
 )
@@ -63,35 +62,4 @@ func (c *BatchesConfig) serviceConfig() batches.Config {
 	}
 	return batches.Config{MaxFileBytes: c.MaxFileSize, MaxFiles: c.MaxFiles, FileTTL: time.Duration(c.FileTTL),
 		MaxLines: c.MaxLines, PollInterval: time.Duration(c.PollInterval), Lease: time.Duration(c.Lease)}
-}
-
-// parseBatches reads the `batches { … }` block of the air option.
-func (a *App) parseBatches(d *caddyfile.Dispenser) error {
-	a.Batches = &BatchesConfig{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "max_file_size":
-			a.Batches.MaxFileSize, err = parseSize(d)
-		case "max_files":
-			a.Batches.MaxFiles, err = parsePositiveInt(d)
-		case "file_ttl":
-			a.Batches.FileTTL, err = parseDuration(d)
-		case "max_lines":
-			a.Batches.MaxLines, err = parsePositiveInt(d)
-		case "poll_interval":
-			a.Batches.PollInterval, err = parseDuration(d)
-		case "lease":
-			a.Batches.Lease, err = parseDuration(d)
-		default:
-			return d.Errf("unrecognized batches option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := a.Batches.validate(); err != nil {
-		return d.Err(err.Error())
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/tags"
 	"github.com/caddy-air/caddy-air/teams"
@@ -74,8 +75,5 @@ func readCaller(r *http.Request, st *state, key *keys.Key) *apierror.Error {
 // Anthropic's shape). Every endpoint that names a model checks it here,
 // once the model is known.
 func allowModel(r *http.Request, key *keys.Key, model string) *apierror.Error {
-	if key.Allows(model) && teamOf(r).Allows(model) {
-		return nil
-	}
-	return apierror.New(http.StatusForbidden, apierror.TypePermission, "model_not_allowed", (&keys.ErrModelNotAllowed{Model: model}).Error()).WithParam("model")
+	return gateway.AllowModel(key, teamOf(r), model)
 }

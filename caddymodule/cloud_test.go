@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +37,8 @@ func serviceAccount(t *testing.T) string {
 }
 
 // TestCloudProvidersConfig: the Caddyfile takes gemini and vertex
-// providers' options; Provision checks them and fills the defaults.
+// providers' options, refusing those of other protocols; Provision
+// checks them and fills the defaults.
 func TestCloudProvidersConfig(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
@@ -54,7 +54,7 @@ func TestCloudProvidersConfig(t *testing.T) {
 		{"protocol gemini\n base_url http://127.0.0.1:1\n api_key k", "model g p {\n kind messages\n }", "", "http://127.0.0.1:1"},
 		{"protocol gemini", "model g p", "a gemini provider needs an api_key", ""},
 		{"protocol gemini\n api_key {env.AIR_TEST_UNSET}", "model g p", "AIR_TEST_UNSET is unset", ""},
-		{"protocol gemini\n api_key k\n region us-central1", "model g p", "are vertex settings", ""},
+		{"protocol gemini\n api_key k\n region us-central1", "model g p", "region is not a setting of gemini providers", ""},
 		{"protocol gemini\n api_key k", "model g p {\n kind image\n }", "serves chat and messages models, not image", ""},
 		{"protocol vertex\n region europe-west4\n credentials_file " + sa, "model v p gemini-2.5-pro", "", "https://europe-west4-aiplatform.googleapis.com"},
 		{"protocol vertex\n region global\n project other\n credentials_file " + sa, "model v p", "", "https://aiplatform.googleapis.com"},
@@ -63,16 +63,15 @@ func TestCloudProvidersConfig(t *testing.T) {
 		{"protocol vertex\n region r\n credentials_file /no/such/file.json", "model v p", "credentials_file", ""},
 		{"protocol vertex\n region r", "model v p", "no credentials_file, and vertex: finding application default credentials", ""},
 		{"protocol vertex\n region r\n token_url http://127.0.0.1:1/token", "model v p", "token_url overrides the token endpoint of a credentials_file", ""},
-		{"protocol openai\n base_url http://x/v1\n project p", "model o p", "are vertex settings", ""},
+		{"protocol openai\n base_url http://x/v1\n project p", "model o p", "project is not a setting of openai providers", ""},
 		{"protocol openai", "model o p", `provider "p": no base_url`, ""},
 	} {
 		a := new(App)
 		input := "air {\n storage badger " + t.TempDir() + "\n provider p {\n " + tc.provider + "\n }\n " + tc.models + "\n}"
-		if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
-			t.Errorf("Test %d: the parser refused %q: %v", i, input, err)
-			continue
+		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input))
+		if err == nil {
+			err = a.Provision(ctx)
 		}
-		err := a.Provision(ctx)
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("Test %d: %v", i, err)
@@ -90,52 +89,5 @@ func TestCloudProvidersConfig(t *testing.T) {
 		if err := a.Cleanup(); err != nil {
 			t.Errorf("Test %d: cleanup: %v", i, err)
 		}
-	}
-}
-
-// TestVertexApplicationDefaultCredentials: without credentials_file, a
-// vertex provider uses the application default credentials, and their
-// project when it names none.
-func TestVertexApplicationDefaultCredentials(t *testing.T) {
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	defer cancel()
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", serviceAccount(t))
-	a := new(App)
-	input := "air {\n storage badger " + t.TempDir() + "\n provider p {\n protocol vertex\n region us-east5\n }\n model v p\n}"
-	if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Cleanup()
-	e, ok := a.routes.Provider("p").Endpoint.(vertexEndpoint)
-	if !ok || e.project != "sa-project" || e.region != "us-east5" || e.tokens == nil {
-		t.Fatalf("endpoint %+v", a.routes.Provider("p").Endpoint)
-	}
-}
-
-// TestCloudEndpointsAuthenticate: a gemini endpoint sends its key in
-// x-goog-api-key, never in the URL; a vertex endpoint names the project,
-// region and model in the URL.
-func TestCloudEndpointsAuthenticate(t *testing.T) {
-	req, err := geminiEndpoint{}.NewRequest(context.Background(), providers.Attempt{BaseURL: "https://g.example", APIKey: "AIza-1"}, "gemini-2.5-flash", true, []byte(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.URL.String() != "https://g.example/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse" || req.Header.Get("X-Goog-Api-Key") != "AIza-1" ||
-		strings.Contains(req.URL.String(), "AIza") {
-		t.Errorf("gemini request %s %v", req.URL, req.Header)
-	}
-	h, _ := http.NewRequest(http.MethodGet, "https://g.example/v1beta/models", nil)
-	if err := (geminiEndpoint{}).Authorize(h, providers.Attempt{APIKey: "AIza-2"}); err != nil || h.Header.Get("X-Goog-Api-Key") != "AIza-2" {
-		t.Errorf("gemini health check %v %v", h.Header, err)
-	}
-	v := vertexEndpoint{project: "p1", region: "r1"}
-	if _, err := v.NewRequest(context.Background(), providers.Attempt{BaseURL: "https://v.example"}, "gemini-2.5-pro", false, []byte(`{}`)); err == nil {
-		t.Error("a vertex endpoint without credentials made a request")
-	}
-	if err := v.Authorize(h, providers.Attempt{}); err == nil {
-		t.Error("a vertex endpoint without credentials authorized a health check")
 	}
 }

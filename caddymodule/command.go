@@ -13,6 +13,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/tags"
@@ -85,9 +86,9 @@ func keyCommand() *cobra.Command {
 				return fmt.Errorf("--tags: %v", err)
 			}
 			allow, _ := cmd.Flags().GetStringSlice("allow-ips")
-			body, _ := json.Marshal(createKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Tags: defTags, Limit: limit,
+			body, _ := json.Marshal(admin.CreateKeyRequest{CreateOptions: keys.CreateOptions{User: user, Name: name, Models: models, Tags: defTags, Limit: limit,
 				AllowIPs: allow}, ExpiresIn: expires})
-			var out createKeyResponse
+			var out admin.CreateKeyResponse
 			if err := adminCall(cmd, http.MethodPost, "/air/keys", body, &out); err != nil {
 				return err
 			}
@@ -130,7 +131,7 @@ func keyCommand() *cobra.Command {
 				return err
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), out)
+				return admin.PrintJSON(cmd.OutOrStdout(), out)
 			}
 			// A key's spend limit is its budget: join the budgets in.
 			var budgets []billing.BudgetEntry
@@ -143,7 +144,7 @@ func keyCommand() *cobra.Command {
 					limits[b.ID] = *b.Limits
 				}
 			}
-			return printKeys(cmd.OutOrStdout(), out, limits)
+			return admin.PrintKeys(cmd.OutOrStdout(), out, limits)
 		},
 	}
 	list.Flags().String("user", "", "Only this user's keys")
@@ -213,7 +214,7 @@ func adminRaw(cmd *cobra.Command, method, uri string, body []byte) ([]byte, erro
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, cliHeaders(), rd)
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, admin.CLIHeaders(), rd)
 	if err != nil {
 		return nil, adminError(addr, err)
 	}
@@ -263,14 +264,7 @@ func getAndPrint[T any](cmd *cobra.Command, uri string, table func(io.Writer, *T
 		return err
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return printJSON(cmd.OutOrStdout(), out)
+		return admin.PrintJSON(cmd.OutOrStdout(), out)
 	}
 	return table(cmd.OutOrStdout(), &out)
-}
-
-// printJSON writes v to w as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

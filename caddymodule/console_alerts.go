@@ -3,9 +3,6 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddy-air/caddy-air/console"
@@ -34,32 +31,6 @@ func (c consoleAlerts) Webhooks() []string {
 		}
 	}
 	return out
-}
-
-// handleAlerts answers GET /air/alerts[?limit=n]: the deliveries of the
-// newest alerts (default 100, at most 1000), newest first.
-func (Admin) handleAlerts(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
-	}
-	st, err := startedState()
-	if err != nil {
-		return err
-	}
-	n := 100
-	if s := r.URL.Query().Get("limit"); s != "" {
-		if n, err = strconv.Atoi(s); err != nil || n < 1 || n > 1000 {
-			return apiErr(http.StatusBadRequest, fmt.Errorf("limit: want 1 to 1000, got %q", s))
-		}
-	}
-	ds, err := st.repos.Alerts.Recent(r.Context(), n)
-	if err != nil {
-		return apiErr(http.StatusInternalServerError, err)
-	}
-	if ds == nil {
-		ds = []store.AlertDelivery{}
-	}
-	return writeAdminJSON(w, http.StatusOK, ds)
 }
 
 // RegenerateKey implements console.KeyRegenerator: POST

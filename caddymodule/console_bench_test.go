@@ -35,7 +35,7 @@ const (
 func BenchmarkConsolePages(b *testing.B) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	a := &App{Storage: &Storage{Dir: b.TempDir()}}
+	a := &App{StorageRaw: badgerJSON(b.TempDir())}
 	if err := a.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -368,7 +368,8 @@ func (s consoleServices) ExportRecordsCSV(ctx context.Context, q billing.RecordQ
 // Prices implements console.OperatorService: GET /air/prices, and the
 // file as read.
 func (s consoleServices) Prices() console.PriceView {
-	v := console.PriceView{Source: s.app.Prices, Currency: s.app.prices.Currency(), Models: s.app.prices.Models(), Text: s.app.priceText}
+	r := s.app.pricesReport()
+	v := console.PriceView{Source: r.Source, Currency: r.Currency, Models: r.Models, Text: s.app.priceText}
 	if v.Source == "" {
 		v.Source, v.Text = "(no price file: every model is unpriced)", ""
 	}

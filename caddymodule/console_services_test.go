@@ -19,7 +19,7 @@ func startedApp(t *testing.T) *App {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
-	a := &App{Storage: &Storage{Dir: t.TempDir()}}
+	a := &App{StorageRaw: badgerJSON(t.TempDir())}
 	if err := a.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +185,8 @@ func TestConsoleProvidersHideSecrets(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	a := &App{
-		Storage: &Storage{Dir: t.TempDir()},
-		Providers: []*ProviderConfig{{Name: "p", Protocol: "openai",
+		StorageRaw: badgerJSON(t.TempDir()),
+		Providers: []*ProviderConfig{{Name: "p", DialectRaw: dialectJSON("openai"),
 			BaseURLs: []string{"https://user:hunter2@up.example/v1?api-key=sk-in-query#frag"}, APIKeys: []string{"sk-secret-1"}}},
 	}
 	if err := a.Provision(ctx); err != nil {

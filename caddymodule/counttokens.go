@@ -18,12 +18,16 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/gateway"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // TokenCountHeader marks a count_tokens answer that is the gateway's own
@@ -42,9 +46,9 @@ const (
 // model, else (openai, azure, bedrock, dashscope) the prompt estimate the
 // gateway admits requests on, marked by TokenCountHeader. Either way the
 // request counts against the rate limits, and leaves no ledger record.
-func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body []byte, in dialect.Inspected,
-	route *providers.Route, reservation *billing.Reservation) error {
-	wire := wireOf(route)
+func (h *CountTokens) countTokens(x *gateway.Exchange) error {
+	w, r, body, in, route, reservation := x.W, x.R, x.Body.Bytes(), x.In, x.Route, x.Reservation
+	wire := gateway.WireOf(route)
 	if wire != translate.Gemini && wire != translate.Vertex {
 		reservation.ReleaseCost()
 		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
@@ -56,7 +60,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
-		return h.refuse(w, r, h.app.metrics.Route(route.Pattern), err)
+		return x.Refuse(err)
 	}
 	// The provider answered: a count, or its refusal.
 	reservation.ReleaseCost()
@@ -65,7 +69,7 @@ func countTokens(h *proxyHandler, w http.ResponseWriter, r *http.Request, body [
 		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
 	}
 	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
-	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.Engine().Endpoint.Name, Outcome: outcome, Status: status, Duration: sinceStart(start)})
 	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))
@@ -86,26 +90,97 @@ func writeCount(w http.ResponseWriter, n int64) error {
 	return err
 }
 
-// countGoogle asks the route's gemini or vertex provider to count the
-// Messages request body's tokens: the body is translated as for
+// countGoogle asks a gemini or vertex deployment of the route to count
+// the Messages request body's tokens: the body is translated as for
 // generateContent, then sent to the model's countTokens method with the
 // provider's auth (Vertex AI takes the contents, system instruction and
-// tools; Google AI Studio the whole generateContentRequest). It returns
-// an *apierror.Error for a request it cannot translate or send, and a
-// *dialect.Error for the provider's refusal.
+// tools; Google AI Studio the whole generateContentRequest). The count is
+// one attempt (upstream.Runner) to the router's first target among the
+// model's own deployments; a fallback counts another model's tokens, so
+// none is made. It returns an *apierror.Error for a request it cannot
+// translate or send, and a *dialect.Error for the provider's refusal.
 func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string, route *providers.Route) (int64, error) {
 	x, err := translate.For(translate.Messages, wire).Request(body, translate.Options{DropParams: true, MaxTokens: 1})
 	if err != nil {
-		return 0, translationError(err)
+		return 0, gateway.TranslationError(err)
 	}
-	model := x.Model(route.UpstreamModel)
-	gb, err := x.Body(route.UpstreamModel)
+	router := h.app.Router()
+	if router == nil {
+		return 0, apierror.Internal()
+	}
+	c := counting{h: h, ctx: ctx, x: x, wire: wire}
+	run := upstream.Runner{Logger: h.proxy.Logger, Health: h.proxy.Health, Observer: h.proxy.Attempts}
+	// The request's id and key, which the handler set on its context.
+	spec := upstream.Spec{Operation: countOperation, Model: gjson.GetBytes(body, "model").String()}
+	spec.RequestID, _ = caddyhttp.GetVar(ctx, varRequestID).(string)
+	if k, _ := caddyhttp.GetVar(ctx, varKey).(*keys.Key); k != nil {
+		spec.Client = k.User
+	}
+	err = run.Run(ctx, router.Plan(routing.Request{Route: route}), &spec, &c)
+	var un *routing.Unavailable
+	switch {
+	case err == nil:
+		return c.n, c.err
+	case errors.Is(err, errCountFallback) || errors.As(err, &un):
+		e := apierror.New(http.StatusServiceUnavailable, apierror.TypeUpstream, "upstream_unavailable",
+			"no upstream provider of this model can count tokens now; retry after the time in Retry-After")
+		e.RetryAfter = 1
+		if un != nil {
+			e.RetryAfter = un.RetryAfterSeconds()
+		}
+		return 0, e
+	case ctx.Err() != nil:
+		return 0, errCountUnreachable // the client left
+	}
+	return 0, err
+}
+
+// countOperation names a count's attempts in spans, logs and health.
+const countOperation = "count_tokens"
+
+// Errors of a count.
+var (
+	// errCountFallback ends a count whose first target is a fallback.
+	errCountFallback = errors.New("no deployment of the model itself can take the count")
+	// errCountUnreachable is a count that got no answer.
+	errCountUnreachable = apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_unreachable", "the provider's countTokens could not be reached")
+)
+
+// counting is one count's attempt: the upstream.Attempter of
+// countGoogle.
+type counting struct {
+	h    *proxyHandler
+	ctx  context.Context // the request's
+	x    *translate.Exchange
+	wire string
+	// model and body are the countTokens request of the target
+	// (Prepare).
+	model string
+	body  []byte
+	// n is the count, err why there is none (Attempt).
+	n   int64
+	err error
+}
+
+var _ upstream.Attempter = (*counting)(nil)
+
+// Prepare implements upstream.Attempter: the countTokens body for t's
+// upstream model. A fallback target ends the count.
+func (c *counting) Prepare(t *routing.Target) error {
+	if t.Fallback {
+		return errCountFallback
+	}
+	if t.Provider.Endpoint == nil {
+		return apierror.Internal()
+	}
+	c.model = c.x.Model(t.UpstreamModel)
+	gb, err := c.x.Body(t.UpstreamModel)
 	if err != nil {
-		return 0, translationError(err)
+		return gateway.TranslationError(err)
 	}
 	var cb []byte
-	if wire == translate.Gemini {
-		if gb, err = sjson.SetBytes(gb, "model", "models/"+model); err == nil {
+	if c.wire == translate.Gemini {
+		if gb, err = sjson.SetBytes(gb, "model", "models/"+c.model); err == nil {
 			cb, err = sjson.SetRawBytes([]byte("{}"), "generateContentRequest", gb)
 		}
 	} else {
@@ -116,61 +191,105 @@ func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string
 			}
 		}
 	}
-	if err != nil {
-		return 0, err
-	}
-	if route.Provider.Endpoint == nil || len(route.Provider.BaseURLs) == 0 {
-		return 0, apierror.Internal()
-	}
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(route.Provider.Timeout, countTimeout))
+	c.body = cb
+	return err
+}
+
+// Attempt implements upstream.Attempter: it sends the count to t and
+// reads the answer into c.n or c.err. The router learns from it as from
+// any attempt (a connection error, a 5xx, a rejected key), except from a
+// 429: countTokens has a quota of its own, so its throttling says nothing
+// of the model's.
+func (c *counting) Attempt(ctx context.Context, t *routing.Target, headers func() bool) upstream.End {
+	p := t.Provider
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(p.Timeout, countTimeout))
 	defer cancel()
-	req, err := route.Provider.Endpoint.NewRequest(ctx, countAttempt(route), model, false, cb)
-	if err != nil {
-		h.log.Error("building a countTokens request", zap.String("provider", route.Provider.Name), zap.Error(err))
-		return 0, apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_unreachable", "the provider's countTokens could not be reached")
+	start := time.Now()
+	req, err := p.Endpoint.NewRequest(ctx, t.Attempt, c.model, false, c.body)
+	if err == nil {
+		path, ok := strings.CutSuffix(req.URL.Path, ":generateContent")
+		if !ok {
+			headers()
+			c.err = apierror.Internal()
+			return upstream.End{Result: routing.AttemptCanceled, Err: c.err, Outcome: routing.Outcome{Canceled: true}, Uncounted: true}
+		}
+		req.URL.Path, req.URL.RawPath = path+":countTokens", ""
+		telemetry.Inject(ctx, req.Header)
+	} else {
+		c.h.log.Error("building a countTokens request", zap.String("provider", p.Name), zap.Error(err))
 	}
-	path, ok := strings.CutSuffix(req.URL.Path, ":generateContent")
-	if !ok {
-		return 0, apierror.Internal()
+	var resp *http.Response
+	if err == nil {
+		resp, err = upstream.Send(c.h.app.Transport(), req)
 	}
-	req.URL.Path, req.URL.RawPath = path+":countTokens", ""
-	resp, err := h.app.Transport().RoundTrip(req)
-	if err != nil {
-		h.log.Warn("countTokens upstream", zap.String("provider", route.Provider.Name), zap.Error(err))
-		return 0, apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_unreachable", "the provider's countTokens could not be reached")
+	inTime := headers()
+	if err != nil || !inTime {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		c.err = errCountUnreachable
+		return c.unanswered(ctx, err, inTime)
 	}
 	defer resp.Body.Close()
+	ttfb := time.Since(start)
 	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxCountBody))
 	if err != nil {
-		return 0, apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", "the provider's countTokens answer was cut")
+		c.err = apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", "the provider's countTokens answer was cut")
+		return broken(resp.StatusCode, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		e := gemini.Codec{}.DecodeError(resp.StatusCode, resp.Header, rb)
-		if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
-			// The gateway's credentials, not the client's key: a 502.
-			h.log.Warn("countTokens upstream refused the provider's credentials", zap.String("provider", route.Provider.Name), zap.Int("status", e.Status))
-			e = &dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer, Message: "the provider refused the gateway's credentials"}
-		}
-		return 0, e
+		return c.refused(p, resp, rb)
 	}
 	n := gjson.GetBytes(rb, "totalTokens")
 	if n.Type != gjson.Number || n.Int() < 0 {
-		return 0, apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", "the provider's countTokens answer has no totalTokens")
+		c.err = apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", "the provider's countTokens answer has no totalTokens")
+		return broken(resp.StatusCode, c.err)
 	}
-	return n.Int(), nil
+	c.n = n.Int()
+	return upstream.End{Result: routing.AttemptOK, Status: resp.StatusCode, Span: telemetry.Result{Status: resp.StatusCode},
+		Outcome: routing.Outcome{Status: resp.StatusCode, TTFB: ttfb}, Delivered: true}
 }
 
-// countAttempt is where a count goes: the provider's first base URL, with
-// the first key the model's first deployment may use.
-func countAttempt(route *providers.Route) providers.Attempt {
-	p := route.Provider
-	a := providers.Attempt{BaseURL: strings.TrimSuffix(p.BaseURLs[0], "/")}
-	k := 0
-	if len(route.Deployments) > 0 && route.Deployments[0].Provider == p && len(route.Deployments[0].Keys) > 0 {
-		k = route.Deployments[0].Keys[0]
+// unanswered is the end of an attempt that got no answer: err, or no
+// headers within the try timeout (inTime false); a client that left is
+// not the provider's failure.
+func (c *counting) unanswered(ctx context.Context, err error, inTime bool) upstream.End {
+	switch {
+	case c.ctx.Err() != nil:
+		return upstream.End{Result: routing.AttemptCanceled, Err: err, Span: telemetry.Result{Err: err, ErrorType: "canceled"},
+			Outcome: routing.Outcome{Canceled: true}, Uncounted: true}
+	case !inTime || errors.Is(err, context.DeadlineExceeded) || routing.TimedOut(ctx, err):
+		return upstream.End{Result: routing.AttemptTimeout, Err: err, Span: telemetry.Result{Err: err, ErrorType: "timeout"},
+			Outcome: routing.Outcome{Timeout: true}, Fault: true}
 	}
-	if k < len(p.APIKeys) {
-		a.APIKey = p.APIKeys[k]
+	return upstream.End{Result: routing.AttemptConnectError, Err: err, Span: telemetry.Result{Err: err, ErrorType: "unavailable"},
+		Outcome: routing.Outcome{Err: err}, Fault: true}
+}
+
+// broken is the end of an attempt whose answer of status came but could
+// not be read (err).
+func broken(status int, err error) upstream.End {
+	return upstream.End{Result: routing.StatusResult(status), Status: status, Err: err,
+		Span: telemetry.Result{Status: status, Err: err, ErrorType: "bad_answer"}, Outcome: routing.Outcome{Status: status, Broken: true}, Fault: true}
+}
+
+// refused reads the provider's refusal, rb, of the count into c.err: a
+// *dialect.Error in Gemini's shape, its refusal of the provider's
+// credentials a 502.
+func (c *counting) refused(p *providers.Provider, resp *http.Response, rb []byte) upstream.End {
+	status := resp.StatusCode
+	e := gemini.Codec{}.DecodeError(status, resp.Header, rb)
+	end := upstream.End{Result: routing.StatusResult(status), Status: status, Err: fmt.Errorf("countTokens answered %d", status),
+		Span:    telemetry.Result{Status: status, ErrorType: telemetry.StatusErrorType(status)},
+		Outcome: routing.Outcome{Status: status, RetryAfter: e.RetryAfter}, Fault: status >= 500}
+	if status == http.StatusTooManyRequests {
+		end.Outcome, end.Uncounted = routing.Outcome{Canceled: true}, true
 	}
-	return a
+	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+		// The gateway's credentials, not the client's key: a 502.
+		c.h.log.Warn("countTokens upstream refused the provider's credentials", zap.String("provider", p.Name), zap.Int("status", e.Status))
+		e = &dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer, Message: "the provider refused the gateway's credentials"}
+	}
+	c.err = e
+	return end
 }

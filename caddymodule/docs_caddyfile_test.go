@@ -1,10 +1,12 @@
 package caddymodule
 
 import (
+	"cmp"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
+	"io/fs"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -16,44 +18,47 @@ import (
 // sub-blocks of handlers. A new parser with subdirectives needs its entry
 // here, and its subdirectives on that page.
 var parserPages = map[string][]string{
-	"parseGlobalOption":       {"air.md"},
-	"parseProvider":           {"provider.md"},
-	"parseAlerts":             {"alerts.md"},
-	"parseHealthCheck":        {"provider.md"},
-	"parseModel":              {"model.md"},
-	"parseTo":                 {"model.md"},
-	"toOption":                {"model.md"},
-	"parseTasks":              {"tasks.md"},
-	"parseResponses":          {"responses.md"},
-	"parseBatches":            {"files-batches.md"},
-	"parseHealth":             {"health.md"},
-	"parseMetrics":            {"metrics.md"},
-	"parseRequestLogs":        {"request-logs.md"},
-	"parseMockFault":          {"air_mock.md"},
-	"parseMockBedrock":        {"air_mock.md"},
-	"parseBedrockAzureOption": {"provider.md"},
-	"parseMediaPath":          {"air_images.md", "air_tasks.md"},
+	"parseGlobalOption": {"air.md"},
+	"parseProvider":     {"provider.md"},
+	"parseAlerts":       {"alerts.md"},
+	"parseHealthCheck":  {"provider.md"},
+	"parseModel":        {"model.md"},
+	"parseTo":           {"model.md"},
+	"toOption":          {"model.md"},
+	"parseTasks":        {"tasks.md"},
+	"parseResponses":    {"responses.md"},
+	"parseBatches":      {"files-batches.md"},
+	"parseHealth":       {"health.md"},
+	"parseMetrics":      {"metrics.md"},
+	"parseRequestLogs":  {"request-logs.md"},
+	"parseMockFault":    {"air_mock.md"},
+	"parseMockBedrock":  {"air_mock.md"},
+	"parseEntra":        {"provider.md"},
+	"parseMediaPath":    {"air_images.md", "air_tasks.md"},
 }
 
-// parsedPackage parses this package's non-test Go files with comments.
+// parsedPackage parses the non-test Go files of this package and of its
+// module sub-packages (storage backends, dialects) with comments.
 func parsedPackage(t *testing.T) (*token.FileSet, []*ast.File) {
 	t.Helper()
 	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var files []*ast.File
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
+	err := filepath.WalkDir(".", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() && e.Name() == "testdata" {
+			return cmp.Or(err, fs.SkipDir)
 		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if name := e.Name(); e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		files = append(files, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return fset, files
 }

@@ -85,6 +85,10 @@ func ourModules(t *testing.T) []docModule {
 			page = "air.md"
 		case strings.HasPrefix(id, "admin.api."):
 			page = "admin.md"
+		case strings.HasPrefix(id, "air.storage."):
+			page = "storage.md"
+		case strings.HasPrefix(id, "air.dialects."):
+			page = "provider.md"
 		case modulePages[id] != "":
 			page = modulePages[id]
 		default:

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/store/postgres"
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 )
 
 // Values of App.LedgerDurability.
@@ -31,10 +31,8 @@ type gatherSetter interface{ SetGather(time.Duration) }
 
 // applyDurability sets the ledger's durability and commit interval on the
 // state st, shared across reloads, from this config, and on PostgreSQL the
-// intents' gather delay: none in journaled mode unless intent_gather sets
-// one (an intent never waits for a gather before its upstream call), the
-// default of postgres.IntentGather in strict mode. Validate has checked
-// the durability.
+// intents' gather delay, which the backend picks (airmod.IntentGatherer).
+// Validate has checked the durability.
 func (a *App) applyDurability(st *state) {
 	d, _ := a.durability()
 	st.ledger.SetDurability(d)
@@ -47,12 +45,7 @@ func (a *App) applyDurability(st *state) {
 	if !ok {
 		return
 	}
-	switch {
-	case a.Storage != nil && a.Storage.IntentGather != nil:
-		g.SetGather(time.Duration(*a.Storage.IntentGather))
-	case d == billing.DurabilityStrict:
-		g.SetGather(postgres.IntentGather)
-	default:
-		g.SetGather(0)
+	if ig, ok := a.storage.(airmod.IntentGatherer); ok {
+		g.SetGather(ig.Gather(d == billing.DurabilityStrict))
 	}
 }

@@ -10,18 +10,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	pgstorage "github.com/caddy-air/caddy-air/caddymodule/storage/postgres"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/postgres"
 )
 
 // TestLedgerDurabilityConfig checks ledger_durability in the Caddyfile and
 // in JSON: journaled by default, strict on request, anything else refused
-// when parsing (Caddyfile) or validating (JSON).
+// when validating (the Caddyfile parser checks only the argument count).
 func TestLedgerDurabilityConfig(t *testing.T) {
 	for i, tc := range []struct {
-		input    string
-		want     billing.Durability
-		parseErr bool
+		input   string
+		want    billing.Durability
+		wantErr bool
 	}{
 		{"air {\n}", billing.DurabilityJournaled, false},
 		{"air {\nledger_durability journaled\n}", billing.DurabilityJournaled, false},
@@ -32,23 +33,22 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 	} {
 		a := new(App)
 		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
-		if (err != nil) != tc.parseErr {
-			t.Errorf("Test %d: parse error %v, want one: %v", i, err, tc.parseErr)
+		if err == nil {
+			a.MaxBufferedBodies, a.MaxRequestBody = defaultMaxBufferedBodies, defaultMaxRequestBody
+			err = a.Validate()
+		}
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Test %d: error %v, want one: %v", i, err, tc.wantErr)
 			continue
 		}
 		if err != nil {
 			continue
 		}
-		a.Storage = &Storage{Backend: backendBadger}
-		a.MaxBufferedBodies, a.MaxRequestBody = defaultMaxBufferedBodies, defaultMaxRequestBody
-		if err := a.Validate(); err != nil {
-			t.Errorf("Test %d: %v", i, err)
-		}
 		if got, _ := a.durability(); got != tc.want {
 			t.Errorf("Test %d: durability %v, want %v", i, got, tc.want)
 		}
 	}
-	a := &App{LedgerDurability: "Strict", Storage: &Storage{Backend: backendBadger},
+	a := &App{LedgerDurability: "Strict",
 		MaxBufferedBodies: defaultMaxBufferedBodies, MaxRequestBody: defaultMaxRequestBody}
 	if err := a.Validate(); err == nil {
 		t.Error(`JSON "ledger_durability": "Strict" passed validation`)
@@ -59,7 +59,7 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 // the ledger of the state it starts on, and that a reload with another
 // changes it on the same, shared state.
 func TestLedgerDurabilityApplied(t *testing.T) {
-	st, err := openState(&Storage{Backend: backendBadger, Dir: t.TempDir()}, 0, 0, zap.NewNop())
+	st, err := openState(openBadger(t, t.TempDir()), 0, 0, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestIntentGatherFollowsDurability(t *testing.T) {
 		rec := &gatherRecorder{gather: -1}
 		l := billing.NewLedger(nopLedger{}, rec, nil)
 		st := &state{repos: store.Repos{Intents: rec}, ledger: l}
-		(&App{LedgerDurability: tc.durability, Storage: &Storage{Backend: backendPostgres, IntentGather: tc.gather}}).applyDurability(st)
+		(&App{LedgerDurability: tc.durability, storage: &pgstorage.Storage{IntentGather: tc.gather}}).applyDurability(st)
 		_ = l.Close()
 		if rec.gather != tc.want {
 			t.Errorf("Test %d: gather %v, want %v", i, rec.gather, tc.want)

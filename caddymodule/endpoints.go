@@ -1,14 +1,10 @@
 package caddymodule
 
 import (
-	"net/http"
-	"time"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
@@ -16,6 +12,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -23,6 +20,9 @@ func init() {
 	caddy.RegisterModule(Embeddings{})
 	caddy.RegisterModule(CountTokens{})
 	caddy.RegisterModule(Moderations{})
+	gateway.RegisterKind(providers.KindEmbedding, "POST /v1/embeddings")
+	gateway.RegisterKind(providers.KindModeration, "POST /v1/moderations")
+	airmetrics.RegisterEndpoint(billing.EndpointModerations, "moderations", providers.KindModeration)
 	httpcaddyfile.RegisterHandlerDirective("air_embeddings", parseHandler[Embeddings])
 	httpcaddyfile.RegisterHandlerDirective("air_count_tokens", parseHandler[CountTokens])
 	httpcaddyfile.RegisterHandlerDirective("air_moderations", parseHandler[Moderations])
@@ -60,10 +60,10 @@ func (Moderations) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI moderations.
 func (h *Moderations) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: openai.Wire, endpoint: billing.EndpointModerations, path: "/moderations",
-		kind: providers.KindModeration, inspect: openai.InspectModerations, noOutput: true,
-		usage: unitsOnly,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: billing.EndpointModerations, Path: "/moderations", Kind: providers.KindModeration,
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectModerations},
+		Billing: gateway.Billing{NoOutput: true, Usage: unitsOnly},
 	})
 }
 
@@ -85,54 +85,21 @@ func (CountTokens) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for OpenAI embeddings.
 func (h *Embeddings) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: openai.Wire, endpoint: billing.EndpointEmbeddings, path: "/embeddings",
-		kind: providers.KindEmbedding, inspect: openai.InspectEmbeddings, noOutput: true,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: billing.EndpointEmbeddings, Path: "/embeddings", Kind: providers.KindEmbedding,
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectEmbeddings},
+		Billing: gateway.Billing{NoOutput: true},
 	})
 }
 
 // Provision sets the handler up for Anthropic token counting.
 func (h *CountTokens) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: anthropic.Wire, endpoint: "count_tokens", path: "/messages/count_tokens",
-		kind: providers.KindMessages, inspect: anthropic.InspectCountTokens, noOutput: true, unbilled: true,
-		count: countTokens,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: "count_tokens", Path: "/messages/count_tokens", Kind: providers.KindMessages,
+		Wire:    gateway.Wire{Protocol: anthropic.Wire, Inspect: anthropic.InspectCountTokens},
+		Billing: gateway.Billing{Mode: gateway.Unbilled, NoOutput: true},
+		Count:   h.countTokens,
 	})
-}
-
-// serveUnbilled proxies an admitted request that leaves no ledger record:
-// its reservation keeps the request counted against the rate limits once
-// an upstream saw it, and is given back whole otherwise.
-func (h *proxyHandler) serveUnbilled(w http.ResponseWriter, r *http.Request, reservation *billing.Reservation,
-	body []byte, rebody func(string) ([]byte, error), rb *requestBody, in dialect.Inspected, route *providers.Route, injected bool, requestID string) error {
-	start := time.Now()
-	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Wire:         h.spec.protocol,
-		Operation:    h.spec.endpoint,
-		Provider:     route.Provider,
-		Path:         h.spec.path,
-		Body:         body,
-		BodyPin:      rb,
-		Inspected:    in,
-		StripUsage:   injected,
-		ClientHeader: r.Header,
-		RequestID:    requestID,
-		Client:       clientOf(r),
-		Route:        route,
-		BodyModel:    route.UpstreamModel,
-		Rebody:       rebody,
-	})
-	defer res.Close()
-	if res.Reached || res.Wrote {
-		reservation.ReleaseCost()
-	} else {
-		reservation.Release()
-	}
-	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", in.Model),
-		zap.String("air_provider", res.Provider), zap.String("air_outcome", res.Outcome))
-	h.app.metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: h.spec.endpoint, Outcome: metricsOutcome(res.Outcome),
-		Status: res.Status, Duration: sinceStart(start)})
-	return h.finish(w, r, res.Held, nil)
 }
 
 // Interface guards.

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -72,20 +71,6 @@ type providerHealth struct {
 	SuccessRate    float64 `json:"success_rate"`
 	// WindowSeconds is how far back the attempts are counted.
 	WindowSeconds float64 `json:"window_seconds"`
-}
-
-// handleHealth answers GET /air/health: 200 while the gateway serves, 503
-// with the failing checks otherwise.
-func (Admin) handleHealth(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
-	}
-	st, err := startedState()
-	if err != nil {
-		return err
-	}
-	rep, status := running.Load().healthReport(r.Context(), st, false)
-	return writeAdminJSON(w, status, rep)
 }
 
 // Texts that stand, in the public report, for error texts that may name

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/store"
@@ -80,58 +78,6 @@ func (c *HealthConfig) thresholds() health.Thresholds {
 		}
 	}
 	return th
-}
-
-// parseHealth reads the `health` block of the air option:
-//
-//	health {
-//		window <duration>
-//		min_success_rate <0..1>
-//		min_attempts <n>
-//		min_clients <n>
-//		max_ledger_lag <duration>
-//	}
-func (a *App) parseHealth(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	a.Health = &HealthConfig{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "window":
-			a.Health.Window, err = parseDuration(d)
-		case "max_ledger_lag":
-			a.Health.MaxLedgerLag, err = parseDuration(d)
-		case "min_attempts":
-			var n int
-			n, err = parsePositiveInt(d)
-			a.Health.MinAttempts = int64(n)
-		case "min_clients":
-			var n int
-			n, err = parsePositiveInt(d)
-			a.Health.MinClients = int64(n)
-		case "min_success_rate":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			r, perr := strconv.ParseFloat(s, 64)
-			if perr != nil {
-				return d.Errf("min_success_rate: want a number from 0 to 1, got %q", s)
-			}
-			a.Health.MinSuccessRate = &r
-		default:
-			return d.Errf("unrecognized health option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := a.Health.validate(); err != nil {
-		return d.Err(err.Error())
-	}
-	return nil
 }
 
 // probeInterval is how long the result of a store write probe is reused:

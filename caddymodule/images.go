@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -71,11 +74,7 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		h.app.observeRefusal(w, r, mr, airmetrics.EndpointImages, err)
 		return respondError(w, r, err)
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return refuse(apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint"))
-	}
-	key, st, rt, aerr := h.app.caller(r)
+	key, st, rt, aerr := h.accept(w, r)
 	if aerr != nil {
 		return refuse(aerr)
 	}
@@ -84,45 +83,80 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		return refuse(err)
 	}
 	defer rb.release()
-	body := rb.Bytes()
-	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
-		return refuse(apierror.InvalidBody(err))
-	}
-	// A member the gateway reads (n, response_format…) appears once,
-	// before the budget is reserved by n.
-	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
-		return refuse(aerr)
-	}
-	format, passThrough, aerr := h.check(body)
-	if aerr != nil {
-		return refuse(aerr)
-	}
-	create := rt.tasks.CreateImagesHeld
-	if !passThrough {
-		create = rt.tasks.CreateHeld
-		if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
-			return refuse(apierror.InvalidRequest("", "could not prepare the request: "+err.Error()))
+	req, aerr := h.request(rb.Bytes(), rt)
+	if aerr == nil {
+		mr = h.app.metricsRoute(req.model)
+		if aerr = allowModel(r, key, req.model); aerr == nil {
+			aerr = st.guard.check()
 		}
 	}
-	model := gjson.GetBytes(body, "model").Str
-	mr = h.app.metricsRoute(model)
-	if aerr := allowModel(r, key, model); aerr != nil {
-		return refuse(aerr)
-	}
-	if aerr := st.guard.check(); aerr != nil {
+	if aerr != nil {
 		return refuse(aerr)
 	}
 	// The task service reserves the n images asked for once the body is
 	// valid, and charges the images generated in their place before it
 	// returns (the hold of a task, as for /v1/tasks).
 	admit := h.app.admitTask(r.Context(), rt.billing, subjectOf(r, key))
-	task, aerr := create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, nil, mediaBase(r, h.MediaPath), admit)
+	task, aerr := req.create(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, req.body, nil, mediaBase(r, h.MediaPath), admit)
 	if aerr != nil {
 		return refuse(aerr)
 	}
 	q := airmetrics.Request{Endpoint: airmetrics.EndpointImages, Outcome: airmetrics.OutcomeOK, Status: http.StatusOK,
 		User: task.User, KeyID: task.KeyID}
 	defer func() { q.Duration = sinceStart(arrived); mr.Observe(&q) }()
+	return h.answer(w, r, rt, task, req.format, &q)
+}
+
+// accept checks the method (POST), the caller and the body's content
+// type.
+func (h *Images) accept(w http.ResponseWriter, r *http.Request) (*keys.Key, *state, *runtime, *apierror.Error) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return nil, nil, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use POST on this endpoint")
+	}
+	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
+	return key, st, rt, aerr
+}
+
+// imagesRequest is what the gateway read of an images request.
+type imagesRequest struct {
+	body          []byte
+	model, format string
+	create        func(context.Context, tasks.Owner, []byte, tasks.Pinner, string, tasks.Admit) (*tasks.Task, *apierror.Error)
+}
+
+// request validates an images request's body: bounded JSON whose members
+// the gateway reads (n, response_format…) appear once, before the budget
+// is reserved by n, for an image model. A request whose model's provider
+// does not speak OpenAI loses its response_format, which the gateway
+// honours itself.
+func (h *Images) request(body []byte, rt *runtime) (imagesRequest, *apierror.Error) {
+	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); err != nil {
+		return imagesRequest{}, apierror.InvalidBody(err)
+	}
+	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.ImagesMembers); aerr != nil {
+		return imagesRequest{}, aerr
+	}
+	format, passThrough, aerr := h.check(body)
+	if aerr != nil {
+		return imagesRequest{}, aerr
+	}
+	create := rt.tasks.CreateImagesHeld
+	if !passThrough {
+		create = rt.tasks.CreateHeld
+		var err error
+		if body, err = sjson.DeleteBytes(body, "response_format"); err != nil {
+			return imagesRequest{}, apierror.InvalidRequest("", "could not prepare the request: "+err.Error())
+		}
+	}
+	return imagesRequest{body: body, model: gjson.GetBytes(body, "model").Str, format: format, create: create}, nil
+}
+
+// answer writes a finished task's images, or its error, counted in q.
+func (h *Images) answer(w http.ResponseWriter, r *http.Request, rt *runtime, task *tasks.Task, format string, q *airmetrics.Request) error {
 	if task.Status != tasks.StatusSucceeded || task.Output == nil {
 		e := taskError(task)
 		q.Outcome, q.Status = airmetrics.OutcomeUpstreamError, e.Status
@@ -160,7 +194,7 @@ func (h *Images) check(body []byte) (format string, passThrough bool, aerr *apie
 		route, err := h.app.Routes().Lookup(m.Str)
 		passThrough = err == nil && route.Provider != nil && route.Provider.Protocol == providers.ProtocolOpenAI
 		if err == nil && route.Kind != providers.KindImage {
-			return "", false, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", m.Str, withArticle(route.Kind), endpointFor(route.Kind)))
+			return "", false, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", m.Str, gateway.WithArticle(route.Kind), gateway.EndpointFor(route.Kind)))
 		}
 	} // a missing or unknown model is reported by the task service
 	switch rf := gjson.GetBytes(body, "response_format"); {

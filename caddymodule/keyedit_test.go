@@ -27,7 +27,7 @@ func TestAdminPatchKey(t *testing.T) {
 	}
 	patch := func(id, body string) (*httptest.ResponseRecorder, error) {
 		w := httptest.NewRecorder()
-		return w, Admin{}.handleKey(w, httptest.NewRequest(http.MethodPatch, "/air/keys/"+id, strings.NewReader(body)))
+		return w, serveAdmin(w, httptest.NewRequest(http.MethodPatch, "/air/keys/"+id, strings.NewReader(body)))
 	}
 	w, err := patch(k.ID, `{"models":["claude-*"],"expires_at":"2099-01-01T00:00:00Z"}`)
 	if err != nil {

@@ -1,60 +1,18 @@
 package caddymodule
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/keys"
 )
-
-// regenerateRequest is the body of POST /air/keys/<id>/regenerate.
-type regenerateRequest struct {
-	// Grace is how long the old secret keeps working, a Caddy duration
-	// such as "24h"; empty or "0": it stops at once.
-	Grace string `json:"grace,omitempty"`
-}
-
-// handleRegenerate answers POST /air/keys/<id>/regenerate: the key with
-// its new secret (shown once), as a create answers.
-func handleRegenerate(w http.ResponseWriter, r *http.Request, st *state, id string) error {
-	if r.Method != http.MethodPost {
-		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
-	}
-	var req regenerateRequest
-	if r.ContentLength != 0 {
-		if err := decodeAdminBody(w, r, &req, true, "regenerate request"); err != nil {
-			return err
-		}
-	}
-	var grace time.Duration
-	if req.Grace != "" {
-		d, err := caddy.ParseDuration(req.Grace)
-		if err != nil {
-			return apiErr(http.StatusBadRequest, fmt.Errorf("grace: bad duration %q", req.Grace))
-		}
-		grace = d
-	}
-	secret, k, err := st.regenerateKey(r.Context(), id, grace)
-	switch {
-	case errors.Is(err, keys.ErrNoSuchKey):
-		return apiErr(http.StatusNotFound, fmt.Errorf("no key with id %q", id))
-	case errors.Is(err, keys.ErrRevoked):
-		return apiErr(http.StatusConflict, fmt.Errorf("key %s is revoked: create a new one", id))
-	case errors.Is(err, keys.ErrBadGrace):
-		return apiErr(http.StatusBadRequest, err)
-	case err != nil:
-		return apiErr(http.StatusInternalServerError, err)
-	}
-	return writeAdminJSON(w, http.StatusOK, createKeyResponse{Key: k, Secret: secret})
-}
 
 // checkClientIP refuses the request when its key has an allow-list that
 // does not hold the client's address: Caddy's client_ip, which is the
@@ -79,7 +37,7 @@ func regenerateCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			grace, _ := cmd.Flags().GetString("grace")
-			var out createKeyResponse
+			var out admin.CreateKeyResponse
 			body := fmt.Appendf(nil, `{"grace":%q}`, grace)
 			if err := adminCall(cmd, http.MethodPost, "/air/keys/"+url.PathEscape(args[0])+"/regenerate", body, &out); err != nil {
 				return err

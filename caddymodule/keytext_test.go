@@ -37,7 +37,7 @@ func TestAdminKeysRefusesUnsafeText(t *testing.T) {
 			body, _ := json.Marshal(keys.CreateOptions{User: tc.user, Name: tc.keyName})
 			r := httptest.NewRequest(http.MethodPost, "/air/keys", bytes.NewReader(body))
 			w := httptest.NewRecorder()
-			err := Admin{}.handleKeys(w, r)
+			err := serveAdmin(w, r)
 			var ae caddy.APIError
 			if !errors.As(err, &ae) || ae.HTTPStatus != http.StatusBadRequest || !strings.HasPrefix(ae.Err.Error(), tc.wantField+": ") {
 				t.Fatalf("POST /air/keys: %v (status %d), want a 400 naming %s", err, ae.HTTPStatus, tc.wantField)
@@ -45,7 +45,7 @@ func TestAdminKeysRefusesUnsafeText(t *testing.T) {
 		})
 	}
 	w := httptest.NewRecorder()
-	if err := (Admin{}).handleKeys(w, httptest.NewRequest(http.MethodGet, "/air/keys", nil)); err != nil || strings.TrimSpace(w.Body.String()) != "[]" {
+	if err := serveAdmin(w, httptest.NewRequest(http.MethodGet, "/air/keys", nil)); err != nil || strings.TrimSpace(w.Body.String()) != "[]" {
 		t.Errorf("keys after the refusals: %s, %v", w.Body, err)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 )
 
 // MetricsConfig configures caddy-air's Prometheus metrics, which appear
@@ -141,26 +141,13 @@ func refusalReason(e *apierror.Error) string {
 	return airmetrics.ReasonInvalidRequest
 }
 
-// metricsOutcome maps a chatproxy or ledger outcome to a metrics outcome.
-func metricsOutcome(outcome string) string {
-	switch outcome {
-	case airmetrics.OutcomeOK, airmetrics.OutcomePartial, airmetrics.OutcomeCanceled, airmetrics.OutcomeTimeout:
-		return outcome
-	}
-	return airmetrics.OutcomeUpstreamError
-}
-
-// sinceStart is the duration since start, at least a nanosecond.
-func sinceStart(start time.Time) time.Duration { return max(time.Since(start), 1) }
-
-// durationMillis is d in whole milliseconds, at least 1 for a positive d:
-// a ledger record's DurationMillis, where 0 means not measured.
-func durationMillis(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return max(d.Milliseconds(), 1)
-}
+// metricsOutcome, sinceStart and durationMillis are the exchange
+// pipeline's (gateway), for the handlers outside it.
+var (
+	metricsOutcome = gateway.MetricsOutcome
+	sinceStart     = gateway.SinceStart
+	durationMillis = gateway.DurationMillis
+)
 
 // storeSizeCacheTTL is how long a measure of the storage directory's size
 // is reused: walking it on every scrape would cost a file system walk per
@@ -227,44 +214,4 @@ func dirSize(dir string) int64 {
 	})
 	storeSize.dir, storeSize.at, storeSize.bytes = dir, time.Now(), total
 	return total
-}
-
-// parseMetrics reads the metrics option:
-//
-//	metrics off
-//	metrics {
-//		per_user
-//	}
-func (a *App) parseMetrics(d *caddyfile.Dispenser) error {
-	a.Metrics = &MetricsConfig{}
-	if d.NextArg() {
-		if d.Val() != "off" {
-			return d.Errf("metrics: unknown argument %q (want off, or a block)", d.Val())
-		}
-		a.Metrics.Off = true
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		if d.NextBlock(d.Nesting()) {
-			return d.Err("metrics off takes no block")
-		}
-		return nil
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "per_user":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			a.Metrics.PerUser = true
-		case "off":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			a.Metrics.Off = true
-		default:
-			return d.Errf("unrecognized metrics option %q", d.Val())
-		}
-	}
-	return nil
 }

@@ -83,7 +83,10 @@ func migrationDSN(flag, configFile, adapter string) (string, error) {
 		var parsed struct {
 			Apps struct {
 				Air struct {
-					Storage *Storage `json:"storage"`
+					Storage *struct {
+						Backend string `json:"backend"`
+						DSN     string `json:"dsn"`
+					} `json:"storage"`
 				} `json:"air"`
 			} `json:"apps"`
 		}
@@ -91,7 +94,7 @@ func migrationDSN(flag, configFile, adapter string) (string, error) {
 			return "", fmt.Errorf("reading %s: %v", configFile, err)
 		}
 		st := parsed.Apps.Air.Storage
-		if st == nil || st.Backend != backendPostgres {
+		if st == nil || st.Backend != "postgres" {
 			return "", fmt.Errorf("%s has no storage postgres line in its air options", configFile)
 		}
 		raw = st.DSN

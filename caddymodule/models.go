@@ -14,7 +14,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/teams"
 )
 
 func init() {
@@ -154,19 +156,30 @@ func (m *Models) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		key = nil
 	}
 	if id == "" {
-		oa, an := m.openAI, m.anthr
-		if key != nil {
-			var err error
-			if oa, an, err = m.render(func(model string) bool { return key.Allows(model) && team.Allows(model) }); err != nil {
-				return err
-			}
-		}
-		m.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
-		if anthropic {
-			return writeRawJSON(w, http.StatusOK, an)
-		}
-		return writeRawJSON(w, http.StatusOK, oa)
+		return m.list(w, r, key, team, anthropic)
 	}
+	return m.one(w, r, key, id, anthropic)
+}
+
+// list answers the models list, of the models key and team allow (all
+// for a nil key).
+func (m *Models) list(w http.ResponseWriter, r *http.Request, key *keys.Key, team *teams.Team, anthropic bool) error {
+	oa, an := m.openAI, m.anthr
+	if key != nil {
+		var err error
+		if oa, an, err = m.render(func(model string) bool { return key.Allows(model) && team.Allows(model) }); err != nil {
+			return err
+		}
+	}
+	m.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
+	if anthropic {
+		return writeRawJSON(w, http.StatusOK, an)
+	}
+	return writeRawJSON(w, http.StatusOK, oa)
+}
+
+// one answers model id, if key (nil: any) allows it.
+func (m *Models) one(w http.ResponseWriter, r *http.Request, key *keys.Key, id string, anthropic bool) error {
 	if key != nil {
 		if aerr := allowModel(r, key, id); aerr != nil {
 			return m.fail(w, r, anthropic, aerr)

@@ -15,8 +15,11 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/gateway"
+	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -51,6 +54,9 @@ type Passthrough struct {
 	// none.
 	UsageInput  string `json:"usage_input,omitempty"`
 	UsageOutput string `json:"usage_output,omitempty"`
+
+	// protocol is the provider's protocol (credentials, error shape).
+	protocol dialect.Wire
 }
 
 // CaddyModule returns the Caddy module information.
@@ -63,15 +69,16 @@ func (h *Passthrough) Provision(ctx caddy.Context) error {
 	if h.BillAs == "" {
 		h.BillAs = "passthrough/" + h.Provider
 	}
-	if err := h.provision(ctx, protocolSpec{protocol: openai.Wire, endpoint: billing.EndpointPassthrough}); err != nil {
+	if err := h.provision(ctx, gateway.Endpoint{Name: billing.EndpointPassthrough}); err != nil {
 		return err
 	}
 	p := h.app.Routes().Provider(h.Provider)
 	if p == nil {
 		return fmt.Errorf("air_passthrough: no provider named %q in the air app", h.Provider)
 	}
+	h.protocol = openai.Wire
 	if p.Protocol == providers.ProtocolAnthropic {
-		h.spec.protocol = anthropic.Wire
+		h.protocol = anthropic.Wire
 	}
 	return nil
 }
@@ -96,43 +103,75 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		return next.ServeHTTP(w, r)
 	}
 	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
+	if aerr == nil {
+		aerr = allowModel(r, key, h.BillAs)
+	}
 	if aerr != nil {
 		return h.refuse(w, r, nil, aerr)
 	}
-	if aerr := allowModel(r, key, h.BillAs); aerr != nil {
-		return h.refuse(w, r, nil, aerr)
+	call, rb, err := h.call(w, r, rest)
+	if err != nil {
+		return h.refuse(w, r, nil, err)
 	}
+	if rb != nil {
+		defer rb.release()
+	}
+	reservation, rec, err := h.admit(w, r, key, st, rt, call)
+	if err != nil {
+		return h.refuse(w, r, nil, err)
+	}
+	res := h.proxy.Serve(w, r, call)
+	defer res.Close()
+	return h.settle(w, r, reservation, rec, &res, arrived)
+}
+
+// admit checks the storage, admits the request as one of BillAs, names
+// it and writes its intent.
+func (h *Passthrough) admit(w http.ResponseWriter, r *http.Request, key *keys.Key, st *state, rt *runtime, call *chatproxy.Call) (
+	*billing.Reservation, billing.Record, error) {
+	if aerr := st.guard.check(); aerr != nil {
+		return nil, billing.Record{}, aerr
+	}
+	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
+	if aerr != nil {
+		return nil, billing.Record{}, aerr
+	}
+	call.RequestID = requestIDOf(w, r)
+	rec := billing.Record{ID: call.RequestID, Time: time.Now().UTC(), Endpoint: billing.EndpointPassthrough, User: key.User,
+		KeyID: key.ID, Model: h.BillAs, Provider: call.Provider.Name}
+	if err := reservation.Intend(rec); err != nil {
+		reservation.Release()
+		h.log.Error("recording a request's intent", zap.String("request_id", call.RequestID), zap.Error(err))
+		return nil, billing.Record{}, gateway.ErrStorage
+	}
+	return reservation, rec, nil
+}
+
+// call is the upstream call of a request, its path below the prefix
+// rest, with the body it read (nil without one: then rb is nil too).
+func (h *Passthrough) call(w http.ResponseWriter, r *http.Request, rest string) (call *chatproxy.Call, rb *requestBody, err error) {
 	prov := h.app.Routes().Provider(h.Provider)
-	call := &chatproxy.Call{Wire: h.spec.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
+	call = &chatproxy.Call{Wire: h.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
 		Path: rest, Method: r.Method, ClientHeader: r.Header, Client: clientOf(r), ContentType: r.Header.Get("Content-Type")}
 	if r.URL.RawQuery != "" {
 		call.Path += "?" + r.URL.RawQuery
 	}
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		rb, err := readBody(w, r, h.app.MaxRequestBody)
-		if err != nil {
-			return h.refuse(w, r, nil, err)
+		if rb, err = readBody(w, r, h.app.MaxRequestBody); err != nil {
+			return nil, nil, err
 		}
-		defer rb.release()
 		call.Body, call.BodyPin = rb.Bytes(), rb
 	}
-	if aerr := st.guard.check(); aerr != nil {
-		return h.refuse(w, r, nil, aerr)
-	}
-	reservation, aerr := rt.billing.Admit(r.Context(), subjectOf(r, key), h.BillAs, billing.Usage{})
-	if aerr != nil {
-		return h.refuse(w, r, nil, aerr)
-	}
-	call.RequestID = requestIDOf(w, r)
-	rec := billing.Record{ID: call.RequestID, Time: time.Now().UTC(), Endpoint: billing.EndpointPassthrough, User: key.User,
-		KeyID: key.ID, Model: h.BillAs, Provider: prov.Name}
-	if err := reservation.Intend(rec); err != nil {
-		reservation.Release()
-		h.log.Error("recording a request's intent", zap.String("request_id", call.RequestID), zap.Error(err))
-		return h.refuse(w, r, nil, errStorage)
-	}
-	res := h.proxy.Serve(w, r, call)
-	defer res.Close()
+	return call, rb, nil
+}
+
+// settle writes the record of an exchange an upstream saw, and ends the
+// answer; one no upstream saw gives its reservation back.
+func (h *Passthrough) settle(w http.ResponseWriter, r *http.Request, reservation *billing.Reservation, rec billing.Record,
+	res *chatproxy.Result, arrived time.Time) error {
 	if !res.Reached && !res.Wrote {
 		reservation.Release()
 		h.app.metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
@@ -142,11 +181,11 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if res.Status < 400 {
 		rec.Usage, rec.Source = h.usage(res.Held.Body())
 	}
-	servedBy(&rec, res.Target)
+	gateway.ServedBy(&rec, res.Target)
 	rec.DurationMillis = durationMillis(sinceStart(arrived))
 	rec, err := reservation.SettleDurable(r.Context(), rec, ledgerWait)
-	logFields(r, zap.String("air_request_id", call.RequestID), zap.String("air_model", h.BillAs),
-		zap.String("air_provider", prov.Name), zap.String("air_cost", rec.Cost.String()), zap.String("air_outcome", rec.Outcome))
+	logFields(r, zap.String("air_request_id", rec.ID), zap.String("air_model", h.BillAs),
+		zap.String("air_provider", h.Provider), zap.String("air_cost", rec.Cost.String()), zap.String("air_outcome", rec.Outcome))
 	h.app.metrics.Count(nil, billing.EndpointPassthrough, metricsOutcome(res.Outcome), res.Status)
 	return h.finish(w, r, res.Held, err)
 }

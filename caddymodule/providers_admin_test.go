@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 )
@@ -64,7 +65,7 @@ func TestAdminProviders(t *testing.T) {
 	defer running.Store(prev)
 
 	w := httptest.NewRecorder()
-	if err := (Admin{}).handleProviders(w, httptest.NewRequest(http.MethodGet, "/air/providers", nil)); err != nil {
+	if err := serveAdmin(w, httptest.NewRequest(http.MethodGet, "/air/providers", nil)); err != nil {
 		t.Fatal(err)
 	}
 	body := w.Body.String()
@@ -73,7 +74,7 @@ func TestAdminProviders(t *testing.T) {
 			t.Errorf("answer shows %q: %s", secret, body)
 		}
 	}
-	var rep providersReport
+	var rep admin.ProvidersReport
 	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestAdminProviders(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := printProviders(&out, rep.Upstreams, now); err != nil {
+	if err := admin.PrintProviders(&out, rep.Upstreams, now); err != nil {
 		t.Fatal(err)
 	}
 	table := out.String()
@@ -134,7 +135,7 @@ func TestAdminProvidersRefusals(t *testing.T) {
 		{&App{router: failingRouter(t, time.Now())}, http.MethodPost, http.StatusMethodNotAllowed},
 	} {
 		running.Store(tc.app)
-		err := (Admin{}).handleProviders(httptest.NewRecorder(), httptest.NewRequest(tc.method, "/air/providers", nil))
+		err := serveAdmin(httptest.NewRecorder(), httptest.NewRequest(tc.method, "/air/providers", nil))
 		var ae caddy.APIError
 		if !errors.As(err, &ae) || ae.HTTPStatus != tc.want {
 			t.Errorf("Test %d: %v, want %d", i, err, tc.want)

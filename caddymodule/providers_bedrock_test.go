@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
@@ -14,47 +15,60 @@ import (
 )
 
 // TestBedrockAzureCaddyfile: the bedrock and azure options of a provider
-// block reach its JSON config as written (placeholders unexpanded); the
-// parser checks only their syntax.
+// block reach its dialect object as written (placeholders unexpanded),
+// wherever they stand in the block; the parser checks only their syntax,
+// and refuses an option the provider's protocol does not have.
 func TestBedrockAzureCaddyfile(t *testing.T) {
 	for i, tc := range []struct {
 		input   string
 		want    ProviderConfig
-		wantErr bool
+		wantErr string
 	}{
 		{input: "provider aws {\n protocol bedrock\n region us-west-2\n}",
-			want: ProviderConfig{Name: "aws", Protocol: "bedrock", Region: "us-west-2"}},
-		{input: "provider aws {\n protocol bedrock\n region {env.AWS_REGION}\n access_key_id {env.AK}\n secret_access_key {env.SK}\n session_token {env.ST}\n base_url https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com\n}",
-			want: ProviderConfig{Name: "aws", Protocol: "bedrock", Region: "{env.AWS_REGION}",
-				BaseURLs: []string{"https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com"},
-				Bedrock:  &BedrockConfig{AccessKeyID: "{env.AK}", SecretAccessKey: "{env.SK}", SessionToken: "{env.ST}"}}},
+			want: ProviderConfig{Name: "aws", DialectRaw: json.RawMessage(`{"protocol":"bedrock","region":"us-west-2"}`)}},
+		{input: "provider aws {\n region {env.AWS_REGION}\n access_key_id {env.AK}\n secret_access_key {env.SK}\n session_token {env.ST}\n base_url https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com\n protocol bedrock\n}",
+			want: ProviderConfig{Name: "aws", BaseURLs: []string{"https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com"},
+				DialectRaw: json.RawMessage(`{"access_key_id":"{env.AK}","protocol":"bedrock","region":"{env.AWS_REGION}","secret_access_key":"{env.SK}","session_token":"{env.ST}"}`)}},
 		{input: "provider az {\n protocol azure\n endpoint https://r.openai.azure.com\n api_key {env.AZ}\n api_version 2025-04-01-preview\n}",
-			want: ProviderConfig{Name: "az", Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"{env.AZ}"},
-				Azure: &AzureConfig{APIVersion: "2025-04-01-preview"}}},
+			want: ProviderConfig{Name: "az", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"{env.AZ}"},
+				DialectRaw: json.RawMessage(`{"api_version":"2025-04-01-preview","protocol":"azure"}`)}},
 		{input: "provider az {\n protocol azure\n base_url https://r.openai.azure.com/openai/v1\n api_key k\n api_version v1\n}",
-			want: ProviderConfig{Name: "az", Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com/openai/v1"}, APIKeys: []string{"k"},
-				Azure: &AzureConfig{APIVersion: "v1"}}},
-		{input: "provider aws {\n protocol bedrock\n region\n}", wantErr: true},
-		{input: "provider aws {\n protocol bedrock\n region us-east-1 eu-west-1\n}", wantErr: true},
-		{input: "provider aws {\n protocol bedrock\n access_key_id\n}", wantErr: true},
-		{input: "provider aws {\n protocol bedrock\n secret_access_key a b\n}", wantErr: true},
-		{input: "provider az {\n protocol azure\n api_version\n}", wantErr: true},
+			want: ProviderConfig{Name: "az", BaseURLs: []string{"https://r.openai.azure.com/openai/v1"}, APIKeys: []string{"k"},
+				DialectRaw: json.RawMessage(`{"api_version":"v1","protocol":"azure"}`)}},
+		{input: "provider aws {\n protocol bedrock\n region\n}", wantErr: "wrong argument count"},
+		{input: "provider aws {\n protocol bedrock\n region us-east-1 eu-west-1\n}", wantErr: "wrong argument count"},
+		{input: "provider aws {\n protocol bedrock\n access_key_id\n}", wantErr: "wrong argument count"},
+		{input: "provider aws {\n protocol bedrock\n secret_access_key a b\n}", wantErr: "wrong argument count"},
+		{input: "provider az {\n protocol azure\n api_version\n}", wantErr: "wrong argument count"},
+		{input: "provider aws {\n protocol bedrock\n api_version v1\n}", wantErr: "provider aws: api_version is not a setting of bedrock providers, at Testfile:4"},
+		{input: "provider az {\n protocol azure\n region eastus\n}", wantErr: "provider az: region is not a setting of azure providers"},
+		{input: "provider o {\n protocol openai\n access_key_id a\n}", wantErr: "provider o: access_key_id is not a setting of openai providers"},
+		{input: "provider o {\n protocol openai\n colour blue\n}", wantErr: "provider o: colour is not a setting of openai providers"},
+		{input: "provider o {\n protocol mistral\n}", wantErr: `provider o: protocol "mistral" is not supported (this build knows anthropic, azure, bedrock, cohere, dashscope, gemini, openai, vertex)`},
+		{input: "provider o {\n base_url http://x/v1\n}", wantErr: "provider o: protocol is required"},
 	} {
 		a := new(App)
 		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser("air {\n" + tc.input + "\n}"))
-		if (err != nil) != tc.wantErr {
-			t.Errorf("Test %d: err = %v, want error %t", i, err, tc.wantErr)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Test %d: error %v, want one containing %q", i, err, tc.wantErr)
+			}
 			continue
 		}
-		if err == nil && !reflect.DeepEqual(*a.Providers[0], tc.want) {
-			t.Errorf("Test %d: parsed %+v, want %+v", i, *a.Providers[0], tc.want)
+		if err != nil {
+			t.Errorf("Test %d: %v", i, err)
+			continue
+		}
+		if !reflect.DeepEqual(*a.Providers[0], tc.want) {
+			t.Errorf("Test %d: parsed %+v (%s), want %+v (%s)", i, *a.Providers[0], a.Providers[0].DialectRaw, tc.want, tc.want.DialectRaw)
 		}
 	}
 }
 
 // TestBedrockAzureProvision: every semantic check of the bedrock and
-// azure options happens when the config is provisioned, with an error
-// naming the provider and the option.
+// azure settings happens when the config is provisioned, with an error
+// naming the provider and the setting; a provisioned provider signs for
+// its region, or sends its api-version.
 func TestBedrockAzureProvision(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
@@ -65,60 +79,61 @@ func TestBedrockAzureProvision(t *testing.T) {
 	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
 	t.Setenv("AWS_PROFILE", "")
-	static := &BedrockConfig{AccessKeyID: "{env.AIR_TEST_AK}", SecretAccessKey: "{env.AIR_TEST_SK}"}
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDDEFAULTCHAIN")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "default-secret")
+	const static = `"access_key_id":"{env.AIR_TEST_AK}","secret_access_key":"{env.AIR_TEST_SK}"`
 	for i, tc := range []struct {
+		dialect  string
 		pc       ProviderConfig
 		wantErr  string // "" when the config loads
 		wantURLs []string
-		wantV1   bool
-		wantVer  string
-		// wantRegion is the region a bedrock provider signs for.
-		wantRegion string
+		// wantScope is the credential scope a bedrock provider signs with;
+		// wantPath the path of an azure provider's chat request.
+		wantScope, wantPath string
 	}{
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: static},
-			wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}, wantRegion: "us-east-1"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "{env.AIR_TEST_REGION}", Bedrock: static},
-			wantURLs: []string{"https://bedrock-runtime.eu-west-3.amazonaws.com"}, wantRegion: "eu-west-3"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-gov-west-1", BaseURLs: []string{"http://127.0.0.1:9/fake"},
-			Bedrock: &BedrockConfig{AccessKeyID: "a", SecretAccessKey: "b", SessionToken: "c"}},
-			wantURLs: []string{"http://127.0.0.1:9/fake"}, wantRegion: "us-gov-west-1"},
-		// The default chain: found in the environment at request time.
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1"}, wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}, wantRegion: "us-east-1"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", HealthCheck: &HealthCheckConfig{}}, wantErr: "a bedrock provider has no health_check"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Project: "p"}, wantErr: "are vertex settings"},
-		{pc: ProviderConfig{Protocol: "bedrock", Bedrock: static}, wantErr: "provider p: a bedrock provider needs its region"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1 ", Bedrock: static}, wantErr: `region "us-east-1 " is not an AWS region`},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "https://x", Bedrock: static}, wantErr: "is not an AWS region"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "{env.AIR_TEST_NO_REGION}", Bedrock: static}, wantErr: "region: environment variable AIR_TEST_NO_REGION is unset"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: &BedrockConfig{AccessKeyID: "a"}}, wantErr: "access_key_id and secret_access_key go together"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: &BedrockConfig{SessionToken: "t"}}, wantErr: "go together"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: &BedrockConfig{AccessKeyID: "{env.AIR_TEST_NO_AK}", SecretAccessKey: "s"}},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1",` + static + `}`,
+			wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}, wantScope: "AKIDEXAMPLE/20"},
+		{dialect: `{"protocol":"bedrock","region":"{env.AIR_TEST_REGION}",` + static + `}`,
+			wantURLs: []string{"https://bedrock-runtime.eu-west-3.amazonaws.com"}, wantScope: "/eu-west-3/bedrock/aws4_request"},
+		{dialect: `{"protocol":"bedrock","region":"us-gov-west-1","access_key_id":"a","secret_access_key":"b","session_token":"c"}`,
+			pc: ProviderConfig{BaseURLs: []string{"http://127.0.0.1:9/fake"}}, wantURLs: []string{"http://127.0.0.1:9/fake"}, wantScope: "Credential=a/"},
+		// The default chain: found in the environment.
+		{dialect: `{"protocol":"bedrock","region":"us-east-1"}`, wantURLs: []string{"https://bedrock-runtime.us-east-1.amazonaws.com"}, wantScope: "Credential=AKIDDEFAULTCHAIN/"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1"}`, pc: ProviderConfig{HealthCheck: &HealthCheckConfig{}}, wantErr: "provider p: a bedrock provider has no health_check"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1","project":"p"}`, wantErr: `air.dialects.bedrock: json: unknown field "project"`},
+		{dialect: `{"protocol":"bedrock",` + static + `}`, wantErr: "a bedrock provider needs its region"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1 ",` + static + `}`, wantErr: `region "us-east-1 " is not an AWS region`},
+		{dialect: `{"protocol":"bedrock","region":"https://x",` + static + `}`, wantErr: "is not an AWS region"},
+		{dialect: `{"protocol":"bedrock","region":"{env.AIR_TEST_NO_REGION}",` + static + `}`, wantErr: "region: environment variable AIR_TEST_NO_REGION is unset"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1","access_key_id":"a"}`, wantErr: "access_key_id and secret_access_key go together"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1","session_token":"t"}`, wantErr: "go together"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1","access_key_id":"{env.AIR_TEST_NO_AK}","secret_access_key":"s"}`,
 			wantErr: "access_key_id: environment variable AIR_TEST_NO_AK is unset"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Bedrock: &BedrockConfig{AccessKeyID: "a", SecretAccessKey: "{env.AIR_TEST_NO_SK}"}},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1","access_key_id":"a","secret_access_key":"{env.AIR_TEST_NO_SK}"}`,
 			wantErr: "secret_access_key: environment variable AIR_TEST_NO_SK"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", APIKeys: []string{"k"}}, wantErr: "not api_key"},
-		{pc: ProviderConfig{Protocol: "bedrock", Region: "us-east-1", Azure: &AzureConfig{APIVersion: "v1"}}, wantErr: "api_version is an azure setting, not a bedrock one"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1"}`, pc: ProviderConfig{APIKeys: []string{"k"}}, wantErr: "provider p: a bedrock provider signs with AWS credentials"},
+		{dialect: `{"protocol":"bedrock","region":"us-east-1","api_version":"v1"}`, wantErr: `unknown field "api_version"`},
 
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com/openai/"}, APIKeys: []string{"k"}},
-			wantURLs: []string{"https://r.openai.azure.com"}, wantVer: "2024-10-21"},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com/openai/v1"}, APIKeys: []string{"k"}, Azure: &AzureConfig{APIVersion: "v1"}},
-			wantURLs: []string{"https://r.openai.azure.com"}, wantV1: true},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, Azure: &AzureConfig{APIVersion: "2025-04-01-preview"}},
-			wantURLs: []string{"https://r.openai.azure.com"}, wantVer: "2025-04-01-preview"},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, Azure: &AzureConfig{APIVersion: "latest"}},
-			wantErr: `provider p: api_version "latest": azure: api-version must be a date`},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"http://r.openai.azure.com"}, APIKeys: []string{"k"}}, wantErr: "endpoint must use https"},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}}, wantErr: "needs its resource's api_key"},
-		{pc: ProviderConfig{Protocol: "azure", APIKeys: []string{"k"}}, wantErr: "needs its resource endpoint"},
-		{pc: ProviderConfig{Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, Region: "eastus"}, wantErr: "region is not a setting of azure providers"},
-		{pc: ProviderConfig{Protocol: "openai", BaseURLs: []string{"https://api.openai.com/v1"}, Region: "us-east-1"}, wantErr: "project, region, credentials_file and token_url are vertex settings (region a bedrock one too)"},
-		{pc: ProviderConfig{Protocol: "openai", BaseURLs: []string{"https://api.openai.com/v1"}, Bedrock: static}, wantErr: "are bedrock settings, not openai ones"},
-		{pc: ProviderConfig{Protocol: "anthropic", BaseURLs: []string{"https://api.anthropic.com/v1"}, Azure: &AzureConfig{}}, wantErr: "api_version is an azure setting"},
-		{pc: ProviderConfig{Protocol: "openai"}, wantErr: `provider "p": no base_url`},
+		{dialect: `{"protocol":"azure"}`, pc: ProviderConfig{BaseURLs: []string{"https://r.openai.azure.com/openai/"}, APIKeys: []string{"k"}},
+			wantURLs: []string{"https://r.openai.azure.com"}, wantPath: "/openai/deployments/m/chat/completions?api-version=2024-10-21"},
+		{dialect: `{"protocol":"azure","api_version":"v1"}`, pc: ProviderConfig{BaseURLs: []string{"https://r.openai.azure.com/openai/v1"}, APIKeys: []string{"k"}},
+			wantURLs: []string{"https://r.openai.azure.com"}, wantPath: "/openai/v1/chat/completions"},
+		{dialect: `{"protocol":"azure","api_version":"2025-04-01-preview"}`, pc: ProviderConfig{BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}},
+			wantURLs: []string{"https://r.openai.azure.com"}, wantPath: "/openai/deployments/m/chat/completions?api-version=2025-04-01-preview"},
+		{dialect: `{"protocol":"azure","api_version":"latest"}`, pc: ProviderConfig{BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}},
+			wantErr: `api_version "latest": azure: api-version must be a date`},
+		{dialect: `{"protocol":"azure"}`, pc: ProviderConfig{BaseURLs: []string{"http://r.openai.azure.com"}, APIKeys: []string{"k"}}, wantErr: "endpoint must use https"},
+		{dialect: `{"protocol":"azure"}`, pc: ProviderConfig{BaseURLs: []string{"https://r.openai.azure.com"}}, wantErr: "needs its resource's api_key"},
+		{dialect: `{"protocol":"azure"}`, pc: ProviderConfig{APIKeys: []string{"k"}}, wantErr: "needs its resource endpoint"},
+		{dialect: `{"protocol":"azure","region":"eastus"}`, wantErr: `air.dialects.azure: json: unknown field "region"`},
+		{dialect: `{"protocol":"openai","region":"us-east-1"}`, pc: ProviderConfig{BaseURLs: []string{"https://api.openai.com/v1"}}, wantErr: `air.dialects.openai: json: unknown field "region"`},
+		{dialect: `{"protocol":"openai"}`, wantErr: `provider "p": no base_url`},
+		{dialect: `{"protocol":"mistral"}`, wantErr: `provider p: protocol "mistral" is not supported (this build knows anthropic, azure, bedrock, cohere, dashscope, gemini, openai, vertex)`},
+		{dialect: ``, pc: ProviderConfig{BaseURLs: []string{"https://api.openai.com/v1"}}, wantErr: `provider p: protocol is required (this build knows anthropic, azure`},
 	} {
 		pc := tc.pc
-		pc.Name = "p"
-		a := &App{Storage: &Storage{Dir: t.TempDir()}, Providers: []*ProviderConfig{&pc}}
+		pc.Name, pc.DialectRaw = "p", json.RawMessage(tc.dialect)
+		a := &App{StorageRaw: badgerJSON(t.TempDir()), Providers: []*ProviderConfig{&pc}}
 		err := a.Provision(ctx)
 		switch {
 		case tc.wantErr == "" && err != nil:
@@ -130,11 +145,14 @@ func TestBedrockAzureProvision(t *testing.T) {
 			if !reflect.DeepEqual(p.BaseURLs, tc.wantURLs) {
 				t.Errorf("Test %d: base URLs %q, want %q", i, p.BaseURLs, tc.wantURLs)
 			}
-			if e, ok := p.Endpoint.(bedrockEndpoint); pc.Protocol == "bedrock" && (!ok || e.signer.Region() != tc.wantRegion) {
-				t.Errorf("Test %d: endpoint %+v", i, p.Endpoint)
-			}
-			if e, ok := p.Endpoint.(azureEndpoint); pc.Protocol == "azure" && (!ok || e.v1 != tc.wantV1 || e.apiVersion != tc.wantVer) {
-				t.Errorf("Test %d: endpoint %+v", i, p.Endpoint)
+			req, err := p.Endpoint.NewRequest(context.Background(), providers.Attempt{BaseURL: p.BaseURLs[0], APIKey: "k"}, "m", false, []byte(`{}`))
+			switch {
+			case err != nil:
+				t.Errorf("Test %d: request: %v", i, err)
+			case tc.wantScope != "" && !strings.Contains(req.Header.Get("Authorization"), tc.wantScope):
+				t.Errorf("Test %d: signed %q, want a credential with %q", i, req.Header.Get("Authorization"), tc.wantScope)
+			case tc.wantPath != "" && req.URL.RequestURI() != tc.wantPath:
+				t.Errorf("Test %d: request to %s, want %s", i, req.URL.RequestURI(), tc.wantPath)
 			}
 		}
 		if err := a.Cleanup(); err != nil {
@@ -157,12 +175,9 @@ func TestAzureHealthCheckPath(t *testing.T) {
 		{"v1", "", "/openai/v1/models"},
 		{"v1", "/custom", "/custom"},
 	} {
-		pc := &ProviderConfig{Name: "az", Protocol: "azure", BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"},
-			HealthCheck: &HealthCheckConfig{Path: tc.path}}
-		if tc.version != "" {
-			pc.Azure = &AzureConfig{APIVersion: tc.version}
-		}
-		a := &App{Storage: &Storage{Dir: t.TempDir()}, Providers: []*ProviderConfig{pc}}
+		pc := &ProviderConfig{Name: "az", DialectRaw: json.RawMessage(`{"protocol":"azure","api_version":"` + tc.version + `"}`),
+			BaseURLs: []string{"https://r.openai.azure.com"}, APIKeys: []string{"k"}, HealthCheck: &HealthCheckConfig{Path: tc.path}}
+		a := &App{StorageRaw: badgerJSON(t.TempDir()), Providers: []*ProviderConfig{pc}}
 		if err := a.Provision(ctx); err != nil {
 			t.Fatal(err)
 		}

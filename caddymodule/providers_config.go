@@ -1,12 +1,15 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/tidwall/gjson"
+
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -16,19 +19,25 @@ import (
 type ProviderConfig struct {
 	// Name identifies the provider in model lines and the ledger.
 	Name string `json:"name"`
-	// Protocol is "openai", "anthropic", "dashscope", "gemini" (Google AI
-	// Studio), "vertex" (Gemini on Vertex AI), "bedrock" (Amazon Bedrock's
-	// Converse API) or "azure" (Azure OpenAI).
-	Protocol string `json:"protocol"`
+	// DialectRaw is the provider's protocol and the protocol's own
+	// settings: a module of namespace air.dialects, named by its
+	// "protocol" key, as reverse_proxy's transport is named by its
+	// "protocol": {"protocol": "openai"}, "anthropic", "dashscope",
+	// "cohere", "gemini" (Google AI Studio); {"protocol": "vertex",
+	// "project", "region", "credentials_file", "token_url"} (Gemini on
+	// Vertex AI); {"protocol": "bedrock", "region", "access_key_id",
+	// "secret_access_key", "session_token"} (Amazon Bedrock's Converse
+	// API); {"protocol": "azure", "api_version", "entra"} (Azure OpenAI).
+	DialectRaw json.RawMessage `json:"dialect,omitempty" caddy:"namespace=air.dialects inline_key=protocol"`
 	// BaseURLs are the provider's API base URLs, e.g.
 	// "https://api.openai.com/v1". Placeholders like {env.X} are expanded.
 	// Default, for gemini: https://generativelanguage.googleapis.com; for
-	// vertex: Region's endpoint, https://{region}-aiplatform.googleapis.com;
-	// for bedrock: Region's runtime endpoint,
-	// https://bedrock-runtime.{region}.amazonaws.com (set one only for a
-	// VPC endpoint or a proxy). An azure provider's are its resource
-	// endpoints, such as https://my-resource.openai.azure.com. Required
-	// for the other protocols.
+	// vertex: its region's endpoint,
+	// https://{region}-aiplatform.googleapis.com; for bedrock: its region's
+	// runtime endpoint, https://bedrock-runtime.{region}.amazonaws.com (set
+	// one only for a VPC endpoint or a proxy). An azure provider's are its
+	// resource endpoints, such as https://my-resource.openai.azure.com.
+	// Required for the other protocols.
 	BaseURLs []string `json:"base_urls,omitempty"`
 	// APIKeys are the provider's credentials, used in turn with BaseURLs.
 	// Placeholders like {env.X} are expanded.
@@ -80,26 +89,9 @@ type ProviderConfig struct {
 	TPM int `json:"tpm,omitempty"`
 	// HealthCheck, when set, probes each base URL × key at an interval.
 	HealthCheck *HealthCheckConfig `json:"health_check,omitempty"`
-	// Project is a vertex provider's Google Cloud project. Default: the
-	// project its credentials name. Placeholders are expanded.
-	Project string `json:"project,omitempty"`
-	// Region is a vertex provider's location, such as us-central1 or
-	// global, or a bedrock provider's AWS region, such as us-east-1 (which
-	// picks its runtime endpoint and scopes its signatures). Required for
-	// vertex and bedrock. Placeholders are expanded.
-	Region string `json:"region,omitempty"`
-	// CredentialsFile is the path of a vertex provider's service account
-	// key (JSON). Default: the application default credentials
-	// (GOOGLE_APPLICATION_CREDENTIALS, gcloud's, or the metadata server's).
-	CredentialsFile string `json:"credentials_file,omitempty"`
-	// TokenURL replaces the token endpoint (token_uri) of CredentialsFile,
-	// for a private or fake OAuth2 endpoint.
-	TokenURL string `json:"token_url,omitempty"`
-	// Bedrock holds a bedrock provider's AWS credentials; without it the
-	// AWS SDK's default credential chain supplies them.
-	Bedrock *BedrockConfig `json:"bedrock,omitempty"`
-	// Azure holds an azure provider's api-version (or the v1 path).
-	Azure *AzureConfig `json:"azure,omitempty"`
+
+	// dialect is the loaded DialectRaw.
+	dialect airmod.Dialect
 }
 
 // HealthCheckConfig is a provider's active health check.
@@ -181,10 +173,9 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 	provs := make([]*providers.Provider, 0, len(a.Providers))
 	for _, pc := range a.Providers {
 		p := &providers.Provider{
-			Name:     pc.Name,
-			Protocol: pc.Protocol,
-			Timeout:  time.Duration(pc.Timeout),
-			Retries:  defaultRetries,
+			Name:    pc.Name,
+			Timeout: time.Duration(pc.Timeout),
+			Retries: defaultRetries,
 		}
 		if p.Timeout == 0 {
 			p.Timeout = defaultProviderTimeout
@@ -210,17 +201,8 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 			}
 			p.APIKeys = append(p.APIKeys, v)
 		}
-		switch {
-		case pc.Protocol == providers.ProtocolBedrock || pc.Protocol == providers.ProtocolAzure || pc.Bedrock != nil || pc.Azure != nil:
-			if err := a.provisionBedrockAzure(pc, p, repl); err != nil {
-				return nil, a.configError(fmt.Errorf("provider %s: %w", pc.Name, err))
-			}
-		case providers.IsCloud(p.Protocol):
-			if err := a.cloudEndpoint(repl, pc, p); err != nil {
-				return nil, a.configError(err)
-			}
-		case pc.Project != "" || pc.Region != "" || pc.CredentialsFile != "" || pc.TokenURL != "":
-			return nil, a.configError(fmt.Errorf("provider %s: project, region, credentials_file and token_url are vertex settings (region a bedrock one too)", pc.Name))
+		if err := a.setupDialect(pc, p); err != nil {
+			return nil, a.configError(fmt.Errorf("provider %s: %w", pc.Name, err))
 		}
 		byName[p.Name] = p
 		provs = append(provs, p)
@@ -263,28 +245,29 @@ func (a *App) buildRoutes() (*providers.Table, error) {
 	return providers.NewTable(provs, routes)
 }
 
-// expand replaces the placeholders of a provider setting. A setting that
-// names an environment variable that is unset or empty, or that ends up
-// empty, is an error: a provider without its key or URL would otherwise be
-// called without credentials, or not at all, and only its callers would see.
+// expand replaces the placeholders of a setting: see airmod.Expand.
 func expand(repl *caddy.Replacer, s string) (string, error) {
-	out, err := repl.ReplaceFunc(s, func(variable string, val any) (any, error) {
-		name, ok := strings.CutPrefix(variable, "env.")
-		if !ok {
-			return val, nil
-		}
-		if v, set := os.LookupEnv(name); !set || v == "" {
-			return nil, fmt.Errorf("environment variable %s is unset or empty", name)
-		}
-		return val, nil
-	})
+	return airmod.Expand(repl, s)
+}
+
+// setupDialect loads pc's dialect module (namespace air.dialects, named
+// by the dialect object's "protocol"), which checks the protocol's
+// settings, and lets it check and complete p.
+func (a *App) setupDialect(pc *ProviderConfig, p *providers.Provider) error {
+	name := gjson.GetBytes(pc.DialectRaw, "protocol").String()
+	if err := airmod.CheckKnown("protocol", airmod.DialectNamespace, name); err != nil {
+		return err
+	}
+	mod, err := a.ctx.LoadModule(pc, "DialectRaw")
 	if err != nil {
-		return "", err
+		return err
 	}
-	if out == "" {
-		return "", fmt.Errorf("%q is empty once its placeholders are replaced", s)
-	}
-	return out, nil
+	pc.dialect = mod.(airmod.Dialect)
+	// LoadModule dropped the raw object; the config's snapshots (audit)
+	// keep it as written.
+	pc.DialectRaw = caddyconfig.JSONModuleObject(mod, "protocol", name, nil)
+	p.Protocol = pc.dialect.Protocol()
+	return pc.dialect.Setup(p, airmod.SetupOptions{HealthCheck: pc.HealthCheck != nil})
 }
 
 // routingOptions are the routing options of each provider.
@@ -296,11 +279,8 @@ func (a *App) routingOptions() map[string]routing.Options {
 			MaxConcurrent: pc.MaxConcurrent, RPM: pc.RPM, TPM: pc.TPM, TryTimeout: time.Duration(pc.TryTimeout)}
 		if hc := pc.HealthCheck; hc != nil {
 			o.HealthCheck = &routing.HealthCheck{Path: hc.Path, Interval: time.Duration(hc.Interval), Timeout: time.Duration(hc.Timeout)}
-			if hc.Path == "" && pc.Protocol == providers.ProtocolGemini {
-				o.HealthCheck.Path = "/v1beta/models" // AI Studio's model list
-			}
-			if hc.Path == "" && pc.Protocol == providers.ProtocolAzure {
-				o.HealthCheck.Path = a.azureHealthPath(pc.Name)
+			if hp, ok := pc.dialect.(airmod.HealthPather); ok && hc.Path == "" {
+				o.HealthCheck.Path = hp.HealthPath()
 			}
 		}
 		out[pc.Name] = o

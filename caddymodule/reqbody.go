@@ -61,6 +61,13 @@ func (b *requestBody) release() {
 	b.Unpin()
 }
 
+// Release lets go of the handler's hold (release), for gateway.Body.
+func (b *requestBody) Release() { b.release() }
+
+// Reserve makes room for n bytes in the buffer, if the budget allows
+// (reserve), for gateway.Body.
+func (b *requestBody) Reserve(n int) { b.reserve(n) }
+
 // readBody reads r's body up to limit bytes: a larger one gives a 413. The
 // buffer comes from the pool of its size class, charged to the process's
 // budget of buffered request bodies (see bodyBudget). It starts at

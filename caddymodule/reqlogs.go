@@ -5,10 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddy-air/caddy-air/console"
@@ -106,37 +104,10 @@ func (t *teeWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{t}, r)
 }
 
-// handleRequestLog answers GET /air/request-logs/<record id>.
-func (Admin) handleRequestLog(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return apiErr(http.StatusMethodNotAllowed, errors.New("use GET"))
-	}
-	st, err := startedState()
-	if err != nil {
-		return err
-	}
-	id := strings.TrimPrefix(r.URL.Path, "/air/request-logs/")
-	if id == "" || strings.Contains(id, "/") {
-		return apiErr(http.StatusNotFound, errors.New("no such request log"))
-	}
-	if st.repos.RequestLogs == nil {
-		return apiErr(http.StatusNotFound, errors.New("no such request log"))
-	}
-	l, err := st.repos.RequestLogs.Get(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return apiErr(http.StatusNotFound, errors.New("no such request log"))
-	}
-	if err != nil {
-		return apiErr(http.StatusInternalServerError, err)
-	}
-	return writeAdminJSON(w, http.StatusOK, l)
-}
-
 // Interface guards.
 var (
 	_ http.ResponseWriter       = (*teeWriter)(nil)
 	_ io.ReaderFrom             = (*teeWriter)(nil)
-	_ caddy.AdminHandler        = caddy.AdminHandlerFunc(Admin{}.handleRequestLog)
 	_ console.RequestLogService = consoleServices{}
 )
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-air/caddy-air/admin"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -50,7 +51,7 @@ func requestLogCommand() *cobra.Command {
 			if err := adminCall(cmd, http.MethodGet, "/air/request-logs/"+url.PathEscape(args[0]), nil, &l); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), l)
+			return admin.PrintJSON(cmd.OutOrStdout(), l)
 		},
 	}
 }

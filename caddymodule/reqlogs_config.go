@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/reqlog"
 )
@@ -61,33 +60,4 @@ func (c *RequestLogsConfig) bounds() (*requestLogBounds, error) {
 	}
 	b.red = red
 	return b, nil
-}
-
-// parseRequestLogs reads the `request_logs { … }` block of the air option.
-func (a *App) parseRequestLogs(d *caddyfile.Dispenser) error {
-	a.RequestLogs = &RequestLogsConfig{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "max_body":
-			a.RequestLogs.MaxBody, err = parseSize(d)
-		case "ttl":
-			a.RequestLogs.TTL, err = parseDuration(d)
-		case "redact":
-			res := d.RemainingArgs()
-			if len(res) == 0 {
-				return d.ArgErr()
-			}
-			a.RequestLogs.Redact = append(a.RequestLogs.Redact, res...)
-		default:
-			return d.Errf("unrecognized request_logs option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if _, err := a.RequestLogs.bounds(); err != nil {
-		return d.Err(err.Error())
-	}
-	return nil
 }

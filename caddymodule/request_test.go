@@ -56,17 +56,3 @@ func TestRespondError(t *testing.T) {
 		}
 	}
 }
-
-// TestAdminStorageFull: the admin API answers a write that the store
-// refused on a full disk with 507, whatever status the handler chose for
-// other errors (key creation answers 400 for a bad key).
-func TestAdminStorageFull(t *testing.T) {
-	for _, status := range []int{400, 500} {
-		if e := apiErr(status, fmt.Errorf("creating a key: %w", store.ErrStorageFull)); e.HTTPStatus != 507 {
-			t.Errorf("apiErr(%d, storage full) = %d, want 507", status, e.HTTPStatus)
-		}
-		if e := apiErr(status, errors.New("bad")); e.HTTPStatus != status {
-			t.Errorf("apiErr(%d, other) = %d", status, e.HTTPStatus)
-		}
-	}
-}

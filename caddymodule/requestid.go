@@ -1,9 +1,7 @@
 package caddymodule
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -71,22 +69,4 @@ func recordRefusal(w http.ResponseWriter, r *http.Request, mr *airmetrics.Route,
 	}
 	recentRefusals.Add(e)
 	logFields(r, zap.String("air_request_id", id), zap.String("air_refused", code))
-}
-
-// handleRefusals serves GET /air/refusals: the requests this instance
-// refused by itself, newest first, selected by id, user and limit.
-func (Admin) handleRefusals(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return apiErr(http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed", r.Method))
-	}
-	q := r.URL.Query()
-	f := refusals.Filter{ID: q.Get("id"), User: q.Get("user")}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return apiErr(http.StatusBadRequest, fmt.Errorf("limit: want a whole number, got %q", s))
-		}
-		f.Limit = n
-	}
-	return writeAdminJSON(w, http.StatusOK, recentRefusals.List(f))
 }

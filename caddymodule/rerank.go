@@ -12,11 +12,13 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/cohere"
 	"github.com/caddy-air/caddy-air/dialect/openai"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
 func init() {
 	caddy.RegisterModule(Rerank{})
+	gateway.RegisterKind(providers.KindRerank, "POST /v1/rerank")
 	httpcaddyfile.RegisterHandlerDirective("air_rerank", parseHandler[Rerank])
 	httpcaddyfile.RegisterDirectiveOrder("air_rerank", httpcaddyfile.Before, "respond")
 }
@@ -37,10 +39,10 @@ func (Rerank) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for rerank.
 func (h *Rerank) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: openai.Wire, endpoint: billing.EndpointRerank, path: "/rerank",
-		kind: providers.KindRerank, inspect: cohere.InspectRerank, noOutput: true,
-		usage: rerankUsage,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: billing.EndpointRerank, Path: "/rerank", Kind: providers.KindRerank,
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: cohere.InspectRerank},
+		Billing: gateway.Billing{NoOutput: true, Usage: rerankUsage},
 	})
 }
 

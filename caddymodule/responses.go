@@ -22,6 +22,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/reqlog"
@@ -57,9 +58,11 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for the Responses API.
 func (h *Responses) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, protocolSpec{
-		protocol: dresponses.Wire, endpoint: billing.EndpointResponses, path: "/responses",
-		kind: providers.KindChat, inspect: dresponses.InspectResponses, client: translate.Responses,
+	return h.provision(ctx, gateway.Endpoint{
+		Name: billing.EndpointResponses, Path: "/responses", Kind: providers.KindChat,
+		Wire:   gateway.Wire{Protocol: dresponses.Wire, Inspect: dresponses.InspectResponses},
+		Client: translate.Responses,
+		Pin:    h.pinned, Settle: h.remember,
 	})
 }
 
@@ -72,7 +75,7 @@ func (h *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		rest = r.URL.Path[i+len("/responses"):]
 	}
 	if rest == "" || rest == "/" {
-		return h.proxyHandler.ServeHTTP(w, r, next)
+		return handlerError(h.engine.Serve(w, r))
 	}
 	id, sub, _ := strings.Cut(rest[1:], "/")
 	return h.serveStored(w, r, id, sub)
@@ -95,7 +98,7 @@ func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *ap
 	case errors.Is(err, store.ErrNotFound):
 		return ref, errResponseNotFound(id)
 	case err != nil:
-		return ref, errStorage
+		return ref, gateway.ErrStorage
 	}
 	if ref, err = responses.Decode(b); err != nil || ref.User != user {
 		return ref, errResponseNotFound(id)
@@ -106,12 +109,13 @@ func lookup(ctx context.Context, st *state, user, id string) (responses.Ref, *ap
 // pinned returns the only attempt of a create that continues a previous
 // response: the deployment that holds it. Chat and messages are not
 // pinned.
-func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in dialect.Inspected, route *providers.Route) ([]providers.Attempt, *apierror.Error) {
-	if h.spec.protocol != dresponses.Wire || in.PreviousResponseID == "" {
+func (h *Responses) pinned(x *gateway.Exchange) ([]providers.Attempt, *apierror.Error) {
+	ctx, st, key, in, route := x.R.Context(), x.Deps.Shared.(*state), x.Deps.Key, x.In, x.Route
+	if in.PreviousResponseID == "" {
 		return nil, nil
 	}
 	ref, aerr := lookup(ctx, st, key.User, in.PreviousResponseID)
-	if aerr == errStorage {
+	if aerr == gateway.ErrStorage {
 		return nil, aerr
 	}
 	if aerr == nil && !key.Allows(ref.Model) {
@@ -141,9 +145,10 @@ func (h *proxyHandler) pinned(ctx context.Context, st *state, key *keys.Key, in 
 // It is called before the answer's end is released, so that a client
 // never holds an id the gateway cannot route, and a response the gateway
 // defers is always polled.
-func (h *proxyHandler) remember(ctx context.Context, st *state, rt *runtime, rec *billing.Record, in dialect.Inspected, res *chatproxy.Result,
-	reservation *billing.Reservation, logged bool) (deferred bool) {
-	if h.spec.protocol != dresponses.Wire || res.ResponseID == "" || st.repos.Responses == nil {
+func (h *Responses) remember(x *gateway.Exchange) (deferred bool) {
+	ctx, st, rt, rec, in, res := x.R.Context(), x.Deps.Shared.(*state), x.Deps.Services.(*runtime), &x.Record, x.In, &x.Result
+	reservation, logged := x.Reservation, x.Logged()
+	if res.ResponseID == "" || st.repos.Responses == nil {
 		return false
 	}
 	ref := responses.Ref{User: rec.User, KeyID: rec.KeyID, Provider: rec.Provider, BaseURL: res.Attempt.BaseURL, Key: -1,
@@ -195,6 +200,9 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
 	}
 	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-air/caddy-air/responses"
 )
@@ -54,28 +53,4 @@ func (c *ResponsesConfig) pollerConfig() responses.Config {
 	}
 	return responses.Config{PollInterval: time.Duration(c.PollInterval), MaxPollInterval: time.Duration(c.MaxPollInterval),
 		MaxAge: time.Duration(c.MaxAge), Lease: time.Duration(c.Lease)}
-}
-
-// parseResponses reads the `responses { … }` block of the air option.
-func (a *App) parseResponses(d *caddyfile.Dispenser) error {
-	a.Responses = &ResponsesConfig{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "poll_interval":
-			a.Responses.PollInterval, err = parseDuration(d)
-		case "max_poll_interval":
-			a.Responses.MaxPollInterval, err = parseDuration(d)
-		case "max_age":
-			a.Responses.MaxAge, err = parseDuration(d)
-		case "lease":
-			a.Responses.Lease, err = parseDuration(d)
-		default:
-			return d.Errf("unrecognized responses option %q", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

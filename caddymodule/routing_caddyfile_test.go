@@ -57,7 +57,7 @@ func TestModelToSyntax(t *testing.T) {
 		"air {\nmodel m p {\nmax_output_tokens 0\n}\n}",
 		"air {\nprovider p {\nprotocol openai\nbase_url http://a\ntry_timeout 0s\n}\n}",
 	} {
-		if err := new(App).UnmarshalCaddyfile(caddyfile.NewTestDispenser(bad)); err == nil {
+		if err := loadCaddyfile(bad); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
 	}
@@ -80,8 +80,8 @@ func TestTryTimeoutConfig(t *testing.T) {
 		{time.Hour, 0, "shorter than timeout 10m0s"},
 	} {
 		a := &App{
-			Storage: &Storage{Dir: t.TempDir()},
-			Providers: []*ProviderConfig{{Name: "p", Protocol: "openai", BaseURLs: []string{"http://a/v1"},
+			StorageRaw: badgerJSON(t.TempDir()),
+			Providers: []*ProviderConfig{{Name: "p", DialectRaw: dialectJSON("openai"), BaseURLs: []string{"http://a/v1"},
 				TryTimeout: caddy.Duration(tc.try), Timeout: caddy.Duration(tc.timeout)}},
 		}
 		err := a.Provision(ctx)

@@ -13,8 +13,8 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
-	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // runtime holds the services of one started config: they combine the
@@ -80,7 +80,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	if st.repos.Responses != nil {
 		pc := a.Responses.pollerConfig()
 		pc.Store, pc.Routes, pc.Biller = st.repos.Responses, a.routes, rb
-		pc.Client = &http.Client{Transport: a.transport.Transport}
+		pc.Transport = a.transport.Transport
 		pc.Logger = a.logger.Named("responses")
 		pc.Holds = st.responseHolds
 		if b := a.reqlogs; b != nil {
@@ -96,7 +96,7 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 	}
 	bc := a.Batches.serviceConfig()
 	bc.Files, bc.Batches, bc.Media, bc.Routes, bc.Biller = st.repos.Files, st.repos.Batches, st.repos.Media, a.routes, rb
-	bc.Client, bc.Router = &http.Client{Transport: a.transport.Transport}, a.router
+	bc.Transport, bc.Router = a.transport.Transport, a.router
 	bc.Holds, bc.MaxJSONDepth, bc.Logger = st.batchHolds, a.MaxJSONDepth, a.logger.Named("batches")
 	bsvc, err := batches.New(bc)
 	if err != nil {
@@ -117,10 +117,10 @@ func (a *App) startRuntime(st *state) (*runtime, error) {
 // the alerts until ctx is done. The pollers resume the running tasks and
 // pending responses of the store, so both survive reloads and restarts.
 func (a *App) runBackground(ctx context.Context, rt *runtime) {
-	if a.Storage.Backend == backendPostgres {
+	if a.storage.Shared() {
 		go a.settleTakenOver(ctx, rt)
 	}
-	go a.router.RunHealthChecks(ctx, a.Transport())
+	go a.router.RunHealthChecks(ctx, upstream.Prober(a.Transport()))
 	alerting := make(chan struct{})
 	go func() {
 		defer close(alerting)
@@ -222,7 +222,7 @@ var (
 
 // taskAttempts is what the task service reports submission attempts to,
 // nil when metrics are off.
-func (a *App) taskAttempts() routing.AttemptObserver {
+func (a *App) taskAttempts() upstream.Observer {
 	if a.metrics == nil {
 		return nil
 	}
@@ -232,8 +232,8 @@ func (a *App) taskAttempts() routing.AttemptObserver {
 // logAtStart reports what a config starts with.
 func (a *App) logAtStart() {
 	a.logger.Info("air app started",
-		zap.String("storage", a.Storage.Backend),
-		zap.String("dir", a.Storage.Dir),
+		zap.String("storage", storageName(a.storage)),
+		zap.String("dir", a.storage.Directory()),
 		zap.Int("providers", len(a.Providers)),
 		zap.Int("models", len(a.Models)),
 		zap.Bool("priced", a.Prices != ""))

@@ -13,13 +13,12 @@ import (
 
 	"github.com/caddy-air/caddy-air/audit"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
 	"github.com/caddy-air/caddy-air/store"
-	"github.com/caddy-air/caddy-air/store/badger"
-	"github.com/caddy-air/caddy-air/store/postgres"
 	"github.com/caddy-air/caddy-air/tasks"
 	"github.com/caddy-air/caddy-air/teams"
 )
@@ -74,39 +73,9 @@ type state struct {
 // within it.
 const teamsRefresh = 2 * time.Second
 
-// openTimeout bounds how long opening a shared backend (connecting and
-// migrating) may take.
-const openTimeout = 2 * time.Minute
-
-// openRepos opens the repositories of s's backend. Validate has checked
-// that the backend exists.
-func openRepos(s *Storage, ledgerRetention time.Duration, log *zap.Logger) (store.Repos, error) {
-	switch s.Backend {
-	case backendBadger:
-		return badger.OpenRepos(badger.Config{Dir: s.Dir, LedgerRetention: ledgerRetention, Logger: log})
-	case backendPostgres:
-		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-		defer cancel()
-		o := postgres.Options{DSN: s.dsn, Retention: ledgerRetention, Logger: log.Named("postgres")}
-		if s.IntentGather != nil {
-			// In Options zero is the default and negative none.
-			o.IntentGather = time.Duration(*s.IntentGather)
-			if o.IntentGather == 0 {
-				o.IntentGather = -1
-			}
-		}
-		db, err := postgres.Open(ctx, o)
-		if err != nil {
-			return store.Repos{}, err
-		}
-		return db.Repos(), nil
-	}
-	return store.Repos{}, fmt.Errorf("storage backend %q is not supported", s.Backend)
-}
-
 // openState opens the backend that s selects and the services on top of
 // its repositories.
-func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *zap.Logger) (*state, error) {
+func openState(s airmod.Storage, ledgerRetention time.Duration, minFree int64, log *zap.Logger) (*state, error) {
 	repos, err := openRepos(s, ledgerRetention, log)
 	if err != nil {
 		return nil, err
@@ -119,13 +88,13 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		return nil, fmt.Errorf("loading budgets: %w", err)
 	}
 	ledger := billing.NewLedger(repos.Ledger, repos.Intents, log.Named("ledger"))
-	if s.Backend == backendPostgres {
+	if s.Shared() {
 		// Several instances share the budgets: admit against leased
 		// slices of them and shared rate limits.
 		budgets.Share(ctx, billing.SharedConfig{RateLimits: repos.RateLimits, Flush: ledger.Flush})
 	}
 	var refresh time.Duration
-	if s.Backend == backendPostgres {
+	if s.Shared() {
 		refresh = teamsRefresh // other instances change them too
 	}
 	ts, err := teams.NewService(ctx, repos.Teams, refresh)
@@ -152,7 +121,7 @@ func openState(s *Storage, ledgerRetention time.Duration, minFree int64, log *za
 		taskHolds:     tasks.NewHolds(),
 		responseHolds: responses.NewHolds(),
 		batchHolds:    holds.New(),
-		guard:         newStorageGuard(s.Dir, minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),
+		guard:         newStorageGuard(s.Directory(), minFree, repos.Reserve, ledger.Backlogged, log.Named("storage")),
 		stop:          stop,
 		log:           log,
 	}, nil

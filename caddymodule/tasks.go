@@ -15,14 +15,18 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
 func init() {
 	caddy.RegisterModule(Tasks{})
+	gateway.RegisterKind(providers.KindImage, "POST /v1/tasks")
+	gateway.RegisterKind(providers.KindVideo, "POST /v1/tasks")
 	caddy.RegisterModule(Media{})
 	httpcaddyfile.RegisterHandlerDirective("air_tasks", parseHandler[Tasks])
 	httpcaddyfile.RegisterHandlerDirective("air_media", parseHandler[Media])
@@ -56,6 +60,9 @@ func (h *Tasks) Provision(ctx caddy.Context) (err error) {
 // ServeHTTP dispatches on method and path.
 func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	key, st, rt, aerr := h.app.caller(r)
+	if aerr == nil {
+		aerr = checkBody(r)
+	}
 	if aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}
@@ -73,23 +80,9 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case r.Method == http.MethodPost && id == "":
 		return h.create(w, r, key, st, rt)
 	case read && id != "":
-		task, aerr := rt.tasks.Get(r.Context(), owner, id)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		h.app.countRead(r, h.app.metricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
-		return writeJSON(w, http.StatusOK, task.QueryView())
+		return h.get(w, r, rt, owner, id)
 	case read:
-		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		h.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
-		return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
+		return h.list(w, r, rt, owner)
 	default:
 		allow := "GET, HEAD, POST"
 		if id != "" {
@@ -99,6 +92,30 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
 			"use POST /v1/tasks, GET /v1/tasks/{id} or GET /v1/tasks"))
 	}
+}
+
+// get serves GET /v1/tasks/{id}.
+func (h *Tasks) get(w http.ResponseWriter, r *http.Request, rt *runtime, owner tasks.Owner, id string) error {
+	task, aerr := rt.tasks.Get(r.Context(), owner, id)
+	if aerr != nil {
+		return h.app.refuseRead(w, r, nil, aerr)
+	}
+	h.app.countRead(r, h.app.metricsRoute(task.Model), airmetrics.OutcomeOK, http.StatusOK)
+	return writeJSON(w, http.StatusOK, task.QueryView())
+}
+
+// list serves GET /v1/tasks.
+func (h *Tasks) list(w http.ResponseWriter, r *http.Request, rt *runtime, owner tasks.Owner) error {
+	limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
+	if aerr != nil {
+		return h.app.refuseRead(w, r, nil, aerr)
+	}
+	page, aerr := rt.tasks.ListPage(r.Context(), owner, r.URL.Query().Get("after"), limit)
+	if aerr != nil {
+		return h.app.refuseRead(w, r, nil, aerr)
+	}
+	h.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
+	return writeJSON(w, http.StatusOK, tasks.NewListView(page.Tasks, page.HasMore))
 }
 
 // create serves POST /v1/tasks.

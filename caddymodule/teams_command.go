@@ -6,10 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/caddy-air/caddy-air/admin"
 )
 
 // teamCommand is caddy air team: create, add, remove, limits and list,
@@ -25,14 +25,14 @@ func teamCommand() *cobra.Command {
 	}
 	// call sends a request about one team and prints the team it answers.
 	call := func(cmd *cobra.Command, method, path string, body []byte) error {
-		var out teamView
+		var out admin.TeamView
 		if err := adminCall(cmd, method, path, body, &out); err != nil {
 			return err
 		}
 		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-			return printJSON(cmd.OutOrStdout(), out)
+			return admin.PrintJSON(cmd.OutOrStdout(), out)
 		}
-		return printTeam(cmd.OutOrStdout(), &out)
+		return admin.PrintTeam(cmd.OutOrStdout(), &out)
 	}
 	create := &cobra.Command{
 		Use:   "create <team> [--models <ids,globs>]",
@@ -40,7 +40,7 @@ func teamCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			models, _ := cmd.Flags().GetStringSlice("models")
-			body, _ := json.Marshal(createTeamRequest{Name: args[0], Models: models})
+			body, _ := json.Marshal(admin.CreateTeamRequest{Name: args[0], Models: models})
 			return call(cmd, http.MethodPost, "/air/teams", body)
 		},
 	}
@@ -91,12 +91,12 @@ func teamCommand() *cobra.Command {
 		Short: "Lists the teams with their members, limits and spend",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return getAndPrint(cmd, "/air/teams", func(w io.Writer, out *[]teamView) error {
+			return getAndPrint(cmd, "/air/teams", func(w io.Writer, out *[]admin.TeamView) error {
 				for i := range *out {
 					if i > 0 {
 						fmt.Fprintln(w)
 					}
-					if err := printTeam(w, &(*out)[i]); err != nil {
+					if err := admin.PrintTeam(w, &(*out)[i]); err != nil {
 						return err
 					}
 				}
@@ -109,31 +109,4 @@ func teamCommand() *cobra.Command {
 	}
 	team.AddCommand(create, add, remove, limits, list, logRequestsCommand("team", func(n string) string { return teamPath(n) }))
 	return groupCommand(team)
-}
-
-// printTeam prints a team: its name, models, members, limits and spend.
-func printTeam(w io.Writer, t *teamView) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "team:\t%s\n", terminalSafe(t.Name))
-	models := "all"
-	if len(t.Models) > 0 {
-		models = terminalSafe(strings.Join(t.Models, ","))
-	}
-	fmt.Fprintf(tw, "models:\t%s\n", models)
-	members := make([]string, 0, len(t.Members))
-	for _, m := range t.Members {
-		s := terminalSafe(m.User)
-		if m.Admin {
-			s += " (admin)"
-		}
-		members = append(members, s)
-	}
-	if len(members) == 0 {
-		members = append(members, "none")
-	}
-	fmt.Fprintf(tw, "members:\t%s\n", strings.Join(members, ", "))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return printBudgetStatus(w, t.Budget)
 }

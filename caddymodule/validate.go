@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,15 +11,13 @@ import (
 
 // checkConfig checks the ranges and combinations of the air app's
 // settings that Validate's checks do not cover, whatever wrote the
-// config: the Caddyfile's parsers run the same checks (so that their
-// errors name a line), and a JSON config or an admin /load gets the same
-// messages. It runs first in Provision, before defaults fill the zero
-// values in and before the routing table is built from the providers
-// and models.
+// config: the Caddyfile only parses (caddyfile_*.go), so a Caddyfile, a
+// JSON config and an admin /load get the same checks and messages. The
+// storage backend and the providers' dialects check their own settings
+// when they are loaded. It runs first in Provision, before defaults fill
+// the zero values in and before the routing table is built from the
+// providers and models.
 func (a *App) checkConfig() error {
-	if err := a.Storage.check(); err != nil {
-		return err
-	}
 	if err := positive("ledger_retention", a.LedgerRetention); err != nil {
 		return err
 	}
@@ -54,21 +51,6 @@ func positive(pairs ...any) error {
 		if d := pairs[i+1].(caddy.Duration); d < 0 {
 			return fmt.Errorf("%s: bad duration %s (want a positive one)", pairs[i], time.Duration(d))
 		}
-	}
-	return nil
-}
-
-// check checks the storage settings of s, which may be nil: intent_gather
-// is a setting of postgres, from 0 to 1s.
-func (s *Storage) check() error {
-	if s == nil || s.IntentGather == nil {
-		return nil
-	}
-	if s.Backend != backendPostgres {
-		return errors.New("intent_gather is a setting of storage postgres")
-	}
-	if g := time.Duration(*s.IntentGather); g < 0 || g > time.Second {
-		return fmt.Errorf("intent_gather: bad duration %s (0 to 1s)", g)
 	}
 	return nil
 }

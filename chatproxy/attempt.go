@@ -2,7 +2,6 @@ package chatproxy
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // attempt is one upstream request in flight. Its context is cancelled with
@@ -139,19 +139,7 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 		telemetry.Inject(ctx, h)
 		req.Header = h
 	}
-	rt := p.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	at.resp, at.err = rt.RoundTrip(req)
-	if at.err == nil && at.resp.StatusCode < http.StatusOK {
-		// A final 1xx (101 Switching Protocols to a request that asked
-		// for no upgrade) is no answer: the connection it hands over
-		// would only fall silent until the timeout.
-		code := at.resp.StatusCode
-		at.resp.Body.Close()
-		at.resp, at.err = nil, fmt.Errorf("upstream answered %d to a request that asked for no upgrade", code)
-	}
+	at.resp, at.err = upstream.Send(p.Transport, req)
 	if at.err == nil && c.transcode != nil {
 		at.resp = c.transcode(at.resp)
 	}

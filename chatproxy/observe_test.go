@@ -113,7 +113,7 @@ func TestServeTracesMessages(t *testing.T) {
 	whole := newUpstream(t, answer(200, "application/json", `{"model":"claude-y","stop_reason":"max_tokens","usage":{"input_tokens":3,"output_tokens":4}}`))
 	refused := newUpstream(t, answer(400, "application/json", `{"type":"error","error":{"type":"invalid_request_error","message":"no"}}`))
 	for i, tc := range []struct {
-		up     *upstream
+		up     *fakeUpstream
 		stream bool
 		want   map[attribute.Key]string
 	}{

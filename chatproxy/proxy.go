@@ -14,7 +14,7 @@ import (
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
-	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 	"go.uber.org/zap"
 )
 
@@ -66,20 +66,13 @@ type Proxy struct {
 	// and their usage is estimated.
 	MaxJSONDepth int
 	// Attempts, if set, is told of every upstream attempt.
-	Attempts routing.AttemptObserver
+	Attempts upstream.Observer
 	// Router picks every attempt's upstream. When nil, or for a Call
 	// without a Route, each provider gets a router of its own, made on
 	// first use.
 	Router *routing.Router
 
 	adhoc sync.Map // *providers.Provider → *routing.Router
-}
-
-// observe tells the observer, if any, of an attempt.
-func (p *Proxy) observe(provider, result string, retried bool) {
-	if p.Attempts != nil {
-		p.Attempts.Attempt(provider, result, retried)
-	}
 }
 
 // Call is one request to proxy.
@@ -252,100 +245,17 @@ func (r *Result) Close() { r.Held.Close() }
 // upstream_timeout. Other upstream statuses are passed through at once,
 // an error (400 and up, 403 included) rebuilt and scrubbed the same way.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) Result {
-	res := Result{Provider: c.Provider.Name, Writer: w}
-	plan := p.plan(c)
-	var last *ended               // the failed attempt whose metric waits to know if another followed
-	var failed *failure           // the last attempt's answer, when it was a 429 or 5xx
-	var failedLeg legged          // the call and writer of failed
-	var tryTimedOut time.Duration // the try timeout the last attempt exceeded, 0 if it did not
-	for {
-		t, err := plan.Next(r.Context())
-		if last != nil {
-			p.observe(last.provider, last.result, err == nil)
-			last = nil
-		}
-		if err != nil {
-			return p.giveUp(c, &res, failed, failedLeg, tryTimedOut, err)
-		}
-		failed = nil
-		res.Attempts, res.Provider, res.Target = t.Number, t.Provider.Name, t
-		leg, body, berr := p.legFor(c, w, t)
-		if berr != nil {
-			t.Done(routing.Outcome{Canceled: true})
-			res.Err = berr
-			return p.giveUp(c, &res, nil, legged{}, 0, berr)
-		}
-		timeout := t.Provider.Timeout
-		if timeout <= 0 {
-			timeout = DefaultTimeout
-		}
-		ctx, span := startAttempt(r.Context(), c, t)
-		ctx, headers := t.Try(ctx)
-		sent := time.Now()
-		at := p.send(ctx, leg.c, body, t.Attempt, timeout)
-		if !headers() && at.err == nil {
-			at.err = routing.ErrTryTimeout // the answer came as the bound passed: dropped all the same
-		}
-		res.Wrote = res.Wrote || at.wrote.Load()
-		tryTimedOut = 0
-		if at.err != nil {
-			at.close()
-			res.Err = at.err
-			switch {
-			case r.Context().Err() != nil:
-				p.end(span, c, t, &ended{result: routing.AttemptCanceled, errType: errTypeCanceled, err: at.err, outcome: routing.Outcome{Canceled: true}})
-				res.Status, res.Outcome = 499, OutcomeCanceled
-				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
-				return res
-			case routing.TimedOut(at.ctx, at.err):
-				// No headers within the try timeout: abandoned (its
-				// connection closed), and the next attempt goes.
-				tryTimedOut, res.Err = t.TryTimeout(), routing.ErrTryTimeout
-				last = &ended{provider: t.Provider.Name, result: routing.AttemptTimeout, errType: errTypeTimeout, err: routing.ErrTryTimeout,
-					outcome: routing.Outcome{Timeout: true}, deferred: true}
-				p.end(span, c, t, last)
-				continue
-			case context.Cause(at.ctx) == errTimeout:
-				p.end(span, c, t, &ended{result: routing.AttemptTimeout, errType: errTypeTimeout, err: errTimeout, outcome: routing.Outcome{Timeout: true}})
-				res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
-				res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
-				res.Held = heldError(c.Wire.ErrorShape(), apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
-					fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
-				return res
-			}
-			last = &ended{provider: t.Provider.Name, result: routing.AttemptConnectError, errType: errTypeUnavailable, err: at.err,
-				outcome: routing.Outcome{Err: at.err}, deferred: true}
-			p.end(span, c, t, last)
-			continue
-		}
-		status := at.resp.StatusCode
-		if routing.Retryable(status) {
-			f := readFailure(c, t.Attempt, at.resp)
-			at.close()
-			if status == http.StatusTooManyRequests || status >= 500 {
-				failed, failedLeg = f, leg
-			}
-			res.Err = fmt.Errorf("upstream answered %d", status)
-			last = &ended{provider: t.Provider.Name, result: routing.StatusResult(status), status: status,
-				errType: telemetry.StatusErrorType(status), err: res.Err, deferred: true,
-				outcome: routing.Outcome{Status: status, Quota: routing.QuotaError(f.raw),
-					RetryAfter: routing.ParseRetryAfter(f.header.Get("Retry-After"), time.Now()), TTFB: time.Since(sent)}}
-			p.end(span, c, t, last)
-			continue
-		}
-		ttfb := time.Since(sent)
-		// A traced attempt collects its answer's model and finish reasons.
-		var meta *dialect.Meta
-		if span.IsRecording() {
-			meta = new(dialect.Meta)
-		}
-		res.Attempt, res.Writer = t.Attempt, leg.w
-		p.deliver(leg.w, r, leg.c, at, &res, meta)
-		at.close()
-		p.end(span, c, t, &ended{provider: t.Provider.Name, result: routing.StatusResult(status), res: &res, meta: meta,
-			outcome: routing.Outcome{Status: status, TTFB: ttfb}})
-		return res
+	s := serving{p: p, c: c, w: w, r: r, res: Result{Provider: c.Provider.Name, Writer: w}}
+	run := upstream.Runner{Logger: p.Logger, Health: p.Health, Observer: p.Attempts}
+	spec := upstream.Spec{Operation: c.operation(), Model: c.Inspected.Model, RequestID: c.RequestID, Client: c.Client}
+	err := run.Run(r.Context(), p.plan(c), &spec, &s)
+	switch {
+	case err == nil:
+		return s.res
+	case s.unprepared:
+		return p.giveUp(c, &s.res, nil, legged{}, 0, err)
 	}
+	return p.giveUp(c, &s.res, s.failed, s.failedLeg, s.tryTimedOut, err)
 }
 
 // giveUp answers a request no attempt served: 499 when the client left;

@@ -21,8 +21,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// upstream is a test provider that records what it receives.
-type upstream struct {
+// fakeUpstream is a test provider that records what it receives.
+type fakeUpstream struct {
 	*httptest.Server
 	mu      sync.Mutex
 	hits    int
@@ -31,9 +31,9 @@ type upstream struct {
 	paths   []string
 }
 
-func newUpstream(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) *upstream {
+func newUpstream(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) *fakeUpstream {
 	t.Helper()
-	u := &upstream{}
+	u := &fakeUpstream{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
@@ -48,7 +48,7 @@ func newUpstream(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) *
 	return u
 }
 
-func (u *upstream) count() int {
+func (u *fakeUpstream) count() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.hits
@@ -515,7 +515,7 @@ func gateway(t *testing.T, call func() *Call) (string, chan Result) {
 
 // postStream sends a streaming chat request through a gateway to up and
 // returns the response and the channel of the gateway's result.
-func postStream(t *testing.T, up *upstream) (*http.Response, chan Result) {
+func postStream(t *testing.T, up *fakeUpstream) (*http.Response, chan Result) {
 	t.Helper()
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	url, results := gateway(t, func() *Call { return chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "") })

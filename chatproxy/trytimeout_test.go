@@ -18,7 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// attemptLog records the attempts told to an AttemptObserver.
+// attemptLog records the attempts told to an upstream.Observer.
 type attemptLog struct {
 	mu   sync.Mutex
 	seen []string
@@ -61,7 +61,7 @@ func TestServeTryTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var urls []string
-			var ups []*upstream
+			var ups []*fakeUpstream
 			for _, h := range tc.handlers {
 				u := newUpstream(t, h)
 				ups, urls = append(ups, u), append(urls, u.URL)

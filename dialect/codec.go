@@ -30,6 +30,9 @@ type StreamDecoder interface {
 	Next(ev *Event) bool
 	// End reports the stream's end: an EventError with ErrCut in ev and
 	// true if it ended before its final event, false if it was complete.
+	// A protocol whose stream has no final event of its own (Gemini's
+	// ends with its body, and its usage may follow the finish reason)
+	// yields its EventStop here, with true.
 	End(ev *Event) bool
 }
 

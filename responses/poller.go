@@ -13,12 +13,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/dialect/authn"
 	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // Defaults of Config.
@@ -50,8 +50,9 @@ type Config struct {
 	Routes Routes
 	// Biller writes the records. Required.
 	Biller Biller
-	// Client sends the retrievals; nil means http.DefaultClient.
-	Client *http.Client
+	// Transport sends the retrievals (through package upstream, which
+	// follows no redirects); nil means http.DefaultTransport.
+	Transport http.RoundTripper
 	// PollInterval is the shortest time between two polls of a response,
 	// and the wait before its first. Default: DefaultPollInterval.
 	PollInterval time.Duration
@@ -93,9 +94,6 @@ type Poller struct {
 func NewPoller(c Config) (*Poller, error) {
 	if c.Store == nil || c.Routes == nil || c.Biller == nil {
 		return nil, errors.New("responses: store, routes and biller are required")
-	}
-	if c.Client == nil {
-		c.Client = http.DefaultClient
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = DefaultPollInterval
@@ -282,18 +280,18 @@ var errGone = errors.New("the upstream answered 404 for the response")
 // poll retrieves response id from the deployment that holds it.
 func (p *Poller) poll(ctx context.Context, id string, ref *Ref) (observation, error) {
 	var o observation
-	a, ok := ref.AttemptOf(p.c.Routes.Provider(ref.Provider))
+	prov := p.c.Routes.Provider(ref.Provider)
+	a, ok := ref.AttemptOf(prov)
 	if !ok {
 		return o, fmt.Errorf("the deployment of provider %q that holds the response is no longer configured", ref.Provider)
 	}
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.BaseURL+"/responses/"+url.PathEscape(id), nil)
+	req, err := upstream.NewRequest(ctx, prov, a, http.MethodGet, "/responses/"+url.PathEscape(id), nil)
 	if err != nil {
 		return o, err
 	}
-	authn.SetAuth(req.Header, providers.ProtocolOpenAI, a.APIKey, nil)
-	resp, err := p.c.Client.Do(req)
+	resp, err := upstream.Send(p.c.Transport, req)
 	if err != nil {
 		return o, err
 	}

@@ -52,9 +52,9 @@ type routes map[string]*providers.Provider
 
 func (r routes) Provider(name string) *providers.Provider { return r[name] }
 
-// upstream is a fake provider that answers a retrieval with body, or
+// fakeUpstream is a fake provider that answers a retrieval with body, or
 // status when it is not 200.
-type upstream struct {
+type fakeUpstream struct {
 	mu     sync.Mutex
 	status int
 	header http.Header
@@ -64,15 +64,15 @@ type upstream struct {
 	hang   chan struct{} // when set, a retrieval waits until it closes
 }
 
-func (u *upstream) set(status int, body string) {
+func (u *fakeUpstream) set(status int, body string) {
 	u.mu.Lock()
 	u.status, u.body = status, body
 	u.mu.Unlock()
 }
 
-func (u *upstream) count() int { u.mu.Lock(); defer u.mu.Unlock(); return u.polls }
+func (u *fakeUpstream) count() int { u.mu.Lock(); defer u.mu.Unlock(); return u.polls }
 
-func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.polls++
 	u.auth = append(u.auth, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
@@ -97,7 +97,7 @@ type env struct {
 	clock  *fakeclock.Clock
 	store  store.Responses
 	ledger *ledger
-	up     *upstream
+	up     *fakeUpstream
 	routes routes
 	poller *Poller
 }
@@ -111,7 +111,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	up := &upstream{status: http.StatusOK, body: `{"id":"resp_bg1","object":"response","status":"queued"}`}
+	up := &fakeUpstream{status: http.StatusOK, body: `{"id":"resp_bg1","object":"response","status":"queued"}`}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, clock: fakeclock.New(time.Now().UTC().Truncate(time.Second)), store: badger.NewResponses(db),

@@ -2,14 +2,8 @@ package routing
 
 import "net/http"
 
-// AttemptObserver is told of every upstream attempt, by every endpoint:
-// the provider's name, the attempt's result (one of the Attempt*
-// constants) and whether another attempt followed it.
-type AttemptObserver interface {
-	Attempt(provider, result string, retried bool)
-}
-
-// Results of an upstream attempt, for AttemptObserver.
+// Results of an upstream attempt, for its log line and for the attempt
+// metric (upstream.Observer).
 const (
 	// AttemptOK is an answer with a 1xx, 2xx or 3xx status.
 	AttemptOK = "ok"

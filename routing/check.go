@@ -2,13 +2,10 @@ package routing
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -31,10 +28,16 @@ const (
 	DefaultHealthTimeout  = 5 * time.Second
 )
 
+// Prober sends one health check, a GET of path below attempt a of
+// provider p (its base URL, with its key), under ctx, which bounds it,
+// and reports whether it answered 2xx. Package upstream makes it
+// (upstream.Prober), with the provider's credentials.
+type Prober func(ctx context.Context, p *providers.Provider, a providers.Attempt, path string) bool
+
 // RunHealthChecks runs the active health checks of every provider that
-// has one, through rt, until ctx is done. It returns at once when none
+// has one, with probe, until ctx is done. It returns at once when none
 // has.
-func (r *Router) RunHealthChecks(ctx context.Context, rt http.RoundTripper) {
+func (r *Router) RunHealthChecks(ctx context.Context, probe Prober) {
 	done := make(chan struct{})
 	n := 0
 	for _, p := range r.provs {
@@ -44,7 +47,7 @@ func (r *Router) RunHealthChecks(ctx context.Context, rt http.RoundTripper) {
 		n++
 		go func() {
 			defer func() { done <- struct{}{} }()
-			r.checkLoop(ctx, rt, p)
+			r.checkLoop(ctx, probe, p)
 		}()
 	}
 	for range n {
@@ -53,7 +56,7 @@ func (r *Router) RunHealthChecks(ctx context.Context, rt http.RoundTripper) {
 }
 
 // checkLoop checks p's upstreams at its interval until ctx is done.
-func (r *Router) checkLoop(ctx context.Context, rt http.RoundTripper, p *provider) {
+func (r *Router) checkLoop(ctx context.Context, probe Prober, p *provider) {
 	hc := *p.opts.HealthCheck
 	if hc.Path == "" {
 		hc.Path = DefaultHealthPath
@@ -67,7 +70,7 @@ func (r *Router) checkLoop(ctx context.Context, rt http.RoundTripper, p *provide
 	t := time.NewTicker(hc.Interval)
 	defer t.Stop()
 	for {
-		r.CheckProvider(ctx, rt, p.p.Name, hc)
+		r.CheckProvider(ctx, probe, p.p.Name, hc)
 		select {
 		case <-ctx.Done():
 			return
@@ -77,8 +80,8 @@ func (r *Router) checkLoop(ctx context.Context, rt http.RoundTripper, p *provide
 }
 
 // CheckProvider runs one round of health checks of the named provider:
-// every base URL with every key.
-func (r *Router) CheckProvider(ctx context.Context, rt http.RoundTripper, name string, hc HealthCheck) {
+// every base URL with every key, each bounded by hc.Timeout.
+func (r *Router) CheckProvider(ctx context.Context, probe Prober, name string, hc HealthCheck) {
 	p := r.provs[name]
 	if p == nil {
 		return
@@ -89,7 +92,9 @@ func (r *Router) CheckProvider(ctx context.Context, rt http.RoundTripper, name s
 	}
 	for bi, base := range p.p.BaseURLs {
 		for ki, key := range keys {
-			ok := probe(ctx, rt, p.p, base, key, hc)
+			pctx, cancel := context.WithTimeout(ctx, hc.Timeout)
+			ok := probe(pctx, p.p, providers.Attempt{BaseURL: trimSlash(base), APIKey: key}, hc.Path)
+			cancel()
 			if p.setHealthy(bi, ki, ok) {
 				f := []zap.Field{zap.String("provider", name), zap.String("base_url", publicURL(base)), zap.Int("key", ki)}
 				if ok {
@@ -100,30 +105,6 @@ func (r *Router) CheckProvider(ctx context.Context, rt http.RoundTripper, name s
 			}
 		}
 	}
-}
-
-// probe sends one health check and reports whether it answered 2xx.
-func probe(ctx context.Context, rt http.RoundTripper, p *providers.Provider, base, key string, hc HealthCheck) bool {
-	ctx, cancel := context.WithTimeout(ctx, hc.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, trimSlash(base)+hc.Path, nil)
-	if err != nil {
-		return false
-	}
-	if p.Endpoint != nil {
-		if p.Endpoint.Authorize(req, providers.Attempt{BaseURL: base, APIKey: key}) != nil {
-			return false
-		}
-	} else if key != "" {
-		authn.SetAuth(req.Header, p.Protocol, key, nil)
-	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 300
 }
 
 // trimSlash removes a base URL's trailing slashes.

@@ -2,68 +2,60 @@ package routing
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net/http"
-	"strings"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/caddy-air/caddy-air/providers"
 )
 
-// recordRT answers 200 and records the requests.
-type recordRT struct{ reqs []*http.Request }
-
-func (r *recordRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	r.reqs = append(r.reqs, req)
-	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
-}
-
-// tokenEndpoint authenticates with a bearer token, or fails.
-type tokenEndpoint struct{ fail bool }
-
-func (e tokenEndpoint) NewRequest(context.Context, providers.Attempt, string, bool, []byte) (*http.Request, error) {
-	return nil, errors.New("not for health checks")
-}
-
-func (e tokenEndpoint) Authorize(req *http.Request, a providers.Attempt) error {
-	if e.fail {
-		return errors.New("no token")
+// TestCheckProviderProbesEveryUpstream: a round of health checks probes
+// every base URL × key of the provider (base URLs without their trailing
+// slash, each probe bounded by the check's timeout), and an upstream
+// whose probe failed leaves rotation until one passes. How a probe
+// authenticates and sends is upstream's (upstream.Prober).
+func TestCheckProviderProbesEveryUpstream(t *testing.T) {
+	p := &providers.Provider{Name: "p", Protocol: "openai", BaseURLs: []string{"https://a.example/v1/", "https://b.example/v1"}, APIKeys: []string{"k0", "k1"}}
+	tbl, err := providers.NewTable([]*providers.Provider{p}, []*providers.Route{{Pattern: "m", Provider: p}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer token-for-"+a.BaseURL)
-	return nil
-}
-
-// TestProbeAuthenticates: a health check carries the provider's
-// credentials: its protocol's key header, or its endpoint's (a cloud's
-// bearer token); an endpoint that cannot authenticate fails the check
-// without a request.
-func TestProbeAuthenticates(t *testing.T) {
-	for i, tc := range []struct {
-		p           *providers.Provider
-		key         string
-		header, val string
-		ok          bool
-	}{
-		{&providers.Provider{Protocol: "openai"}, "sk-1", "Authorization", "Bearer sk-1", true},
-		{&providers.Provider{Protocol: "anthropic"}, "ak-1", "X-Api-Key", "ak-1", true},
-		{&providers.Provider{Protocol: "gemini"}, "AIza-1", "X-Goog-Api-Key", "AIza-1", true},
-		{&providers.Provider{Protocol: "vertex", Endpoint: tokenEndpoint{}}, "", "Authorization", "Bearer token-for-https://v.example", true},
-		{&providers.Provider{Protocol: "vertex", Endpoint: tokenEndpoint{fail: true}}, "", "", "", false},
-	} {
-		rt := &recordRT{}
-		ok := probe(context.Background(), rt, tc.p, "https://v.example", tc.key, HealthCheck{Path: "/models", Timeout: DefaultHealthTimeout})
-		if ok != tc.ok {
-			t.Errorf("Test %d: probe %t, want %t", i, ok, tc.ok)
+	r := New(Config{Table: tbl, Options: map[string]Options{"p": {HealthCheck: &HealthCheck{}}}})
+	var mu sync.Mutex
+	var probed []string
+	failing := "https://b.example/v1 k1"
+	probe := func(ctx context.Context, pp *providers.Provider, a providers.Attempt, path string) bool {
+		_, bounded := ctx.Deadline()
+		mu.Lock()
+		defer mu.Unlock()
+		probed = append(probed, a.BaseURL+" "+a.APIKey)
+		if pp != p || path != "/models" || !bounded {
+			t.Errorf("probe of %s %q, bounded %t", pp.Name, path, bounded)
 		}
-		if !tc.ok {
-			if len(rt.reqs) != 0 {
-				t.Errorf("Test %d: an unauthenticated check was sent", i)
+		return a.BaseURL+" "+a.APIKey != failing
+	}
+	r.CheckProvider(context.Background(), probe, "p", HealthCheck{Path: "/models", Timeout: DefaultHealthTimeout})
+	want := []string{"https://a.example/v1 k0", "https://a.example/v1 k1", "https://b.example/v1 k0", "https://b.example/v1 k1"}
+	if !slices.Equal(probed, want) {
+		t.Fatalf("probed %q, want %q", probed, want)
+	}
+	out := 0
+	for _, st := range r.Status() {
+		if !st.Available {
+			out++
+			if st.Reason != "health_check" || st.Key != 1 {
+				t.Errorf("out of rotation: %+v", st)
 			}
-			continue
 		}
-		if len(rt.reqs) != 1 || rt.reqs[0].Header.Get(tc.header) != tc.val || rt.reqs[0].URL.String() != "https://v.example/models" {
-			t.Errorf("Test %d: request %+v", i, rt.reqs)
+	}
+	if out != 1 {
+		t.Errorf("%d upstreams out of rotation, want the one that failed its check", out)
+	}
+	failing = ""
+	r.CheckProvider(context.Background(), probe, "p", HealthCheck{Path: "/models", Timeout: DefaultHealthTimeout})
+	for _, st := range r.Status() {
+		if !st.Available {
+			t.Errorf("still out after passing its check: %+v", st)
 		}
 	}
 }

@@ -12,11 +12,11 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/dialect/authn"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // adapter speaks one provider protocol's generation API.
@@ -43,11 +43,12 @@ func adapterFor(protocol string) adapter {
 type call struct {
 	// client sends the request.
 	client *http.Client
+	// p is the provider called: its dialect sets the credentials of the
+	// call's requests (upstream.NewRequest), and media may be downloaded
+	// from the hosts of its configured base URLs whatever their address.
+	p *providers.Provider
 	// attempt is the base URL and key to use.
 	attempt providers.Attempt
-	// bases are the provider's configured base URLs, whose hosts media
-	// may be downloaded from whatever their address.
-	bases []string
 	// kind is "image" or "video".
 	kind string
 	// model is the upstream model id.
@@ -107,11 +108,13 @@ func (o *outcome) release() {
 type mediaRef struct {
 	// url is where the file can be downloaded.
 	url string
+	// path, set in place of url, is the file's path below the base URL
+	// of the call that delivered it: its download is a request to the
+	// provider, with the provider's credentials (upstream.NewRequest).
+	path string
 	// keep means url stays valid for at least 24 hours and is returned to
 	// the client as it is.
 	keep bool
-	// header is sent with the download (credentials).
-	header http.Header
 	// data holds the file when the upstream sent it inline.
 	data []byte
 }
@@ -181,28 +184,32 @@ const (
 	maxImageJSONB64 = 16 << 20
 )
 
-// exchange sends one request and returns the status, headers and body of
-// the answer, which may be up to maxJSONBody long. A failure to get an
-// answer is an *upstreamError with status 0. An answer nested deeper than
-// c.maxDepth is not read: a 2xx one is an *upstreamError, another comes
-// back with an empty body, to be judged by its status alone.
-func exchange(ctx context.Context, c *call, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
-	return exchangeLimit(ctx, c, maxJSONBody, nil, method, url, header, body)
+// exchange sends one request, of method to path below the call's base
+// URL with the provider's credentials and the extra headers in header,
+// and returns the status, headers and body of the answer, which may be up
+// to maxJSONBody long. A failure to get an answer is an *upstreamError
+// with status 0. An answer nested deeper than c.maxDepth is not read: a
+// 2xx one is an *upstreamError, another comes back with an empty body, to
+// be judged by its status alone.
+func exchange(ctx context.Context, c *call, method, path string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
+	return exchangeLimit(ctx, c, maxJSONBody, nil, method, path, header, body)
 }
 
 // exchangeLimit is exchange with an answer of up to limit bytes. With a
 // non-nil ch the answer is read into a buffer charged to it (see
 // readAnswer), which the caller releases once done with the answer, also
 // after an error; a read beyond the budget is a permanent *upstreamError.
-func exchangeLimit(ctx context.Context, c *call, limit int64, ch *charge, method, url string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+func exchangeLimit(ctx context.Context, c *call, limit int64, ch *charge, method, path string, header http.Header, body *upBody) (int, http.Header, []byte, error) {
+	req, err := upstream.NewRequest(ctx, c.p, c.attempt, method, path, nil)
 	if err != nil {
 		return 0, nil, nil, &upstreamError{name: errUpstream, msg: "bad upstream request", permanent: true, cause: err}
 	}
 	if body != nil {
 		// The transport closes the body, releasing its pin, when it is
 		// done with it (which may be after Do returned); a retry on a
-		// fresh connection reads it again through GetBody.
+		// fresh connection reads it again through GetBody. The task
+		// protocols authenticate with a key header, which does not sign
+		// the body.
 		req.Body, req.ContentLength = body.reader(), body.n
 		req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	}
@@ -213,7 +220,7 @@ func exchangeLimit(ctx context.Context, c *call, limit int64, ch *charge, method
 		req.Header.Set("Content-Type", "application/json")
 	}
 	telemetry.Inject(ctx, req.Header)
-	resp, err := c.client.Do(req)
+	resp, err := upstream.Send(c.client.Transport, req)
 	if err != nil {
 		return 0, nil, nil, transportError(ctx, err)
 	}
@@ -338,13 +345,6 @@ func cleanMessage(s string) string {
 		s = string(r[:maxErrMessageRune]) + "…"
 	}
 	return s
-}
-
-// bearer returns the Authorization header of an attempt.
-func bearer(a providers.Attempt) http.Header {
-	h := http.Header{}
-	authn.SetAuth(h, providers.ProtocolOpenAI, a.APIKey, nil)
-	return h
 }
 
 // badAnswer is the error of a 2xx answer that cannot be understood.

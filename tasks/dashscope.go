@@ -24,9 +24,8 @@ func (dashScope) submit(ctx context.Context, c *call, r *request) (*outcome, err
 	if c.kind == providers.KindImage {
 		path = "/services/aigc/text2image/image-synthesis"
 	}
-	h := bearer(c.attempt)
-	h.Set("X-DashScope-Async", "enable")
-	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+path, h, wholeBody(body))
+	async := http.Header{"X-Dashscope-Async": {"enable"}}
+	status, header, data, err := exchange(ctx, c, http.MethodPost, path, async, wholeBody(body))
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +36,7 @@ func (dashScope) submit(ctx context.Context, c *call, r *request) (*outcome, err
 }
 
 func (dashScope) poll(ctx context.Context, c *call, id string) (*outcome, error) {
-	status, header, data, err := exchange(ctx, c, http.MethodGet, c.attempt.BaseURL+"/tasks/"+url.PathEscape(id), bearer(c.attempt), nil)
+	status, header, data, err := exchange(ctx, c, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -238,8 +239,11 @@ func TestMediaRedirectDropsCredentials(t *testing.T) {
 	s := e.service(func(c *Config) { c.MediaFetchAllow = []string{other.Listener.Addr().String()} })
 	for i, to := range []string{e.srv.URL + "/same", other.URL + "/bounce"} {
 		c := videoCall(e, s)
-		ref := mediaRef{url: e.srv.URL + "/v1/videos/v1/content?to=" + url.QueryEscape(to),
-			header: http.Header{"Authorization": {"Bearer sk-upstream-1"}, "Api-Key": {"sk-upstream-1"}}}
+		// A provider whose dialect sends its key in two headers.
+		p := *c.p
+		p.Endpoint = twoKeyHeaders{}
+		c.p = &p
+		ref := mediaRef{path: "/videos/v1/content?to=" + url.QueryEscape(to)}
 		if _, _, err := s.rehost(context.Background(), c, testMediaBase, []mediaRef{ref}); err != nil {
 			t.Fatalf("Test %d: %v", i, err)
 		}
@@ -259,6 +263,20 @@ func TestMediaRedirectDropsCredentials(t *testing.T) {
 			t.Errorf("a redirect within the provider's host:port lost its credentials: %q", r.header.Get("Authorization"))
 		}
 	}
+}
+
+// twoKeyHeaders is a providers.Endpoint that authenticates with the
+// attempt's key in Authorization and in Api-Key.
+type twoKeyHeaders struct{}
+
+func (twoKeyHeaders) NewRequest(context.Context, providers.Attempt, string, bool, []byte) (*http.Request, error) {
+	return nil, errors.New("not a chat provider")
+}
+
+func (twoKeyHeaders) Authorize(req *http.Request, a providers.Attempt) error {
+	req.Header.Set("Authorization", "Bearer "+a.APIKey)
+	req.Header.Set("Api-Key", a.APIKey)
+	return nil
 }
 
 // TestMediaDownloadThroughProxy checks that when provider traffic goes

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caddy-air/caddy-air/providers"
 )
 
 // TestForwardBody: the upstream gets the client's members untouched, in
@@ -115,8 +117,8 @@ func TestExchangePinsBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	body.pin = pin
-	c := &call{client: srv.Client()}
-	status, _, _, err := exchange(context.Background(), c, http.MethodPost, srv.URL, nil, body)
+	c := &call{client: srv.Client(), p: &providers.Provider{Protocol: providers.ProtocolOpenAI}, attempt: providers.Attempt{BaseURL: srv.URL}}
+	status, _, _, err := exchange(context.Background(), c, http.MethodPost, "/videos", nil, body)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("exchange: %d, %v", status, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // mediaIDLen is the length of a media id: 20 random bytes in base32.
@@ -148,18 +149,17 @@ func (s *Service) rehost(ctx context.Context, c *call, mediaBase string, refs []
 // http or https, and the connections go only where the fetch guard lets
 // them: a refused destination fails the task.
 func (s *Service) download(ctx context.Context, c *call, m mediaRef) (string, error) {
-	dctx := withOrigins(ctx, append([]string{c.attempt.BaseURL}, c.bases...)...)
-	req, err := http.NewRequestWithContext(dctx, http.MethodGet, m.url, nil)
+	dctx := withOrigins(ctx, append([]string{c.attempt.BaseURL}, c.p.BaseURLs...)...)
+	req, err := m.request(dctx, c)
 	if err == nil {
 		err = checkScheme(req.URL)
 	}
 	if err != nil {
 		return "", s.refusedDownload(c, err, &upstreamError{name: errUpstream, msg: "the provider returned an invalid file URL", permanent: true, cause: err})
 	}
-	for k, v := range m.header {
-		req.Header[k] = v
-	}
-	resp, err := s.mediaClient(m.header).Do(req)
+	// What the request carries now is its credentials, which stay on
+	// the provider's scheme, host and port.
+	resp, err := s.mediaClient(req.Header.Clone()).Do(req)
 	if err != nil {
 		return "", s.refusedDownload(c, err, transportError(ctx, err))
 	}
@@ -181,6 +181,15 @@ func (s *Service) download(ctx context.Context, c *call, m mediaRef) (string, er
 		return "", transportError(ctx, body.err)
 	}
 	return id, err
+}
+
+// request is the download of m: a GET of its url, or of its path below
+// the call's base URL with the provider's credentials.
+func (m mediaRef) request(ctx context.Context, c *call) (*http.Request, error) {
+	if m.path != "" {
+		return upstream.NewRequest(ctx, c.p, c.attempt, http.MethodGet, m.path, nil)
+	}
+	return http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
 }
 
 // refusedDownload returns the permanent error of a download the fetch

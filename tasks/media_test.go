@@ -46,7 +46,7 @@ func serveBig(n int64, declare bool) http.HandlerFunc {
 
 // videoCall is the call of a finished OpenAI video job.
 func videoCall(e *env, s *Service) *call {
-	return &call{client: s.client, kind: providers.KindVideo, attempt: providers.Attempt{BaseURL: e.srv.URL + "/v1"}}
+	return &call{client: s.client, kind: providers.KindVideo, p: e.table.Provider("up"), attempt: providers.Attempt{BaseURL: e.srv.URL + "/v1", APIKey: "sk-upstream-1"}}
 }
 
 // TestDownloadStreams re-hosts a 50 MiB file and checks that it arrives

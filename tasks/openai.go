@@ -30,18 +30,18 @@ func (openAI) submit(ctx context.Context, c *call, r *request) (*outcome, error)
 		return nil, err
 	}
 	body.pin = r.pin
-	status, header, data, err := exchange(ctx, c, http.MethodPost, c.attempt.BaseURL+"/videos", bearer(c.attempt), body)
+	status, header, data, err := exchange(ctx, c, http.MethodPost, "/videos", nil, body)
 	if err != nil {
 		return nil, err
 	}
 	if status/100 != 2 {
 		return nil, openAIError(status, header, data)
 	}
-	return openAIVideo(c, data)
+	return openAIVideo(data)
 }
 
 func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
-	status, header, data, err := exchange(ctx, c, http.MethodGet, c.attempt.BaseURL+"/videos/"+url.PathEscape(id), bearer(c.attempt), nil)
+	status, header, data, err := exchange(ctx, c, http.MethodGet, "/videos/"+url.PathEscape(id), nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (openAI) poll(ctx context.Context, c *call, id string) (*outcome, error) {
 	if status/100 != 2 {
 		return nil, openAIError(status, header, data)
 	}
-	return openAIVideo(c, data)
+	return openAIVideo(data)
 }
 
 // openAIImage generates images with POST /images/generations. The answer
@@ -69,7 +69,7 @@ func openAIImage(ctx context.Context, c *call, r *request) (*outcome, error) {
 	body.pin = r.pin
 	limit := int64(max(r.n, 1))*maxImageJSONB64 + maxJSONBody
 	ch := &charge{b: c.buffers}
-	status, header, data, err := exchangeLimit(ctx, c, limit, ch, http.MethodPost, c.attempt.BaseURL+"/images/generations", bearer(c.attempt), body)
+	status, header, data, err := exchangeLimit(ctx, c, limit, ch, http.MethodPost, "/images/generations", nil, body)
 	if err != nil {
 		ch.release()
 		return nil, err
@@ -127,7 +127,7 @@ func openAIImages(data []byte, ch *charge, status int) (*outcome, error) {
 }
 
 // openAIVideo reads an OpenAI video object.
-func openAIVideo(c *call, data []byte) (*outcome, error) {
+func openAIVideo(data []byte) (*outcome, error) {
 	v := gjson.ParseBytes(data)
 	id := v.Get("id").String()
 	if id == "" {
@@ -142,10 +142,7 @@ func openAIVideo(c *call, data []byte) (*outcome, error) {
 		out.state = StatusRunning
 	case "completed":
 		out.state = StatusSucceeded
-		out.video = &mediaRef{
-			url:    c.attempt.BaseURL + "/videos/" + url.PathEscape(id) + "/content",
-			header: bearer(c.attempt),
-		}
+		out.video = &mediaRef{path: "/videos/" + url.PathEscape(id) + "/content"}
 		out.readSeconds(v.Get("seconds"))
 	case "failed":
 		out.fail(v.Get("error.code").String(), v.Get("error.message").String())

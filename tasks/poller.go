@@ -93,7 +93,7 @@ func (s *Service) advance(ctx context.Context, t *Task) {
 		s.retry(ctx, t, 0)
 		return
 	}
-	c := &call{client: s.client, attempt: attemptFor(p, t), bases: p.BaseURLs, kind: t.Type, model: t.UpstreamModel, maxDepth: s.maxDepth}
+	c := &call{client: s.client, p: p, attempt: attemptFor(p, t), kind: t.Type, model: t.UpstreamModel, maxDepth: s.maxDepth}
 	pctx, cancel := context.WithTimeout(ctx, min(timeout(p), pollTimeout))
 	out, err := ad.poll(pctx, c, t.UpstreamID)
 	cancel()

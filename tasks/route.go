@@ -7,10 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // A create's submissions go where the router (package routing) sends
@@ -26,64 +25,78 @@ type submitted struct {
 	target *routing.Target
 }
 
-// pendingAttempt is a failed attempt whose metric waits to know whether
-// another attempt followed.
-type pendingAttempt struct {
-	provider, result string
-}
-
 // submit sends the job upstream, attempt by attempt as the router plans
-// them. It moves on to the next attempt after one that got no answer at
-// all or answered 429, 5xx, 401 or 402; any other answer (403 too), and a
-// timeout, ends it. With no attempt left it returns the last attempt's
-// error, with that attempt's call (out nil), or, when none could be made,
-// an UpstreamError naming the wait and no call.
+// them (upstream.Runner). It moves on to the next attempt after one that
+// got no answer at all or answered 429, 5xx, 401 or 402; any other
+// answer (403 too), and a timeout, ends it. With no attempt left it
+// returns the last attempt's error, with that attempt's call (out nil),
+// or, when none could be made, an UpstreamError naming the wait and no
+// call.
 func (s *Service) submit(ctx context.Context, t *Task, r *request, ad adapter) (*submitted, error) {
 	plan := s.router.Plan(routing.Request{Route: r.route, NonIdempotent: true})
-	var last error
-	var lastCall *submitted
-	var pending *pendingAttempt
-	for {
-		tg, err := plan.Next(ctx)
-		if pending != nil {
-			s.attempted(pending.provider, pending.result, err == nil)
-			pending = nil
-		}
-		if err != nil {
-			if last != nil {
-				return lastCall, last
-			}
-			return nil, unavailableError(err)
-		}
-		c := &call{client: s.client, attempt: tg.Attempt, bases: tg.Provider.BaseURLs, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
-			buffers: s.buffers, provider: tg.Provider.Name, deployment: tg.Deployment()}
-		if tg.UpstreamModel != "" {
-			c.model = tg.UpstreamModel
-		}
-		if tg.Fallback {
-			c.servedModel = tg.Route.Pattern
-		}
-		actx, span := startSubmit(ctx, t, tg)
-		// A create is NonIdempotent: its attempts get no try timeout, and
-		// one that timed out all the same would not be resubmitted.
-		actx, headers := tg.Try(actx)
-		start := time.Now()
-		out, err := ad.submit(actx, c, r)
-		headers()
-		result := s.submitDone(span, tg, c, out, err, time.Since(start), t.User)
-		tg.LogAttempt(s.log, routing.AttemptLog{RequestID: t.ID, Operation: t.Type, Model: t.Model, Status: c.status,
-			Result: result, Err: err, Delivered: err == nil})
-		if err == nil {
-			s.attempted(tg.Provider.Name, result, false)
-			return &submitted{out: out, call: c, target: tg}, nil
-		}
-		last, lastCall = err, &submitted{call: c, target: tg}
-		if !resubmittable(err) || ctx.Err() != nil {
-			s.attempted(tg.Provider.Name, result, false)
-			return lastCall, last
-		}
-		pending = &pendingAttempt{provider: tg.Provider.Name, result: result}
+	sub := submission{s: s, ctx: ctx, t: t, r: r, ad: ad}
+	run := upstream.Runner{Logger: s.log, Health: s.health, Observer: s.attempts}
+	spec := upstream.Spec{Operation: t.Type, Model: t.Model, RequestID: t.ID, Client: t.User}
+	err := run.Run(ctx, plan, &spec, &sub)
+	switch {
+	case sub.last == nil && err == nil:
+		return sub.done, nil
+	case sub.last != nil:
+		return sub.lastCall, sub.last
 	}
+	return nil, unavailableError(err)
+}
+
+// submission is one create's submissions: the upstream.Attempter of
+// submit.
+type submission struct {
+	s   *Service
+	ctx context.Context // the create's
+	t   *Task
+	r   *request
+	ad  adapter
+	c   *call // the current attempt's (Prepare)
+	// done is the submission that went through; last and lastCall the
+	// last one's error and call, when it failed.
+	done     *submitted
+	last     error
+	lastCall *submitted
+}
+
+var _ upstream.Attempter = (*submission)(nil)
+
+// Prepare implements upstream.Attempter: the call of the submission to
+// tg.
+func (sub *submission) Prepare(tg *routing.Target) error {
+	s, t, r := sub.s, sub.t, sub.r
+	c := &call{client: s.client, p: tg.Provider, attempt: tg.Attempt, kind: t.Type, model: r.model, maxDepth: s.maxDepth,
+		buffers: s.buffers, provider: tg.Provider.Name, deployment: tg.Deployment()}
+	if tg.UpstreamModel != "" {
+		c.model = tg.UpstreamModel
+	}
+	if tg.Fallback {
+		c.servedModel = tg.Route.Pattern
+	}
+	sub.c = c
+	return nil
+}
+
+// Attempt implements upstream.Attempter: it submits the job to tg. A
+// create is NonIdempotent: its attempts get no try timeout, and one that
+// timed out all the same would not be resubmitted.
+func (sub *submission) Attempt(ctx context.Context, tg *routing.Target, headers func() bool) upstream.End {
+	c := sub.c
+	start := time.Now()
+	out, err := sub.ad.submit(ctx, c, sub.r)
+	headers()
+	e := submitEnd(c, out, err, time.Since(start))
+	if err == nil {
+		sub.done, sub.last, sub.lastCall = &submitted{out: out, call: c, target: tg}, nil, nil
+		return e
+	}
+	sub.last, sub.lastCall = err, &submitted{call: c, target: tg}
+	e.Retry = resubmittable(err) && sub.ctx.Err() == nil
+	return e
 }
 
 // resubmittable reports whether a failed submission may be sent again,
@@ -108,26 +121,12 @@ func unavailableError(err error) error {
 		msg: fmt.Sprintf("no upstream provider of this model could take the task; retry after %d s", un.RetryAfterSeconds())}
 }
 
-// attempted counts a submission attempt, if an observer is set.
-func (s *Service) attempted(provider, result string, retried bool) {
-	if s.attempts != nil {
-		s.attempts.Attempt(provider, result, retried)
-	}
-}
-
-// startSubmit starts the span of the submission attempt to tg.
-func startSubmit(ctx context.Context, t *Task, tg *routing.Target) (context.Context, trace.Span) {
-	return telemetry.StartAttempt(ctx, telemetry.Attempt{
-		Operation: t.Type, Provider: tg.Provider.Name, Model: t.Model, Number: tg.Number, BaseURL: tg.Attempt.BaseURL, RequestID: t.ID,
-	})
-}
-
-// submitDone is the one hook of a submission attempt's end: its span, the
-// provider's health, and what the router learns (breaker, cooldown,
-// rejected key, latency). It returns the attempt's metric result. A
-// failure is any result but success or the provider refusing the request
-// itself (a 4xx other than 429).
-func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *outcome, err error, took time.Duration, user string) string {
+// submitEnd is how a submission attempt ended, for the runner's
+// bookkeeping: its span, the provider's health, what the router learns
+// (breaker, cooldown, rejected key, latency), its metric result and its
+// log line. A failure is any result but success or the provider refusing
+// the request itself (a 4xx other than 429).
+func submitEnd(c *call, out *outcome, err error, took time.Duration) upstream.End {
 	res := telemetry.Result{Status: c.status, Err: err}
 	fault := false
 	result := routing.AttemptOK
@@ -157,8 +156,5 @@ func (s *Service) submitDone(span trace.Span, tg *routing.Target, c *call, out *
 		res.ErrorType, fault = "bad_answer", true
 		o.Broken = true
 	}
-	tg.Done(o)
-	s.health.RecordFrom(tg.Provider.Name, user, !fault)
-	telemetry.EndAttempt(span, res)
-	return result
+	return upstream.End{Result: result, Status: c.status, Err: err, Span: res, Outcome: o, Fault: fault, Delivered: err == nil}
 }

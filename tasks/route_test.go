@@ -18,7 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/routing"
 )
 
-// countAttempts is an routing.AttemptObserver that keeps the results.
+// countAttempts is an upstream.Observer that keeps the results.
 type countAttempts struct {
 	mu  sync.Mutex
 	got []string

@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/store"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // Tasks are kept in Config.Store as JSON documents (store.TaskRecord), with
@@ -152,7 +153,7 @@ type Config struct {
 	// of Routes with default options. It must be built from Routes.
 	Router *routing.Router
 	// Attempts, if set, is told of every submission attempt.
-	Attempts routing.AttemptObserver
+	Attempts upstream.Observer
 	// Buffers, if set, is charged with the large upstream answers the
 	// service holds (see Buffers); an answer beyond it fails its task
 	// with UpstreamError. Nil bounds each answer only.
@@ -203,7 +204,7 @@ type Service struct {
 	health       *health.Tracker
 	obs          Observer
 	router       *routing.Router
-	attempts     routing.AttemptObserver
+	attempts     upstream.Observer
 	holds        *Holds
 	buffers      Buffers
 	// poller runs the claims of due tasks (Run).

@@ -12,7 +12,17 @@ import (
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
+	"github.com/caddy-air/caddy-air/upstream"
 )
+
+// oneEnd is an attempter whose every attempt ends as it says.
+type oneEnd upstream.End
+
+func (oneEnd) Prepare(*routing.Target) error { return nil }
+
+func (e oneEnd) Attempt(context.Context, *routing.Target, func() bool) upstream.End {
+	return upstream.End(e)
+}
 
 // TestSubmitDone checks how a submission attempt's result is classed: its
 // span's error type, its metric result, and whether it counts against the
@@ -37,21 +47,21 @@ func TestSubmitDone(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 		ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
 		tr := health.NewTracker(0)
-		s := &Service{health: tr}
 		p := &providers.Provider{Name: "p", Protocol: providers.ProtocolOpenAI, BaseURLs: []string{"https://up.example/v1"}}
 		rt := routing.ForProvider(p)
-		tg, err := rt.Plan(routing.Request{Route: rt.Table().Routes()[0]}).Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := rt.Plan(routing.Request{Route: rt.Table().Routes()[0]})
 		task := &Task{ID: "task_1", Type: providers.KindImage, Model: "img"}
-		_, span := startSubmit(ctx, task, tg)
 		var out *outcome
 		if tc.err == nil {
 			out = &outcome{state: StatusSucceeded}
 		}
-		if got := s.submitDone(span, tg, &call{status: tc.status}, out, tc.err, 0, "alice"); got != tc.wantResult {
-			t.Errorf("Test %d: result %q, want %q", i, got, tc.wantResult)
+		e := submitEnd(&call{status: tc.status}, out, tc.err, 0)
+		if e.Result != tc.wantResult {
+			t.Errorf("Test %d: result %q, want %q", i, e.Result, tc.wantResult)
+		}
+		run := upstream.Runner{Health: tr}
+		if err := run.Run(ctx, plan, &upstream.Spec{Operation: task.Type, Model: task.Model, RequestID: task.ID, Client: "alice"}, oneEnd(e)); err != nil {
+			t.Fatal(err)
 		}
 		parent.End()
 		var got string

@@ -13,8 +13,10 @@ type Endpoint struct {
 	// APIVersion is the deployment path's api-version (DefaultAPIVersion
 	// if empty).
 	APIVersion string
-	// Key is the resource key, sent in api-key.
+	// Key is the resource key, sent in api-key, when Tokens is nil.
 	Key string
+	// Tokens, if set, authenticate with Entra ID bearer tokens instead.
+	Tokens *Tokens
 	// V1 sends requests to the v1 path, where the body's model names the
 	// deployment, instead of the deployment path.
 	V1 bool
@@ -35,6 +37,12 @@ func (e *Endpoint) NewRequest(ctx context.Context, deployment string, stream boo
 	req.Header["Content-Type"] = []string{"application/json"}
 	if stream {
 		req.Header["Accept"] = []string{"text/event-stream"}
+	}
+	if e.Tokens != nil {
+		if err := e.Tokens.SetAuth(req); err != nil {
+			return nil, err
+		}
+		return req, nil
 	}
 	SetAuth(req.Header, e.Key)
 	return req, nil

@@ -16,14 +16,21 @@ import (
 type Front struct {
 	// Key is the resource key requests must carry.
 	Key string
+	// Bearer, if set, accepts an Entra ID token (Authorization: Bearer)
+	// in place of the key when it reports the token valid.
+	Bearer func(token string) bool
 	// Next is the fake OpenAI.
 	Next http.Handler
 }
 
 // ServeHTTP checks and forwards a request.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get(APIKeyHeader)
-	if key == "" || subtle.ConstantTimeCompare([]byte(key), []byte(f.Key)) != 1 {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && f.Bearer != nil {
+		if !f.Bearer(tok) {
+			writeError(w, http.StatusUnauthorized, "401", "Unauthorized. Access token is missing, invalid, audience is incorrect (https://cognitiveservices.azure.com), or have expired.")
+			return
+		}
+	} else if key := r.Header.Get(APIKeyHeader); key == "" || f.Key == "" || subtle.ConstantTimeCompare([]byte(key), []byte(f.Key)) != 1 {
 		writeError(w, http.StatusUnauthorized, "401", "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
 		return
 	}
@@ -49,6 +56,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r2.Header.Del(APIKeyHeader)
+	r2.Header.Del("Authorization")
 	r2.RequestURI = ""
 	f.Next.ServeHTTP(w, r2)
 }

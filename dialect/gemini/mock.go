@@ -34,7 +34,8 @@ import (
 // RESOURCE_EXHAUSTED with a RetryInfo), "mock:500", "mock:503"; on a
 // stream, "mock:error" (an error chunk after the first), "mock:cut" (the
 // stream ends before its last chunk) and "mock:cut-event" (it ends inside
-// an event).
+// an event). With "mock:usage-chunk", a stream's whole usage comes in a
+// chunk of its own after the one with the finish reason.
 type Server struct {
 	// APIKey is the key requests must carry in x-goog-api-key (or the key
 	// query parameter), when Authorize is nil.

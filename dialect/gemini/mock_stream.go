@@ -12,8 +12,12 @@ const streamChunk = 5
 // writeStream writes a's answer as SSE chunks, each a whole
 // GenerateContentResponse: the text in pieces, a function call whole,
 // and finishReason and usageMetadata on the last chunk, which also
-// carries the last piece of the answer.
+// carries the last piece of the answer. With "mock:usage-chunk" in the
+// prompt, every chunk carries the running usageMetadata of the prompt
+// alone, and the whole usage comes after the finish reason, in a last
+// chunk without candidates (as Vertex AI may send it).
 func writeStream(w http.ResponseWriter, a mockAnswer, prompt string) {
+	split := strings.Contains(prompt, "mock:usage-chunk")
 	var chunks [][]part
 	for _, p := range a.parts {
 		if p.Text == nil || len(*p.Text) <= streamChunk {
@@ -43,7 +47,11 @@ func writeStream(w http.ResponseWriter, a mockAnswer, prompt string) {
 		if last {
 			finish = "STOP"
 		}
-		b, _ := json.Marshal(a.response(c, finish, last))
+		r := a.response(c, finish, last && !split)
+		if split {
+			r["usageMetadata"] = map[string]int64{"promptTokenCount": a.usage.PromptTokenCount, "totalTokenCount": a.usage.PromptTokenCount}
+		}
+		b, _ := json.Marshal(r)
 		ev := "data: " + string(b) + "\r\n\r\n"
 		switch {
 		case i == 1 && strings.Contains(prompt, "mock:error"):
@@ -56,9 +64,20 @@ func writeStream(w http.ResponseWriter, a mockAnswer, prompt string) {
 		case last && strings.Contains(prompt, "mock:cut"):
 			return
 		}
-		w.Write([]byte(ev))
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
+		write(w, ev)
+	}
+	if split {
+		u := a.response(nil, "", true)
+		delete(u, "candidates")
+		b, _ := json.Marshal(u)
+		write(w, "data: "+string(b)+"\r\n\r\n")
+	}
+}
+
+// write writes and flushes one SSE event.
+func write(w http.ResponseWriter, ev string) {
+	w.Write([]byte(ev))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }

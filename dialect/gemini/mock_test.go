@@ -261,3 +261,27 @@ func TestImplicitCacheUsage(t *testing.T) {
 		t.Errorf("the prompt total changed with the cache: %v", totals)
 	}
 }
+
+// TestUsageChunkEndToEnd asks the fake for a stream whose whole usage
+// comes after the finish reason: the stream ends with the same usage,
+// thoughts included, as the non-streamed answer reports.
+func TestUsageChunkEndToEnd(t *testing.T) {
+	_, call := fakeGemini(t)
+	for _, think := range []*dialect.Reasoning{nil, {BudgetTokens: 512}} {
+		r := &dialect.Request{Messages: userText("Split my usage mock:usage-chunk"), Reasoning: think}
+		whole := call(r)
+		r.Stream = true
+		s := call(r)
+		if whole.err != nil || s.err != nil {
+			t.Fatal(whole.err, s.err)
+		}
+		u := whole.resp.Usage
+		want := fmt.Sprintf("end end_turn usage=true {Input:%d CacheCreation:0 CacheCreation1h:0 CacheRead:0 Output:%d Reasoning:%d}", u.Input, u.Output, u.Reasoning)
+		if last := s.events[len(s.events)-1]; last != want || u.Output == 0 || (think != nil) != (u.Reasoning > 0) {
+			t.Errorf("thinking %v: stream ended %q, want %q", think != nil, last, want)
+		}
+		if joined(s.events, dialect.DeltaText) != whole.resp.Content[len(whole.resp.Content)-1].Text {
+			t.Errorf("thinking %v: text %q", think != nil, joined(s.events, dialect.DeltaText))
+		}
+	}
+}

@@ -33,12 +33,17 @@ type streamDecoder struct {
 	qpos  int
 
 	started, done bool
-	responseID    string
-	cur           dialect.BlockKind // kind of the open block, 0 if none
-	nblocks       int
-	calls         int
-	usage         billing.Usage
-	haveUsage     bool
+	// finished is set by the chunk with the finish reason, whose stop
+	// reason is stop; the stop is yielded at the stream's end (End), as
+	// usageMetadata may come in later chunks.
+	finished   bool
+	stop       dialect.StopReason
+	responseID string
+	cur        dialect.BlockKind // kind of the open block, 0 if none
+	nblocks    int
+	calls      int
+	usage      billing.Usage
+	haveUsage  bool
 }
 
 // Feed adds the next bytes of the stream.
@@ -106,14 +111,23 @@ func (d *streamDecoder) nextEvent() ([]byte, bool) {
 	}
 }
 
-// End reports a stream that ended before its last chunk.
+// End yields the stream's stop, with the last usage reported, when a
+// chunk had a finish reason: a Gemini stream has no final event, and
+// the usage may come after the finish reason, in a chunk of its own
+// (Vertex AI's last chunk may carry only usageMetadata). Without a finish
+// reason, or with an event left incomplete, the stream was cut.
 func (d *streamDecoder) End(ev *dialect.Event) bool {
 	if d.done {
 		return false
 	}
 	d.done = true
+	cut := len(bytes.TrimSpace(d.buf[d.off:])) > 0
+	if d.finished && !cut {
+		*ev = dialect.Event{Kind: dialect.EventStop, StopReason: d.stop, Usage: d.usage, HasUsage: d.haveUsage}
+		return true
+	}
 	msg := "gemini stream ended before its last chunk"
-	if len(bytes.TrimSpace(d.buf[d.off:])) > 0 {
+	if cut {
 		msg = "gemini stream ended inside an event"
 	}
 	*ev = dialect.Event{Kind: dialect.EventError, Err: &dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrCut, Message: msg}}
@@ -134,7 +148,8 @@ func (d *streamDecoder) fail(e *dialect.Error) {
 	d.done = true
 }
 
-// handle queues the events of one chunk.
+// handle queues the events of one chunk. After the chunk with the
+// finish reason only usage and errors are read: the answer is complete.
 func (d *streamDecoder) handle(chunk string) {
 	if !gjson.Valid(chunk) {
 		d.fail(malformed("a stream chunk is not valid JSON"))
@@ -161,6 +176,9 @@ func (d *streamDecoder) handle(chunk string) {
 		}
 		d.usage = um.Usage()
 	}
+	if d.finished {
+		return
+	}
 	cand := gjson.Get(chunk, "candidates.0")
 	gjson.Get(cand.Raw, "content.parts").ForEach(func(_, p gjson.Result) bool {
 		d.part(p.Raw)
@@ -174,10 +192,7 @@ func (d *streamDecoder) handle(chunk string) {
 		return
 	}
 	d.closeBlock()
-	ev := d.push(dialect.EventStop, 0)
-	ev.StopReason = finishReason(fr, d.calls > 0)
-	ev.Usage, ev.HasUsage = d.usage, d.haveUsage
-	d.done = true
+	d.stop, d.finished = finishReason(fr, d.calls > 0), true
 }
 
 // openBlock makes a block of kind the open one, closing another.

@@ -130,3 +130,42 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		}
 	}
 }
+
+// A stream whose usage comes after the finish reason: every chunk has the
+// running usage of the prompt, and the last chunk, without candidates,
+// the whole usage (thoughts included). The stop comes at the stream's
+// end, with the last usage; parts after the finish reason are not read.
+func TestStreamUsageAfterFinish(t *testing.T) {
+	stream := "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"hm\",\"thought\":true}]}}],\"usageMetadata\":{\"promptTokenCount\":100,\"totalTokenCount\":100},\"responseId\":\"r7\"}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":100,\"totalTokenCount\":100},\"responseId\":\"r7\"}\r\n\r\n" +
+		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"late\"}]}}],\"responseId\":\"r7\"}\r\n\r\n" +
+		"data: {\"usageMetadata\":{\"promptTokenCount\":100,\"candidatesTokenCount\":7,\"cachedContentTokenCount\":64,\"thoughtsTokenCount\":30,\"totalTokenCount\":137},\"responseId\":\"r7\"}\r\n\r\n"
+	want := []string{
+		"start r7 ",
+		fmt.Sprintf("block 0 kind=%d id= name= sig=", dialect.BlockThinking),
+		fmt.Sprintf("delta 0 kind=%d %q", dialect.DeltaThinking, "hm"),
+		"stop 0",
+		fmt.Sprintf("block 1 kind=%d id= name= sig=", dialect.BlockText),
+		fmt.Sprintf("delta 1 kind=%d %q", dialect.DeltaText, "Hi"),
+		"stop 1",
+		"end max_tokens usage=true {Input:36 CacheCreation:0 CacheCreation1h:0 CacheRead:64 Output:37 Reasoning:30}",
+	}
+	for _, step := range []int{len(stream), 1, 9} {
+		if got := decodeAll(stream, step); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("step %d:\ngot\n%s\nwant\n%s", step, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	// Ending after the finish reason's chunk is an end, with the usage
+	// known by then; ending inside the usage chunk is a cut.
+	i := strings.LastIndex(stream, "data: ")
+	if got := decodeAll(stream[:i], 5); got[len(got)-1] != "end max_tokens usage=true {Input:100 CacheCreation:0 CacheCreation1h:0 CacheRead:0 Output:0 Reasoning:0}" {
+		t.Errorf("without the usage chunk: %q", got)
+	}
+	if got := decodeAll(stream[:i+30], 5); got[len(got)-1] != "error 502 stream_cut gemini stream ended inside an event" {
+		t.Errorf("cut inside the usage chunk: %q", got)
+	}
+	// An error chunk after the finish reason still fails the stream.
+	if got := decodeAll(stream[:i]+"data: {\"error\":{\"code\":500,\"message\":\"boom\",\"status\":\"INTERNAL\"}}\r\n\r\n", 5); got[len(got)-1] != "error 502 server boom" {
+		t.Errorf("error after the finish reason: %q", got)
+	}
+}

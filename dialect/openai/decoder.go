@@ -81,6 +81,10 @@ func (d *decoder) push(ev dialect.Event) { d.queue = append(d.queue, ev) }
 // chunk queues the events of one data: payload.
 func (d *decoder) chunk(data []byte) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		if !d.started {
+			d.started = true
+			d.push(dialect.Event{Kind: dialect.EventStart})
+		}
 		d.stopAll()
 		d.push(dialect.Event{Kind: dialect.EventStop, StopReason: stopReason(d.finish), Usage: d.usage, HasUsage: d.hasUse})
 		d.done = true
@@ -105,7 +109,10 @@ func (d *decoder) chunk(data []byte) {
 		d.scratch = make([]byte, 0, 2*len(data))
 	}
 	d.scratch = d.scratch[:0]
-	if !d.started {
+	// Azure's first chunk, the prompt's content filter results, names
+	// neither the answer nor its model: the answer starts with the first
+	// chunk that has an id or a choice.
+	if !d.started && (gjson.Get(s, "id").Str != "" || gjson.Get(s, "choices.0").Exists()) {
 		d.started = true
 		d.push(dialect.Event{Kind: dialect.EventStart, ID: strings.Clone(gjson.Get(s, "id").Str), Model: strings.Clone(gjson.Get(s, "model").Str)})
 	}

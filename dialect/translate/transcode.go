@@ -150,12 +150,17 @@ func (s *streamBody) Read(p []byte) (int, error) {
 			switch {
 			case err != io.EOF:
 				s.err = err
-			case s.dec.End(&s.ev):
+			case !s.dec.End(&s.ev):
+				s.err = io.EOF
+			case s.ev.Kind == dialect.EventStop:
+				// The stop of a stream that ends with its body (Gemini's),
+				// with the last usage the cloud reported.
+				s.out = s.enc.Encode(s.out, &s.ev)
+				s.err = io.EOF
+			default:
 				// Cut before its last event: no final event, so that the
 				// proxy sees a cut stream.
 				s.err = io.ErrUnexpectedEOF
-			default:
-				s.err = io.EOF
 			}
 		}
 	}

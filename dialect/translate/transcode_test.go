@@ -175,27 +175,41 @@ func BenchmarkTranscodeGeminiStream(b *testing.B) {
 // The Gemini bugs seen in peers (ARCHITECTURE §9), through the whole
 // chain a Chat Completions client's answer takes: the Gemini stream
 // transcoded into Messages, then written as Chat Completions.
+//
+// The usage may also come after the finish reason, in a last chunk of its
+// own (Vertex AI's shape; the chunks before carry the prompt's count
+// alone): that chunk's usage is the one billed.
 func TestPeerBugGeminiLastChunkAndThoughts(t *testing.T) {
-	x := mustRequest(t, Chat, Gemini, `{"model":"g","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, Options{})
-	body := geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],"responseId":"r1"}`) +
-		geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"responseId":"r1"}`) +
-		// The last chunk carries text, the finish reason and the usage.
-		geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":2,"cachedContentTokenCount":60,"thoughtsTokenCount":40},"responseId":"r1"}`)
-	_, messages, err := transcoded(t, x, 200, http.Header{"Content-Type": {"text/event-stream"}}, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := answer(t, x, 200, sse, messages, 9)
-	out := rec.Body.String()
-	var text string
-	for _, d := range dataLines(out) {
-		text += gjson.Get(d, "choices.0.delta.content").Str
-	}
-	u := lastUsage(t, out)
-	// The last chunk's text and usage are there; the thoughts count as
-	// completion tokens, the cached tokens in the prompt's.
-	if text != "Hello" || u.Get("prompt_tokens").Int() != 100 || u.Get("prompt_tokens_details.cached_tokens").Int() != 60 ||
-		u.Get("completion_tokens").Int() != 42 || u.Get("completion_tokens_details.reasoning_tokens").Int() != 40 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
-		t.Fatalf("text %q, usage %s in\n%s", text, u.Raw, out)
+	const usage = `"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":2,"cachedContentTokenCount":60,"thoughtsTokenCount":40}`
+	const running = `"usageMetadata":{"promptTokenCount":100,"totalTokenCount":100}`
+	for _, tc := range []struct{ name, body string }{
+		{"usage with the finish reason", geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],"responseId":"r1"}`) +
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"responseId":"r1"}`) +
+			// The last chunk carries text, the finish reason and the usage.
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],`+usage+`,"responseId":"r1"}`)},
+		{"usage after the finish reason", geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true}]}}],`+running+`,"responseId":"r1"}`) +
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],`+running+`,"responseId":"r1"}`) +
+			geminiChunk(`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"}]},"finishReason":"STOP"}],`+running+`,"responseId":"r1"}`) +
+			geminiChunk(`{`+usage+`,"modelVersion":"gemini-2.5-pro","responseId":"r1"}`)},
+	} {
+		x := mustRequest(t, Chat, Gemini, `{"model":"g","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, Options{})
+		_, messages, err := transcoded(t, x, 200, http.Header{"Content-Type": {"text/event-stream"}}, tc.body)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		rec := answer(t, x, 200, sse, messages, 9)
+		out := rec.Body.String()
+		var text, finish string
+		for _, d := range dataLines(out) {
+			text += gjson.Get(d, "choices.0.delta.content").Str
+			finish += gjson.Get(d, "choices.0.finish_reason").Str
+		}
+		u := lastUsage(t, out)
+		// The last chunk's text and usage are there; the thoughts count as
+		// completion tokens, the cached tokens in the prompt's.
+		if text != "Hello" || finish != "stop" || u.Get("prompt_tokens").Int() != 100 || u.Get("prompt_tokens_details.cached_tokens").Int() != 60 ||
+			u.Get("completion_tokens").Int() != 42 || u.Get("completion_tokens_details.reasoning_tokens").Int() != 40 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+			t.Errorf("%s: text %q, finish %q, usage %s in\n%s", tc.name, text, finish, u.Raw, out)
+		}
 	}
 }

@@ -92,6 +92,10 @@ func (tw *Writer) Write(p []byte) (int, error) {
 	tw.dec.Feed(p)
 	out := tw.out[:0]
 	for tw.dec.Next(&tw.ev) {
+		if tw.ev.Kind == dialect.EventStart && tw.ev.Model == "" {
+			// A provider that names no model: the one the client asked for.
+			tw.ev.Model = tw.x.req.Model
+		}
 		out = tw.enc.Encode(out, &tw.ev)
 		if tw.ev.Kind == dialect.EventStop || tw.ev.Kind == dialect.EventError {
 			tw.ended = true
@@ -146,6 +150,9 @@ func (tw *Writer) translateWhole() (int, []byte) {
 	}
 	resp, err := t.answer.DecodeResponse(tw.body)
 	if err == nil {
+		if resp.Model == "" {
+			resp.Model = tw.x.req.Model
+		}
 		var out []byte
 		if out, err = t.client.EncodeResponse(nil, resp); err == nil {
 			return tw.status, out
