@@ -102,11 +102,36 @@ func Internal() *Error {
 	return New(http.StatusInternalServerError, TypeServer, "internal_error", "the gateway could not complete the request; it has been logged")
 }
 
+// Shape is the error shape of a client protocol: how an error's body and
+// a stream's error event are written. A dialect chooses its shape (see
+// dialect.Wire); the engines only pass it on.
+type Shape uint8
+
+// Error shapes.
+const (
+	// ShapeOpenAI is {"error":{"message","type","param","code"}}, and a
+	// stream's error as a data event holding it: OpenAI's chat
+	// completions, Responses and every other OpenAI-shaped endpoint.
+	ShapeOpenAI Shape = iota
+	// ShapeAnthropic is {"type":"error","error":{"type","message"}}, and
+	// a stream's error as an "error" event: Anthropic's Messages.
+	ShapeAnthropic
+)
+
 // Write answers w with e in the OpenAI error shape.
 func (e *Error) Write(w http.ResponseWriter) { writeJSON(w, e, e.OpenAIBody()) }
 
 // WriteAnthropic answers w with e in the Anthropic error shape.
 func (e *Error) WriteAnthropic(w http.ResponseWriter) { writeJSON(w, e, e.anthropicBody()) }
+
+// WriteShape answers w with e in shape s.
+func (e *Error) WriteShape(w http.ResponseWriter, s Shape) {
+	if s == ShapeAnthropic {
+		e.WriteAnthropic(w)
+		return
+	}
+	e.Write(w)
+}
 
 // OpenAIBody returns e's body in the OpenAI error shape.
 func (e *Error) OpenAIBody() []byte {
@@ -182,10 +207,10 @@ func Write(w http.ResponseWriter, err error) {
 }
 
 // StreamEvent returns e as the Server-Sent Event that ends a stream in
-// error: for OpenAI's protocol a data event holding the error object (the
-// official SDKs raise it), for Anthropic's an "error" event.
-func (e *Error) StreamEvent(anthropic bool) []byte {
-	if anthropic {
+// error: in ShapeOpenAI a data event holding the error object (the
+// official SDKs raise it), in ShapeAnthropic an "error" event.
+func (e *Error) StreamEvent(s Shape) []byte {
+	if s == ShapeAnthropic {
 		return append(append([]byte("event: error\ndata: "), e.anthropicBody()...), "\n\n"...)
 	}
 	return append(append([]byte("data: "), e.OpenAIBody()...), "\n\n"...)

@@ -137,14 +137,14 @@ func clip(s string) string {
 }
 
 // UpstreamBody rebuilds a provider's error answer (status and body) for a
-// client: the fields ReadUpstream keeps, in the client's protocol shape,
-// OpenAI's or, with anthropic set, Anthropic's (with the provider's
+// client: the fields ReadUpstream keeps, in the client's protocol shape s,
+// OpenAI's or Anthropic's (with, in Anthropic's, the provider's
 // request_id when it sent one). A field the provider left out is null
 // (code, param) or derived from the status (type, message). It is the one
 // path from a provider's error body to a client: nothing else the body
 // held (organization or project ids, key fragments, debugging fields)
 // passes.
-func UpstreamBody(status int, body []byte, anthropic bool, secrets ...string) []byte {
+func UpstreamBody(status int, body []byte, s Shape, secrets ...string) []byte {
 	f := ReadUpstream(status, body, secrets...)
 	if f.Message == "" {
 		f.Message = "the upstream provider answered HTTP " + strconv.Itoa(status)
@@ -152,7 +152,7 @@ func UpstreamBody(status int, body []byte, anthropic bool, secrets ...string) []
 			f.Message += " " + t
 		}
 	}
-	if anthropic {
+	if s == ShapeAnthropic {
 		if f.Type == "" {
 			f.Type = anthropicType(&Error{Status: status})
 		}

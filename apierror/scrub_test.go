@@ -72,7 +72,7 @@ func TestUpstreamBody(t *testing.T) {
 		{500, "", true,
 			map[string]string{"error.type": "api_error", "error.message": "the upstream provider answered HTTP 500 Internal Server Error"}, nil},
 	} {
-		got := UpstreamBody(tc.status, []byte(tc.body), tc.anthropic, "mock-upstream-key")
+		got := UpstreamBody(tc.status, []byte(tc.body), shapeOf(tc.anthropic), "mock-upstream-key")
 		if !gjson.ValidBytes(got) {
 			t.Fatalf("Test %d: invalid JSON %s", i, got)
 		}
@@ -90,4 +90,12 @@ func TestUpstreamBody(t *testing.T) {
 			t.Errorf("Test %d: OpenAI shape without error.param: %s", i, got)
 		}
 	}
+}
+
+// shapeOf is the error shape a test case names by its anthropic flag.
+func shapeOf(anthropic bool) Shape {
+	if anthropic {
+		return ShapeAnthropic
+	}
+	return ShapeOpenAI
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -282,7 +283,7 @@ func (s *Service) lineRecord(user string, d *doc, line []byte) (billing.Record, 
 		Status: int(status), Outcome: billing.OutcomeOK, ServiceTier: ServiceTier,
 	}
 	if u := body.Get("usage"); u.IsObject() {
-		if usage, err := billing.NormalizeOpenAI([]byte(u.Raw)); err == nil {
+		if usage, err := openai.NormalizeUsage([]byte(u.Raw)); err == nil {
 			rec.Usage = usage
 		}
 	}

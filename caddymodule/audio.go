@@ -15,6 +15,8 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -77,23 +79,23 @@ func (h *Translations) Provision(ctx caddy.Context) error {
 func transcriptionEndpoint(name, path string) gateway.Endpoint {
 	return gateway.Endpoint{
 		Name: name, Path: path, Kind: providers.KindTranscription,
-		Wire:    gateway.Wire{Protocol: chatproxy.Transcript},
+		Wire:    gateway.Wire{Protocol: openai.TranscriptWire},
 		Billing: gateway.Billing{Usage: transcriptionUsage},
 		Body:    gateway.BodyPolicy{Multipart: true, MaxBody: maxUpload},
 	}
 }
 
 // transcriptionUsage reads the usage of a JSON answer, or of a stream's
-// transcript.text.done event (chatproxy.TranscriptUsage: tokens or
+// transcript.text.done event (openai.TranscriptUsage: tokens or
 // seconds), else verbose_json's duration; an answer without any (text,
 // srt, vtt, a stream cut before its end) is billed on the audio's
 // duration, read from the file (source units) or estimated from its size.
-func transcriptionUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
+func transcriptionUsage(in dialect.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
 	if in.Stream && res.Source == billing.SourceReported {
 		return res.Usage, res.Source
 	}
 	body := res.Held.Body()
-	if u, ok := chatproxy.TranscriptUsage(gjson.GetBytes(body, "usage")); ok {
+	if u, ok := openai.TranscriptUsage(gjson.GetBytes(body, "usage")); ok {
 		return u, billing.SourceReported
 	}
 	var u billing.Usage
@@ -125,7 +127,7 @@ func (Speech) CaddyModule() caddy.ModuleInfo {
 func (h *Speech) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointSpeech, Path: "/audio/speech", Kind: providers.KindSpeech,
-		Wire:    gateway.Wire{Protocol: chatproxy.OpenAI, Inspect: chatproxy.InspectSpeech},
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectSpeech},
 		Billing: gateway.Billing{NoOutput: true, Usage: speechUsage},
 		Body:    gateway.BodyPolicy{Binary: true},
 		Check:   speechFormat,
@@ -136,13 +138,13 @@ func (h *Speech) Provision(ctx caddy.Context) error {
 // estimated tokens (the model's price picks which, billing.Usage). The
 // provider did the whole synthesis once it answered, also when the
 // client left before the end of the audio.
-func speechUsage(in chatproxy.Inspected, _ *chatproxy.Result) (billing.Usage, billing.Source) {
-	u := chatproxy.EstimateRequest(in, 0)
+func speechUsage(in dialect.Inspected, _ *chatproxy.Result) (billing.Usage, billing.Source) {
+	u := dialect.EstimateRequest(in, 0)
 	return billing.Usage{Input: u.Input, Characters: u.Characters}, billing.SourceUnits
 }
 
 // speechFormat refuses a response_format the model's formats do not list.
-func speechFormat(in chatproxy.Inspected, route *providers.Route) *apierror.Error {
+func speechFormat(in dialect.Inspected, route *providers.Route) *apierror.Error {
 	if len(route.Formats) == 0 || slices.Contains(route.Formats, in.Format) {
 		return nil
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/gemini"
@@ -54,7 +53,7 @@ func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 		reservation.ReleaseCost()
 		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
 		w.Header().Set(TokenCountHeader, "estimate")
-		return writeCount(w, chatproxy.EstimateRequest(in, 0).Input)
+		return writeCount(w, dialect.EstimateRequest(in, 0).Input)
 	}
 	start := time.Now()
 	n, err := h.countGoogle(r.Context(), body, wire, route)

@@ -9,6 +9,9 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -59,14 +62,14 @@ func (Moderations) CaddyModule() caddy.ModuleInfo {
 func (h *Moderations) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointModerations, Path: "/moderations", Kind: providers.KindModeration,
-		Wire:    gateway.Wire{Protocol: chatproxy.OpenAI, Inspect: chatproxy.InspectModerations},
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectModerations},
 		Billing: gateway.Billing{NoOutput: true, Usage: unitsOnly},
 	})
 }
 
 // unitsOnly is the usage of a request billed by its request price alone:
 // no tokens.
-func unitsOnly(chatproxy.Inspected, *chatproxy.Result) (billing.Usage, billing.Source) {
+func unitsOnly(dialect.Inspected, *chatproxy.Result) (billing.Usage, billing.Source) {
 	return billing.Usage{}, billing.SourceUnits
 }
 
@@ -84,7 +87,7 @@ func (CountTokens) CaddyModule() caddy.ModuleInfo {
 func (h *Embeddings) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointEmbeddings, Path: "/embeddings", Kind: providers.KindEmbedding,
-		Wire:    gateway.Wire{Protocol: chatproxy.OpenAI, Inspect: chatproxy.InspectEmbeddings},
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectEmbeddings},
 		Billing: gateway.Billing{NoOutput: true},
 	})
 }
@@ -93,7 +96,7 @@ func (h *Embeddings) Provision(ctx caddy.Context) error {
 func (h *CountTokens) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: "count_tokens", Path: "/messages/count_tokens", Kind: providers.KindMessages,
-		Wire:    gateway.Wire{Protocol: chatproxy.Anthropic, Inspect: chatproxy.InspectCountTokens},
+		Wire:    gateway.Wire{Protocol: anthropic.Wire, Inspect: anthropic.InspectCountTokens},
 		Billing: gateway.Billing{Mode: gateway.Unbilled, NoOutput: true},
 		Count:   h.countTokens,
 	})

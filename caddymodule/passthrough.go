@@ -15,6 +15,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
@@ -53,7 +56,7 @@ type Passthrough struct {
 	UsageOutput string `json:"usage_output,omitempty"`
 
 	// protocol is the provider's protocol (credentials, error shape).
-	protocol chatproxy.Protocol
+	protocol dialect.Wire
 }
 
 // CaddyModule returns the Caddy module information.
@@ -73,9 +76,9 @@ func (h *Passthrough) Provision(ctx caddy.Context) error {
 	if p == nil {
 		return fmt.Errorf("air_passthrough: no provider named %q in the air app", h.Provider)
 	}
-	h.protocol = chatproxy.OpenAI
+	h.protocol = openai.Wire
 	if p.Protocol == providers.ProtocolAnthropic {
-		h.protocol = chatproxy.Anthropic
+		h.protocol = anthropic.Wire
 	}
 	return nil
 }
@@ -151,7 +154,7 @@ func (h *Passthrough) admit(w http.ResponseWriter, r *http.Request, key *keys.Ke
 // rest, with the body it read (nil without one: then rb is nil too).
 func (h *Passthrough) call(w http.ResponseWriter, r *http.Request, rest string) (call *chatproxy.Call, rb *requestBody, err error) {
 	prov := h.app.Routes().Provider(h.Provider)
-	call = &chatproxy.Call{Protocol: h.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
+	call = &chatproxy.Call{Wire: h.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
 		Path: rest, Method: r.Method, ClientHeader: r.Header, Client: clientOf(r), ContentType: r.Header.Get("Content-Type")}
 	if r.URL.RawQuery != "" {
 		call.Path += "?" + r.URL.RawQuery

@@ -15,6 +15,8 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
@@ -58,7 +60,7 @@ func (h *Chat) Provision(ctx caddy.Context) error {
 // chatEndpoint is air_chat's endpoint.
 var chatEndpoint = gateway.Endpoint{
 	Name: billing.EndpointChat, Path: "/chat/completions", Kind: providers.KindChat,
-	Wire:   gateway.Wire{Protocol: chatproxy.OpenAI, Inspect: chatproxy.InspectChat},
+	Wire:   gateway.Wire{Protocol: openai.Wire, Inspect: openai.InspectChat},
 	Client: translate.Chat,
 }
 
@@ -66,7 +68,7 @@ var chatEndpoint = gateway.Endpoint{
 func (h *Messages) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointMessages, Path: "/messages", Kind: providers.KindMessages,
-		Wire:   gateway.Wire{Protocol: chatproxy.Anthropic, Inspect: chatproxy.InspectMessages},
+		Wire:   gateway.Wire{Protocol: anthropic.Wire, Inspect: anthropic.InspectMessages},
 		Client: translate.Messages,
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -309,6 +310,7 @@ func TestRequestBodyExchange(t *testing.T) {
 				time.AfterFunc(50*time.Millisecond, cancel)
 			}
 			res := proxy.Serve(w, r, &chatproxy.Call{
+				Wire:      openai.Wire,
 				Provider:  &providers.Provider{Name: "p", BaseURLs: tc.urls, Retries: len(tc.urls) - 1, Timeout: 5 * time.Second},
 				Path:      "/chat/completions",
 				Body:      b.Bytes(),

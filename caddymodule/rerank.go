@@ -9,6 +9,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/cohere"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -38,7 +41,7 @@ func (Rerank) CaddyModule() caddy.ModuleInfo {
 func (h *Rerank) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointRerank, Path: "/rerank", Kind: providers.KindRerank,
-		Wire:    gateway.Wire{Protocol: chatproxy.OpenAI, Inspect: chatproxy.InspectRerank},
+		Wire:    gateway.Wire{Protocol: openai.Wire, Inspect: cohere.InspectRerank},
 		Billing: gateway.Billing{NoOutput: true, Usage: rerankUsage},
 	})
 }
@@ -48,7 +51,7 @@ func (h *Rerank) Provision(ctx caddy.Context) error {
 // total_tokens) of Jina's shape. With neither, it estimates both: one
 // search unit per 100 documents, as Cohere counts them, and the tokens
 // of the query and documents.
-func rerankUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
+func rerankUsage(in dialect.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source) {
 	body := res.Held.Body()
 	var u billing.Usage
 	if units := gjson.GetBytes(body, "meta.billed_units.search_units"); units.Type == gjson.Number {
@@ -64,7 +67,7 @@ func rerankUsage(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, 
 			return u.Bounded(), billing.SourceReported
 		}
 	}
-	u.Input = chatproxy.EstimateRequest(in, 0).Input
+	u.Input = dialect.EstimateRequest(in, 0).Input
 	u.SearchUnits = (in.Documents + 99) / 100
 	return u.Bounded(), billing.SourceEstimated
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
@@ -58,7 +60,7 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 func (h *Responses) Provision(ctx caddy.Context) error {
 	return h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointResponses, Path: "/responses", Kind: providers.KindChat,
-		Wire:   gateway.Wire{Protocol: chatproxy.Responses, Inspect: chatproxy.InspectResponses},
+		Wire:   gateway.Wire{Protocol: dresponses.Wire, Inspect: dresponses.InspectResponses},
 		Client: translate.Responses,
 		Pin:    h.pinned, Settle: h.remember,
 	})
@@ -243,8 +245,8 @@ func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub 
 		w = &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: final}
 	}
 	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Protocol: chatproxy.Responses, Provider: prov, Path: path, Method: method,
-		Inspected: chatproxy.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
+		Wire: dresponses.Wire, Provider: prov, Path: path, Method: method,
+		Inspected: dialect.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
 		Client:   clientOf(r),
 		Attempts: []providers.Attempt{a},
 	})

@@ -135,7 +135,7 @@ func (p *Proxy) send(ctx context.Context, c *Call, body []byte, a providers.Atte
 		if c.RequestID != "" {
 			h[RequestIDHeader] = []string{c.RequestID}
 		}
-		authn.SetAuth(h, c.Protocol.String(), a.APIKey, c.ClientHeader)
+		authn.SetAuth(h, c.Wire.Auth(), a.APIKey, c.ClientHeader)
 		telemetry.Inject(ctx, h)
 		req.Header = h
 	}
@@ -185,7 +185,7 @@ func readFailure(c *Call, a providers.Attempt, resp *http.Response) *failure {
 	decodeBody(resp)
 	copyHeader(f.header, resp.Header, false)
 	f.raw, _ = io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
-	f.body = apierror.UpstreamBody(f.status, f.raw, c.Protocol == Anthropic, a.APIKey)
+	f.body = apierror.UpstreamBody(f.status, f.raw, c.Wire.ErrorShape(), a.APIKey)
 	delete(f.header, "Content-Encoding")
 	f.header["Content-Type"] = jsonType
 	return f

@@ -3,6 +3,7 @@ package chatproxy
 import (
 	"bytes"
 	"context"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"strings"
@@ -50,7 +51,7 @@ func TestCopyStreamBatches(t *testing.T) {
 			Body: io.NopCloser(read(strings.NewReader(up.String())))}
 		w := &recordWriter{h: make(http.Header)}
 		r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
-		c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), StripUsage: true}
+		c := &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), StripUsage: true}
 		var res Result
 		(&Proxy{}).deliver(w, r, c, at, &res, nil)
 		at.close()

@@ -3,6 +3,9 @@ package chatproxy
 import (
 	"bytes"
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"strings"
@@ -42,7 +45,7 @@ func BenchmarkInspectChat(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bc.body)))
 			for b.Loop() {
-				if _, e := InspectChat(bc.body, 0); e != nil {
+				if _, e := openai.InspectChat(bc.body, 0); e != nil {
 					b.Fatal(e.Message)
 				}
 			}
@@ -51,24 +54,24 @@ func BenchmarkInspectChat(b *testing.B) {
 }
 
 func BenchmarkPrepareBody(b *testing.B) {
-	in, e := InspectChat(benchBody, 0)
+	in, e := openai.InspectChat(benchBody, 0)
 	if e != nil {
 		b.Fatal(e.Message)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, inj, err := PrepareBody(OpenAI, benchBody, in, "qwen-plus-2025-01-25"); err != nil || !inj {
+		if _, inj, err := dialect.PrepareBody(openai.Wire, benchBody, in, "qwen-plus-2025-01-25"); err != nil || !inj {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkPrepareBodyInPlace edits a 1 MiB body, with room in its
-// buffer, against PrepareBody's copy. Each in-place iteration first
+// buffer, against dialect.PrepareBody's copy. Each in-place iteration first
 // restores the body, a copy of its own that the handler never makes.
 func BenchmarkPrepareBodyInPlace(b *testing.B) {
 	body := longchat.Body("qwen-plus", 1<<20, `"stream":true`)
-	in, e := InspectChat(body, 0)
+	in, e := openai.InspectChat(body, 0)
 	if e != nil {
 		b.Fatal(e.Message)
 	}
@@ -76,18 +79,18 @@ func BenchmarkPrepareBodyInPlace(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, inj, err := PrepareBody(OpenAI, body, in, "qwen-plus-2025-01-25"); err != nil || !inj {
+			if _, inj, err := dialect.PrepareBody(openai.Wire, body, in, "qwen-plus-2025-01-25"); err != nil || !inj {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("in-place", func(b *testing.B) {
-		buf := make([]byte, len(body), len(body)+PrepareBodyRoom(OpenAI, in, "qwen-plus-2025-01-25"))
+		buf := make([]byte, len(body), len(body)+dialect.PrepareBodyRoom(openai.Wire, in, "qwen-plus-2025-01-25"))
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
 			copy(buf, body)
-			if _, inj, err := PrepareBodyInPlace(OpenAI, buf[:len(body)], in, "qwen-plus-2025-01-25"); err != nil || !inj {
+			if _, inj, err := dialect.PrepareBodyInPlace(openai.Wire, buf[:len(body)], in, "qwen-plus-2025-01-25"); err != nil || !inj {
 				b.Fatal(err)
 			}
 		}
@@ -141,32 +144,14 @@ func BenchmarkSSETap(b *testing.B) {
 	s.WriteString(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"prompt_tokens_details":{"cached_tokens":64}}`))
 	s.WriteString("data: [DONE]\n\n")
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(s.String())}
-	in, _ := InspectChat(benchBody, 0)
-	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in, StripUsage: true})
-}
-
-// BenchmarkTapChunk is the tap's work on one chunk of a stream like the
-// mock provider's, usage stripped.
-func BenchmarkTapChunk(b *testing.B) {
-	ev := []byte(`data: {"id":"chatcmpl-mock-0123456789abcdef","object":"chat.completion.chunk","created":1763769600,"model":"qwen-plus",` +
-		`"service_tier":"default","system_fingerprint":"fp_mock","choices":[{"index":0,"delta":{"content":" the tower was"},` +
-		`"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n")
-	buf := make([]byte, len(ev))
-	t := tap{proto: OpenAI, strip: true}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(ev)))
-	for b.Loop() {
-		copy(buf, ev)
-		if out := t.event(buf); len(out) != len(ev)-len(`,"usage":null`) {
-			b.Fatalf("forwarded %q", out)
-		}
-	}
+	in, _ := openai.InspectChat(benchBody, 0)
+	benchServe(b, tr, &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in, StripUsage: true})
 }
 
 func BenchmarkJSONTap(b *testing.B) {
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(chatJSON)}
-	in, _ := InspectChat(benchBody, 0)
-	benchServe(b, tr, &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in})
+	in, _ := openai.InspectChat(benchBody, 0)
+	benchServe(b, tr, &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: benchBody, Inspected: in})
 }
 
 // chunkStream is an upstream SSE body: n copies of one content chunk, then
@@ -206,8 +191,8 @@ func BenchmarkStreamChunk(b *testing.B) {
 		`"service_tier":"default","system_fingerprint":"fp_mock","choices":[{"index":0,"delta":{"content":" the tower was"},` +
 		`"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n")
 	tail := []byte(chunk(`[]`, `{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}`) + "data: [DONE]\n\n")
-	in, _ := InspectChat(smallBody, 0)
-	c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody, Inspected: in, StripUsage: true}
+	in, _ := openai.InspectChat(smallBody, 0)
+	c := &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody, Inspected: in, StripUsage: true}
 	benchStream(b, c, ev, tail, len(ev)-len(`,"usage":null`), 0)
 }
 
@@ -218,8 +203,8 @@ func BenchmarkStreamChunkAnthropic(b *testing.B) {
 	delta := "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":20}}\n\n"
 	tail := []byte(delta + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	body := []byte(`{"model":"claude","max_tokens":512,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`)
-	in, _ := InspectMessages(body, 0)
-	c := &Call{Protocol: Anthropic, Provider: provider("anthropic", 0, "http://up/v1"), Path: "/messages", Body: body, Inspected: in}
+	in, _ := anthropic.InspectMessages(body, 0)
+	c := &Call{Wire: anthropic.Wire, Provider: provider("anthropic", 0, "http://up/v1"), Path: "/messages", Body: body, Inspected: in}
 	benchStream(b, c, ev, tail, len(ev), len(delta))
 }
 
@@ -255,7 +240,7 @@ func benchStream(b *testing.B, c *Call, ev, tail []byte, want, extra int) {
 func BenchmarkHoldBody(b *testing.B) {
 	const pre, post = `{"choices":[{"message":{"content":"`, `"}}],"usage":{"prompt_tokens":9,"completion_tokens":7}}`
 	answer := []byte(pre + strings.Repeat("z", 512<<10) + post)
-	c := &Call{Protocol: OpenAI, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody}
+	c := &Call{Wire: openai.Wire, Provider: provider("openai", 0, "http://up/v1"), Path: "/chat/completions", Body: smallBody}
 	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
 	for _, declared := range []bool{true, false} {
 		name := "chunked"

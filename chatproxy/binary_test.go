@@ -2,6 +2,7 @@ package chatproxy
 
 import (
 	"bytes"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"strings"
@@ -35,11 +36,11 @@ func TestServeBinaryForwardsAsItArrives(t *testing.T) {
 	})
 	body := `{"model":"tts","input":"hello","voice":"alloy"}`
 	url, results := gateway(t, func() *Call {
-		in, e := InspectSpeech([]byte(body), 0)
+		in, e := openai.InspectSpeech([]byte(body), 0)
 		if e != nil {
 			t.Fatal(e.Message)
 		}
-		return &Call{Protocol: OpenAI, Provider: provider("openai", 0, up.URL), Path: "/audio/speech", Body: []byte(body),
+		return &Call{Wire: openai.Wire, Provider: provider("openai", 0, up.URL), Path: "/audio/speech", Body: []byte(body),
 			Inspected: in, ClientHeader: http.Header{}, RequestID: "req-1", Binary: true}
 	})
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"context"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,7 +65,7 @@ func TestServeDecodesEncodedAnswers(t *testing.T) {
 				body = `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}`
 			}
 			rec := httptest.NewRecorder()
-			res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+			res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 			if got := rec.Header().Get("Content-Encoding"); got != tc.wantEncoding {
 				t.Errorf("Content-Encoding %q, want %q", got, tc.wantEncoding)
 			}

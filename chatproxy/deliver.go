@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect"
 )
 
 // accountHeaders are upstream response headers that name the operator's
@@ -62,13 +63,13 @@ func isEventStream(ct string) bool {
 // timeout or a cut can still be answered with an error, and so that the
 // client gets it only once its record is durable. meta, when set,
 // collects the answer's model and finish reasons for the attempt's span.
-func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result, meta *respMeta) {
+func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *attempt, res *Result, meta *dialect.Meta) {
 	resp := at.resp
 	res.Reached, res.Status, res.Err = true, resp.StatusCode, nil
 	if resp.StatusCode >= 400 {
 		// An error answer reaches the client rebuilt and scrubbed.
 		f := readFailure(c, res.Attempt, resp)
-		res.Held = &Held{proto: c.Protocol, status: f.status, header: f.header, body: f.body}
+		res.Held = &Held{shape: c.Wire.ErrorShape(), status: f.status, header: f.header, body: f.body}
 		res.Source, res.Outcome = billing.SourceReported, OutcomeUpstreamError
 		if r.Context().Err() != nil {
 			res.Outcome, res.Err = OutcomeCanceled, errClientGone
@@ -78,31 +79,33 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	encoded := !decodeBody(resp)
-	t := tap{proto: c.Protocol, strip: c.StripUsage, maxDepth: p.MaxJSONDepth, meta: meta}
+	t := c.Wire.NewTap(dialect.TapConfig{Strip: c.StripUsage, MaxDepth: p.MaxJSONDepth, Meta: meta})
+	defer t.Release()
 	var readErr error
 	var gone bool
 	if ok && !encoded && isEventStream(resp.Header.Get("Content-Type")) {
 		copyHeader(w.Header(), resp.Header, false)
 		w.WriteHeader(resp.StatusCode)
-		readErr, gone = p.copyStream(w, at, res, &t)
+		readErr, gone = p.copyStream(w, at, res, t, c.Wire.ErrorShape())
 	} else {
-		readErr, gone = p.holdBody(w, c, at, res, &t, ok && !encoded && !c.Binary)
+		readErr, gone = p.holdBody(w, c, at, res, t, ok && !encoded && !c.Binary)
 	}
 	gone = gone || r.Context().Err() != nil
 	timedOut := !gone && context.Cause(at.ctx) == errTimeout
 	stream := res.Held != nil && res.Held.stream
-	if stream && t.terminal {
+	if stream && t.Terminal() {
 		// The stream is complete: what fails after its final event does
 		// not matter.
 		readErr, timedOut = nil, false
 	}
 	// A stream that ends without its protocol's final event was cut; one
 	// that ended with the upstream's error event was not.
-	cut := gone || timedOut || readErr != nil || stream && !t.ended()
-	res.ResponseID, res.ResponseStatus = t.respID, t.respStatus
+	cut := gone || timedOut || readErr != nil || stream && !streamEnded(t)
+	tr := t.Result(c.Inspected.PromptBytes, cut, gone)
+	res.ResponseID, res.ResponseStatus = tr.ResponseID, tr.ResponseStatus
 	if ok {
-		res.Usage, res.Source = t.result(c.Inspected.PromptBytes, cut, gone)
-		res.ServiceTier = t.serviceTier
+		res.Usage, res.Source = tr.Usage, tr.Source
+		res.ServiceTier = tr.ServiceTier
 	} else {
 		res.Source = billing.SourceReported // an error status: no usage
 	}
@@ -126,12 +129,16 @@ func (p *Proxy) deliver(w http.ResponseWriter, r *http.Request, c *Call, at *att
 		res.Err = readErr
 		breakOff(res, c, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "upstream_cut",
 			"the upstream provider broke off the response: "+readErr.Error()))
-	case !ok || t.upstreamError:
+	case !ok || t.UpstreamError():
 		res.Outcome = OutcomeUpstreamError
 	default:
 		res.Outcome = OutcomeOK
 	}
 }
+
+// streamEnded reports whether t's stream has ended: its final event or an
+// error event of the upstream, after which nothing more is forwarded.
+func streamEnded(t dialect.Tap) bool { return t.Terminal() || t.UpstreamError() }
 
 // breakOff replaces what is held of a response that broke off with e: the
 // whole response when none of it was written, or the stream's error event.
@@ -140,10 +147,10 @@ func breakOff(res *Result, c *Call, e *apierror.Error) {
 	switch {
 	case h == nil || !h.started:
 		h.Close()
-		res.Held, res.Status = heldError(c.Protocol, e), e.Status
+		res.Held, res.Status = heldError(c.Wire.ErrorShape(), e), e.Status
 	case h.stream:
 		h.Close()
-		h.body, h.err = e.StreamEvent(c.Protocol == Anthropic), nil
+		h.body, h.err = e.StreamEvent(c.Wire.ErrorShape()), nil
 		if h.mid {
 			// The upstream broke off inside an event: end it first, so
 			// that the error is an event of its own.
@@ -183,13 +190,13 @@ const headerFlushDelay = 100 * time.Millisecond
 // that the client knows its request is being answered; flushing them alone
 // at once would cost a write per stream. It returns the upstream read error
 // (nil at a clean end) and whether writing to the client failed.
-func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *tap) (readErr error, gone bool) {
+func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t dialect.Tap, shape apierror.Shape) (readErr error, gone bool) {
 	rc := http.NewResponseController(w)
 	headers := newHeaderFlusher(rc)
 	defer headers.cancel()
 	er := newEventReader(at.resp.Body, at.read)
 	defer er.release()
-	held := &Held{proto: t.proto, status: at.resp.StatusCode, started: true, stream: true}
+	held := &Held{shape: shape, status: at.resp.StatusCode, started: true, stream: true}
 	res.Held = held
 	// run is the batch to write: a slice of the reader's buffer, which
 	// does not move while further whole events are buffered (see
@@ -202,15 +209,12 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 		if len(ev) > 0 {
 			out := ev
 			if whole {
-				out = t.event(ev)
+				out = t.Event(ev)
 			} else {
-				t.outBytes += int64(len(ev))
-				if t.proto == Responses {
-					t.bigEvent(ev)
-				}
+				t.Piece(ev)
 			}
 			held.mid = !endsEvent(ev)
-			if t.ended() {
+			if streamEnded(t) {
 				// The stream's final event (or the upstream's error
 				// event) waits for the record; the events before it in
 				// the batch leave now.
@@ -222,7 +226,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 			} else {
 				run = append(run, out...)
 			}
-			if len(run) > 0 && (t.ended() || !er.buffered()) {
+			if len(run) > 0 && (streamEnded(t) || !er.buffered()) {
 				if res.BytesOut == 0 {
 					headers.cancel()
 					res.FirstByte = time.Now()
@@ -239,7 +243,7 @@ func (p *Proxy) copyStream(w http.ResponseWriter, at *attempt, res *Result, t *t
 				}
 			}
 		}
-		if t.ended() {
+		if streamEnded(t) {
 			headers.cancel()
 			p.drainAfterFinal(at, er)
 			return nil, false
@@ -333,9 +337,9 @@ const tailKeep = 64 << 10
 // arrives, but for its last read, which is held. Usage is read from it when
 // tapped (a successful, plain JSON answer): from the whole body, or from
 // the last tailKeep bytes of a larger one, where the usage object is.
-func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Result, t *tap, tapped bool) (readErr error, gone bool) {
+func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Result, t dialect.Tap, tapped bool) (readErr error, gone bool) {
 	resp := at.resp
-	h := &Held{proto: c.Protocol, status: resp.StatusCode, header: make(http.Header), bp: getBuf()}
+	h := &Held{shape: c.Wire.ErrorShape(), status: resp.StatusCode, header: make(http.Header), bp: getBuf()}
 	copyHeader(h.header, resp.Header, false)
 	res.Held = h
 	buf := (*h.bp)[:0]
@@ -367,9 +371,7 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 				// holding only the last read.
 				if tapped {
 					tail = append(make([]byte, 0, 2*tailKeep), buf[len(buf)-tailKeep:]...)
-					if t.proto == Responses {
-						t.scan.feed(buf, false)
-					}
+					t.Large(buf, false)
 				}
 				copyHeader(w.Header(), resp.Header, true)
 				w.WriteHeader(resp.StatusCode)
@@ -396,9 +398,7 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 				tail = append(tail[:0], keep...)
 			}
 			tail = append(tail, buf[len(buf):len(buf)+n]...)
-			if t.proto == Responses {
-				t.scan.feed(buf[len(buf):len(buf)+n], false)
-			}
+			t.Large(buf[len(buf):len(buf)+n], false)
 		}
 		buf = buf[:len(buf)+n]
 		if err != nil {
@@ -414,13 +414,11 @@ func (p *Proxy) holdBody(w http.ResponseWriter, c *Call, at *attempt, res *Resul
 	}
 	complete := readErr == nil && !gone
 	if !h.started {
-		t.body(buf, complete)
+		t.Body(buf, complete)
 	} else {
-		t.tailUsage(tail)
-		if t.proto == Responses {
-			t.scan.feed(nil, true)
-		}
-		t.outBytes = res.BytesOut + int64(len(buf))
+		t.Tail(tail)
+		t.Large(nil, true)
+		t.SetOutBytes(res.BytesOut + int64(len(buf)))
 	}
 	return readErr, gone
 }

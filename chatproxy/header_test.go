@@ -3,6 +3,9 @@ package chatproxy
 import (
 	"cmp"
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -29,17 +32,17 @@ func TestAccountHeadersDropped(t *testing.T) {
 	openAIStream := chunk(`[{"index":0,"delta":{"content":"a"}}]`, "") + "data: [DONE]\n\n"
 	for _, tc := range []struct {
 		name     string
-		proto    Protocol
+		proto    dialect.Wire
 		protocol string
 		body     string
 		upstream func(http.ResponseWriter, *http.Request)
 		urls     int
 		status   int
 	}{
-		{"chat JSON", OpenAI, "openai", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, answer(200, "application/json", chatJSON), 1, 200},
-		{"chat stream", OpenAI, "openai", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, sseAnswer([]string{openAIStream}), 1, 200},
-		{"messages JSON", Anthropic, "anthropic", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, answer(200, "application/json", anthropicJSON), 1, 200},
-		{"a failure kept over a retry", OpenAI, "openai", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, answer(429, "application/json", `{"error":{"message":"slow down"}}`), 2, 429},
+		{"chat JSON", openai.Wire, "openai", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, answer(200, "application/json", chatJSON), 1, 200},
+		{"chat stream", openai.Wire, "openai", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, sseAnswer([]string{openAIStream}), 1, 200},
+		{"messages JSON", anthropic.Wire, "anthropic", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, answer(200, "application/json", anthropicJSON), 1, 200},
+		{"a failure kept over a retry", openai.Wire, "openai", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, answer(429, "application/json", `{"error":{"message":"slow down"}}`), 2, 429},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newUpstream(t, withHeaders(tc.upstream))

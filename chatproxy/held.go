@@ -32,7 +32,7 @@ func (h *Held) Body() []byte {
 // could still be lost, or replaces it with Fail when the record could not
 // be made durable in time.
 type Held struct {
-	proto  Protocol
+	shape  apierror.Shape
 	status int
 	header http.Header // sent with the body when started is false
 	body   []byte
@@ -61,8 +61,8 @@ func (h *Held) Broken() bool { return h.broken }
 
 // heldError holds e, written in the protocol's shape, as the whole
 // response.
-func heldError(p Protocol, e *apierror.Error) *Held {
-	return &Held{proto: p, status: e.Status, err: e}
+func heldError(s apierror.Shape, e *apierror.Error) *Held {
+	return &Held{shape: s, status: e.Status, err: e}
 }
 
 // Status is the HTTP status the held response answers with, or was
@@ -73,7 +73,7 @@ func (h *Held) Status() int { return h.status }
 // wrote.
 func (h *Held) Release(w http.ResponseWriter) int64 {
 	if h.err != nil {
-		writeError(w, h.proto, h.err)
+		h.err.WriteShape(w, h.shape)
 		return 0
 	}
 	if h.broken {
@@ -103,9 +103,9 @@ func (h *Held) Release(w http.ResponseWriter) int64 {
 func (h *Held) Fail(w http.ResponseWriter, e *apierror.Error) bool {
 	switch {
 	case !h.started:
-		writeError(w, h.proto, e)
+		e.WriteShape(w, h.shape)
 	case h.stream:
-		if _, err := w.Write(e.StreamEvent(h.proto == Anthropic)); err == nil {
+		if _, err := w.Write(e.StreamEvent(h.shape)); err == nil {
 			_ = flush(http.NewResponseController(w))
 		}
 	default:

@@ -2,6 +2,9 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,20 +25,20 @@ const unavailableJSON = `{"error":{"message":"no upstream provider of this model
 func TestServeHoldsTheEnd(t *testing.T) {
 	json := `{"id":"c1","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`
 	openAI := chunk(`[{"index":0,"delta":{"content":"a"}}]`, "") + "data: [DONE]\n\n"
-	anthropic := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
+	messages := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 	for i, tc := range []struct {
-		proto             Protocol
+		proto             dialect.Wire
 		handler           func(http.ResponseWriter, *http.Request)
 		before, held      string
 		status, heldState int
 	}{
-		{OpenAI, answer(200, "application/json", json), "", json, 200, 200},
-		{OpenAI, sseAnswer([]string{openAI}), strings.TrimSuffix(openAI, "data: [DONE]\n\n"), "data: [DONE]\n\n", 200, 200},
-		{Anthropic, sseAnswer([]string{anthropic}), strings.TrimSuffix(anthropic, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", 200, 200},
+		{openai.Wire, answer(200, "application/json", json), "", json, 200, 200},
+		{openai.Wire, sseAnswer([]string{openAI}), strings.TrimSuffix(openAI, "data: [DONE]\n\n"), "data: [DONE]\n\n", 200, 200},
+		{anthropic.Wire, sseAnswer([]string{messages}), strings.TrimSuffix(messages, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", 200, 200},
 		// The only upstream answers 429: its answer (its error's fields,
 		// apierror.UpstreamBody) and Retry-After are passed through.
-		{OpenAI, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"), "",
+		{openai.Wire, answer(429, "application/json", `{"error":{"message":"slow down"}}`, "Retry-After", "7"), "",
 			`{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":null}}`, 0, 429},
 	} {
 		up := newUpstream(t, tc.handler)
@@ -64,12 +67,12 @@ func TestServeHoldsTheEnd(t *testing.T) {
 // event, so that the client can tell the answer is truncated.
 func TestServeCutStreamEndsInError(t *testing.T) {
 	for i, tc := range []struct {
-		proto Protocol
+		proto dialect.Wire
 		first string
 		want  string
 	}{
-		{OpenAI, chunk(`[{"index":0,"delta":{"content":"half"}}]`, ""), `data: {"error":{"message":"the upstream provider broke off the response`},
-		{Anthropic, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"half\"}}\n\n", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\""},
+		{openai.Wire, chunk(`[{"index":0,"delta":{"content":"half"}}]`, ""), `data: {"error":{"message":"the upstream provider broke off the response`},
+		{anthropic.Wire, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"half\"}}\n\n", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\""},
 	} {
 		up := newUpstream(t, sseAnswer([]string{tc.first})) // and then ends
 		body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
@@ -97,7 +100,7 @@ func TestServeJSONTimeoutAfterHeaders(t *testing.T) {
 	})
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 50*time.Millisecond, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 50*time.Millisecond, up.URL), body, ""))
 	if rec.Code != 504 || gjson.Get(rec.Body.String(), "error.code").Str != "upstream_timeout" {
 		t.Errorf("client got %d %s", rec.Code, rec.Body.String())
 	}
@@ -113,7 +116,7 @@ func TestServeLargeBodyHoldsLastRead(t *testing.T) {
 	up := newUpstream(t, answer(200, "application/json", big))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
-	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 	before := rec.Body.Len()
 	if before == 0 || before >= len(big) {
 		t.Errorf("%d of %d bytes written before release", before, len(big))
@@ -130,7 +133,7 @@ func TestServeLargeBodyHoldsLastRead(t *testing.T) {
 func TestServeSendsRequestID(t *testing.T) {
 	up := newUpstream(t, answer(200, "application/json", `{"usage":{"prompt_tokens":1,"completion_tokens":1}}`))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
-	c := chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "")
+	c := chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "")
 	c.RequestID = "req_abc"
 	serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), c)
 	if got := up.headers[0].Get(RequestIDHeader); got != "req_abc" {
@@ -150,7 +153,7 @@ func TestServeClientLeavesBeforeHeaders(t *testing.T) {
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("p", 400) + `"}]}`
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-received; cancel() }()
-	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 	if !res.Wrote || res.Reached || res.Outcome != OutcomeCanceled || res.Usage.Input < 100 || res.Usage.Output != 0 {
 		t.Errorf("result %+v", res)
 	}
@@ -171,7 +174,7 @@ func TestServeHoldsWholeBodies(t *testing.T) {
 			}
 			up := newUpstream(t, answer(200, "application/json", big, kv...))
 			rec := httptest.NewRecorder()
-			res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+			res := (&Proxy{}).Serve(rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 			if before := rec.Body.Len(); (size < maxHeld) != (before == 0) {
 				t.Errorf("Test %d (%d bytes, declared %v): %d bytes written before release", i, size, declared, before)
 			}

@@ -2,6 +2,9 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -16,7 +19,7 @@ import (
 func TestForbiddenStaysWithItsRequest(t *testing.T) {
 	const denied = `{"error":{"message":"Project proj_Q1w2E3r4T5y6 in organization org-Z9x8C7v6B5n4 does not have access to model gpt-5","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
-	for i, proto := range []Protocol{OpenAI, Anthropic} {
+	for i, proto := range []dialect.Wire{openai.Wire, anthropic.Wire} {
 		// One upstream: before, its key left rotation and both requests
 		// got 503 upstream_unavailable.
 		bad := newUpstream(t, answer(403, "application/json", denied))
@@ -33,7 +36,7 @@ func TestForbiddenStaysWithItsRequest(t *testing.T) {
 				gjson.Get(b, "error.message").Str != "Project [redacted] in organization [redacted] does not have access to model gpt-5" {
 				t.Errorf("Test %d: client body %s", i, b)
 			}
-			if shape := gjson.Get(b, "type").Str; (proto == Anthropic) != (shape == "error") {
+			if shape := gjson.Get(b, "type").Str; (proto == anthropic.Wire) != (shape == "error") {
 				t.Errorf("Test %d: not in the client's shape: %s", i, b)
 			}
 		}
@@ -47,7 +50,7 @@ func TestForbiddenStaysWithItsRequest(t *testing.T) {
 		p := &Proxy{}
 		for n := 0; n < 40; n++ {
 			rec := httptest.NewRecorder()
-			serveAll(p, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, prov, body, ""))
+			serveAll(p, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, prov, body, ""))
 			if rec.Code != 200 {
 				t.Fatalf("Test %d: request %d got %d %s", i, n, rec.Code, rec.Body.String())
 			}

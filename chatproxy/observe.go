@@ -1,13 +1,10 @@
 package chatproxy
 
 import (
-	"bytes"
-	"strings"
-
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 	"github.com/caddy-air/caddy-air/upstream"
-	"github.com/tidwall/gjson"
 )
 
 // Each upstream attempt gets a span (see package telemetry) when the
@@ -15,18 +12,6 @@ import (
 // health (Proxy.Health), both by the attempt runner (package upstream).
 // With tracing off, the span is the request's non-recording one, and no
 // response metadata is collected.
-
-// Operation names the endpoint of a protocol in spans: chat, messages or
-// responses.
-func Operation(p Protocol) string {
-	switch p {
-	case Anthropic:
-		return "messages"
-	case Responses:
-		return "responses"
-	}
-	return "chat"
-}
 
 // Error types of attempts that got no usable answer; one with an error
 // status has the status as its type.
@@ -39,12 +24,12 @@ const (
 )
 
 // operation names c's endpoint in spans and logs: c.Operation, or its
-// protocol's.
+// Wire's.
 func (c *Call) operation() string {
 	if c.Operation != "" {
 		return c.Operation
 	}
-	return Operation(c.Protocol)
+	return c.Wire.Operation()
 }
 
 // failedEnd is the end of an attempt that got no usable answer: result
@@ -61,7 +46,7 @@ func failedEnd(result string, status int, errType string, err error, o routing.O
 // client, with what its result and metadata say of it; o is what the
 // router learns of its headers. The span's end is filled only when
 // recording.
-func deliveredEnd(res *Result, meta *respMeta, o routing.Outcome, recording bool) upstream.End {
+func deliveredEnd(res *Result, meta *dialect.Meta, o routing.Outcome, recording bool) upstream.End {
 	var errType string
 	switch res.Outcome {
 	case OutcomeOK:
@@ -101,7 +86,7 @@ func deliveredEnd(res *Result, meta *respMeta, o routing.Outcome, recording bool
 			CacheRead: u.CacheRead, CacheCreation: u.CacheCreation, Reasoning: u.Reasoning}
 	}
 	if meta != nil {
-		e.Span.ResponseModel, e.Span.FinishReasons = meta.model, meta.finish
+		e.Span.ResponseModel, e.Span.FinishReasons = meta.Model, meta.Finish
 	}
 	return e
 }
@@ -117,71 +102,4 @@ func providerFault(status int, errType string) bool {
 		return retryable(status)
 	}
 	return true
-}
-
-// respMeta is what a traced attempt's answer says of itself: the model
-// that answered and why it stopped. Its strings are copies: the answer's
-// bytes are reused.
-type respMeta struct {
-	model  string
-	finish []string
-}
-
-// setModel records the answering model, once.
-func (m *respMeta) setModel(s string) {
-	if m.model == "" && s != "" {
-		m.model = strings.Clone(s)
-	}
-}
-
-// addFinish records a finish reason.
-func (m *respMeta) addFinish(s string) {
-	if s != "" {
-		m.finish = append(m.finish, strings.Clone(s))
-	}
-}
-
-// finishKey marks an OpenAI chunk that may carry a finish reason.
-var finishKey = []byte(`"finish_reason"`)
-
-// openAIChunk reads the model of a stream's first chunk and the finish
-// reasons of its choices. Only a chunk whose finish_reason is a string is
-// parsed: most chunks have null there.
-func (m *respMeta) openAIChunk(payload []byte) {
-	if m.model == "" {
-		m.setModel(gjson.GetBytes(payload, "model").Str)
-	}
-	if i := bytes.Index(payload, finishKey); i < 0 || !stringFollows(payload[i+len(finishKey):]) {
-		return
-	}
-	for _, r := range gjson.GetBytes(payload, "choices.#.finish_reason").Array() {
-		m.addFinish(r.Str)
-	}
-}
-
-// stringFollows reports whether b, after a colon and spaces, begins a
-// string.
-func stringFollows(b []byte) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != ':' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	return i < len(b) && b[i] == '"'
-}
-
-// body reads a whole JSON answer's model and finish reasons.
-func (m *respMeta) body(root gjson.Result, p Protocol) {
-	m.setModel(root.Get("model").Str)
-	if p == Responses {
-		m.addFinish(root.Get("status").Str)
-		return
-	}
-	if p == Anthropic {
-		m.addFinish(root.Get("stop_reason").Str)
-		return
-	}
-	for _, r := range root.Get("choices.#.finish_reason").Array() {
-		m.addFinish(r.Str)
-	}
 }

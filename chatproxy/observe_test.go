@@ -2,6 +2,8 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -57,7 +59,7 @@ func TestServeTracesRetries(t *testing.T) {
 	ctx, sr := tracedContext(t)
 	tr := health.NewTracker(0)
 	p := &Proxy{Health: tr}
-	res := serveAll(p, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 0, closedURL(), fail.URL+"/v1", ok.URL+"/v1"), body, ""))
+	res := serveAll(p, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, openai.Wire, provider("openai", 0, closedURL(), fail.URL+"/v1", ok.URL+"/v1"), body, ""))
 	if res.Outcome != OutcomeOK || res.Attempts != 3 {
 		t.Fatalf("result %+v", res)
 	}
@@ -127,7 +129,7 @@ func TestServeTracesMessages(t *testing.T) {
 		}
 		ctx, sr := tracedContext(t)
 		tr := health.NewTracker(0)
-		serveAll(&Proxy{Health: tr}, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, Anthropic, provider("anthropic", 0, tc.up.URL), body, ""))
+		serveAll(&Proxy{Health: tr}, httptest.NewRecorder(), clientRequest(ctx, body), chatCall(t, anthropic.Wire, provider("anthropic", 0, tc.up.URL), body, ""))
 		spans := sr.Ended()
 		if len(spans) != 1 {
 			t.Fatalf("Test %d: %d spans", i, len(spans))
@@ -143,7 +145,7 @@ func TestServeTracesMessages(t *testing.T) {
 		}
 	}
 	serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`),
-		chatCall(t, Anthropic, provider("anthropic", 0, whole.URL), `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, ""))
+		chatCall(t, anthropic.Wire, provider("anthropic", 0, whole.URL), `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, ""))
 	if h := whole.headers[len(whole.headers)-1].Get("Traceparent"); h != "" {
 		t.Errorf("traceparent %q sent without tracing", h)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/dialect/authn"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -24,10 +24,6 @@ const DefaultTimeout = 10 * time.Minute
 // RequestIDHeader carries the request's id (its ledger record's id) to the
 // upstream, so that a provider's logs can be matched with the ledger.
 const RequestIDHeader = "X-Air-Request-Id"
-
-// DefaultAnthropicVersion is sent upstream when an Anthropic client sends
-// no anthropic-version header.
-const DefaultAnthropicVersion = authn.DefaultAnthropicVersion
 
 // Outcomes of a proxied request, reported in Result.Outcome.
 const (
@@ -81,19 +77,18 @@ type Proxy struct {
 
 // Call is one request to proxy.
 type Call struct {
-	// Protocol selects the error shape, the auth headers and the usage
-	// format.
-	Protocol Protocol
+	// Wire is the request's wire protocol: its error shape, its auth
+	// headers and its answer's usage tap. It is required.
+	Wire dialect.Wire
 	// Operation names the endpoint in spans and logs (chat, messages,
-	// responses, embeddings, count_tokens); empty means the protocol's
-	// (see Operation).
+	// responses, embeddings, count_tokens); empty means the Wire's.
 	Operation string
 	// Provider serves the request.
 	Provider *providers.Provider
 	// Path is appended to the provider's base URL: "/chat/completions" or
 	// "/messages".
 	Path string
-	// Body is the upstream request body, from PrepareBody.
+	// Body is the upstream request body, from dialect.PrepareBody.
 	Body []byte
 	// BodyPin, when set, is told of every reader of Body handed to a
 	// transport: Pin when it is made, Unpin once the transport closed it,
@@ -101,9 +96,9 @@ type Call struct {
 	// keeps Body unchanged until every Pin has had its Unpin.
 	BodyPin Pinner
 	// Inspected describes the client's body.
-	Inspected Inspected
-	// StripUsage removes from an OpenAI stream the usage the gateway
-	// injected (PrepareBody's injectedUsage).
+	Inspected dialect.Inspected
+	// StripUsage removes from a stream the usage the gateway injected
+	// (dialect.PrepareBody's injectedUsage; see dialect.Wire.StreamUsage).
 	StripUsage bool
 	// ClientHeader is the client's request header; only anthropic-version
 	// and anthropic-beta are forwarded from it.
@@ -144,8 +139,8 @@ type Call struct {
 	// Leg, when set, adapts each attempt to its target, which may speak
 	// another protocol than the client (a fallback model of the other
 	// protocol): the attempt is sent and tapped as the Leg says, in place
-	// of Protocol, Path, Body, Rebody and StripUsage, and its answer is
-	// written to the Leg's Writer. Protocol then stays the client's, the
+	// of Wire, Path, Body, Rebody and StripUsage, and its answer is
+	// written to the Leg's Writer. Wire then stays the client's, the
 	// shape of the errors the proxy makes itself.
 	Leg func(t *routing.Target) (*Leg, error)
 
@@ -157,8 +152,8 @@ type Call struct {
 // Leg is one attempt's protocol, path and body, and the writer its answer
 // goes to (a translating one, or the client's).
 type Leg struct {
-	// Protocol is the target's: its auth headers and usage format.
-	Protocol Protocol
+	// Wire is the target's: its auth headers and usage tap.
+	Wire dialect.Wire
 	// Path is appended to the target's base URL.
 	Path string
 	// Body is the upstream request body for the target.
@@ -169,15 +164,15 @@ type Leg struct {
 	Writer http.ResponseWriter
 	// NewRequest, when set, builds the attempt's upstream request to a
 	// (its URL, content headers and credentials, for Body), in place of
-	// the base URL, Path and Protocol's key headers: a cloud provider's
+	// the base URL, Path and Wire's key headers: a cloud provider's
 	// endpoint, which names the model in the URL and signs or
 	// authenticates each request. The proxy then adds its own headers
 	// (request id, trace context) and sends it.
 	NewRequest func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error)
-	// Transcode, when set, turns the upstream's answer into Protocol's
+	// Transcode, when set, turns the upstream's answer into Wire's
 	// wire before the proxy reads it (a cloud's answer into Messages):
 	// what it returns is then forwarded, tapped and billed as an answer
-	// of Protocol.
+	// of Wire.
 	Transcode func(*http.Response) *http.Response
 }
 
@@ -272,7 +267,7 @@ func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, fl legged, tryTime
 	var un *routing.Unavailable
 	if failed != nil && errors.As(err, &un) {
 		res.Reached, res.Status, res.Outcome, res.Source = true, failed.status, OutcomeUpstreamError, billing.SourceReported
-		res.Held = &Held{proto: fl.c.Protocol, status: failed.status, header: failed.header, body: failed.body}
+		res.Held = &Held{shape: fl.c.Wire.ErrorShape(), status: failed.status, header: failed.header, body: failed.body}
 		res.Writer = fl.w
 		return *res
 	}
@@ -286,7 +281,7 @@ func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, fl legged, tryTime
 	}
 	if tryTimedOut > 0 {
 		res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
-		res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+		res.Held = heldError(c.Wire.ErrorShape(), apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 			fmt.Sprintf("no upstream provider of this model answered within its try_timeout of %s", tryTimedOut)))
 		return *res
 	}
@@ -297,7 +292,7 @@ func (p *Proxy) giveUp(c *Call, res *Result, failed *failure, fl legged, tryTime
 	e := apierror.New(http.StatusServiceUnavailable, apierror.TypeUpstream, "upstream_unavailable",
 		"no upstream provider of this model could serve the request; retry after the time in Retry-After")
 	e.RetryAfter = un.RetryAfterSeconds()
-	res.Held = heldError(c.Protocol, e)
+	res.Held = heldError(c.Wire.ErrorShape(), e)
 	return *res
 }
 
@@ -320,7 +315,7 @@ func (p *Proxy) legFor(c *Call, w http.ResponseWriter, t *routing.Target) (legge
 		return legged{c, w}, nil, err
 	}
 	cc := *c
-	cc.Protocol, cc.Path, cc.Body, cc.StripUsage, cc.Rebody = l.Protocol, l.Path, l.Body, l.StripUsage, nil
+	cc.Wire, cc.Path, cc.Body, cc.StripUsage, cc.Rebody = l.Wire, l.Path, l.Body, l.StripUsage, nil
 	cc.newRequest, cc.transcode = l.NewRequest, l.Transcode
 	if l.Writer != nil {
 		w = l.Writer
@@ -340,20 +335,11 @@ func (p *Proxy) bodyFor(c *Call, t *routing.Target) ([]byte, error) {
 // promptEstimate is the usage of a request that got no answer: its
 // prompt, estimated, and no output.
 func promptEstimate(c *Call) billing.Usage {
-	return billing.Usage{Input: tokens(int64(c.Inspected.PromptBytes))}
+	return billing.Usage{Input: dialect.EstimateTokens(int64(c.Inspected.PromptBytes))}
 }
 
 // retryable reports a status worth another attempt.
 func retryable(status int) bool { return routing.Retryable(status) }
-
-// writeError writes e in the protocol's error shape.
-func writeError(w http.ResponseWriter, p Protocol, e *apierror.Error) {
-	if p == Anthropic {
-		e.WriteAnthropic(w)
-		return
-	}
-	e.Write(w)
-}
 
 // plan starts the attempts of c: the pinned attempt, the router's plan
 // for c.Route, or the plan of a router of c.Provider alone.

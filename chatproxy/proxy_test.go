@@ -3,6 +3,10 @@ package chatproxy
 import (
 	"bufio"
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/authn"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -101,22 +105,32 @@ func clientRequest(ctx context.Context, body string) *http.Request {
 }
 
 // chatCall inspects and prepares body like the handler does.
-func chatCall(t *testing.T, proto Protocol, prov *providers.Provider, body, upstreamModel string) *Call {
+func chatCall(t *testing.T, proto dialect.Wire, prov *providers.Provider, body, upstreamModel string) *Call {
+	if proto == nil {
+		proto = openai.Wire // the zero case: chat completions
+	}
 	t.Helper()
-	inspect, path := InspectChat, "/chat/completions"
-	if proto == Anthropic {
-		inspect, path = InspectMessages, "/messages"
+	inspect, path := openai.InspectChat, "/chat/completions"
+	if proto == anthropic.Wire {
+		inspect, path = anthropic.InspectMessages, "/messages"
 	}
 	in, e := inspect([]byte(body), 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}
-	out, inj, err := PrepareBody(proto, []byte(body), in, upstreamModel)
+	out, inj, err := dialect.PrepareBody(proto, []byte(body), in, upstreamModel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Call{Protocol: proto, Provider: prov, Path: path, Body: out, Inspected: in, StripUsage: inj, ClientHeader: http.Header{}, RequestID: "req-1"}
+	return &Call{Wire: proto, Provider: prov, Path: path, Body: out, Inspected: in, StripUsage: inj, ClientHeader: http.Header{}, RequestID: "req-1"}
 }
+
+// extBody is a client body full of extension fields, odd whitespace and
+// escapes, that must reach the upstream byte for byte.
+const extBody = "{ \"model\" :\t\"qwen3-max\",\n  \"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"caf\\u00e9 \\ud83d\\ude00 \\\"quoted\\\"\",\"cache_control\":{\"type\":\"ephemeral\"}}]}],\r\n" +
+	"\"enable_thinking\":true, \"thinking_budget\":  4096,\"enable_search\":true,\"search_options\":{\"forced_search\":true,\"search_strategy\":\"pro\"},\n" +
+	"\"seed\":12345678901234567890,\"top_k\":20,\"logprobs\":true,\"top_logprobs\":3,\"enable_context_caching\":true,\"temperature\":0.70,\n" +
+	"\"vendor\":{\"nested\":{\"deep\":[1,2.50,-0e0,{\"k\":null}],\"s\":\"\\/path\"}}  %s}\n\t"
 
 const chatJSON = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"qwen-plus","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!","reasoning_content":"The user greets."},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":30,"total_tokens":150,"prompt_tokens_details":{"cached_tokens":100},"completion_tokens_details":{"reasoning_tokens":20}},"system_fingerprint":null}`
 
@@ -124,7 +138,7 @@ func TestServeJSON(t *testing.T) {
 	up := newUpstream(t, answer(200, "application/json", chatJSON,
 		"X-Request-Id", "up-1", "Openai-Processing-Ms", "12", "X-Ratelimit-Remaining-Requests", "99", "X-Internal-Secret", "s"))
 	body := strings.Replace(extBody, "%s", "", 1)
-	c := chatCall(t, OpenAI, provider("openai", 0, up.URL+"/v1"), body, "")
+	c := chatCall(t, openai.Wire, provider("openai", 0, up.URL+"/v1"), body, "")
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 
@@ -158,7 +172,7 @@ func TestServeJSONWithoutUsageIsEstimated(t *testing.T) {
 	resp := `{"choices":[{"message":{"content":"` + strings.Repeat("a", 40) + `"}}]}`
 	up := newUpstream(t, answer(200, "application/json", resp))
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("b", 84) + `"}]}`
-	c := chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "")
+	c := chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "")
 	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), c)
 	// (84 + 16) / 4 = 25 prompt tokens, 40 / 4 = 10 output tokens.
 	if want := (billing.Usage{Input: 25, Output: 10}); res.Usage != want || res.Source != billing.SourceEstimated {
@@ -171,7 +185,7 @@ func TestServeLargeJSONUsageInTail(t *testing.T) {
 	up := newUpstream(t, answer(200, "application/json", resp))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 	if rec.Body.String() != resp {
 		t.Errorf("body changed (%d bytes, want %d)", rec.Body.Len(), len(resp))
 	}
@@ -200,7 +214,7 @@ func TestServeStreamReasoningPassThrough(t *testing.T) {
 	}
 	up := newUpstream(t, sseAnswer(events))
 	body := `{"model":"qwen3","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"enable_thinking":true}`
-	c := chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "qwen3-upstream")
+	c := chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "qwen3-upstream")
 	if c.StripUsage {
 		t.Fatal("client asked for usage: nothing to strip")
 	}
@@ -238,7 +252,7 @@ func TestServeStreamStripsInjectedUsage(t *testing.T) {
 
 	up := newUpstream(t, sseAnswer(upstreamEvents))
 	body := `{"model":"m","messages":[{"role":"user","content":"weather?"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"stream":true}`
-	c := chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "")
+	c := chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "")
 	if !c.StripUsage {
 		t.Fatal("usage was not injected")
 	}
@@ -267,7 +281,7 @@ func TestServeStreamUsageInLastContentChunk(t *testing.T) {
 	}))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 	if want := chunk(`[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]`, "") + "data: [DONE]\n\n"; rec.Body.String() != want {
 		t.Errorf("client stream %q", rec.Body.String())
 	}
@@ -282,7 +296,7 @@ func TestServeStreamWithoutUsageIsEstimated(t *testing.T) {
 		"data: [DONE]\n\n",
 	}))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
-	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL), body, ""))
+	res := serveAll(&Proxy{}, httptest.NewRecorder(), clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, ""))
 	if want := (billing.Usage{Input: 5, Output: 2}); res.Usage != want || res.Source != billing.SourceEstimated || res.Outcome != OutcomeOK {
 		t.Errorf("result %+v", res)
 	}
@@ -293,13 +307,13 @@ const anthropicJSON = `{"id":"msg_1","type":"message","role":"assistant","model"
 func TestServeAnthropicJSON(t *testing.T) {
 	up := newUpstream(t, answer(200, "application/json", anthropicJSON, "Request-Id", "req_up", "Anthropic-Ratelimit-Tokens-Remaining", "5"))
 	body := `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
-	c := chatCall(t, Anthropic, provider("anthropic", 0, up.URL+"/v1"), body, "claude-sonnet-4-5")
+	c := chatCall(t, anthropic.Wire, provider("anthropic", 0, up.URL+"/v1"), body, "claude-sonnet-4-5")
 	c.ClientHeader.Set("Anthropic-Beta", "prompt-caching-2024-07-31")
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
 	h := up.headers[0]
 	if up.paths[0] != "/v1/messages" || h.Get("X-Api-Key") != "sk-up-a" || h.Get("Authorization") != "" ||
-		h.Get("Anthropic-Version") != DefaultAnthropicVersion || h.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" {
+		h.Get("Anthropic-Version") != authn.DefaultAnthropicVersion || h.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" {
 		t.Errorf("upstream request %s %v", up.paths[0], h)
 	}
 	if string(up.bodies[0]) != strings.Replace(body, `"claude"`, `"claude-sonnet-4-5"`, 1) {
@@ -331,7 +345,7 @@ func TestServeAnthropicStream(t *testing.T) {
 	}
 	up := newUpstream(t, sseAnswer(events))
 	body := `{"model":"claude","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"2+2"}]}`
-	c := chatCall(t, Anthropic, provider("anthropic", 0, up.URL), body, "")
+	c := chatCall(t, anthropic.Wire, provider("anthropic", 0, up.URL), body, "")
 	c.ClientHeader.Set("Anthropic-Version", "2026-10-21")
 	rec := httptest.NewRecorder()
 	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), c)
@@ -352,7 +366,7 @@ func TestServeUpstreamErrorPassThrough(t *testing.T) {
 	other := newUpstream(t, answer(200, "application/json", chatJSON))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, up.URL, other.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, up.URL, other.URL), body, ""))
 	if rec.Code != 400 || rec.Body.String() != errBody || rec.Header().Get("X-Upstream-Request-Id") != "r9" {
 		t.Errorf("client got %d %s", rec.Code, rec.Body.String())
 	}
@@ -397,7 +411,7 @@ func TestServeRetries(t *testing.T) {
 		{urls: []string{closedURL(), closedURL()}, status: 503, body: unavailableJSON, outcome: OutcomeUnavailable, attempts: 2, retryAfter: "1"},
 	} {
 		rec := httptest.NewRecorder()
-		res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, tc.urls...), body, ""))
+		res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, tc.urls...), body, ""))
 		if rec.Code != tc.status || res.Status != tc.status || res.Outcome != tc.outcome || res.Attempts != tc.attempts {
 			t.Errorf("Test %d: client %d, result %+v", i, rec.Code, res)
 		}
@@ -418,7 +432,7 @@ func TestServeRetries(t *testing.T) {
 	// The Anthropic endpoint answers in its own error shape.
 	rec := httptest.NewRecorder()
 	mbody := `{"model":"c","messages":[{"role":"user","content":"x"}]}`
-	serveAll(&Proxy{}, rec, clientRequest(context.Background(), mbody), chatCall(t, Anthropic, provider("anthropic", 0, closedURL()), mbody, ""))
+	serveAll(&Proxy{}, rec, clientRequest(context.Background(), mbody), chatCall(t, anthropic.Wire, provider("anthropic", 0, closedURL()), mbody, ""))
 	if rec.Code != 503 || gjson.Get(rec.Body.String(), "type").Str != "error" || gjson.Get(rec.Body.String(), "error.type").Str != "overloaded_error" ||
 		rec.Header().Get("Retry-After") == "" {
 		t.Errorf("anthropic 503: %d %s", rec.Code, rec.Body.String())
@@ -438,7 +452,7 @@ func TestServeNoRetryAfterFirstByte(t *testing.T) {
 	spare := newUpstream(t, answer(200, "text/event-stream", "data: [DONE]\n\n"))
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 0, broken.URL, spare.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 0, broken.URL, spare.URL), body, ""))
 	if broken.count() != 1 || spare.count() != 0 {
 		t.Errorf("hits %d %d: retried after the first byte", broken.count(), spare.count())
 	}
@@ -457,7 +471,7 @@ func TestServeTimeout(t *testing.T) {
 	rec := httptest.NewRecorder()
 	done := make(chan Result)
 	go func() {
-		done <- serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 20*time.Millisecond, hung.URL), body, ""))
+		done <- serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 20*time.Millisecond, hung.URL), body, ""))
 	}()
 	res := <-done // Serve returns: the goroutine is not held
 	<-released    // and the upstream request was cancelled
@@ -478,7 +492,7 @@ func TestServeStreamIdleTimeout(t *testing.T) {
 	})
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, provider("openai", 50*time.Millisecond, silent.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, provider("openai", 50*time.Millisecond, silent.URL), body, ""))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "first") {
 		t.Errorf("client got %d %s", rec.Code, rec.Body.String())
 	}
@@ -504,7 +518,7 @@ func gateway(t *testing.T, call func() *Call) (string, chan Result) {
 func postStream(t *testing.T, up *fakeUpstream) (*http.Response, chan Result) {
 	t.Helper()
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
-	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
+	url, results := gateway(t, func() *Call { return chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "") })
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -606,7 +620,7 @@ func TestServeStreamHeadersLeaveWithFirstEvent(t *testing.T) {
 		chunk(`[]`, `{"prompt_tokens":1,"completion_tokens":2}`) + "data: [DONE]\n\n"
 	tr := &memTransport{status: 200, header: http.Header{"Content-Type": {"text/event-stream"}}, body: []byte(stream)}
 	body := `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`
-	call := chatCall(t, OpenAI, provider("openai", 0, "http://up/v1"), body, "")
+	call := chatCall(t, openai.Wire, provider("openai", 0, "http://up/v1"), body, "")
 	r, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://gw/v1/chat/completions", nil)
 	w := &flushCounter{discardWriter: discardWriter{h: make(http.Header)}}
 	res := serveAll(&Proxy{Transport: tr}, w, r, call)
@@ -628,7 +642,7 @@ func TestServeClientDisconnect(t *testing.T) {
 		close(cancelled)
 	})
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("p", 384) + `"}],"stream":true}`
-	url, results := gateway(t, func() *Call { return chatCall(t, OpenAI, provider("openai", 0, up.URL), body, "") })
+	url, results := gateway(t, func() *Call { return chatCall(t, openai.Wire, provider("openai", 0, up.URL), body, "") })
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
@@ -667,7 +681,7 @@ func TestServeClientGoneBeforeAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 0, up.URL, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, openai.Wire, provider("openai", 0, up.URL, up.URL), body, ""))
 	if res.Reached || res.Outcome != OutcomeCanceled || res.Attempts != 1 {
 		t.Errorf("result %+v", res)
 	}

@@ -2,6 +2,8 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/responses"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,75 +28,19 @@ var respStream = []string{
 	respEvent("response.completed", `{"type":"response.completed","sequence_number":4,"response":{"id":"resp_1","object":"response","status":"completed","model":"gpt-5","usage":`+respCompletedUsage+`}}`),
 }
 
-func TestResponsesTap(t *testing.T) {
-	for _, tc := range []struct {
-		name                     string
-		events                   []string
-		wantUsage                billing.Usage
-		reported, terminal, fail bool
-		wantID, wantStatus       string
-		wantOut                  int64
-	}{
-		{
-			name: "complete stream", events: respStream,
-			wantUsage: billing.Usage{Input: 86, CacheRead: 1920, Output: 300, Reasoning: 192},
-			reported:  true, terminal: true, wantID: "resp_1", wantStatus: "completed", wantOut: 13,
-		},
-		{
-			name: "cut after deltas", events: respStream[:4],
-			wantID: "resp_1", wantStatus: "in_progress", wantOut: 13,
-		},
-		{
-			name:      "incomplete is terminal with usage",
-			events:    []string{respEvent("response.incomplete", `{"type":"response.incomplete","response":{"id":"resp_2","status":"incomplete","usage":{"input_tokens":7,"output_tokens":16}}}`)},
-			wantUsage: billing.Usage{Input: 7, Output: 16}, reported: true, terminal: true, wantID: "resp_2", wantStatus: "incomplete",
-		},
-		{
-			name:     "failed is terminal and an upstream error",
-			events:   []string{respEvent("response.failed", `{"type":"response.failed","response":{"id":"resp_3","status":"failed","error":{"code":"server_error"},"usage":null}}`)},
-			terminal: true, fail: true, wantID: "resp_3", wantStatus: "failed",
-		},
-		{
-			name:     "error event ends the stream",
-			events:   []string{respEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}`)},
-			terminal: true, fail: true,
-		},
-		{
-			name:    "function call arguments count as output",
-			events:  []string{respEvent("response.function_call_arguments.delta", `{"type":"response.function_call_arguments.delta","delta":"{\"city\":\"Paris\"}"}`)},
-			wantOut: 20,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tp := tap{proto: Responses}
-			for _, ev := range tc.events {
-				if out := tp.event([]byte(ev)); string(out) != ev {
-					t.Fatalf("event changed:\n%s\nto\n%s", ev, out)
-				}
-			}
-			if tp.usage != tc.wantUsage || tp.reported != tc.reported || tp.terminal != tc.terminal || tp.upstreamError != tc.fail {
-				t.Errorf("usage %+v reported %v terminal %v error %v", tp.usage, tp.reported, tp.terminal, tp.upstreamError)
-			}
-			if tp.respID != tc.wantID || tp.respStatus != tc.wantStatus || tp.outBytes != tc.wantOut {
-				t.Errorf("id %q status %q out %d, want %q %q %d", tp.respID, tp.respStatus, tp.outBytes, tc.wantID, tc.wantStatus, tc.wantOut)
-			}
-		})
-	}
-}
-
 func TestInspectResponses(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		errParam   string
-		want       Inspected
+		want       dialect.Inspected
 	}{
 		{name: "string input", body: `{"model":"gpt-5","input":"abcdefgh","stream":true}`,
-			want: Inspected{Model: "gpt-5", Stream: true, PromptBytes: 8}},
+			want: dialect.Inspected{Model: "gpt-5", Stream: true, PromptBytes: 8}},
 		{name: "items, instructions, background, previous id",
 			body: `{"model":"m","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"background":true,"previous_response_id":"resp_9","max_output_tokens":50}`,
-			want: Inspected{Model: "m", Background: true, PreviousResponseID: "resp_9", MaxTokens: 50, PromptBytes: 8 + messageOverhead + 2}},
+			want: dialect.Inspected{Model: "m", Background: true, PreviousResponseID: "resp_9", MaxTokens: 50, PromptBytes: 8 + dialect.MessageOverhead + 2}},
 		{name: "previous id stands for input", body: `{"model":"m","previous_response_id":"resp_9"}`,
-			want: Inspected{Model: "m", PreviousResponseID: "resp_9"}},
+			want: dialect.Inspected{Model: "m", PreviousResponseID: "resp_9"}},
 		{name: "no input", body: `{"model":"m"}`, errParam: "input"},
 		{name: "no model", body: `{"input":"x"}`, errParam: "model"},
 		{name: "repeated model", body: `{"model":"a","input":"x","model":"b"}`, errParam: "model"},
@@ -104,7 +50,7 @@ func TestInspectResponses(t *testing.T) {
 		{name: "max_output_tokens zero", body: `{"model":"a","input":"x","max_output_tokens":0}`, errParam: "max_output_tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, e := InspectResponses([]byte(tc.body), 0)
+			in, e := responses.InspectResponses([]byte(tc.body), 0)
 			if tc.errParam != "" {
 				if e == nil || e.Param == nil || *e.Param != tc.errParam {
 					t.Fatalf("error %+v, want one on %s", e, tc.errParam)
@@ -114,7 +60,7 @@ func TestInspectResponses(t *testing.T) {
 			if e != nil {
 				t.Fatal(e.Message)
 			}
-			in.model = span{}
+			in.Located = dialect.Located{}
 			if in != tc.want {
 				t.Errorf("got %+v, want %+v", in, tc.want)
 			}
@@ -125,15 +71,15 @@ func TestInspectResponses(t *testing.T) {
 // responsesCall prepares a create request as the handler does.
 func responsesCall(t *testing.T, prov *providers.Provider, body, upstreamModel string) *Call {
 	t.Helper()
-	in, e := InspectResponses([]byte(body), 0)
+	in, e := responses.InspectResponses([]byte(body), 0)
 	if e != nil {
 		t.Fatal(e.Message)
 	}
-	out, inj, err := PrepareBody(Responses, []byte(body), in, upstreamModel)
+	out, inj, err := dialect.PrepareBody(responses.Wire, []byte(body), in, upstreamModel)
 	if err != nil || inj {
 		t.Fatalf("prepare: %v, injected %v", err, inj)
 	}
-	return &Call{Protocol: Responses, Provider: prov, Path: "/responses", Body: out, Inspected: in, ClientHeader: http.Header{}, RequestID: "req-1"}
+	return &Call{Wire: responses.Wire, Provider: prov, Path: "/responses", Body: out, Inspected: in, ClientHeader: http.Header{}, RequestID: "req-1"}
 }
 
 func TestServeResponsesStream(t *testing.T) {
@@ -170,7 +116,7 @@ func TestServeResponsesGetPinned(t *testing.T) {
 	pin := []providers.Attempt{{BaseURL: up.URL, APIKey: "sk-up-b"}}
 	r := httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1", nil)
 	rec := httptest.NewRecorder()
-	res := serveAll(&Proxy{}, rec, r, &Call{Protocol: Responses, Provider: prov, Path: "/responses/resp_1", Method: http.MethodGet,
+	res := serveAll(&Proxy{}, rec, r, &Call{Wire: responses.Wire, Provider: prov, Path: "/responses/resp_1", Method: http.MethodGet,
 		Attempts: pin, ClientHeader: http.Header{}})
 	if other.count() != 0 || up.count() != 1 || up.headers[0].Get("Authorization") != "Bearer sk-up-b" || up.headers[0].Get("Content-Type") != "" {
 		t.Fatalf("the pinned deployment was not the only one asked: %d %d %v", other.count(), up.count(), up.headers)

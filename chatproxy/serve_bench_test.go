@@ -2,6 +2,8 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +34,7 @@ func (c cannedRT) RoundTrip(r *http.Request) (*http.Response, error) {
 func benchmarkServe(b *testing.B, rt cannedRT, body string) {
 	p := &Proxy{Transport: rt}
 	prov := provider("openai", time.Minute, "http://upstream.invalid/v1")
-	in, aerr := InspectChat([]byte(body), 0)
+	in, aerr := openai.InspectChat([]byte(body), 0)
 	if aerr != nil {
 		b.Fatal(aerr)
 	}
@@ -40,7 +42,7 @@ func benchmarkServe(b *testing.B, rt cannedRT, body string) {
 	for b.Loop() {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		serveAll(p, w, r, &Call{Protocol: OpenAI, Provider: prov, Path: "/chat/completions", Body: []byte(body), Inspected: in})
+		serveAll(p, w, r, &Call{Wire: openai.Wire, Provider: prov, Path: "/chat/completions", Body: []byte(body), Inspected: in})
 	}
 }
 
@@ -72,7 +74,7 @@ func BenchmarkServeGeminiStream(b *testing.B) {
 	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
 	p := &Proxy{Transport: cannedRT{"text/event-stream", sb.String()}}
 	prov := provider("gemini", time.Minute, "http://upstream.invalid")
-	in, aerr := InspectChat([]byte(body), 0)
+	in, aerr := openai.InspectChat([]byte(body), 0)
 	if aerr != nil {
 		b.Fatal(aerr)
 	}
@@ -92,13 +94,13 @@ func BenchmarkServeGeminiStream(b *testing.B) {
 				return nil, err
 			}
 			tw = x.Writer(w)
-			return &Leg{Protocol: Anthropic, Body: gb, Writer: tw, Transcode: x.Transcoder(),
+			return &Leg{Wire: anthropic.Wire, Body: gb, Writer: tw, Transcode: x.Transcoder(),
 				NewRequest: func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
 					e := gemini.Endpoint{BaseURL: a.BaseURL, APIKey: a.APIKey}
 					return e.NewRequest(ctx, x.Model(""), true, body)
 				}}, nil
 		}
-		res := p.Serve(w, r, &Call{Protocol: OpenAI, Provider: prov, Inspected: in, Leg: leg})
+		res := p.Serve(w, r, &Call{Wire: openai.Wire, Provider: prov, Inspected: in, Leg: leg})
 		if res.Held != nil {
 			res.Held.Release(res.Writer)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
 	"github.com/caddy-air/caddy-air/upstream"
@@ -84,7 +85,7 @@ func (s *serving) Attempt(ctx context.Context, t *routing.Target, headers func()
 		case context.Cause(at.ctx) == errTimeout:
 			res.Status, res.Outcome = http.StatusGatewayTimeout, OutcomeTimeout
 			res.Usage, res.Source = promptEstimate(c), billing.SourceEstimated
-			res.Held = heldError(c.Protocol, apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
+			res.Held = heldError(c.Wire.ErrorShape(), apierror.New(http.StatusGatewayTimeout, apierror.TypeUpstream, "upstream_timeout",
 				fmt.Sprintf("the upstream provider did not answer within %s", timeout)))
 			return failedEnd(routing.AttemptTimeout, 0, errTypeTimeout, errTimeout, routing.Outcome{Timeout: true}, false)
 		}
@@ -104,10 +105,10 @@ func (s *serving) Attempt(ctx context.Context, t *routing.Target, headers func()
 	}
 	ttfb := time.Since(sent)
 	// A traced attempt collects its answer's model and finish reasons.
-	var meta *respMeta
+	var meta *dialect.Meta
 	recording := trace.SpanFromContext(ctx).IsRecording()
 	if recording {
-		meta = new(respMeta)
+		meta = new(dialect.Meta)
 	}
 	res.Attempt, res.Writer = t.Attempt, s.leg.w
 	p.deliver(s.leg.w, r, s.leg.c, at, res, meta)

@@ -2,6 +2,7 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -101,7 +102,7 @@ func TestServeStreamEnd(t *testing.T) {
 			rec := httptest.NewRecorder()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", time.Minute, up.URL), body, ""))
+			res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, openai.Wire, provider("openai", time.Minute, up.URL), body, ""))
 			out := rec.Body.String()
 			if ctx.Err() != nil {
 				t.Fatal("the stream waited for the upstream's timeout")
@@ -148,7 +149,7 @@ func TestServeSwitchingProtocols(t *testing.T) {
 	rec := httptest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, OpenAI, provider("openai", 20*time.Second, up.URL), body, ""))
+	res := serveAll(&Proxy{}, rec, clientRequest(ctx, body), chatCall(t, openai.Wire, provider("openai", 20*time.Second, up.URL), body, ""))
 	if ctx.Err() != nil {
 		t.Fatal("the request waited for the upstream's timeout")
 	}

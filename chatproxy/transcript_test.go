@@ -1,6 +1,7 @@
 package chatproxy
 
 import (
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"io"
 	"net/http"
 	"strings"
@@ -25,7 +26,7 @@ func TestServeTranscriptStream(t *testing.T) {
 	} {
 		up := newUpstream(t, sseAnswer(c.events))
 		url, results := gateway(t, func() *Call {
-			return &Call{Protocol: Transcript, Provider: provider("openai", 0, up.URL), Path: "/audio/transcriptions",
+			return &Call{Wire: openai.TranscriptWire, Provider: provider("openai", 0, up.URL), Path: "/audio/transcriptions",
 				Body: []byte("--x\r\n\r\n--x--"), ContentType: "multipart/form-data; boundary=x", ClientHeader: http.Header{}, RequestID: "r"}
 		})
 		resp, err := http.Post(url, "multipart/form-data; boundary=x", strings.NewReader("--x--"))

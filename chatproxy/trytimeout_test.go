@@ -2,6 +2,7 @@ package chatproxy
 
 import (
 	"context"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,7 +72,7 @@ func TestServeTryTimeout(t *testing.T) {
 			p := &Proxy{Attempts: attempts, Logger: zap.New(core), Router: routing.New(routing.Config{Table: providers.SingleTable(prov),
 				Options: map[string]routing.Options{"prov": {TryTimeout: tc.try}}, MaxWait: -1})}
 			rec := httptest.NewRecorder()
-			res := serveAll(p, rec, clientRequest(context.Background(), body), chatCall(t, OpenAI, prov, body, ""))
+			res := serveAll(p, rec, clientRequest(context.Background(), body), chatCall(t, openai.Wire, prov, body, ""))
 			if rec.Code != tc.status || res.Attempts != tc.attempts || !strings.Contains(rec.Body.String(), tc.wantInBody) {
 				t.Fatalf("client got %d %s after %d attempts, want %d with %q after %d", rec.Code, rec.Body.String(), res.Attempts,
 					tc.status, tc.wantInBody, tc.attempts)

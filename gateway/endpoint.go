@@ -12,6 +12,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -42,7 +43,7 @@ type Endpoint struct {
 
 	// Check, when set, refuses a request the model's route does not
 	// allow, before admission (a speech format the model lacks).
-	Check func(in chatproxy.Inspected, route *providers.Route) *apierror.Error
+	Check func(in dialect.Inspected, route *providers.Route) *apierror.Error
 	// Pin, when set, returns the only attempts of a request (a create
 	// that continues a stored response: the deployment that holds it),
 	// or nil for the route's plan.
@@ -59,17 +60,16 @@ type Endpoint struct {
 	Settle func(x *Exchange) (deferred bool)
 }
 
-// Wire is how an endpoint's requests are read: its protocol (error
-// shape, credentials, usage format) and the inspector of its JSON
-// bodies. (One field of Endpoint, so that a dialect value can take its
-// place.)
+// Wire is how an endpoint's requests are read: its wire protocol (a
+// dialect value: error shape, credentials, usage tap) and the inspector
+// of its JSON bodies.
 type Wire struct {
-	// Protocol selects the error shape, the credentials and the usage
-	// format.
-	Protocol chatproxy.Protocol
+	// Protocol is the endpoint's dialect.Wire (openai.Wire,
+	// openai.TranscriptWire, anthropic.Wire, responses.Wire).
+	Protocol dialect.Wire
 	// Inspect validates a JSON body and reads what the gateway needs of
 	// it (nil for a multipart endpoint).
-	Inspect func(body []byte, maxDepth int) (chatproxy.Inspected, *apierror.Error)
+	Inspect func(body []byte, maxDepth int) (dialect.Inspected, *apierror.Error)
 }
 
 // BillingMode says whether an endpoint's requests leave ledger records.
@@ -95,14 +95,14 @@ type Billing struct {
 	// Usage, when set, is the usage a request is billed on, in place of
 	// the tokens the proxy tapped: for the endpoints billed by other
 	// quantities (a moderation by request, speech by character).
-	Usage func(in chatproxy.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
+	Usage func(in dialect.Inspected, res *chatproxy.Result) (billing.Usage, billing.Source)
 }
 
 // BodyPolicy is what an endpoint accepts as a request body, and what it
 // answers.
 type BodyPolicy struct {
 	// Multipart marks an endpoint whose requests are multipart forms
-	// (chatproxy.InspectTranscription), sent upstream with their own
+	// (openai.InspectTranscription), sent upstream with their own
 	// content type, the model alias edited in place. Otherwise a body
 	// must be JSON (CheckContentType).
 	Multipart bool

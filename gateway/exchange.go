@@ -11,6 +11,7 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/teams"
@@ -121,7 +122,7 @@ type Exchange struct {
 	// Body is the request body (set by read).
 	Body Body
 	// In is what inspect read of it.
-	In chatproxy.Inspected
+	In dialect.Inspected
 	// Route is its model's route; Metrics the route's metrics.
 	Route   *providers.Route
 	Metrics *airmetrics.Route

@@ -139,7 +139,7 @@ func Finish(w http.ResponseWriter, held *chatproxy.Held, settled error, endpoint
 func (x *Exchange) serveUnbilled() error {
 	ep, route, start := &x.e.Endpoint, x.Route, time.Now()
 	x.Result = x.e.Proxy.Serve(x.W, x.R, &chatproxy.Call{
-		Protocol:     ep.Wire.Protocol,
+		Wire:         ep.Wire.Protocol,
 		Operation:    ep.Name,
 		Provider:     route.Provider,
 		Path:         ep.Path,

@@ -11,6 +11,8 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/teams"
@@ -62,7 +64,7 @@ func (x *Exchange) read() error {
 func (x *Exchange) inspect() error {
 	var aerr *apierror.Error
 	if x.e.Endpoint.Body.Multipart {
-		x.In, aerr = chatproxy.InspectTranscription(x.R.Header.Get("Content-Type"), x.Body.Bytes())
+		x.In, aerr = openai.InspectTranscription(x.R.Header.Get("Content-Type"), x.Body.Bytes())
 	} else {
 		x.In, aerr = x.e.Endpoint.Wire.Inspect(x.Body.Bytes(), x.e.MaxJSONDepth)
 	}
@@ -160,25 +162,25 @@ func errorCode(e *apierror.Error) string {
 func (x *Exchange) prepare() (out []byte, injected bool, rebody func(string) ([]byte, error), err error) {
 	proto, body, in, route := x.e.Endpoint.Wire.Protocol, x.Body.Bytes(), x.In, x.Route
 	if x.e.Endpoint.Body.Multipart {
-		rebody = func(model string) ([]byte, error) { return chatproxy.PrepareMultipart(body, in, model), nil }
-		return chatproxy.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
+		rebody = func(model string) ([]byte, error) { return openai.PrepareMultipart(body, in, model), nil }
+		return openai.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
 	}
 	if len(route.Deployments) > 1 || len(route.Fallbacks) > 0 {
 		rebody = func(model string) ([]byte, error) {
-			b, _, err := chatproxy.PrepareBody(proto, body, in, model)
+			b, _, err := dialect.PrepareBody(proto, body, in, model)
 			return b, err
 		}
-		out, injected, err = chatproxy.PrepareBody(proto, body, in, route.UpstreamModel)
+		out, injected, err = dialect.PrepareBody(proto, body, in, route.UpstreamModel)
 		return out, injected, rebody, err
 	}
 	// The edits are made in the pooled buffer; a body that nearly fills
 	// its size class moves to the next one first. (If the budget cannot
 	// cover that, PrepareBodyInPlace allocates the edited body.)
-	if room := chatproxy.PrepareBodyRoom(proto, in, route.UpstreamModel); len(body)+room > cap(body) {
+	if room := dialect.PrepareBodyRoom(proto, in, route.UpstreamModel); len(body)+room > cap(body) {
 		x.Body.Reserve(len(body) + room)
 		body = x.Body.Bytes() // moved, even by a reserve that fell short
 	}
-	out, injected, err = chatproxy.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
+	out, injected, err = dialect.PrepareBodyInPlace(proto, body, in, route.UpstreamModel)
 	return out, injected, nil, err
 }
 
@@ -188,7 +190,7 @@ func (x *Exchange) admit() error {
 	if aerr := x.e.Host.Guard(&x.Deps); aerr != nil {
 		return x.Refuse(aerr)
 	}
-	x.estimate = chatproxy.EstimateRequest(x.In, x.Route.MaxOutputTokens)
+	x.estimate = dialect.EstimateRequest(x.In, x.Route.MaxOutputTokens)
 	if x.e.Endpoint.Billing.NoOutput {
 		x.estimate.Output = 0
 	}
@@ -223,7 +225,7 @@ func (x *Exchange) admit() error {
 // the request's metrics.
 func (x *Exchange) intend() error {
 	intent := x.Record
-	intent.Usage = chatproxy.EstimateRequest(x.In, 0)
+	intent.Usage = dialect.EstimateRequest(x.In, 0)
 	intent.Usage.Output = 0
 	if err := x.Reservation.Intend(intent); err != nil {
 		x.Reservation.Release()
@@ -248,7 +250,7 @@ func (x *Exchange) proxy() {
 		contentType = x.R.Header.Get("Content-Type")
 	}
 	x.Result = x.e.Proxy.Serve(x.W, x.R, &chatproxy.Call{
-		Protocol:     ep.Wire.Protocol,
+		Wire:         ep.Wire.Protocol,
 		Operation:    ep.Name,
 		Provider:     route.Provider,
 		Path:         ep.Path,

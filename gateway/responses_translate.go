@@ -7,7 +7,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
-	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -23,8 +24,8 @@ import (
 // translated fallbacks, tried only when it fails, answer a background
 // request in the foreground, and are never tried for a continued
 // response, which is pinned to its deployment.
-func (e *Engine) refuseStateful(body []byte, in chatproxy.Inspected, route *providers.Route) *apierror.Error {
-	if e.Endpoint.Wire.Protocol != chatproxy.Responses || e.translator(route) == nil {
+func (e *Engine) refuseStateful(body []byte, in dialect.Inspected, route *providers.Route) *apierror.Error {
+	if e.Endpoint.Wire.Protocol != dresponses.Wire || e.translator(route) == nil {
 		return nil
 	}
 	param := ""

@@ -3,7 +3,9 @@ package gateway
 import (
 	"testing"
 
-	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/openai"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 )
@@ -14,8 +16,8 @@ import (
 // provider; the stateful parameters are refused on a translated model
 // only.
 func TestResponsesWire(t *testing.T) {
-	resp := &Engine{Endpoint: Endpoint{Wire: Wire{Protocol: chatproxy.Responses}, Client: translate.Responses}}
-	chat := &Engine{Endpoint: Endpoint{Wire: Wire{Protocol: chatproxy.OpenAI}, Client: translate.Chat}}
+	resp := &Engine{Endpoint: Endpoint{Wire: Wire{Protocol: dresponses.Wire}, Client: translate.Responses}}
+	chat := &Engine{Endpoint: Endpoint{Wire: Wire{Protocol: openai.Wire}, Client: translate.Chat}}
 	route := func(protocol, kind string) *providers.Route {
 		return &providers.Route{Kind: kind, Provider: &providers.Provider{Name: "p", Protocol: protocol}}
 	}
@@ -43,15 +45,15 @@ func TestResponsesWire(t *testing.T) {
 	body := []byte(`{"model":"m","input":"q","conversation":"conv_1"}`)
 	for i, tc := range []struct {
 		route *providers.Route
-		in    chatproxy.Inspected
+		in    dialect.Inspected
 		body  []byte
 		param string
 	}{
-		{route(providers.ProtocolAnthropic, providers.KindMessages), chatproxy.Inspected{PreviousResponseID: "resp_1"}, nil, "previous_response_id"},
-		{route(providers.ProtocolDashScope, providers.KindChat), chatproxy.Inspected{Background: true}, nil, "background"},
-		{route(providers.ProtocolAnthropic, providers.KindMessages), chatproxy.Inspected{}, body, "conversation"},
-		{route(providers.ProtocolAnthropic, providers.KindMessages), chatproxy.Inspected{}, []byte(`{"prompt":null}`), ""},
-		{route(providers.ProtocolOpenAI, providers.KindChat), chatproxy.Inspected{PreviousResponseID: "resp_1", Background: true}, body, ""},
+		{route(providers.ProtocolAnthropic, providers.KindMessages), dialect.Inspected{PreviousResponseID: "resp_1"}, nil, "previous_response_id"},
+		{route(providers.ProtocolDashScope, providers.KindChat), dialect.Inspected{Background: true}, nil, "background"},
+		{route(providers.ProtocolAnthropic, providers.KindMessages), dialect.Inspected{}, body, "conversation"},
+		{route(providers.ProtocolAnthropic, providers.KindMessages), dialect.Inspected{}, []byte(`{"prompt":null}`), ""},
+		{route(providers.ProtocolOpenAI, providers.KindChat), dialect.Inspected{PreviousResponseID: "resp_1", Background: true}, body, ""},
 	} {
 		param := ""
 		if e := resp.refuseStateful(tc.body, tc.in, tc.route); e != nil {

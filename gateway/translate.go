@@ -7,6 +7,9 @@ import (
 
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/chatproxy"
+	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/dialect/anthropic"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -61,11 +64,11 @@ func (e *Engine) translator(route *providers.Route) *translate.Translator {
 
 // protocolOf is the proxy's protocol of a wire protocol, which selects
 // the provider's auth headers and the usage format it taps.
-func protocolOf(wire string) chatproxy.Protocol {
+func protocolOf(wire string) dialect.Wire {
 	if wire == translate.Messages {
-		return chatproxy.Anthropic
+		return anthropic.Wire
 	}
-	return chatproxy.OpenAI
+	return openai.Wire
 }
 
 // legs are the translations of one request, by provider wire protocol,
@@ -73,7 +76,7 @@ func protocolOf(wire string) chatproxy.Protocol {
 type legs struct {
 	e    *Engine
 	body []byte
-	in   chatproxy.Inspected
+	in   dialect.Inspected
 	x    map[string]*translate.Exchange
 }
 
@@ -82,7 +85,7 @@ type legs struct {
 // honour, unless its model drops it). It returns nil when every target
 // speaks the client's protocol and is reached at its base URL and path:
 // the request then passes through as it is.
-func (e *Engine) legsFor(body []byte, in chatproxy.Inspected, route *providers.Route) (*legs, *apierror.Error) {
+func (e *Engine) legsFor(body []byte, in dialect.Inspected, route *providers.Route) (*legs, *apierror.Error) {
 	var lg *legs
 	add := func(r *providers.Route) *apierror.Error {
 		tr := e.translator(r)
@@ -142,7 +145,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 			if err != nil {
 				return nil, err
 			}
-			l := &chatproxy.Leg{Protocol: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
+			l := &chatproxy.Leg{Wire: protocolOf(x.Wire()), Path: x.Path(), Body: b, Writer: x.Writer(w), Transcode: x.Transcoder()}
 			if ep := t.Provider.Endpoint; ep != nil {
 				model, stream := x.Model(t.UpstreamModel), x.Stream()
 				l.NewRequest = func(ctx context.Context, a providers.Attempt, body []byte) (*http.Request, error) {
@@ -151,11 +154,11 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 			}
 			return l, nil
 		}
-		b, injected, err := chatproxy.PrepareBody(lg.e.Endpoint.Wire.Protocol, lg.body, lg.in, t.UpstreamModel)
+		b, injected, err := dialect.PrepareBody(lg.e.Endpoint.Wire.Protocol, lg.body, lg.in, t.UpstreamModel)
 		if err != nil {
 			return nil, err
 		}
-		l := &chatproxy.Leg{Protocol: lg.e.Endpoint.Wire.Protocol, Path: lg.e.Endpoint.Path, Body: b, StripUsage: injected}
+		l := &chatproxy.Leg{Wire: lg.e.Endpoint.Wire.Protocol, Path: lg.e.Endpoint.Path, Body: b, StripUsage: injected}
 		if ep := t.Provider.Endpoint; ep != nil {
 			model, stream := t.UpstreamModel, lg.in.Stream
 			if model == "" {

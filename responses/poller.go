@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/billing"
+	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/jobs"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
@@ -319,12 +320,12 @@ func observe(body []byte, o observation) (observation, error) {
 	r := gjson.ParseBytes(body)
 	o.status = r.Get("status").String()
 	if u := r.Get("usage"); u.IsObject() {
-		usage, err := billing.NormalizeResponses([]byte(u.Raw))
+		usage, err := dresponses.NormalizeUsage([]byte(u.Raw))
 		if err != nil {
 			return o, err
 		}
 		// The priced tool calls are in the output items.
-		var calls billing.ToolCalls
+		var calls dresponses.ToolCalls
 		calls.Output([]byte(r.Get("output").Raw))
 		o.usage, o.reported = calls.Apply(usage), true
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/caddy-air/caddy-air/billing"
+	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
@@ -96,7 +96,7 @@ func openAIImages(data []byte, ch *charge, status int) (*outcome, error) {
 	// data is not modified while the view lives.
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
 	if u := root.Get("usage"); u.IsObject() {
-		if nu, err := billing.NormalizeImages([]byte(u.Raw)); err == nil {
+		if nu, err := openai.NormalizeImagesUsage([]byte(u.Raw)); err == nil {
 			out.usage = &nu
 		}
 	}

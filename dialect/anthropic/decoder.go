@@ -115,7 +115,7 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 		m := gjson.Get(s, "message")
 		*ev = dialect.Event{Kind: dialect.EventStart, ID: strings.Clone(m.Get("id").Str), Model: strings.Clone(m.Get("model").Str)}
 		if u := m.Get("usage"); u.IsObject() {
-			if n, err := billing.NormalizeAnthropic([]byte(u.Raw)); err == nil {
+			if n, err := NormalizeUsage([]byte(u.Raw)); err == nil {
 				d.usage, d.hasUse = n, true
 			}
 		}
@@ -154,7 +154,7 @@ func (d *decoder) event(ev *dialect.Event, data []byte) bool {
 // mergeUsage takes a message_delta's usage, cumulative: its output, and
 // its prompt counts where it reports them.
 func (d *decoder) mergeUsage(u gjson.Result) {
-	n, err := billing.NormalizeAnthropic([]byte(u.Raw))
+	n, err := NormalizeUsage([]byte(u.Raw))
 	if err != nil {
 		return
 	}

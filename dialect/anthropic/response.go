@@ -81,7 +81,7 @@ func (Codec) DecodeResponse(body []byte) (*dialect.Response, error) {
 	}
 	r.Content = blocks
 	if u := root.Get("usage"); u.IsObject() {
-		r.Usage, err = billing.NormalizeAnthropic([]byte(u.Raw))
+		r.Usage, err = NormalizeUsage([]byte(u.Raw))
 		r.UsageReported = err == nil
 	}
 	return r, nil

@@ -136,7 +136,7 @@ func (d *decoder) chunk(data []byte) {
 		}
 	}
 	if u := gjson.Get(s, "usage"); u.IsObject() {
-		if n, err := billing.NormalizeOpenAI([]byte(u.Raw)); err == nil {
+		if n, err := NormalizeUsage([]byte(u.Raw)); err == nil {
 			d.usage, d.hasUse = n, true
 		}
 	}

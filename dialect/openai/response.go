@@ -124,7 +124,7 @@ func (Codec) DecodeResponse(body []byte) (*dialect.Response, error) {
 	}
 	r.Content = blocks
 	if u := root.Get("usage"); u.IsObject() {
-		r.Usage, err = billing.NormalizeOpenAI([]byte(u.Raw))
+		r.Usage, err = NormalizeUsage([]byte(u.Raw))
 		r.UsageReported = err == nil
 	}
 	return r, nil
