@@ -15,19 +15,10 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 )
 
-// accountHeaders are upstream response headers that name the operator's
-// account with the provider (OpenAI's organization and project ids,
-// Anthropic's organization id): clients of the gateway are not the
-// account's holders, so copyHeader drops them.
-var accountHeaders = map[string]bool{
-	"Openai-Organization":       true,
-	"Openai-Project":            true,
-	"Anthropic-Organization-Id": true,
-}
-
 // copyHeader copies to dst the upstream response headers a client may use:
 // content type and encoding, request ids, rate limits, retry-after and the
-// provider's own openai-* / anthropic-* headers, except accountHeaders.
+// provider's own headers that dialect.KeepHeader keeps (openai-*,
+// anthropic-*, but those naming the operator's account).
 // The provider's request ids are renamed X-Upstream-Request-Id and
 // Upstream-Request-Id: X-Request-Id and Request-Id are the gateway's.
 // Hop-by-hop headers are never copied. Content-Length is copied only when
@@ -35,13 +26,12 @@ var accountHeaders = map[string]bool{
 func copyHeader(dst, src http.Header, withLength bool) {
 	for k, v := range src {
 		switch {
-		case accountHeaders[k]:
 		case k == "X-Request-Id":
 			dst["X-Upstream-Request-Id"] = v
 		case k == "Request-Id":
 			dst["Upstream-Request-Id"] = v
 		case k == "Content-Type", k == "Content-Encoding", k == "Cache-Control", k == "Retry-After",
-			strings.HasPrefix(k, "Openai-"), strings.HasPrefix(k, "Anthropic-"), strings.HasPrefix(k, "X-Ratelimit-"):
+			strings.HasPrefix(k, "X-Ratelimit-"), dialect.KeepHeader(k):
 			dst[k] = v
 		case k == "Content-Length" && withLength:
 			dst[k] = v

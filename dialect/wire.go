@@ -121,3 +121,27 @@ func (m *Meta) AddFinish(s string) {
 		m.Finish = append(m.Finish, strings.Clone(s))
 	}
 }
+
+// accountHeaders are provider response headers that name the operator's
+// account with the provider (OpenAI's organization and project ids,
+// Anthropic's organization id): clients of the gateway are not the
+// account's holders.
+var accountHeaders = map[string]bool{
+	"Openai-Organization":       true,
+	"Openai-Project":            true,
+	"Anthropic-Organization-Id": true,
+}
+
+// KeepHeader reports whether a provider's own response header, named in
+// canonical form, may reach the client: the openai-* and anthropic-*
+// headers (rate limits, processing time, versions), whichever wire the
+// answer came on (an OpenAI-compatible front of Claude sends Anthropic's),
+// but for those naming the operator's account. Headers every provider
+// shares (content type, Retry-After, x-ratelimit-*, request ids) are the
+// engine's to copy.
+func KeepHeader(name string) bool {
+	if accountHeaders[name] {
+		return false
+	}
+	return strings.HasPrefix(name, "Openai-") || strings.HasPrefix(name, "Anthropic-")
+}
