@@ -44,11 +44,11 @@ echo "== unit tests"
 go test -race -count=1 $(go list ./... | grep -v /integration)
 
 # The request-scan differential, fuzzed for a bounded time from its seed
-# corpus (chatproxy/testdata/fuzz/FuzzInspect and the test's own bodies):
+# corpus (dialect/internal/reqscan/testdata/fuzz/FuzzInspect and the test's own bodies):
 # the gateway reads every request as encoding/json does, or refuses it.
 # A finding is written under testdata/fuzz and fails the run.
 echo "== fuzz differential (45s)"
-go test -run='^$' -fuzz='^FuzzInspect$' -fuzztime=45s ./chatproxy/
+go test -run='^$' -fuzz='^FuzzInspect$' -fuzztime=45s ./dialect/internal/reqscan/
 
 echo "== integration tests (real Caddy, loopback, official SDKs)"
 log=$(mktemp)
