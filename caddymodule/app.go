@@ -23,6 +23,7 @@ import (
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -182,7 +183,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.MaxJSONDepth = jsonlimit.DefaultMaxDepth
 	}
 	if a.MaxBufferedBodies == 0 {
-		a.MaxBufferedBodies = defaultMaxBufferedBodies
+		a.MaxBufferedBodies = reqbody.DefaultMaxBuffered
 	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
@@ -222,7 +223,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		MediaFetchAllow:      a.Tasks.MediaFetchAllow,
 		Lease:                time.Duration(a.Tasks.Lease),
 		MaxJSONDepth:         a.MaxJSONDepth,
-		Buffers:              bodies,
+		Buffers:              reqbody.Global(),
 	}
 	a.cfg.PollerConfig = a.Responses.pollerConfig()
 	a.cfg.BatchConfig = a.Batches.serviceConfig()
@@ -315,7 +316,7 @@ func (a *App) Start() error {
 		return err
 	}
 	a.live.Set(svc)
-	bodies.setLimit(a.MaxBufferedBodies)
+	reqbody.SetLimit(a.MaxBufferedBodies)
 	svc.Start()
 	running.Store(a)
 	a.auditConfig(st)
