@@ -314,7 +314,7 @@ func (s consoleServices) SetBudget(ctx context.Context, scope billing.Scope, id 
 	if err != nil {
 		return err
 	}
-	if err := checkLimits(ctx, st, s.app.cfg.Prices, scope, id, lim); errors.Is(err, errBadLimits) {
+	if err := st.CheckLimits(ctx, s.app.cfg.Prices, scope, id, lim); errors.Is(err, gateway.ErrBadLimits) {
 		return console.Invalid(err)
 	} else if err != nil {
 		return err
