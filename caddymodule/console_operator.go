@@ -19,11 +19,8 @@ import (
 // ledger (GET /air/users), with those who only have keys or limits after
 // them, each with its keys and budget.
 func (s consoleServices) Users(ctx context.Context) ([]console.UserSummary, error) {
-	st, err := s.state()
+	st, err := s.flushed(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
 	month, err := st.Ledger.Users(ctx, time.Now().UTC().Format("2006-01"))
@@ -120,11 +117,8 @@ func (s consoleServices) DeleteBudget(ctx context.Context, scope billing.Scope, 
 // with or without a user (searchRecords); its errors are the request's,
 // as there.
 func (s consoleServices) SearchRecords(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
-	st, err := s.state()
+	st, err := s.flushed(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
 	page, err := searchRecords(ctx, st, q)
@@ -137,11 +131,8 @@ func (s consoleServices) SearchRecords(ctx context.Context, q billing.RecordQuer
 // ExportRecordsCSV implements console.OperatorService: GET
 // /air/records?format=csv.
 func (s consoleServices) ExportRecordsCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error {
-	st, err := s.state()
+	st, err := s.flushed(ctx)
 	if err != nil {
-		return err
-	}
-	if err := st.Ledger.Flush(ctx); err != nil {
 		return err
 	}
 	return exportRecords(ctx, st, q, w)

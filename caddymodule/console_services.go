@@ -43,6 +43,19 @@ func (s consoleServices) state() (*gateway.Shared, error) {
 	return st, nil
 }
 
+// flushed returns the started state once its ledger has written every
+// record it queued, so that what the console reads next counts them.
+func (s consoleServices) flushed(ctx context.Context) (*gateway.Shared, error) {
+	st, err := s.state()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Ledger.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // consoleKey converts a key for the console, with its limits.
 func consoleKey(st *gateway.Shared, k *keys.Key) console.Key {
 	return console.Key{ID: k.ID, User: k.User, Name: k.Name, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
@@ -109,11 +122,8 @@ func (s consoleServices) Revoke(ctx context.Context, user, id string) error {
 // after the records already settled are written (one flush and one read
 // for all of them).
 func (s consoleServices) Reports(ctx context.Context, f billing.ReportFilter, by ...billing.GroupBy) ([]*billing.Report, error) {
-	st, err := s.state()
+	st, err := s.flushed(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
 	return st.Ledger.Reports(ctx, f, by...)
@@ -123,11 +133,8 @@ func (s consoleServices) Reports(ctx context.Context, f billing.ReportFilter, by
 // records from the cursor on, as GET /air/records reads it (its errors,
 // a bad cursor among them, are the request's, as there).
 func (s consoleServices) Records(ctx context.Context, q billing.RecordQuery) (*billing.RecordPage, error) {
-	st, err := s.state()
+	st, err := s.flushed(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := st.Ledger.Flush(ctx); err != nil {
 		return nil, err
 	}
 	page, err := st.Ledger.UserRecords(ctx, q)
@@ -139,11 +146,8 @@ func (s consoleServices) Records(ctx context.Context, q billing.RecordQuery) (*b
 
 // ExportCSV implements console.UsageService: GET /air/records?format=csv.
 func (s consoleServices) ExportCSV(ctx context.Context, q billing.RecordQuery, w io.Writer) error {
-	st, err := s.state()
+	st, err := s.flushed(ctx)
 	if err != nil {
-		return err
-	}
-	if err := st.Ledger.Flush(ctx); err != nil {
 		return err
 	}
 	return st.Ledger.ExportCSV(ctx, q, w)
