@@ -10,19 +10,21 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"go.uber.org/zap"
 
+	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -182,7 +184,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.MaxJSONDepth = jsonlimit.DefaultMaxDepth
 	}
 	if a.MaxBufferedBodies == 0 {
-		a.MaxBufferedBodies = defaultMaxBufferedBodies
+		a.MaxBufferedBodies = reqbody.DefaultMaxBuffered
 	}
 	if a.Tasks == nil {
 		a.Tasks = &TasksConfig{}
@@ -222,7 +224,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		MediaFetchAllow:      a.Tasks.MediaFetchAllow,
 		Lease:                time.Duration(a.Tasks.Lease),
 		MaxJSONDepth:         a.MaxJSONDepth,
-		Buffers:              bodies,
+		Buffers:              reqbody.Global(),
 	}
 	a.cfg.PollerConfig = a.Responses.pollerConfig()
 	a.cfg.BatchConfig = a.Batches.serviceConfig()
@@ -244,52 +246,6 @@ const maxUpstreamHeader = 64 << 10
 func (a *App) configError(err error) error {
 	a.logger.Error("invalid air configuration", zap.Error(err))
 	return err
-}
-
-// Validate checks the configuration.
-func (a *App) Validate() error {
-	if _, err := a.durability(); err != nil {
-		return err
-	}
-	if a.LedgerCommitInterval != nil && *a.LedgerCommitInterval < 0 {
-		return errors.New("ledger_commit_interval must not be negative")
-	}
-	if a.MaxRequestBody < 0 {
-		return errors.New("max_request_body must be positive")
-	}
-	if a.MinFreeSpace < 0 {
-		return errors.New("min_free_space must be positive")
-	}
-	if a.MaxJSONDepth < 0 {
-		return errors.New("max_json_depth must be positive")
-	}
-	if err := a.Responses.validate(); err != nil {
-		return err
-	}
-	if err := a.Health.validate(); err != nil {
-		return err
-	}
-	if err := a.Alerts.validate(); err != nil {
-		return err
-	}
-	if err := a.Batches.validate(); err != nil {
-		return err
-	}
-	if a.Tasks != nil && a.Tasks.Lease < 0 {
-		return errors.New("tasks: lease must be positive")
-	}
-	if a.Tasks != nil && a.Tasks.MaxConcurrentCreates < 0 {
-		return errors.New("tasks: max_concurrent_creates must be positive")
-	}
-	if a.Tasks != nil {
-		if err := tasks.CheckMediaFetchAllow(a.Tasks.MediaFetchAllow); err != nil {
-			return fmt.Errorf("tasks: %v", err)
-		}
-	}
-	if a.MaxBufferedBodies < a.MaxRequestBody {
-		return fmt.Errorf("max_buffered_bodies (%d) must be at least max_request_body (%d)", a.MaxBufferedBodies, a.MaxRequestBody)
-	}
-	return nil
 }
 
 // Start opens (or shares, across a reload) the store and starts background
@@ -315,7 +271,7 @@ func (a *App) Start() error {
 		return err
 	}
 	a.live.Set(svc)
-	bodies.setLimit(a.MaxBufferedBodies)
+	reqbody.SetLimit(a.MaxBufferedBodies)
 	svc.Start()
 	running.Store(a)
 	a.auditConfig(st)
@@ -374,6 +330,35 @@ func (a *App) Routes() *providers.Table { return a.cfg.Routes }
 
 // Transport returns the round tripper used to reach providers.
 func (a *App) Transport() http.RoundTripper { return a.cfg.Transport }
+
+// loadPrices reads the price file at config load, so that a malformed one
+// fails the load (and a reload keeps the old config). The file's text is
+// kept for the console's operators' page.
+func (a *App) loadPrices() (*billing.PriceTable, error) {
+	if a.Prices == "" {
+		return billing.ParsePrices("(no price file)", []byte(`{"models":{}}`))
+	}
+	data, err := os.ReadFile(a.Prices)
+	if err != nil {
+		return nil, fmt.Errorf("loading prices: reading price file: %w", err)
+	}
+	pt, err := billing.ParsePrices(a.Prices, data)
+	if err != nil {
+		return nil, fmt.Errorf("loading prices: %w", err)
+	}
+	a.priceText = string(data)
+	return pt, nil
+}
+
+// logAtStart reports what a config starts with.
+func (a *App) logAtStart() {
+	a.logger.Info("air app started",
+		zap.String("storage", storageName(a.storage)),
+		zap.String("dir", a.storage.Directory()),
+		zap.Int("providers", len(a.Providers)),
+		zap.Int("models", len(a.Models)),
+		zap.Bool("priced", a.Prices != ""))
+}
 
 // Interface guards.
 var (

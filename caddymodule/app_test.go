@@ -13,6 +13,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/jsonlimit"
+	"github.com/caddy-air/caddy-air/reqbody"
 )
 
 // appStarter returns a function that provisions and starts an app on the
@@ -216,7 +217,7 @@ func TestMaxBufferedBodies(t *testing.T) {
 		parseErr bool
 		invalid  bool
 	}{
-		{"air {\n}", defaultMaxBufferedBodies, false, false},
+		{"air {\n}", reqbody.DefaultMaxBuffered, false, false},
 		{"air {\nmax_buffered_bodies 1GiB\n}", 1 << 30, false, false},
 		{"air {\nmax_buffered_bodies 64MiB\nmax_request_body 32MiB\n}", 64 << 20, false, false},
 		{"air {\nmax_buffered_bodies 8MiB\n}", 8 << 20, false, true}, // below the 16 MiB body limit
@@ -234,7 +235,7 @@ func TestMaxBufferedBodies(t *testing.T) {
 			continue
 		}
 		if a.MaxBufferedBodies == 0 {
-			a.MaxBufferedBodies = defaultMaxBufferedBodies
+			a.MaxBufferedBodies = reqbody.DefaultMaxBuffered
 		}
 		if a.MaxRequestBody == 0 {
 			a.MaxRequestBody = defaultMaxRequestBody

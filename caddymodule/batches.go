@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/holds"
 	"github.com/caddy-air/caddy-air/keys"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -270,11 +271,11 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 // create serves POST /v1/batches: the batch's estimate is reserved
 // against the caller's spend limits, at the batch price, until it ends.
 func (h *Batches) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st *gateway.Shared, rt *gateway.Services, o batches.Owner) error {
-	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := reqbody.Read(w, r, h.app.MaxRequestBody)
 	if err != nil {
 		return h.app.refuseRead(w, r, nil, err)
 	}
-	defer rb.release()
+	defer rb.Release()
 	if aerr := st.Guard.Check(); aerr != nil {
 		return h.app.refuseRead(w, r, nil, aerr)
 	}

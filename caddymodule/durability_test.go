@@ -12,6 +12,7 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	pgstorage "github.com/caddy-air/caddy-air/caddymodule/storage/postgres"
 	"github.com/caddy-air/caddy-air/gateway"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/store/postgres"
 )
@@ -35,7 +36,7 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 		a := new(App)
 		err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
 		if err == nil {
-			a.MaxBufferedBodies, a.MaxRequestBody = defaultMaxBufferedBodies, defaultMaxRequestBody
+			a.MaxBufferedBodies, a.MaxRequestBody = reqbody.DefaultMaxBuffered, defaultMaxRequestBody
 			err = a.Validate()
 		}
 		if (err != nil) != tc.wantErr {
@@ -50,7 +51,7 @@ func TestLedgerDurabilityConfig(t *testing.T) {
 		}
 	}
 	a := &App{LedgerDurability: "Strict",
-		MaxBufferedBodies: defaultMaxBufferedBodies, MaxRequestBody: defaultMaxRequestBody}
+		MaxBufferedBodies: reqbody.DefaultMaxBuffered, MaxRequestBody: defaultMaxRequestBody}
 	if err := a.Validate(); err == nil {
 		t.Error(`JSON "ledger_durability": "Strict" passed validation`)
 	}

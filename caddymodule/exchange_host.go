@@ -9,6 +9,7 @@ import (
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/gateway"
+	"github.com/caddy-air/caddy-air/reqbody"
 )
 
 // exchangeHost is what the exchange pipeline (gateway.Engine) takes of
@@ -25,9 +26,9 @@ func (x exchangeHost) Caller(r *http.Request) (gateway.Deps, *apierror.Error) {
 	return gateway.Deps{Key: key, Team: teamOf(r), Subject: subjectOf(r, key), Billing: rt.Billing, Shared: st, Services: rt}, nil
 }
 
-// ReadBody reads r's body into a pooled buffer (readBody).
+// ReadBody reads r's body into a pooled buffer (reqbody.Read).
 func (exchangeHost) ReadBody(w http.ResponseWriter, r *http.Request, limit int64) (gateway.Body, error) {
-	rb, err := readBody(w, r, limit)
+	rb, err := reqbody.Read(w, r, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +77,6 @@ func (e exchangeLog) Finish(requestID, team string) { e.l.finish(e.st, requestID
 // Interface guards.
 var (
 	_ gateway.Host       = exchangeHost{}
-	_ gateway.Body       = (*requestBody)(nil)
+	_ gateway.Body       = (*reqbody.Body)(nil)
 	_ gateway.RequestLog = exchangeLog{}
 )

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -76,4 +77,10 @@ func (c *HealthConfig) thresholds() health.Thresholds {
 		}
 	}
 	return th
+}
+
+// healthReport runs the health checks of a's config on st
+// (gateway.ReportHealth): public for air_health, not for the admin API.
+func (a *App) healthReport(ctx context.Context, st *gateway.Shared, public bool) (gateway.HealthReport, int) {
+	return gateway.ReportHealth(ctx, st, &a.cfg, time.Duration(a.Health.Window), a.Health.thresholds(), public)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/gateway"
 )
 
 func init() {
@@ -60,10 +61,6 @@ func (h *Health) Validate() error {
 	return fmt.Errorf("air_health: check %q: want ready or live", h.Check)
 }
 
-// notServing is the report of an app that has not started, or has
-// stopped.
-var notServing = healthReport{Status: "failing", Failing: []string{"gateway: starting or stopping"}}
-
 // ServeHTTP answers the health report.
 func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -74,11 +71,11 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	st := h.app.live.Shared()
 	if h.Check == "live" {
 		// Starting or stopping is not a reason to be restarted.
-		rep, status := h.app.liveReport(st)
+		rep, status := gateway.ReportLive(st)
 		return writeJSON(w, status, rep)
 	}
 	if st == nil {
-		return writeJSON(w, http.StatusServiceUnavailable, notServing)
+		return writeJSON(w, http.StatusServiceUnavailable, gateway.NotServing)
 	}
 	rep, status := h.app.healthReport(r.Context(), st, true)
 	return writeJSON(w, status, rep)

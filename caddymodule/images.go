@@ -26,6 +26,7 @@ import (
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/tasks"
 )
 
@@ -78,11 +79,11 @@ func (h *Images) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	if aerr != nil {
 		return refuse(aerr)
 	}
-	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := reqbody.Read(w, r, h.app.MaxRequestBody)
 	if err != nil {
 		return refuse(err)
 	}
-	defer rb.release()
+	defer rb.Release()
 	req, aerr := h.request(rb.Bytes(), rt)
 	if aerr == nil {
 		mr = h.app.cfg.MetricsRoute(req.model)

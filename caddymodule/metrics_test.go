@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/reqbody"
 )
 
 func TestMetricsCaddyfile(t *testing.T) {
@@ -50,7 +51,7 @@ func TestRefusalReason(t *testing.T) {
 		{full, airmetrics.ReasonStorageFull},
 		{errNotStarted, airmetrics.ReasonUnavailable},
 		{apierror.NotFound("model_not_found", "x"), airmetrics.ReasonInvalidRequest},
-		{tooLarge(10), airmetrics.ReasonInvalidRequest},
+		{reqbody.TooLarge(10), airmetrics.ReasonInvalidRequest},
 	} {
 		if got := refusalReason(tc.err); got != tc.want {
 			t.Errorf("Test %d: %s = %q, want %q", i, tc.err.Message, got, tc.want)

@@ -21,6 +21,7 @@ import (
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/reqbody"
 )
 
 func init() {
@@ -117,7 +118,7 @@ func (h *Passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		return h.refuse(w, r, nil, err)
 	}
 	if rb != nil {
-		defer rb.release()
+		defer rb.Release()
 	}
 	reservation, rec, err := h.admit(w, r, key, st, rt, call)
 	if err != nil {
@@ -152,7 +153,7 @@ func (h *Passthrough) admit(w http.ResponseWriter, r *http.Request, key *keys.Ke
 
 // call is the upstream call of a request, its path below the prefix
 // rest, with the body it read (nil without one: then rb is nil too).
-func (h *Passthrough) call(w http.ResponseWriter, r *http.Request, rest string) (call *chatproxy.Call, rb *requestBody, err error) {
+func (h *Passthrough) call(w http.ResponseWriter, r *http.Request, rest string) (call *chatproxy.Call, rb *reqbody.Body, err error) {
 	prov := h.app.Routes().Provider(h.Provider)
 	call = &chatproxy.Call{Wire: h.protocol, Operation: billing.EndpointPassthrough, Provider: prov,
 		Path: rest, Method: r.Method, ClientHeader: r.Header, Client: clientOf(r), ContentType: r.Header.Get("Content-Type")}
@@ -160,7 +161,7 @@ func (h *Passthrough) call(w http.ResponseWriter, r *http.Request, rest string) 
 		call.Path += "?" + r.URL.RawQuery
 	}
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		if rb, err = readBody(w, r, h.app.MaxRequestBody); err != nil {
+		if rb, err = reqbody.Read(w, r, h.app.MaxRequestBody); err != nil {
 			return nil, nil, err
 		}
 		call.Body, call.BodyPin = rb.Bytes(), rb

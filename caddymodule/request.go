@@ -110,11 +110,6 @@ func asAPIError(err error) *apierror.Error {
 	return apierror.Internal()
 }
 
-func tooLarge(limit int64) *apierror.Error {
-	return apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeInvalidRequest, "request_too_large",
-		fmt.Sprintf("request body is larger than the limit of %d bytes", limit))
-}
-
 // appFrom returns the air app of ctx, which every handler needs.
 func appFrom(ctx caddy.Context) (*App, error) {
 	v, err := ctx.App("air")

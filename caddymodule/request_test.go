@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/store"
 )
 
@@ -25,7 +26,7 @@ func TestRespondError(t *testing.T) {
 		{"/v1/messages", "authentication_error", apierror.Unauthorized("invalid API key"), 401},
 		{"/v1/tasks", "invalid_request_error", apierror.NotFound("model_not_found", "no such model"), 404},
 		{"/v1/messages", "not_found_error", apierror.NotFound("model_not_found", "no such model"), 404},
-		{"/v1/messages", "overloaded_error", errBodiesBusy, 503},
+		{"/v1/messages", "overloaded_error", reqbody.ErrBusy, 503},
 		{"/v1/tasks", "server_error", errors.New("disk on fire"), 500},
 		{"/v1/messages", "api_error", errors.New("disk on fire"), 500},
 		{"/v1/tasks", "server_error", fmt.Errorf("creating a task: %w: disk on fire", store.ErrStorageFull), 507},

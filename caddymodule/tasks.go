@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/reqbody"
 	"github.com/caddy-air/caddy-air/store"
 	"github.com/caddy-air/caddy-air/tasks"
 )
@@ -126,13 +127,13 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 		h.app.observeRefusal(w, r, mr, "tasks", err)
 		return respondError(w, r, err)
 	}
-	rb, err := readBody(w, r, h.app.MaxRequestBody)
+	rb, err := reqbody.Read(w, r, h.app.MaxRequestBody)
 	if err != nil {
 		return refuse(err)
 	}
 	// The buffer is used until CreateFrom returns, and by upstream
 	// requests sending it until their transports close them.
-	defer rb.release()
+	defer rb.Release()
 	body := rb.Bytes()
 	// Nothing reads the body before it is checked against the nesting
 	// limit; the task service refuses other invalid bodies.

@@ -1,12 +1,14 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-air/caddy-air/providers"
+	"github.com/caddy-air/caddy-air/tasks"
 )
 
 // checkConfig checks the ranges and combinations of the air app's
@@ -100,6 +102,52 @@ func (m *ModelConfig) check() error {
 		if dc.Weight < 0 || dc.MaxConcurrent < 0 || dc.RPM < 0 || dc.TPM < 0 {
 			return fmt.Errorf("model %s: to %s: weight, max_concurrent, rpm and tpm want positive numbers", m.Pattern, dc.Provider)
 		}
+	}
+	return nil
+}
+
+// Validate checks the configuration.
+func (a *App) Validate() error {
+	if _, err := a.durability(); err != nil {
+		return err
+	}
+	if a.LedgerCommitInterval != nil && *a.LedgerCommitInterval < 0 {
+		return errors.New("ledger_commit_interval must not be negative")
+	}
+	if a.MaxRequestBody < 0 {
+		return errors.New("max_request_body must be positive")
+	}
+	if a.MinFreeSpace < 0 {
+		return errors.New("min_free_space must be positive")
+	}
+	if a.MaxJSONDepth < 0 {
+		return errors.New("max_json_depth must be positive")
+	}
+	if err := a.Responses.validate(); err != nil {
+		return err
+	}
+	if err := a.Health.validate(); err != nil {
+		return err
+	}
+	if err := a.Alerts.validate(); err != nil {
+		return err
+	}
+	if err := a.Batches.validate(); err != nil {
+		return err
+	}
+	if a.Tasks != nil && a.Tasks.Lease < 0 {
+		return errors.New("tasks: lease must be positive")
+	}
+	if a.Tasks != nil && a.Tasks.MaxConcurrentCreates < 0 {
+		return errors.New("tasks: max_concurrent_creates must be positive")
+	}
+	if a.Tasks != nil {
+		if err := tasks.CheckMediaFetchAllow(a.Tasks.MediaFetchAllow); err != nil {
+			return fmt.Errorf("tasks: %v", err)
+		}
+	}
+	if a.MaxBufferedBodies < a.MaxRequestBody {
+		return fmt.Errorf("max_buffered_bodies (%d) must be at least max_request_body (%d)", a.MaxBufferedBodies, a.MaxRequestBody)
 	}
 	return nil
 }

@@ -137,23 +137,8 @@ func Finish(w http.ResponseWriter, held *chatproxy.Held, settled error, endpoint
 // its reservation keeps the request counted against the rate limits once
 // an upstream saw it, and is given back whole otherwise.
 func (x *Exchange) serveUnbilled() error {
-	ep, route, start := &x.e.Endpoint, x.Route, time.Now()
-	x.Result = x.e.Proxy.Serve(x.W, x.R, &chatproxy.Call{
-		Wire:         ep.Wire.Protocol,
-		Operation:    ep.Name,
-		Provider:     route.Provider,
-		Path:         ep.Path,
-		Body:         x.upstreamBody,
-		BodyPin:      x.Body,
-		Inspected:    x.In,
-		StripUsage:   x.injected,
-		ClientHeader: x.R.Header,
-		RequestID:    x.RequestID,
-		Client:       x.Deps.Key.User,
-		Route:        route,
-		BodyModel:    route.UpstreamModel,
-		Rebody:       x.rebody,
-	})
+	ep, start := &x.e.Endpoint, time.Now()
+	x.Result = x.e.Proxy.Serve(x.W, x.R, x.call())
 	x.proxied = true
 	res := &x.Result
 	if res.Reached || res.Wrote {

@@ -240,16 +240,11 @@ func (x *Exchange) intend() error {
 	return nil
 }
 
-// proxy makes the upstream attempts, relaying the answer but its held
-// end.
-func (x *Exchange) proxy() {
+// call is the upstream call of the exchange, as both its billed (proxy)
+// and unbilled (serveUnbilled) paths send it.
+func (x *Exchange) call() *chatproxy.Call {
 	ep, route := &x.e.Endpoint, x.Route
-	contentType := ""
-	if ep.Body.Multipart {
-		// The client's, whose boundary the body was written with.
-		contentType = x.R.Header.Get("Content-Type")
-	}
-	x.Result = x.e.Proxy.Serve(x.W, x.R, &chatproxy.Call{
+	return &chatproxy.Call{
 		Wire:         ep.Wire.Protocol,
 		Operation:    ep.Name,
 		Provider:     route.Provider,
@@ -261,15 +256,28 @@ func (x *Exchange) proxy() {
 		ClientHeader: x.R.Header,
 		RequestID:    x.RequestID,
 		Client:       x.Deps.Key.User,
-		Attempts:     x.attempts,
 		Route:        route,
-		Tokens:       x.estimate.PromptTotal() + x.estimate.Output,
 		BodyModel:    route.UpstreamModel,
 		Rebody:       x.rebody,
-		Leg:          x.legs.leg(x.W),
-		Binary:       ep.Body.Binary,
-		ContentType:  contentType,
-	})
+	}
+}
+
+// proxy makes the upstream attempts, relaying the answer but its held
+// end.
+func (x *Exchange) proxy() {
+	ep := &x.e.Endpoint
+	contentType := ""
+	if ep.Body.Multipart {
+		// The client's, whose boundary the body was written with.
+		contentType = x.R.Header.Get("Content-Type")
+	}
+	call := x.call()
+	call.Attempts = x.attempts
+	call.Tokens = x.estimate.PromptTotal() + x.estimate.Output
+	call.Leg = x.legs.leg(x.W)
+	call.Binary = ep.Body.Binary
+	call.ContentType = contentType
+	x.Result = x.e.Proxy.Serve(x.W, x.R, call)
 	x.proxied = true
 	// No upstream request is made after Serve: the handler lets go of the
 	// body now, so that it does not wait for the ledger with the answer

@@ -1,4 +1,4 @@
-package caddymodule
+package reqbody
 
 import (
 	"io"
@@ -24,7 +24,7 @@ const slowChunk = 4 << 10
 // buffer could hold up to eight times what arrived, and it leaves no
 // outgrown buffers behind for the collector: 2,000 clients that each
 // trickle a body held 175 MiB with the eightfold buffers.
-func (b *requestBody) readSlow(rd io.Reader, limit int64, first byte) error {
+func (b *Body) readSlow(rd io.Reader, limit int64, first byte) error {
 	chunkClass := classFor(slowChunk)
 	var chunks []*[]byte
 	defer func() {

@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"

@@ -1,7 +1,13 @@
-package caddymodule
+// Package reqbody reads request bodies into pooled buffers of size
+// classes, charged to one budget of buffered bodies for the whole process,
+// with a chunked path for bodies that trickle in. The buffers are counted
+// by reference so that a body sent upstream stays until its transports
+// closed it.
+package reqbody
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -10,14 +16,20 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 )
 
-// requestBody is a request body read into a pooled buffer, charged to a
+// TooLarge is the answer to a request body larger than limit bytes (413).
+func TooLarge(limit int64) *apierror.Error {
+	return apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeInvalidRequest, "request_too_large",
+		fmt.Sprintf("request body is larger than the limit of %d bytes", limit))
+}
+
+// Body is a request body read into a pooled buffer, charged to a
 // budget by the buffer's capacity. Its holders count references: the
 // handler that read it holds one until its exchange ends, and every
 // upstream request sending it holds one until its transport closed it
 // (Pin, Unpin). The buffer returns to its pool, and the charge to the
 // budget, when the last one lets go, exactly once.
-type requestBody struct {
-	budget *bodyBudget
+type Body struct {
+	budget *Budget
 	buf    *[]byte // nil once returned
 	class  int
 	n      int   // length of the body
@@ -32,28 +44,28 @@ type requestBody struct {
 }
 
 // Bytes returns the body. It must not be used after the last release.
-func (b *requestBody) Bytes() []byte { return (*b.buf)[:b.n:len(*b.buf)] }
+func (b *Body) Bytes() []byte { return (*b.buf)[:b.n:len(*b.buf)] }
 
 // Pin adds a holder of the body.
-func (b *requestBody) Pin() { b.refs.Add(1) }
+func (b *Body) Pin() { b.refs.Add(1) }
 
 // Unpin lets go of a holder; the last one returns the buffer.
-func (b *requestBody) Unpin() {
+func (b *Body) Unpin() {
 	switch n := b.refs.Add(-1); {
 	case n > 0:
 		return
 	case n < 0:
-		panic("caddymodule: a request body was released more often than held")
+		panic("reqbody: a request body was released more often than held")
 	}
 	putBodyBuffer(b.buf, b.class)
 	b.buf = nil
 	b.budget.give(b.charge)
 }
 
-// release lets go of the handler's hold, taken by readBody; calls after
+// Release lets go of the handler's hold, taken by Read; calls after
 // the first do nothing, so that a handler may let go early and still
 // defer a release for its other paths. Only the handler calls it.
-func (b *requestBody) release() {
+func (b *Body) Release() {
 	if b.released {
 		return
 	}
@@ -61,16 +73,13 @@ func (b *requestBody) release() {
 	b.Unpin()
 }
 
-// Release lets go of the handler's hold (release), for gateway.Body.
-func (b *requestBody) Release() { b.release() }
-
 // Reserve makes room for n bytes in the buffer, if the budget allows
 // (reserve), for gateway.Body.
-func (b *requestBody) Reserve(n int) { b.reserve(n) }
+func (b *Body) Reserve(n int) { b.reserve(n) }
 
-// readBody reads r's body up to limit bytes: a larger one gives a 413. The
+// Read reads r's body up to limit bytes: a larger one gives a 413. The
 // buffer comes from the pool of its size class, charged to the process's
-// budget of buffered request bodies (see bodyBudget). It starts at
+// budget of buffered request bodies (see Budget). It starts at
 // minBodyBuffer and grows only when full, so that it never holds more
 // than eight times the bytes that arrived, whatever Content-Length says:
 // a client that declares 16 MiB and sends 300 bytes holds 512 bytes. A
@@ -78,9 +87,9 @@ func (b *requestBody) Reserve(n int) { b.reserve(n) }
 // copies for large bodies); without one it doubles. The
 // caller must release the body when its exchange ends, after the response
 // is complete, whatever happened; on error there is nothing to release.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*requestBody, error) {
+func Read(w http.ResponseWriter, r *http.Request, limit int64) (*Body, error) {
 	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
+		return nil, TooLarge(limit)
 	}
 	rd := io.Reader(r.Body)
 	if r.ContentLength < 0 {
@@ -101,9 +110,9 @@ func readError(err error, limit int64) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe), errors.Is(err, errTooLarge):
-		return tooLarge(limit)
+		return TooLarge(limit)
 	case errors.Is(err, errBudget):
-		return errBodiesBusy
+		return ErrBusy
 	}
 	return apierror.InvalidRequest("", "could not read the request body: "+err.Error())
 }
@@ -118,8 +127,8 @@ var errTooLarge = errors.New("request body too large")
 // read reads rd to its end, at most limit bytes, into a pooled buffer
 // charged to b. declared is the length the client announced, or -1. On
 // error, nothing stays charged or taken from the pools.
-func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, error) {
-	body := &requestBody{budget: b}
+func (b *Budget) read(rd io.Reader, declared, limit int64) (*Body, error) {
+	body := &Body{budget: b}
 	body.refs.Store(1)
 	if declared > minBodyBuffer && declared <= limit {
 		if c := classFor(int(declared)); c != unpooled {
@@ -133,7 +142,7 @@ func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, er
 	body.charge = minBodyBuffer
 	err := body.readFrom(rd, limit)
 	if err != nil {
-		body.release()
+		body.Release()
 		return nil, err
 	}
 	return body, nil
@@ -142,7 +151,7 @@ func (b *bodyBudget) read(rd io.Reader, declared, limit int64) (*requestBody, er
 // readFrom reads rd to its end into the buffer, growing it as needed. A
 // body still arriving slowBodyAfter after its read began reads its rest
 // in chunks instead (readSlow).
-func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
+func (b *Body) readFrom(rd io.Reader, limit int64) error {
 	start := time.Now()
 	for {
 		if buf := *b.buf; b.n < len(buf) {
@@ -186,7 +195,7 @@ func (b *requestBody) readFrom(rd io.Reader, limit int64) error {
 
 // reserve makes room for n bytes in the body's buffer, growing it through
 // the pools, or reports false when the budget cannot cover it.
-func (b *requestBody) reserve(n int) bool {
+func (b *Body) reserve(n int) bool {
 	for len(*b.buf) < n {
 		if !b.grow() {
 			return false
@@ -199,7 +208,7 @@ func (b *requestBody) reserve(n int) bool {
 // to the declared length's class, while that is still larger than the
 // buffer; otherwise nextSize), charging the difference first, and returns
 // the old buffer to its pool.
-func (b *requestBody) grow() bool {
+func (b *Body) grow() bool {
 	size := nextSize(len(*b.buf))
 	if b.want > len(*b.buf) {
 		// The declared length is still ahead: grow eightfold toward it.
@@ -215,7 +224,7 @@ func (b *requestBody) grow() bool {
 // larger than every class), charging the difference first, and returns
 // the old buffer to its pool; it reports false when the budget cannot
 // cover it.
-func (b *requestBody) resize(size int) bool {
+func (b *Body) resize(size int) bool {
 	old, oldClass := b.buf, b.class
 	more := int64(size - len(*old))
 	if !b.budget.take(more) {

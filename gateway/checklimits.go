@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"
@@ -7,23 +7,22 @@ import (
 	"slices"
 
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/teams"
 )
 
-// errBadLimits marks a refusal of checkLimits: the request's fault (400).
-var errBadLimits = errors.New("limits refused")
+// ErrBadLimits marks a refusal of CheckLimits: the request's fault (400).
+var ErrBadLimits = errors.New("limits refused")
 
-// checkLimits refuses limits that would look set and limit nothing: for
+// CheckLimits refuses limits that would look set and limit nothing: for
 // a key, a user or a team the gateway does not know (a user is known by its
 // keys), in a currency the price file does not know (codes are
 // case-sensitive: "usd" is not "USD"), or spend limits in a currency
 // that cannot count the cost of every priced model (no exchange rate).
-// Its errors wrap errBadLimits; others are the storage's.
-func checkLimits(ctx context.Context, st *gateway.Shared, pt *billing.PriceTable, scope billing.Scope, id string, lim billing.Limits) error {
+// Its errors wrap ErrBadLimits; others are the storage's.
+func (st *Shared) CheckLimits(ctx context.Context, pt *billing.PriceTable, scope billing.Scope, id string, lim billing.Limits) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{errBadLimits}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadLimits}, args...)...)
 	}
 	switch scope {
 	case billing.ScopeKey:

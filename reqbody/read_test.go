@@ -1,4 +1,4 @@
-package caddymodule
+package reqbody
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func countBuffers(t *testing.T, limit int64) *bufferCount {
 	t.Cleanup(func() { bufferGot, bufferPut, bodies = savedGot, savedPut, savedBudget })
 	bufferGot = func(c int) { bc.mu.Lock(); bc.got[c]++; bc.mu.Unlock() }
 	bufferPut = func(c int) { bc.mu.Lock(); bc.put[c]++; bc.mu.Unlock() }
-	bodies = newBodyBudget(limit)
+	bodies = newBudget(limit)
 	return bc
 }
 
@@ -77,7 +77,7 @@ func TestReadBodyBudget(t *testing.T) {
 
 	// A body that declares 16 MiB and sends 5 bytes holds one small buffer:
 	// its declaration takes nothing ahead of the bytes.
-	short, err := readBody(httptest.NewRecorder(), postRequest(strings.NewReader("short"), 16<<20), 32<<20)
+	short, err := Read(httptest.NewRecorder(), postRequest(strings.NewReader("short"), 16<<20), 32<<20)
 	if err != nil || string(short.Bytes()) != "short" {
 		t.Fatalf("short body: %v", err)
 	}
@@ -88,7 +88,7 @@ func TestReadBodyBudget(t *testing.T) {
 	// A 40 KiB body grows its buffer to 64 KiB, which does not fit beside
 	// the short body's: 503 with Retry-After, and nothing stays charged.
 	big := strings.Repeat("a", 40<<10)
-	_, err = readBody(httptest.NewRecorder(), postRequest(strings.NewReader(big), -1), 1<<20)
+	_, err = Read(httptest.NewRecorder(), postRequest(strings.NewReader(big), -1), 1<<20)
 	var e *apierror.Error
 	if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || e.RetryAfter <= 0 {
 		t.Fatalf("over the budget: %v, want a 503 with Retry-After", err)
@@ -98,8 +98,8 @@ func TestReadBodyBudget(t *testing.T) {
 	}
 
 	// The short body is released, and the big body fits.
-	short.release()
-	b, err := readBody(httptest.NewRecorder(), postRequest(strings.NewReader(big), -1), 1<<20)
+	short.Release()
+	b, err := Read(httptest.NewRecorder(), postRequest(strings.NewReader(big), -1), 1<<20)
 	if err != nil || !bytes.Equal(b.Bytes(), []byte(big)) {
 		t.Fatalf("within the budget: %v", err)
 	}
@@ -107,10 +107,10 @@ func TestReadBodyBudget(t *testing.T) {
 		t.Fatalf("a 40 KiB body holds %d bytes, want 64 KiB", used)
 	}
 	// The budget is spent: the next body, however small, gets 503.
-	if _, err = readBody(httptest.NewRecorder(), postRequest(strings.NewReader("x"), 1), 1<<20); !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable {
+	if _, err = Read(httptest.NewRecorder(), postRequest(strings.NewReader("x"), 1), 1<<20); !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable {
 		t.Fatalf("budget spent: %v, want 503", err)
 	}
-	b.release()
+	b.Release()
 
 	// A body too large for its limit (413, declared or not) or aborted by
 	// its client gives back what it held at once.
@@ -124,7 +124,7 @@ func TestReadBodyBudget(t *testing.T) {
 		{io.MultiReader(strings.NewReader("partial"), errReader{}), -1, http.StatusBadRequest},
 		{io.MultiReader(strings.NewReader(strings.Repeat("c", 5<<10)), errReader{}), 6 << 10, http.StatusBadRequest},
 	} {
-		_, err := readBody(httptest.NewRecorder(), postRequest(tc.body, tc.declared), 6<<10)
+		_, err := Read(httptest.NewRecorder(), postRequest(tc.body, tc.declared), 6<<10)
 		if !errors.As(err, &e) || e.Status != tc.status {
 			t.Errorf("Test %d: %v, want %d", i, err, tc.status)
 		}
@@ -161,7 +161,7 @@ func TestReadBodyGrowth(t *testing.T) {
 	} {
 		bc := countBuffers(t, 64<<20)
 		data := bytes.Repeat([]byte{'x'}, tc.size)
-		b, err := readBody(httptest.NewRecorder(), postRequest(bytes.NewReader(data), int64(tc.declared)), 16<<20)
+		b, err := Read(httptest.NewRecorder(), postRequest(bytes.NewReader(data), int64(tc.declared)), 16<<20)
 		if err != nil || !bytes.Equal(b.Bytes(), data) {
 			t.Fatalf("Test %d: %v", i, err)
 		}
@@ -178,22 +178,22 @@ func TestReadBodyGrowth(t *testing.T) {
 		if used := bodies.used.Load(); used != int64(cap(b.Bytes())) {
 			t.Errorf("Test %d: the budget holds %d bytes for a buffer of %d", i, used, cap(b.Bytes()))
 		}
-		b.release()
+		b.Release()
 		bc.check(t, "after release")
 	}
 }
 
 func TestRequestBodyReleasedOnce(t *testing.T) {
 	bc := countBuffers(t, 1<<20)
-	b, err := readBody(httptest.NewRecorder(), postRequest(strings.NewReader("{}"), 2), 1<<10)
+	b, err := Read(httptest.NewRecorder(), postRequest(strings.NewReader("{}"), 2), 1<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Two upstream requests still read it when the handler lets go.
 	b.Pin()
 	b.Pin()
-	b.release()
-	b.release() // the handler's deferred release after an early one
+	b.Release()
+	b.Release() // the handler's deferred release after an early one
 	b.Unpin()
 	if bc.outstanding() != 1 || bodies.used.Load() == 0 {
 		t.Fatalf("the buffer was returned while a holder remained")
@@ -224,7 +224,7 @@ func TestRequestBodyReserve(t *testing.T) {
 	} {
 		bc := countBuffers(t, tc.limit)
 		data := bytes.Repeat([]byte{'y'}, minBodyBuffer)
-		b, err := readBody(httptest.NewRecorder(), postRequest(bytes.NewReader(data), minBodyBuffer), 1<<20)
+		b, err := Read(httptest.NewRecorder(), postRequest(bytes.NewReader(data), minBodyBuffer), 1<<20)
 		if err != nil {
 			t.Fatalf("Test %d: %v", i, err)
 		}
@@ -240,7 +240,7 @@ func TestRequestBodyReserve(t *testing.T) {
 		if n := bc.outstanding(); n != 1 {
 			t.Errorf("Test %d: %d buffers out, want 1", i, n)
 		}
-		b.release()
+		b.Release()
 		bc.check(t, "after release")
 	}
 }
@@ -299,11 +299,15 @@ func TestRequestBodyExchange(t *testing.T) {
 		r := postRequest(bytes.NewReader(payload), int64(len(payload))).WithContext(ctx)
 		w := httptest.NewRecorder()
 		status := func() int {
-			b, err := readBody(w, r, limit)
+			b, err := Read(w, r, limit)
 			if err != nil {
-				return asAPIError(err).Status
+				var e *apierror.Error
+				if !errors.As(err, &e) {
+					t.Fatalf("%s: %v is not an API error", tc.name, err)
+				}
+				return e.Status
 			}
-			defer b.release()
+			defer b.Release()
 			id := "ok"
 			if tc.abort {
 				id = "abort"
@@ -354,7 +358,7 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection re
 func BenchmarkReadBody(b *testing.B) {
 	saved := bodies
 	b.Cleanup(func() { bodies = saved })
-	bodies = newBodyBudget(defaultMaxBufferedBodies)
+	bodies = newBudget(DefaultMaxBuffered)
 	for _, size := range []int{1 << 10, 200 << 10, 1 << 20} {
 		name := itoa(size>>10) + "KiB"
 		if size >= 1<<20 {
@@ -380,11 +384,11 @@ func BenchmarkReadBody(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					rd.Reset(data)
-					body, err := readBody(w, r, 16<<20)
+					body, err := Read(w, r, 16<<20)
 					if err != nil {
 						b.Fatal(err)
 					}
-					body.release()
+					body.Release()
 				}
 			})
 		}
@@ -465,7 +469,7 @@ func TestReadBodySlow(t *testing.T) {
 			data[j] = byte('a' + j%26)
 		}
 		r := &trickle{data: data, piece: 1000}
-		b, err := readBody(httptest.NewRecorder(), postRequest(r, 16<<20), 16<<20)
+		b, err := Read(httptest.NewRecorder(), postRequest(r, 16<<20), 16<<20)
 		if err != nil || !bytes.Equal(b.Bytes(), data) {
 			t.Fatalf("Test %d: %v (or the body differs)", i, err)
 		}
@@ -478,7 +482,7 @@ func TestReadBodySlow(t *testing.T) {
 		if used := bodies.used.Load(); used != int64(cap(b.Bytes())) {
 			t.Errorf("Test %d: the budget holds %d bytes for a buffer of %d", i, used, cap(b.Bytes()))
 		}
-		b.release()
+		b.Release()
 		bc.check(t, "after release")
 	}
 }
@@ -488,15 +492,15 @@ func TestReadBodySlow(t *testing.T) {
 func TestReadBodySlowLimits(t *testing.T) {
 	bc := countBuffers(t, 64<<20)
 	data := bytes.Repeat([]byte{'x'}, 10<<10)
-	_, err := readBody(httptest.NewRecorder(), postRequest(&trickle{data: data, piece: 1000}, -1), 8<<10)
+	_, err := Read(httptest.NewRecorder(), postRequest(&trickle{data: data, piece: 1000}, -1), 8<<10)
 	var ae *apierror.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge {
 		t.Errorf("a trickled body over the limit: %v, want 413", err)
 	}
 	bc.check(t, "after the refusal")
 	bc = countBuffers(t, 6<<10)
-	if _, err := readBody(httptest.NewRecorder(), postRequest(&trickle{data: data, piece: 1000}, -1), 16<<20); !errors.Is(err, errBodiesBusy) {
-		t.Errorf("a trickled body over the budget: %v, want errBodiesBusy", err)
+	if _, err := Read(httptest.NewRecorder(), postRequest(&trickle{data: data, piece: 1000}, -1), 16<<20); !errors.Is(err, ErrBusy) {
+		t.Errorf("a trickled body over the budget: %v, want ErrBusy", err)
 	}
 	bc.check(t, "after the busy refusal")
 }

@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/billing"
-	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/health"
 	"github.com/caddy-air/caddy-air/store"
 )
 
-// healthReport is the answer of GET /air/health and of air_health: whether
+// HealthReport is the answer of GET /air/health and of air_health: whether
 // the gateway serves, each check, and the state behind them.
-type healthReport struct {
+type HealthReport struct {
 	// Status is "ok" when every check passes, else "failing".
 	Status string `json:"status"`
 	// Failing lists the failing checks as "<check>: <reason>".
@@ -22,15 +21,15 @@ type healthReport struct {
 	// Checks are every check, passing or not.
 	Checks []health.Check `json:"checks"`
 	// Storage is the storage's state.
-	Storage storageHealth `json:"storage"`
+	Storage StorageHealth `json:"storage"`
 	// Ledger is the ledger writer's state.
-	Ledger ledgerHealth `json:"ledger"`
+	Ledger LedgerHealth `json:"ledger"`
 	// Providers are the recent upstream attempts of each provider.
-	Providers []providerHealth `json:"providers"`
+	Providers []ProviderHealth `json:"providers"`
 }
 
-// storageHealth is the storage's state.
-type storageHealth struct {
+// StorageHealth is the storage's state.
+type StorageHealth struct {
 	// Dir is the storage directory (admin API only).
 	Dir string `json:"dir,omitempty"`
 	// Writable is whether the last write probe succeeded.
@@ -42,8 +41,8 @@ type storageHealth struct {
 	MarginBytes int64 `json:"margin_bytes"`
 }
 
-// ledgerHealth is the ledger writer's state.
-type ledgerHealth struct {
+// LedgerHealth is the ledger writer's state.
+type LedgerHealth struct {
 	Queued int `json:"queued"`
 	// OldestQueuedMillis is how long the oldest queued record has waited.
 	OldestQueuedMillis float64 `json:"oldest_queued_ms"`
@@ -61,8 +60,8 @@ type ledgerHealth struct {
 	Damaged []store.Damage `json:"damaged,omitempty"`
 }
 
-// providerHealth is one provider's recent attempts.
-type providerHealth struct {
+// ProviderHealth is one provider's recent attempts.
+type ProviderHealth struct {
 	Name     string `json:"name"`
 	Attempts int64  `json:"attempts"`
 	Failures int64  `json:"failures"`
@@ -82,30 +81,31 @@ const (
 	publicSpaceErr  = "the free space cannot be measured (details on the admin API's /air/health)"
 )
 
-// healthReport runs the health checks of a on st and returns the report
-// and its HTTP status. A public report (air_health) leaves out the storage
-// directory and the error texts of the store, the ledger and the storage
-// guard, which may name files.
-func (a *App) healthReport(ctx context.Context, st *gateway.Shared, public bool) (healthReport, int) {
+// ReportHealth runs the health checks of cfg on st, the providers'
+// attempts counted over window, and returns the report and its HTTP
+// status. A public report (air_health) leaves out the storage directory
+// and the error texts of the store, the ledger and the storage guard,
+// which may name files.
+func ReportHealth(ctx context.Context, st *Shared, cfg *Config, window time.Duration, th health.Thresholds, public bool) (HealthReport, int) {
 	ls := st.Ledger.Stats()
 	st.Guard.Refresh()
 	in := health.Input{
-		StoreErr:     a.cfg.Probe.Check(ctx, st.Repos.Probe),
+		StoreErr:     cfg.Probe.Check(ctx, st.Repos.Probe),
 		FreeBytes:    st.Guard.Free(),
 		MarginBytes:  st.Guard.Margin(),
 		Queued:       ls.Queued,
 		OldestQueued: ls.OldestQueued,
 		LedgerBroken: ls.Broken,
-		Window:       time.Duration(a.Health.Window),
-		Providers:    a.cfg.Tracker.All(),
+		Window:       window,
+		Providers:    cfg.Tracker.All(),
 	}
 	// The guard refuses work for the ledger's backlog too; any other
 	// refusal with room to spare is a failure to measure.
 	if why := st.Guard.Full(); why != "" && why != ls.Broken && in.FreeBytes >= in.MarginBytes {
 		in.MeasureErr = why
 	}
-	rep := healthReport{
-		Storage: storageHealth{Dir: st.Guard.Dir(), Writable: in.StoreErr == nil, FreeBytes: in.FreeBytes, MarginBytes: in.MarginBytes},
+	rep := HealthReport{
+		Storage: StorageHealth{Dir: st.Guard.Dir(), Writable: in.StoreErr == nil, FreeBytes: in.FreeBytes, MarginBytes: in.MarginBytes},
 		Ledger:  ledgerFrom(ls),
 	}
 	if public {
@@ -121,16 +121,16 @@ func (a *App) healthReport(ctx context.Context, st *gateway.Shared, public bool)
 			in.MeasureErr = publicSpaceErr
 		}
 	}
-	checks, ok := health.Evaluate(in, a.Health.thresholds())
+	checks, ok := health.Evaluate(in, th)
 	rep.Checks = checks
 	for _, c := range checks {
 		if !c.OK {
 			rep.Failing = append(rep.Failing, c.Name+": "+c.Reason)
 		}
 	}
-	rep.Providers = make([]providerHealth, 0, len(in.Providers))
+	rep.Providers = make([]ProviderHealth, 0, len(in.Providers))
 	for _, p := range in.Providers {
-		rep.Providers = append(rep.Providers, providerHealth{Name: p.Name, Attempts: p.Attempts, Failures: p.Failures,
+		rep.Providers = append(rep.Providers, ProviderHealth{Name: p.Name, Attempts: p.Attempts, Failures: p.Failures,
 			FailingClients: p.FailingClients, SuccessRate: p.SuccessRate(), WindowSeconds: in.Window.Seconds()})
 	}
 	if !ok {
@@ -141,10 +141,10 @@ func (a *App) healthReport(ctx context.Context, st *gateway.Shared, public bool)
 	return rep, http.StatusOK
 }
 
-// liveReport is the liveness report of st (nil while the app starts or
+// ReportLive is the liveness report of st (nil while the app starts or
 // stops, which is alive): 503 only when the ledger stopped taking records,
 // which a restart mends. Its reason is the public one: it may name files.
-func (a *App) liveReport(st *gateway.Shared) (healthReport, int) {
+func ReportLive(st *Shared) (HealthReport, int) {
 	var in health.Input
 	if st != nil {
 		if ls := st.Ledger.Stats(); ls.Broken != "" {
@@ -152,7 +152,7 @@ func (a *App) liveReport(st *gateway.Shared) (healthReport, int) {
 		}
 	}
 	checks, ok := health.EvaluateLive(in)
-	rep := healthReport{Status: "ok", Checks: checks, Providers: []providerHealth{}}
+	rep := HealthReport{Status: "ok", Checks: checks, Providers: []ProviderHealth{}}
 	if !ok {
 		rep.Status = "failing"
 		rep.Failing = []string{checks[0].Name + ": " + checks[0].Reason}
@@ -161,9 +161,13 @@ func (a *App) liveReport(st *gateway.Shared) (healthReport, int) {
 	return rep, http.StatusOK
 }
 
+// NotServing is the report of an app that has not started, or has
+// stopped.
+var NotServing = HealthReport{Status: "failing", Failing: []string{"gateway: starting or stopping"}}
+
 // ledgerFrom converts the ledger's stats.
-func ledgerFrom(s billing.LedgerStats) ledgerHealth {
-	return ledgerHealth{
+func ledgerFrom(s billing.LedgerStats) LedgerHealth {
+	return LedgerHealth{
 		Queued: s.Queued, OldestQueuedMillis: float64(s.OldestQueued) / float64(time.Millisecond),
 		Batches: s.Batches, Records: s.Records,
 		LastSyncMillis: float64(s.LastSync) / float64(time.Millisecond), Broken: s.Broken,
