@@ -41,7 +41,7 @@ func TestConsoleMutationsAudited(t *testing.T) {
 	app, st := auditTestState(t)
 	svc := consoleServices{app: app}
 	h, err := console.New(console.Config{Prefix: "/console", Admins: []string{"op"}, CSRFKey: consoleCSRFKey,
-		Services: console.Services{Keys: svc, Operators: svc, Teams: consoleTeams{svc}, Audit: svc}})
+		Services: console.Services{Keys: svc, Operators: svc, Teams: consoleTeams(svc), Audit: svc}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,6 @@
 package caddymodule
 
 import (
-	"context"
-	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -77,7 +73,7 @@ func (h *Batches) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	path := r.URL.Path
 	if i := strings.LastIndex(path, "/files"); i >= 0 && !strings.Contains(path[i:], "/batches") {
-		return h.serveFiles(w, r, st, rt, o, strings.Trim(path[i+len("/files"):], "/"))
+		return rt.Batches.ServeFiles(w, r, h, st.Guard.Check, o, strings.Trim(path[i+len("/files"):], "/"))
 	}
 	if i := strings.LastIndex(path, "/batches"); i >= 0 {
 		return h.serveBatches(w, r, key, st, rt, o, strings.Trim(path[i+len("/batches"):], "/"))
@@ -91,140 +87,19 @@ func (h *Batches) done(w http.ResponseWriter, r *http.Request, status int, v any
 	return writeJSON(w, status, v)
 }
 
-// methodNotAllowed answers a method rest does not take.
-func (h *Batches) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) error {
-	w.Header().Set("Allow", allow)
-	return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed",
-		"use "+allow+" on "+r.URL.Path))
+// Refuse answers a request the gateway refuses by itself (refuseRead).
+func (h *Batches) Refuse(w http.ResponseWriter, r *http.Request, err error) error {
+	return h.app.refuseRead(w, r, nil, err)
 }
 
-// serveFiles serves /v1/files[/{id}[/content]].
-func (h *Batches) serveFiles(w http.ResponseWriter, r *http.Request, st *gateway.Shared, rt *gateway.Services, o batches.Owner, rest string) error {
-	id, sub, _ := strings.Cut(rest, "/")
-	read := r.Method == http.MethodGet || r.Method == http.MethodHead
-	ctx := r.Context()
-	switch {
-	case id == "" && r.Method == http.MethodPost:
-		if aerr := st.Guard.Check(); aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		f, aerr := h.upload(w, r, rt, o)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		return h.done(w, r, http.StatusOK, f)
-	case id == "" && read:
-		limit, aerr := tasks.ParseLimit(r.URL.Query().Get("limit"))
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		l, aerr := rt.Batches.ListFiles(ctx, o, r.URL.Query().Get("after"), limit)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		return h.done(w, r, http.StatusOK, l)
-	case id == "":
-		return h.methodNotAllowed(w, r, "GET, POST")
-	case sub == "content" && read:
-		m, aerr := rt.Batches.OpenFile(ctx, o, id)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		defer m.Content.Close()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		h.app.countRead(r, nil, airmetrics.OutcomeOK, http.StatusOK)
-		http.ServeContent(w, r, "", m.Created, m.Content)
-		return nil
-	case sub != "":
-		return h.app.refuseRead(w, r, nil, apierror.NotFound("unknown_url", "no such path: "+r.URL.Path))
-	case read:
-		f, aerr := rt.Batches.GetFile(ctx, o, id)
-		if aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		return h.done(w, r, http.StatusOK, f)
-	case r.Method == http.MethodDelete:
-		if aerr := rt.Batches.DeleteFile(ctx, o, id); aerr != nil {
-			return h.app.refuseRead(w, r, nil, aerr)
-		}
-		return h.done(w, r, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
-	default:
-		return h.methodNotAllowed(w, r, "GET, DELETE")
-	}
+// Done answers v with status and counts the request.
+func (h *Batches) Done(w http.ResponseWriter, r *http.Request, status int, v any) error {
+	return h.done(w, r, status, v)
 }
 
-// maxFormField bounds a multipart form field other than the file.
-const maxFormField = 1 << 10
-
-// upload reads a multipart upload, streaming its file part to the store:
-// a purpose field and a file part, each once, in any order.
-func (h *Batches) upload(w http.ResponseWriter, r *http.Request, rt *gateway.Services, o batches.Owner) (*batches.File, *apierror.Error) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt != "multipart/form-data" {
-		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.TypeInvalidRequest, "invalid_request",
-			"the body must be multipart/form-data with a purpose field and a file")
-	}
-	// The multipart framing around the file is small: a body much larger
-	// than the file limit is cut off.
-	r.Body = http.MaxBytesReader(w, r.Body, rt.Batches.MaxFileBytes()+64<<10)
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return nil, apierror.InvalidRequest("", "the body is not a valid multipart form: "+err.Error())
-	}
-	var f *batches.File
-	var purpose string
-	seen := map[string]bool{}
-	fail := func(aerr *apierror.Error) (*batches.File, *apierror.Error) {
-		if f != nil {
-			_ = rt.Batches.DeleteFile(context.WithoutCancel(r.Context()), o, f.ID)
-		}
-		return nil, aerr
-	}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return fail(apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeInvalidRequest, "file_too_large",
-				"the upload is larger than the file size limit").WithParam("file"))
-		}
-		if err != nil {
-			return fail(apierror.InvalidRequest("", "the body is not a valid multipart form: "+err.Error()))
-		}
-		name := part.FormName()
-		if name != "file" && name != "purpose" {
-			_ = part.Close()
-			continue
-		}
-		if seen[name] {
-			return fail(apierror.InvalidRequest(name, name+": appears more than once"))
-		}
-		seen[name] = true
-		if name == "purpose" {
-			b, err := io.ReadAll(io.LimitReader(part, maxFormField))
-			if err != nil {
-				return fail(apierror.InvalidRequest("purpose", "purpose: could not be read"))
-			}
-			purpose = string(b)
-			continue
-		}
-		// The purpose may follow the file: the file is stored as a batch
-		// input and deleted if the purpose says otherwise.
-		var aerr *apierror.Error
-		if f, aerr = rt.Batches.Upload(r.Context(), o, batches.PurposeBatch, part.FileName(), part); aerr != nil {
-			return fail(aerr)
-		}
-	}
-	switch {
-	case !seen["file"]:
-		return fail(apierror.InvalidRequest("file", "file: a file part is required"))
-	case purpose != batches.PurposeBatch:
-		return fail(apierror.InvalidRequest("purpose", "purpose: must be 'batch'"))
-	}
-	return f, nil
+// Count counts a request answered with status.
+func (h *Batches) Count(r *http.Request, status int) {
+	h.app.countRead(r, nil, airmetrics.OutcomeOK, status)
 }
 
 // serveBatches serves /v1/batches[/{id}[/cancel]].
@@ -246,7 +121,7 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 		}
 		return h.done(w, r, http.StatusOK, l)
 	case id == "":
-		return h.methodNotAllowed(w, r, "GET, POST")
+		return batches.MethodNotAllowed(w, r, h, "GET, POST")
 	case sub == "cancel" && r.Method == http.MethodPost:
 		b, aerr := rt.Batches.Cancel(ctx, o, id)
 		if aerr != nil {
@@ -254,7 +129,7 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 		}
 		return h.done(w, r, http.StatusOK, b)
 	case sub == "cancel":
-		return h.methodNotAllowed(w, r, "POST")
+		return batches.MethodNotAllowed(w, r, h, "POST")
 	case sub != "":
 		return h.app.refuseRead(w, r, nil, apierror.NotFound("unknown_url", "no such path: "+r.URL.Path))
 	case read:
@@ -264,7 +139,7 @@ func (h *Batches) serveBatches(w http.ResponseWriter, r *http.Request, key *keys
 		}
 		return h.done(w, r, http.StatusOK, b)
 	default:
-		return h.methodNotAllowed(w, r, "GET")
+		return batches.MethodNotAllowed(w, r, h, "GET")
 	}
 }
 
@@ -300,4 +175,5 @@ var (
 	_ caddy.Provisioner           = (*Batches)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Batches)(nil)
 	_ caddyfile.Unmarshaler       = (*Batches)(nil)
+	_ batches.Responder           = (*Batches)(nil)
 )

@@ -95,7 +95,7 @@ func (c *Console) Provision(ctx caddy.Context) error {
 		Admins:  c.Admins,
 		CSRFKey: key,
 		Services: console.Services{
-			Keys: svc, Usage: svc, Tasks: consoleTasks{svc}, Playground: svc, Operators: svc, Teams: consoleTeams{svc},
+			Keys: svc, Usage: svc, Tasks: consoleTasks{svc}, Playground: svc, Operators: svc, Teams: consoleTeams(svc),
 			Alerts: consoleAlerts{svc}, Audit: svc, RequestLogs: svc,
 		},
 		Logger: ctx.Logger(),

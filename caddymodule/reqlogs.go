@@ -91,6 +91,11 @@ func (t *teeWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{t}, r)
 }
 
+// teeTo returns w teed into c.
+func teeTo(w http.ResponseWriter, c *reqlog.Capture) http.ResponseWriter {
+	return &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: c}
+}
+
 // Interface guards.
 var (
 	_ http.ResponseWriter       = (*teeWriter)(nil)

@@ -163,4 +163,4 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) error {
 
 // allowGet is the Allow header of an endpoint that answers GET, and HEAD
 // with GET's headers and no body.
-const allowGet = "GET, HEAD"
+const allowGet = gateway.AllowGet

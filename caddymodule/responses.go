@@ -1,11 +1,8 @@
 package caddymodule
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -19,15 +16,11 @@ import (
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
-	"github.com/caddy-air/caddy-air/dialect"
 	dresponses "github.com/caddy-air/caddy-air/dialect/responses"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/gateway"
-	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
-	"github.com/caddy-air/caddy-air/reqlog"
 	"github.com/caddy-air/caddy-air/responses"
-	"github.com/caddy-air/caddy-air/store"
 )
 
 func init() {
@@ -49,7 +42,10 @@ func init() {
 // its place, when a retrieval (or a cancel) shows it finished, or when
 // the poller (responses.Poller) does, whichever comes first; a delete of
 // an unbilled one first retrieves it, to bill it if it finished.
-type Responses struct{ proxyHandler }
+type Responses struct {
+	proxyHandler
+	stored *gateway.StoredResponses
+}
 
 // CaddyModule returns the Caddy module information.
 func (Responses) CaddyModule() caddy.ModuleInfo {
@@ -58,12 +54,21 @@ func (Responses) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the handler up for the Responses API.
 func (h *Responses) Provision(ctx caddy.Context) error {
-	return h.provision(ctx, gateway.Endpoint{
+	err := h.provision(ctx, gateway.Endpoint{
 		Name: billing.EndpointResponses, Path: "/responses", Kind: providers.KindChat,
 		Wire:   gateway.Wire{Protocol: dresponses.Wire, Inspect: dresponses.InspectResponses},
 		Client: translate.Responses,
 		Pin:    h.pinned, Settle: h.remember,
 	})
+	if err != nil {
+		return err
+	}
+	h.stored = &gateway.StoredResponses{Host: exchangeHost{h.app}, Proxy: h.proxy, Config: &h.app.cfg, Log: h.log,
+		CheckBody: checkBody, Client: clientOf, Tee: teeTo,
+		Finish: func(w http.ResponseWriter, held *chatproxy.Held, settled error) error {
+			return h.finish(w, nil, held, settled)
+		}}
+	return nil
 }
 
 // ServeHTTP serves a create (POST on the path ending in /responses) or a
@@ -78,32 +83,7 @@ func (h *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		return handlerError(h.engine.Serve(w, r))
 	}
 	id, sub, _ := strings.Cut(rest[1:], "/")
-	return h.serveStored(w, r, id, sub)
-}
-
-// errResponseNotFound is OpenAI's answer for a response id it does not
-// know, given for ids of other users too.
-func errResponseNotFound(id string) *apierror.Error {
-	return apierror.New(http.StatusNotFound, apierror.TypeInvalidRequest, "", fmt.Sprintf("Response with id '%s' not found.", id))
-}
-
-// lookup returns the response id of user's, or a 404.
-func lookup(ctx context.Context, st *gateway.Shared, user, id string) (responses.Ref, *apierror.Error) {
-	var ref responses.Ref
-	if st.Repos.Responses == nil || id == "" {
-		return ref, errResponseNotFound(id)
-	}
-	b, err := st.Repos.Responses.Get(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return ref, errResponseNotFound(id)
-	case err != nil:
-		return ref, gateway.ErrStorage
-	}
-	if ref, err = responses.Decode(b); err != nil || ref.User != user {
-		return ref, errResponseNotFound(id)
-	}
-	return ref, nil
+	return h.stored.Serve(w, r, id, sub)
 }
 
 // pinned returns the only attempt of a create that continues a previous
@@ -114,14 +94,14 @@ func (h *Responses) pinned(x *gateway.Exchange) ([]providers.Attempt, *apierror.
 	if in.PreviousResponseID == "" {
 		return nil, nil
 	}
-	ref, aerr := lookup(ctx, st, key.User, in.PreviousResponseID)
+	ref, aerr := gateway.LookupResponse(ctx, st, key.User, in.PreviousResponseID)
 	if aerr == gateway.ErrStorage {
 		return nil, aerr
 	}
 	if aerr == nil && !key.Allows(ref.Model) {
 		// A response of a model outside the key's scope is not the key's
 		// to continue: it answers as one that does not exist.
-		aerr = errResponseNotFound(in.PreviousResponseID)
+		aerr = gateway.ErrResponseNotFound(in.PreviousResponseID)
 	}
 	if aerr != nil {
 		return nil, apierror.NotFound("previous_response_not_found",
@@ -177,131 +157,6 @@ func (h *Responses) remember(x *gateway.Exchange) (deferred bool) {
 	}
 	rt.Responses.Hold(res.ResponseID, rt.Hold(reservation))
 	return true
-}
-
-// serveStored proxies a request about stored response id (sub: "",
-// "cancel" or "input_items") to the deployment that holds it.
-func (h *Responses) serveStored(w http.ResponseWriter, r *http.Request, id, sub string) error {
-	method := http.MethodGet
-	switch {
-	case sub == "cancel":
-		method = http.MethodPost
-	case sub == "" && r.Method == http.MethodDelete:
-		method = http.MethodDelete
-	case sub != "" && sub != "input_items":
-		return h.app.refuseRead(w, r, nil, apierror.NotFound("unknown_url", "Invalid URL ("+r.Method+" "+r.URL.Path+")"))
-	}
-	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
-		allow := method
-		if method == http.MethodGet {
-			allow = allowGet
-		}
-		w.Header().Set("Allow", allow)
-		return h.app.refuseRead(w, r, nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "method_not_allowed", "use "+method+" on this endpoint"))
-	}
-	key, st, rt, aerr := h.app.caller(r)
-	if aerr == nil {
-		aerr = checkBody(r)
-	}
-	if aerr != nil {
-		return h.app.refuseRead(w, r, nil, aerr)
-	}
-	ref, aerr := lookup(r.Context(), st, key.User, id)
-	if aerr != nil {
-		return h.app.refuseRead(w, r, nil, aerr)
-	}
-	if aerr := allowModel(r, key, ref.Model); aerr != nil {
-		return h.app.refuseRead(w, r, nil, aerr)
-	}
-	prov := h.app.Routes().Provider(ref.Provider)
-	a, ok := ref.AttemptOf(prov)
-	if !ok {
-		return h.app.refuseRead(w, r, nil, errResponseNotFound(id))
-	}
-	if method == http.MethodDelete && ref.Unbilled && rt.Responses != nil {
-		// Once deleted, a finished response could no longer be billed.
-		if ok, err := rt.Responses.SettleIfFinished(r.Context(), id, ref); err != nil {
-			h.log.Warn("billing a background response before its deletion", zap.String("request_id", ref.Record), zap.Error(err))
-		} else if ok {
-			ref.Unbilled = false
-		}
-	}
-	mr := h.app.cfg.MetricsRoute(ref.Model)
-	reservation, aerr := admitStored(r, rt, key, ref.Model, method)
-	if aerr != nil {
-		return h.app.refuseRead(w, r, mr, aerr)
-	}
-	path := "/responses/" + url.PathEscape(id)
-	if sub != "" {
-		path += "/" + sub
-	}
-	if r.URL.RawQuery != "" {
-		path += "?" + r.URL.RawQuery
-	}
-	requestID := requestIDOf(w, r)
-	var final *reqlog.Capture // the final response, for its request log
-	if ref.Unbilled && ref.Log && sub == "" && method == http.MethodGet && h.app.cfg.RequestLogs != nil {
-		final = reqlog.NewCapture(h.app.cfg.RequestLogs.Cap)
-		w = &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, c: final}
-	}
-	res := h.proxy.Serve(w, r, &chatproxy.Call{
-		Wire: dresponses.Wire, Provider: prov, Path: path, Method: method,
-		Inspected: dialect.Inspected{Model: ref.Model}, ClientHeader: r.Header, RequestID: requestID,
-		Client:   clientOf(r),
-		Attempts: []providers.Attempt{a},
-	})
-	defer res.Close()
-	if reservation != nil && (res.Reached || res.Wrote) {
-		reservation.ReleaseCost()
-	} else if reservation != nil {
-		reservation.Release()
-	}
-	var err error
-	if ref.Unbilled && sub != "input_items" && responses.Finished(res.ResponseStatus) {
-		err = h.billBackground(r.Context(), rt, id, ref, &res)
-		if err == nil && final != nil && res.Held != nil { // nil: the client left, nothing written
-			// The answer is held until then: log it once written.
-			defer func() { gateway.BackgroundLogged(st, h.app.cfg.RequestLogs, ref, final.Bytes(), final.Truncated) }()
-		}
-	}
-	logFields(r, zap.String("air_request_id", requestID), zap.String("air_model", ref.Model),
-		zap.String("air_provider", ref.Provider), zap.String("air_outcome", res.Outcome))
-	status := res.Status
-	if err != nil && res.Held != nil {
-		status = http.StatusServiceUnavailable // finish answers ledger_unavailable
-	}
-	h.app.countRead(r, mr, metricsOutcome(res.Outcome), status)
-	return h.finish(w, r, res.Held, err)
-}
-
-// admitStored admits a retrieval of a stored response (GET, HEAD, and
-// input_items), which reaches the provider and bills nothing itself,
-// against the key's and its user's rate limits, like count_tokens: nil and
-// 429 over them. A spent budget does not refuse it (the response was paid
-// for; it then goes through uncounted), and a cancel or a DELETE, which
-// ends work, is never refused: both give a nil reservation.
-func admitStored(r *http.Request, rt *gateway.Services, key *keys.Key, model, method string) (*billing.Reservation, *apierror.Error) {
-	if method != http.MethodGet {
-		return nil, nil
-	}
-	res, aerr := rt.Billing.Admit(r.Context(), subjectOf(r, key), model, billing.Usage{})
-	if aerr != nil && aerr.Code != nil && *aerr.Code == "insufficient_quota" {
-		return nil, nil
-	}
-	return res, aerr
-}
-
-// billBackground writes the ledger record of a background response that
-// res shows finished, under the id of its create's record, and marks the
-// mapping billed (responses.Settle): the write is idempotent, so
-// concurrent retrievals, and the poller, bill it once.
-func (h *Responses) billBackground(ctx context.Context, rt *gateway.Services, id string, ref responses.Ref, res *chatproxy.Result) error {
-	rec := ref.Finish(res.ResponseStatus, res.Usage, res.Source == billing.SourceReported, res.ServiceTier)
-	if err := rt.Responses.Settle(ctx, id, ref, rec); err != nil {
-		h.log.Error("billing a finished background response", zap.String("request_id", ref.Record), zap.Error(err))
-		return err
-	}
-	return nil
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

@@ -11,12 +11,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/gateway"
-	"github.com/caddy-air/caddy-air/jsonlimit"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/reqbody"
@@ -135,33 +132,16 @@ func (h *Tasks) create(w http.ResponseWriter, r *http.Request, key *keys.Key, st
 	// requests sending it until their transports close them.
 	defer rb.Release()
 	body := rb.Bytes()
-	// Nothing reads the body before it is checked against the nesting
-	// limit; the task service refuses other invalid bodies.
-	var de *jsonlimit.DepthError
-	if err := jsonlimit.Check(body, h.app.MaxJSONDepth); errors.As(err, &de) {
-		return refuse(apierror.InvalidBody(err))
-	}
-	// A member the gateway reads appears once, before the model is
-	// checked and the budget reserved by it.
-	if aerr := tasks.CheckUnique(body, h.app.MaxJSONDepth, tasks.TaskMembers); aerr != nil {
+	model, aerr := tasks.CheckCreate(body, h.app.MaxJSONDepth)
+	if aerr != nil {
 		return refuse(aerr)
 	}
-	model := gjson.GetBytes(body, "model").String()
 	mr = h.app.cfg.MetricsRoute(model)
-	if aerr := allowModel(r, key, model); aerr != nil {
-		return refuse(aerr)
-	}
-	if aerr := st.Guard.Check(); aerr != nil {
-		return refuse(aerr)
-	}
-	// Spend and rate limits apply before any upstream call: the task
-	// service reserves the images or video seconds the create asks for
-	// once the body is valid, holds them while the task runs and turns
-	// them into the charge when it succeeds (or gives them back when it
-	// fails). A created task counts as a request against the rate
-	// limits; a refused one does not.
-	admit := rt.AdmitTask(r.Context(), subjectOf(r, key))
-	task, aerr := rt.Tasks.CreateHeld(r.Context(), tasks.Owner{User: key.User, KeyID: key.ID}, body, rb, h.mediaBase(r), admit)
+	task, aerr := rt.Tasks.CreateFor(r.Context(), tasks.Caller{
+		Owner: tasks.Owner{User: key.User, KeyID: key.ID},
+		Allow: func(model string) *apierror.Error { return allowModel(r, key, model) },
+		Guard: st.Guard.Check, Admit: rt.AdmitTask(r.Context(), subjectOf(r, key)), MediaBase: h.mediaBase(r),
+	}, model, body, rb)
 	if aerr != nil {
 		return refuse(aerr)
 	}
