@@ -29,20 +29,20 @@ const nodeMatrixPrices = `{"currency":"USD","models":{
 func TestNodeAnthropicMatrix(t *testing.T) {
 	sa := serviceAccountFile(t, serviceKey(), "http://localhost:9080/mock/token")
 	up, up2 := failingChat(t), failingChat(t)
-	google := func(name, protocol, auth string) string {
-		return "provider " + name + " {\n\t\t\tprotocol " + protocol + "\n\t\t\tbase_url http://localhost:9080/mock\n\t\t\t" + auth +
-			"\n\t\t\tretries 0\n\t\t\tmin_requests 1000\n\t\t}"
-	}
-	gemini, vertex := "api_key mock-upstream-key", "project mock-project\n\t\t\tregion us-central1\n\t\t\tcredentials_file "+sa
+	// Providers of their own: a 429 takes a provider's key out of
+	// rotation, and that state outlives a test's config.
+	bedrock := "provider aws-nm {\n\t\t\tprotocol bedrock\n\t\t\tregion us-east-1\n\t\t\tbase_url http://localhost:9080/mock/bedrock\n" +
+		"\t\t\taccess_key_id AKIDMOCKBEDROCK\n\t\t\tsecret_access_key mock-bedrock-secret\n\t\t\tretries 0\n\t\t\tmin_requests 1000\n\t\t}"
 	startGateway(t, gatewayOptions{
 		MockOptions: "vertex_service_account " + sa + "\n\t\t\t" + bedrockMock,
-		Providers: google("mock-gemini", "gemini", gemini) + "\n\t\t" + google("mock-gemini-errors", "gemini", gemini) + "\n\t\t" +
-			google("mock-vertex", "vertex", vertex) + "\n\t\t" + google("mock-vertex-errors", "vertex", vertex) + "\n\t\t" +
-			providerBlock("rec-openai", "openai", "retries 0", up) + "\n\t\t" + providerBlock("rec-openai2", "openai", "retries 0", up2) + "\n\t\t" +
-			bedrockProviders,
-		Models: "model mock-gemini mock-gemini gemini-2.5-flash\n\t\tmodel mock-gemini-errors mock-gemini-errors gemini-2.5-flash\n\t\t" +
-			"model mock-vertex mock-vertex gemini-2.5-pro\n\t\tmodel mock-vertex-errors mock-vertex-errors gemini-2.5-pro\n\t\t" +
-			"model rec-gpt rec-openai\n\t\tmodel rec-gpt2 rec-openai2\n\t\t" + bedrockModels,
+		Providers: mockGoogleProvider("gem-nm", "gemini", sa) + "\n\t\t" + mockGoogleProvider("gem-nm-errors", "gemini", sa) + "\n\t\t" +
+			mockGoogleProvider("vtx-nm", "vertex", sa) + "\n\t\t" + mockGoogleProvider("vtx-nm-errors", "vertex", sa) + "\n\t\t" +
+			providerBlock("rec-nm-openai", "openai", "retries 0", up) + "\n\t\t" + providerBlock("rec-nm-openai2", "openai", "retries 0", up2) + "\n\t\t" +
+			bedrock,
+		Models: "model mock-gemini gem-nm gemini-2.5-flash\n\t\tmodel mock-gemini-errors gem-nm-errors gemini-2.5-flash\n\t\t" +
+			"model mock-vertex vtx-nm gemini-2.5-pro\n\t\tmodel mock-vertex-errors vtx-nm-errors gemini-2.5-pro\n\t\t" +
+			"model rec-gpt rec-nm-openai\n\t\tmodel rec-gpt2 rec-nm-openai2\n\t\t" +
+			"model claude-bedrock aws-nm anthropic.claude-3-7-sonnet-20250219-v1:0\n\t\tmodel claude-bedrock-errors aws-nm anthropic.claude-3-7-sonnet-20250219-v1:0",
 		Prices: nodeMatrixPrices,
 	})
 	key, _ := createKey(t, "node-matrix")
