@@ -49,6 +49,21 @@ func wireTo(route *providers.Route, p *providers.Provider) string {
 	return ""
 }
 
+// messagesOnly reports a chat model every deployment of which speaks
+// Messages: a count_tokens request for it goes upstream; for any other
+// (a mixed group among them) the endpoint's Count answers it.
+func messagesOnly(route *providers.Route) bool {
+	if WireOf(route) != wireMessages {
+		return false
+	}
+	for _, d := range route.Deployments {
+		if d.Provider != nil && wireTo(route, d.Provider) != wireMessages {
+			return false
+		}
+	}
+	return true
+}
+
 // wire is the wire protocol route serves this endpoint's clients in
 // through its first deployment: wireFor route.Provider.
 func (e *Engine) wire(route *providers.Route) string { return e.wireFor(route, route.Provider) }
