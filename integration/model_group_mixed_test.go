@@ -114,7 +114,6 @@ func TestModelGroupMixedProtocols(t *testing.T) {
 	// Each request reached the openai deployment translated: a Chat
 	// Completions request for its own upstream model.
 	oa.mu.Lock()
-	defer oa.mu.Unlock()
 	streams := 0
 	for i, x := range oa.exchanges {
 		<-x.done
@@ -129,10 +128,33 @@ func TestModelGroupMixedProtocols(t *testing.T) {
 	if len(oa.exchanges) != 5 || streams != 1 {
 		t.Errorf("the openai deployment got %d requests (%d streams), want 5 (1)", len(oa.exchanges), streams)
 	}
+	oa.mu.Unlock()
 	recs = waitLedger(t, "mixed-group", 8)
 	for _, r := range recs[6:] {
 		if r.Deployment != "oa-rec/mock-gpt" || r.Outcome != "ok" || r.Provider != "oa-rec" {
 			t.Errorf("429 group: record %+v", r)
 		}
+	}
+
+	// A Chat Completions client reaches both deployments of the group
+	// too, a stream through each.
+	for _, text := range []string{"Chat one", "Chat two"} {
+		status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key,
+			`{"model":"mixed","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"`+text+`"}]}`)
+		if status != 200 || !strings.Contains(string(body), `"finish_reason":"stop"`) || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+			t.Fatalf("chat stream %d:\n%s", status, body)
+		}
+	}
+	recs = waitLedger(t, "mixed-group", 10)
+	if a, b := recs[8].Deployment, recs[9].Deployment; a == b || recs[8].Usage.Output == 0 || recs[9].Usage.Output == 0 {
+		t.Errorf("chat records %+v %+v: want one by each deployment", recs[8], recs[9])
+	}
+
+	// count_tokens cannot go to whichever deployment the balancer picks:
+	// it is estimated for a group not all on Messages.
+	status, hdr, body := call(t, http.MethodPost, "/v1/messages/count_tokens", key,
+		`{"model":"mixed","messages":[{"role":"user","content":"How many?"}]}`, "anthropic-version", "2023-06-01")
+	if status != 200 || hdr.Get("X-Air-Token-Count") != "estimate" || gjson.GetBytes(body, "input_tokens").Int() == 0 {
+		t.Errorf("count_tokens %d %v %s", status, hdr, body)
 	}
 }
