@@ -158,3 +158,44 @@ func TestModelGroupMixedProtocols(t *testing.T) {
 		t.Errorf("count_tokens %d %v %s", status, hdr, body)
 	}
 }
+
+// TestFallbackLegsPerModel: two fallbacks of the same protocol, reached
+// translated, each get the request with their own max_output_tokens (as
+// max_tokens): the first fails, and the second's upstream gets its own,
+// not the first's.
+func TestFallbackLegsPerModel(t *testing.T) {
+	down := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"api_error","message":"down"}}`)
+	})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-b","content":[{"type":"text","text":"Hi there"}],`+
+			`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":2}}`)
+	})
+	startGateway(t, gatewayOptions{
+		Providers: providerBlock("down-oa", "openai", "retries 0", down) + "\n" + providerBlock("down-an", "anthropic", "retries 0", down) + "\n" +
+			providerBlock("up-an", "anthropic", "retries 0", up),
+		Models: "model gpt-first down-oa {\n\t\t\tfallback claude-a claude-b\n\t\t}\n" +
+			"\t\tmodel claude-a down-an {\n\t\t\tmax_output_tokens 111\n\t\t}\n" +
+			"\t\tmodel claude-b up-an {\n\t\t\tmax_output_tokens 222\n\t\t}",
+	})
+	key, _ := createKey(t, "legs")
+	status, _, body := call(t, http.MethodPost, "/v1/chat/completions", key, `{"model":"gpt-first","messages":[{"role":"user","content":"Hello"}]}`)
+	if status != 200 || gjson.GetBytes(body, "choices.0.message.content").Str != "Hi there" {
+		t.Fatalf("answer %d %s", status, body)
+	}
+	if down.hits.Load() != 2 || up.hits.Load() != 1 {
+		t.Fatalf("hits: down %d, up %d", down.hits.Load(), up.hits.Load())
+	}
+	up.mu.Lock()
+	sent := up.bodies[0]
+	up.mu.Unlock()
+	if got := gjson.GetBytes(sent, "max_tokens").Int(); got != 222 {
+		t.Errorf("claude-b got max_tokens %d, want its own 222: %s", got, sent)
+	}
+	if r := waitLedger(t, "legs", 1)[0]; r.ServedModel != "claude-b" || r.Outcome != "ok" {
+		t.Errorf("record %+v", r)
+	}
+}
