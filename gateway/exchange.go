@@ -159,7 +159,7 @@ func (e *Engine) Serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if e.Endpoint.Count != nil && WireOf(x.Route) != wireMessages {
+	if e.Endpoint.Count != nil && !messagesOnly(x.Route) {
 		return e.Endpoint.Count(x)
 	}
 	if e.Endpoint.Billing.Mode == Unbilled {

@@ -18,15 +18,29 @@ import (
 // wireMessages is the Messages wire protocol.
 const wireMessages = translate.Messages
 
-// WireOf is the wire protocol a chat model of route is served in: a
-// cloud provider's own (gemini, vertex), else Chat Completions for chat
-// models and Messages for messages models; "" for the other kinds, which
-// no translation reaches.
-func WireOf(route *providers.Route) string {
-	if p := route.Provider.Protocol; providers.IsCloud(p) {
-		return p
+// WireOf is the wire protocol a chat model of route is served in by its
+// first deployment: wireTo route.Provider.
+func WireOf(route *providers.Route) string { return wireTo(route, route.Provider) }
+
+// wireTo is the wire protocol provider p, a deployment of route, serves
+// route's chat model in: a cloud provider's own (gemini, vertex,
+// bedrock), else Chat Completions for chat models and Messages for
+// messages models; a deployment on another protocol than the first's
+// (a mixed group) speaks its protocol's own: Messages for anthropic,
+// Chat Completions for the others. "" for the other kinds, which no
+// translation reaches.
+func wireTo(route *providers.Route, p *providers.Provider) string {
+	if providers.IsCloud(p.Protocol) {
+		return p.Protocol
 	}
-	switch route.Kind {
+	kind := route.Kind
+	if p != route.Provider && p.Protocol != route.Provider.Protocol {
+		kind = providers.KindChat
+		if p.Protocol == providers.ProtocolAnthropic {
+			kind = providers.KindMessages
+		}
+	}
+	switch kind {
 	case providers.KindChat:
 		return translate.Chat
 	case providers.KindMessages:
@@ -35,27 +49,55 @@ func WireOf(route *providers.Route) string {
 	return ""
 }
 
-// wire is the wire protocol route serves this endpoint's clients in:
-// wireOf route, except that a chat model of an openai provider serves
-// Responses clients in Responses, which OpenAI speaks as well (a chat
-// model of another protocol, such as dashscope, speaks only Chat
-// Completions).
-func (e *Engine) wire(route *providers.Route) string {
-	w := WireOf(route)
-	if e.Endpoint.Client == translate.Responses && w == translate.Chat && route.Provider != nil &&
-		route.Provider.Protocol == providers.ProtocolOpenAI {
+// messagesOnly reports a chat model every deployment of which speaks
+// Messages: a count_tokens request for it goes upstream; for any other
+// (a mixed group among them) the endpoint's Count answers it.
+func messagesOnly(route *providers.Route) bool {
+	if WireOf(route) != wireMessages {
+		return false
+	}
+	for _, d := range route.Deployments {
+		if d.Provider != nil && wireTo(route, d.Provider) != wireMessages {
+			return false
+		}
+	}
+	return true
+}
+
+// wire is the wire protocol route serves this endpoint's clients in
+// through its first deployment: wireFor route.Provider.
+func (e *Engine) wire(route *providers.Route) string { return e.wireFor(route, route.Provider) }
+
+// wireFor is the wire protocol provider p, a deployment of route, serves
+// this endpoint's clients in: wireTo route p, except that an openai
+// provider of a chat model serves Responses clients in Responses, which
+// OpenAI speaks as well (a chat model of another protocol, such as
+// dashscope, speaks only Chat Completions).
+func (e *Engine) wireFor(route *providers.Route, p *providers.Provider) string {
+	w := wireTo(route, p)
+	if e.Endpoint.Client == translate.Responses && w == translate.Chat && p.Protocol == providers.ProtocolOpenAI {
 		return translate.Responses
 	}
 	return w
 }
 
-// translator is the translation a request to route needs: nil when the
-// endpoint's protocol is the route's (pass-through) or none exists.
+// translator is the translation a request to route's first deployment
+// needs: translatorFor route.Provider.
 func (e *Engine) translator(route *providers.Route) *translate.Translator {
+	if route.Provider == nil {
+		return nil
+	}
+	return e.translatorFor(route, route.Provider)
+}
+
+// translatorFor is the translation a request to provider p, a
+// deployment of route, needs: nil when the endpoint's protocol is the
+// one p speaks (pass-through) or none exists.
+func (e *Engine) translatorFor(route *providers.Route, p *providers.Provider) *translate.Translator {
 	if e.Endpoint.Client == "" {
 		return nil
 	}
-	wire := e.wire(route)
+	wire := e.wireFor(route, p)
 	if wire == "" || wire == e.Endpoint.Client {
 		return nil
 	}
@@ -71,51 +113,73 @@ func protocolOf(wire string) dialect.Wire {
 	return openai.Wire
 }
 
-// legs are the translations of one request, by provider wire protocol,
-// for a model (or a fallback of it) of another protocol than the client's.
+// legs are the translations of one request, one per model (the
+// request's, or a fallback) and provider wire protocol of its
+// deployments other than the client's: each with that model's
+// drop_params and max_output_tokens.
 type legs struct {
 	e    *Engine
 	body []byte
 	in   dialect.Inspected
-	x    map[string]*translate.Exchange
+	x    map[legKey]*translate.Exchange
+}
+
+// legKey names a leg: a model and the wire protocol of a deployment.
+type legKey struct {
+	route *providers.Route
+	wire  string
 }
 
 // legsFor decodes body for each protocol other than the client's among
-// route and its fallbacks, or refuses it (a parameter one of them cannot
-// honour, unless its model drops it). It returns nil when every target
-// speaks the client's protocol and is reached at its base URL and path:
-// the request then passes through as it is.
+// the deployments of route and its fallbacks, or refuses it (a parameter
+// one of them cannot honour, unless its model drops it). It returns nil
+// when every target speaks the client's protocol and is reached at its
+// base URL and path: the request then passes through as it is.
 func (e *Engine) legsFor(body []byte, in dialect.Inspected, route *providers.Route) (*legs, *apierror.Error) {
 	var lg *legs
-	add := func(r *providers.Route) *apierror.Error {
-		tr := e.translator(r)
+	add := func(r *providers.Route, p *providers.Provider) *apierror.Error {
+		tr := e.translatorFor(r, p)
 		if tr == nil {
 			// A provider of the client's protocol whose endpoint builds
 			// its requests (azure): passed through, on a leg.
-			if lg == nil && r.Provider.Endpoint != nil {
-				lg = &legs{e: e, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+			if lg == nil && p.Endpoint != nil {
+				lg = &legs{e: e, body: body, in: in, x: make(map[legKey]*translate.Exchange, 1)}
 			}
 			return nil
 		}
 		if lg == nil {
-			lg = &legs{e: e, body: body, in: in, x: make(map[string]*translate.Exchange, 1)}
+			lg = &legs{e: e, body: body, in: in, x: make(map[legKey]*translate.Exchange, 1)}
 		}
-		if _, ok := lg.x[tr.Provider]; ok {
+		k := legKey{r, tr.Provider}
+		if _, ok := lg.x[k]; ok {
 			return nil
 		}
 		x, err := tr.Request(body, translate.Options{DropParams: r.DropParams, MaxTokens: r.MaxTokens})
 		if err != nil {
 			return TranslationError(err)
 		}
-		lg.x[tr.Provider] = x
+		lg.x[k] = x
 		return nil
 	}
-	if aerr := add(route); aerr != nil {
+	addRoute := func(r *providers.Route) *apierror.Error {
+		if aerr := add(r, r.Provider); aerr != nil {
+			return aerr
+		}
+		for _, d := range r.Deployments {
+			if d.Provider != nil && d.Provider != r.Provider {
+				if aerr := add(r, d.Provider); aerr != nil {
+					return aerr
+				}
+			}
+		}
+		return nil
+	}
+	if aerr := addRoute(route); aerr != nil {
 		return nil, aerr
 	}
 	for _, f := range route.Fallbacks {
 		if fr, err := e.Routes.Lookup(f); err == nil {
-			if aerr := add(fr); aerr != nil {
+			if aerr := addRoute(fr); aerr != nil {
 				return nil, aerr
 			}
 		}
@@ -140,7 +204,7 @@ func (lg *legs) leg(w http.ResponseWriter) func(*routing.Target) (*chatproxy.Leg
 		return nil
 	}
 	return func(t *routing.Target) (*chatproxy.Leg, error) {
-		if x, ok := lg.x[lg.e.wire(t.Route)]; ok {
+		if x, ok := lg.x[legKey{t.Route, lg.e.wireFor(t.Route, t.Provider)}]; ok {
 			b, err := x.Body(t.UpstreamModel)
 			if err != nil {
 				return nil, err

@@ -156,7 +156,8 @@ type Route struct {
 	Deployments []*Deployment
 	// Fallbacks are model ids tried in order when no deployment of this
 	// model answers before its first byte; each must be an exact model of
-	// the same kind and protocol.
+	// the same kind and protocol, or, for chat and messages models, of
+	// either kind and any protocol (its requests are translated).
 	Fallbacks []string
 	// Policy selects a deployment: "weighted_random" (the default),
 	// "round_robin", "least_requests" or "lowest_latency".
@@ -254,6 +255,9 @@ func NewTable(provs []*Provider, routes []*Route) (*Table, error) {
 		case KindChat, KindMessages, KindImage, KindVideo, KindEmbedding, KindModeration, KindSpeech, KindTranscription, KindRerank:
 		default:
 			return nil, fmt.Errorf("model %q: unknown kind %q", r.Pattern, r.Kind)
+		}
+		if err := checkMixed(r); err != nil {
+			return nil, err
 		}
 		if IsCloud(r.Provider.Protocol) && !translated(r.Kind) {
 			return nil, fmt.Errorf("model %q: a %s provider serves chat and messages models, not %s", r.Pattern, r.Provider.Protocol, r.Kind)

@@ -30,3 +30,47 @@ func TestNewTableKinds(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
+
+// TestNewTableMixedGroups: a chat or messages model's deployments may be
+// on providers of different protocols; any other kind's may not, nor a
+// cohere provider's.
+func TestNewTableMixedGroups(t *testing.T) {
+	provs := func() (oa, an, co *Provider) {
+		return &Provider{Name: "oa", Protocol: ProtocolOpenAI, BaseURLs: []string{"http://oa"}},
+			&Provider{Name: "an", Protocol: ProtocolAnthropic, BaseURLs: []string{"http://an"}},
+			&Provider{Name: "co", Protocol: ProtocolCohere, BaseURLs: []string{"http://co"}}
+	}
+	for i, tc := range []struct {
+		kind  string
+		first string // "oa", "an" or "co"
+		other string
+		err   string // "" when accepted
+	}{
+		{"", "an", "oa", ""},
+		{"", "oa", "an", ""},
+		{KindChat, "an", "oa", ""},
+		{KindMessages, "oa", "an", ""},
+		{KindEmbedding, "oa", "an", "only chat and messages models may mix them"},
+		{KindRerank, "co", "oa", "only chat and messages models may mix them"},
+		{KindChat, "oa", "co", "a cohere provider serves no chat model"},
+	} {
+		oa, an, co := provs()
+		by := map[string]*Provider{"oa": oa, "an": an, "co": co}
+		r := &Route{Pattern: "m", Kind: tc.kind, Deployments: []*Deployment{{Provider: by[tc.first], UpstreamModel: "a"}, {Provider: by[tc.other], UpstreamModel: "b"}}}
+		tb, err := NewTable([]*Provider{oa, an, co}, []*Route{r})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Test %d: %v, want %q", i, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Test %d: %v", i, err)
+			continue
+		}
+		got, _ := tb.Lookup("m")
+		if got.Provider != by[tc.first] || len(got.Deployments) != 2 || tc.kind == "" && got.Kind != DefaultKind(by[tc.first].Protocol) {
+			t.Errorf("Test %d: route %+v", i, got)
+		}
+	}
+}

@@ -23,9 +23,6 @@ func (t *Table) deployments(r *Route) error {
 		if _, ok := t.providers[d.Provider.Name]; !ok {
 			return fmt.Errorf("model %q: unknown provider %q", r.Pattern, d.Provider.Name)
 		}
-		if d.Provider.Protocol != r.Provider.Protocol {
-			return fmt.Errorf("model %q: deployments on providers of different protocols (%s, %s)", r.Pattern, r.Provider.Protocol, d.Provider.Protocol)
-		}
 		if d.Weight < 0 || d.MaxConcurrent < 0 || d.RPM < 0 || d.TPM < 0 {
 			return fmt.Errorf("model %q: negative weight or limit", r.Pattern)
 		}
@@ -39,6 +36,25 @@ func (t *Table) deployments(r *Route) error {
 	case "", PolicyWeightedRandom, PolicyRoundRobin, PolicyLeastRequests, PolicyLowestLatency:
 	default:
 		return fmt.Errorf("model %q: unknown lb_policy %q", r.Pattern, r.Policy)
+	}
+	return nil
+}
+
+// checkMixed checks a model whose deployments are on providers of
+// different protocols: only a chat or messages model may mix them, each
+// request translated for the deployment that takes it, and only on
+// protocols that serve chat.
+func checkMixed(r *Route) error {
+	for _, d := range r.Deployments {
+		if d.Provider.Protocol == r.Provider.Protocol {
+			continue
+		}
+		if !translated(r.Kind) {
+			return fmt.Errorf("model %q: deployments on providers of different protocols (%s, %s): only chat and messages models may mix them", r.Pattern, r.Provider.Protocol, d.Provider.Protocol)
+		}
+		if d.Provider.Protocol == ProtocolCohere || r.Provider.Protocol == ProtocolCohere {
+			return fmt.Errorf("model %q: a cohere provider serves no chat model", r.Pattern)
+		}
 	}
 	return nil
 }
