@@ -106,15 +106,6 @@ var translators = func() map[[2]string]*Translator {
 	return m
 }()
 
-// IsCloud reports a cloud provider's protocol: one whose requests every
-// client protocol reaches through a translation, whose URLs and
-// credentials its endpoint makes, and whose answers are transcoded into
-// Messages.
-func IsCloud(protocol string) bool {
-	c, ok := codecs[protocol]
-	return ok && c.client == nil
-}
-
 // For returns the translator from client to provider, nil when the two
 // are one protocol (pass through) or no translation between them exists.
 func For(client, provider string) *Translator { return translators[[2]string{client, provider}] }
