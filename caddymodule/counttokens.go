@@ -8,19 +8,16 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
-	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
@@ -49,14 +46,15 @@ const (
 func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 	w, r, body, in, route, reservation := x.W, x.R, x.Body.Bytes(), x.In, x.Route, x.Reservation
 	wire := gateway.WireOf(route)
-	if wire != translate.Gemini && wire != translate.Vertex {
+	counter := translate.CounterOf(wire)
+	if counter == nil {
 		reservation.ReleaseCost()
 		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
 		w.Header().Set(TokenCountHeader, "estimate")
 		return writeCount(w, dialect.EstimateRequest(in, 0).Input)
 	}
 	start := time.Now()
-	n, err := h.countGoogle(r.Context(), body, wire, route)
+	n, err := h.countUpstream(r.Context(), body, wire, counter, route)
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
@@ -90,16 +88,15 @@ func writeCount(w http.ResponseWriter, n int64) error {
 	return err
 }
 
-// countGoogle asks a gemini or vertex deployment of the route to count
-// the Messages request body's tokens: the body is translated as for
-// generateContent, then sent to the model's countTokens method with the
-// provider's auth (Vertex AI takes the contents, system instruction and
-// tools; Google AI Studio the whole generateContentRequest). The count is
+// countUpstream asks a deployment of the route to count the Messages
+// request body's tokens: the body is translated as for generating, then
+// sent, as the protocol's counter makes it, to the model's count method
+// (Google's countTokens) with the provider's auth. The count is
 // one attempt (upstream.Runner) to the router's first target among the
 // model's own deployments; a fallback counts another model's tokens, so
 // none is made. It returns an *apierror.Error for a request it cannot
 // translate or send, and a *dialect.Error for the provider's refusal.
-func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string, route *providers.Route) (int64, error) {
+func (h *proxyHandler) countUpstream(ctx context.Context, body []byte, wire string, counter *dialect.Counter, route *providers.Route) (int64, error) {
 	x, err := translate.For(translate.Messages, wire).Request(body, translate.Options{DropParams: true, MaxTokens: 1})
 	if err != nil {
 		return 0, gateway.TranslationError(err)
@@ -108,7 +105,7 @@ func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string
 	if router == nil {
 		return 0, apierror.Internal()
 	}
-	c := counting{h: h, ctx: ctx, x: x, wire: wire}
+	c := counting{h: h, ctx: ctx, x: x, counter: counter}
 	run := upstream.Runner{Logger: h.proxy.Logger, Health: h.proxy.Health, Observer: h.proxy.Attempts}
 	// The request's id and key, which the handler set on its context.
 	spec := upstream.Spec{Operation: countOperation, Model: gjson.GetBytes(body, "model").String()}
@@ -147,12 +144,12 @@ var (
 )
 
 // counting is one count's attempt: the upstream.Attempter of
-// countGoogle.
+// countUpstream.
 type counting struct {
-	h    *proxyHandler
-	ctx  context.Context // the request's
-	x    *translate.Exchange
-	wire string
+	h       *proxyHandler
+	ctx     context.Context // the request's
+	x       *translate.Exchange
+	counter *dialect.Counter
 	// model and body are the countTokens request of the target
 	// (Prepare).
 	model string
@@ -178,20 +175,7 @@ func (c *counting) Prepare(t *routing.Target) error {
 	if err != nil {
 		return gateway.TranslationError(err)
 	}
-	var cb []byte
-	if c.wire == translate.Gemini {
-		if gb, err = sjson.SetBytes(gb, "model", "models/"+c.model); err == nil {
-			cb, err = sjson.SetRawBytes([]byte("{}"), "generateContentRequest", gb)
-		}
-	} else {
-		cb = []byte("{}")
-		for _, f := range []string{"contents", "systemInstruction", "tools"} {
-			if v := gjson.GetBytes(gb, f); v.Exists() && err == nil {
-				cb, err = sjson.SetRawBytes(cb, f, []byte(v.Raw))
-			}
-		}
-	}
-	c.body = cb
+	c.body, err = c.counter.Body(gb, c.model)
 	return err
 }
 
@@ -207,13 +191,13 @@ func (c *counting) Attempt(ctx context.Context, t *routing.Target, headers func(
 	start := time.Now()
 	req, err := p.Endpoint.NewRequest(ctx, t.Attempt, c.model, false, c.body)
 	if err == nil {
-		path, ok := strings.CutSuffix(req.URL.Path, ":generateContent")
+		path, ok := c.counter.Path(req.URL.Path)
 		if !ok {
 			headers()
 			c.err = apierror.Internal()
 			return upstream.End{Result: routing.AttemptCanceled, Err: c.err, Outcome: routing.Outcome{Canceled: true}, Uncounted: true}
 		}
-		req.URL.Path, req.URL.RawPath = path+":countTokens", ""
+		req.URL.Path, req.URL.RawPath = path, ""
 		telemetry.Inject(ctx, req.Header)
 	} else {
 		c.h.log.Error("building a countTokens request", zap.String("provider", p.Name), zap.Error(err))
@@ -240,12 +224,12 @@ func (c *counting) Attempt(ctx context.Context, t *routing.Target, headers func(
 	if resp.StatusCode != http.StatusOK {
 		return c.refused(p, resp, rb)
 	}
-	n := gjson.GetBytes(rb, "totalTokens")
-	if n.Type != gjson.Number || n.Int() < 0 {
+	n, ok := c.counter.Read(rb)
+	if !ok {
 		c.err = apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", "the provider's countTokens answer has no totalTokens")
 		return broken(resp.StatusCode, c.err)
 	}
-	c.n = n.Int()
+	c.n = n
 	return upstream.End{Result: routing.AttemptOK, Status: resp.StatusCode, Span: telemetry.Result{Status: resp.StatusCode},
 		Outcome: routing.Outcome{Status: resp.StatusCode, TTFB: ttfb}, Delivered: true}
 }
@@ -274,11 +258,11 @@ func broken(status int, err error) upstream.End {
 }
 
 // refused reads the provider's refusal, rb, of the count into c.err: a
-// *dialect.Error in Gemini's shape, its refusal of the provider's
+// *dialect.Error read by the protocol's counter, its refusal of the provider's
 // credentials a 502.
 func (c *counting) refused(p *providers.Provider, resp *http.Response, rb []byte) upstream.End {
 	status := resp.StatusCode
-	e := gemini.Codec{}.DecodeError(status, resp.Header, rb)
+	e := c.counter.Error(status, resp.Header, rb)
 	end := upstream.End{Result: routing.StatusResult(status), Status: status, Err: fmt.Errorf("countTokens answered %d", status),
 		Span:    telemetry.Result{Status: status, ErrorType: telemetry.StatusErrorType(status)},
 		Outcome: routing.Outcome{Status: status, RetryAfter: e.RetryAfter}, Fault: status >= 500}

@@ -90,8 +90,8 @@ func countEnv(t *testing.T, g, b *fakeCount) (*proxyHandler, *providers.Route) {
 // upstream down for the model's other requests.
 func TestCountGoogleRoutes(t *testing.T) {
 	count := func(h *proxyHandler, route *providers.Route) (int64, error) {
-		return h.countGoogle(context.Background(), []byte(`{"model":"gem","max_tokens":1,"messages":[{"role":"user","content":"Hello"}]}`),
-			translate.Gemini, route)
+		return h.countUpstream(context.Background(), []byte(`{"model":"gem","max_tokens":1,"messages":[{"role":"user","content":"Hello"}]}`),
+			translate.Gemini, translate.CounterOf(translate.Gemini), route)
 	}
 	status := func(err error) int {
 		var de *dialect.Error

@@ -145,6 +145,11 @@ func TestCloudTranslators(t *testing.T) {
 	if For(Gemini, Chat) != nil {
 		t.Error("gemini is no client protocol")
 	}
+	for name := range codecs {
+		if got := CounterOf(name) != nil; got != (name == Gemini || name == Vertex) {
+			t.Errorf("%s: counts tokens %v", name, got)
+		}
+	}
 	// providers.IsCloud is the one list of cloud protocols: it names
 	// exactly the codecs no client speaks.
 	for name, c := range codecs {
