@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"cmp"
@@ -10,17 +10,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
 	"github.com/caddy-air/caddy-air/dialect/translate"
-	"github.com/caddy-air/caddy-air/gateway"
-	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -38,23 +35,31 @@ const (
 	maxCountBody = 1 << 20
 )
 
-// countTokens answers a count_tokens request for a model whose provider
+// TokenCounter is the Count hook of Anthropic's count_tokens endpoint
+// (air_count_tokens), over the running config's router and transport.
+type TokenCounter struct {
+	// Config is the running config.
+	Config *Config
+}
+
+// Count answers a count_tokens request for a model whose provider
 // does not speak Messages: Gemini's countTokens for a gemini or vertex
 // model, else (openai, azure, bedrock, dashscope) the prompt estimate the
 // gateway admits requests on, marked by TokenCountHeader. Either way the
 // request counts against the rate limits, and leaves no ledger record.
-func (h *CountTokens) countTokens(x *gateway.Exchange) error {
+func (tc TokenCounter) Count(x *Exchange) error {
 	w, r, body, in, route, reservation := x.W, x.R, x.Body.Bytes(), x.In, x.Route, x.Reservation
-	wire := gateway.WireOf(route)
+	wire := WireOf(route)
 	counter := translate.CounterOf(wire)
 	if counter == nil {
 		reservation.ReleaseCost()
-		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
+		x.LogFields(zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
 		w.Header().Set(TokenCountHeader, "estimate")
 		return writeCount(w, dialect.EstimateRequest(in, 0).Input)
 	}
 	start := time.Now()
-	n, err := h.countUpstream(r.Context(), body, wire, counter, route)
+	spec := upstream.Spec{Operation: countOperation, Model: in.Model, RequestID: x.RequestID, Client: x.Deps.Key.User}
+	n, err := tc.CountUpstream(r.Context(), x.e.Proxy, x.e.Log, spec, body, wire, counter, route)
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
@@ -66,8 +71,8 @@ func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 	if de != nil {
 		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
 	}
-	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
-	h.app.cfg.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.Engine().Endpoint.Name, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	x.LogFields(zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
+	x.e.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.e.Endpoint.Name, Outcome: outcome, Status: status, Duration: SinceStart(start)})
 	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))
@@ -76,7 +81,7 @@ func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(b)
-		return caddyhttp.Error(status, fmt.Errorf("count_tokens upstream answered %d", status))
+		return &StatusError{Status: status, Err: fmt.Errorf("count_tokens upstream answered %d", status)}
 	}
 	return writeCount(w, n)
 }
@@ -96,23 +101,21 @@ func writeCount(w http.ResponseWriter, n int64) error {
 // model's own deployments; a fallback counts another model's tokens, so
 // none is made. It returns an *apierror.Error for a request it cannot
 // translate or send, and a *dialect.Error for the provider's refusal.
-func (h *proxyHandler) countUpstream(ctx context.Context, body []byte, wire string, counter *dialect.Counter, route *providers.Route) (int64, error) {
+//
+// proxy's logger, health tracker and attempt observer see the attempt;
+// spec names it.
+func (tc TokenCounter) CountUpstream(ctx context.Context, proxy *chatproxy.Proxy, log *zap.Logger, spec upstream.Spec, body []byte, wire string,
+	counter *dialect.Counter, route *providers.Route) (int64, error) {
 	x, err := translate.For(translate.Messages, wire).Request(body, translate.Options{DropParams: true, MaxTokens: 1})
 	if err != nil {
-		return 0, gateway.TranslationError(err)
+		return 0, TranslationError(err)
 	}
-	router := h.app.Router()
+	router := tc.Config.Router
 	if router == nil {
 		return 0, apierror.Internal()
 	}
-	c := counting{h: h, ctx: ctx, x: x, counter: counter}
-	run := upstream.Runner{Logger: h.proxy.Logger, Health: h.proxy.Health, Observer: h.proxy.Attempts}
-	// The request's id and key, which the handler set on its context.
-	spec := upstream.Spec{Operation: countOperation, Model: gjson.GetBytes(body, "model").String()}
-	spec.RequestID, _ = caddyhttp.GetVar(ctx, varRequestID).(string)
-	if k, _ := caddyhttp.GetVar(ctx, varKey).(*keys.Key); k != nil {
-		spec.Client = k.User
-	}
+	c := counting{transport: tc.Config.Transport, log: log, ctx: ctx, x: x, counter: counter}
+	run := upstream.Runner{Logger: proxy.Logger, Health: proxy.Health, Observer: proxy.Attempts}
 	err = run.Run(ctx, router.Plan(routing.Request{Route: route}), &spec, &c)
 	var un *routing.Unavailable
 	switch {
@@ -146,10 +149,11 @@ var (
 // counting is one count's attempt: the upstream.Attempter of
 // countUpstream.
 type counting struct {
-	h       *proxyHandler
-	ctx     context.Context // the request's
-	x       *translate.Exchange
-	counter *dialect.Counter
+	transport http.RoundTripper
+	log       *zap.Logger
+	ctx       context.Context // the request's
+	x         *translate.Exchange
+	counter   *dialect.Counter
 	// model and body are the countTokens request of the target
 	// (Prepare).
 	model string
@@ -173,7 +177,7 @@ func (c *counting) Prepare(t *routing.Target) error {
 	c.model = c.x.Model(t.UpstreamModel)
 	gb, err := c.x.Body(t.UpstreamModel)
 	if err != nil {
-		return gateway.TranslationError(err)
+		return TranslationError(err)
 	}
 	c.body, err = c.counter.Body(gb, c.model)
 	return err
@@ -200,11 +204,11 @@ func (c *counting) Attempt(ctx context.Context, t *routing.Target, headers func(
 		req.URL.Path, req.URL.RawPath = path, ""
 		telemetry.Inject(ctx, req.Header)
 	} else {
-		c.h.log.Error("building a countTokens request", zap.String("provider", p.Name), zap.Error(err))
+		c.log.Error("building a countTokens request", zap.String("provider", p.Name), zap.Error(err))
 	}
 	var resp *http.Response
 	if err == nil {
-		resp, err = upstream.Send(c.h.app.Transport(), req)
+		resp, err = upstream.Send(c.transport, req)
 	}
 	inTime := headers()
 	if err != nil || !inTime {
@@ -271,7 +275,7 @@ func (c *counting) refused(p *providers.Provider, resp *http.Response, rb []byte
 	}
 	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
 		// The gateway's credentials, not the client's key: a 502.
-		c.h.log.Warn("countTokens upstream refused the provider's credentials", zap.String("provider", p.Name), zap.Int("status", e.Status))
+		c.log.Warn("countTokens upstream refused the provider's credentials", zap.String("provider", p.Name), zap.Int("status", e.Status))
 		e = &dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer, Message: "the provider refused the gateway's credentials"}
 	}
 	c.err = e
