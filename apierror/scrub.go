@@ -68,46 +68,31 @@ type UpstreamFields struct {
 	RequestID string
 }
 
-// ReadUpstream reads a provider's error body, whatever its shape: OpenAI's
+// UpstreamReader reads a provider's error body of its dialect's own shape
+// into f (unscrubbed: ReadUpstream scrubs and clips it), reporting false
+// when v is not of that shape. v is the parsed body, an object or an
+// array.
+type UpstreamReader func(status int, v gjson.Result, f *UpstreamFields) bool
+
+// upstreamReaders are the dialects' readers, tried in order before the
+// generic reading.
+var upstreamReaders []UpstreamReader
+
+// RegisterUpstreamReader adds a dialect's reader of its providers' error
+// bodies; a dialect package calls it from its init.
+func RegisterUpstreamReader(r UpstreamReader) { upstreamReaders = append(upstreamReaders, r) }
+
+// ReadUpstream reads a provider's error body, whatever its shape: a
+// registered dialect's (RegisterUpstreamReader), else OpenAI's
 // {"error":{"message","type","param","code"}}, Anthropic's
-// {"type":"error","error":{"type","message"}}, Gemini's {"error":{"code",
-// "message","status"}} (also inside a one-element array), DashScope's
-// {"code","message"}, Bedrock's {"message"}, {"error":"…"}, or text. Every
+// {"type":"error","error":{"type","message"}}, the same fields at the top
+// level ({"code","message"}, {"message"}), {"error":"…"}, or text. Every
 // field is scrubbed (Scrub) with secrets.
 func ReadUpstream(status int, body []byte, secrets ...string) UpstreamFields {
 	var f UpstreamFields
 	v := gjson.ParseBytes(body)
-	if v.IsArray() {
-		v = v.Get("0")
-	}
-	if !v.IsObject() {
-		if t := strings.TrimSpace(string(body)); t != "" && utf8.ValidString(t) && !strings.HasPrefix(t, "<") {
-			f.Message = t
-		}
-	} else {
-		e := v.Get("error")
-		if e.Type == gjson.String {
-			f.Message = e.Str
-			e = v
-		} else if !e.IsObject() {
-			e = v
-		}
-		if f.Message == "" {
-			f.Message = str(e.Get("message"))
-		}
-		f.Type = str(e.Get("type"))
-		if f.Type == "error" { // Anthropic's outer type, without an inner one
-			f.Type = ""
-		}
-		f.Code = str(e.Get("code"))
-		if f.Code == "" || f.Code == strconv.Itoa(status) {
-			// Gemini's code is the status; its status names the error.
-			if s := str(e.Get("status")); s != "" {
-				f.Code = s
-			}
-		}
-		f.Param = str(e.Get("param"))
-		f.RequestID = str(v.Get("request_id"))
+	if !readDialect(status, v, &f) {
+		readGeneric(status, body, v, &f)
 	}
 	f.Message = clip(strings.Join(strings.Fields(f.Message), " "))
 	for _, p := range []*string{&f.Type, &f.Code, &f.Param, &f.Message, &f.RequestID} {
@@ -116,8 +101,51 @@ func ReadUpstream(status int, body []byte, secrets ...string) UpstreamFields {
 	return f
 }
 
-// str is v's text when it is a string or a number, else "".
-func str(v gjson.Result) string {
+// readDialect reads v with the first registered reader that knows its
+// shape.
+func readDialect(status int, v gjson.Result, f *UpstreamFields) bool {
+	if !v.IsObject() && !v.IsArray() {
+		return false
+	}
+	for _, r := range upstreamReaders {
+		if r(status, v, f) {
+			return true
+		}
+	}
+	*f = UpstreamFields{}
+	return false
+}
+
+// readGeneric reads the shapes every dialect's providers may answer with.
+func readGeneric(status int, body []byte, v gjson.Result, f *UpstreamFields) {
+	if !v.IsObject() {
+		if t := strings.TrimSpace(string(body)); t != "" && utf8.ValidString(t) && !strings.HasPrefix(t, "<") {
+			f.Message = t
+		}
+		return
+	}
+	e := v.Get("error")
+	if e.Type == gjson.String {
+		f.Message = e.Str
+		e = v
+	} else if !e.IsObject() {
+		e = v
+	}
+	if f.Message == "" {
+		f.Message = Str(e.Get("message"))
+	}
+	f.Type = Str(e.Get("type"))
+	if f.Type == "error" { // Anthropic's outer type, without an inner one
+		f.Type = ""
+	}
+	f.Code = Str(e.Get("code"))
+	f.Param = Str(e.Get("param"))
+	f.RequestID = Str(v.Get("request_id"))
+}
+
+// Str is v's text when it is a string or a number, else "": a field of
+// an error body, as an UpstreamReader reads it.
+func Str(v gjson.Result) string {
 	switch v.Type {
 	case gjson.String:
 		return v.Str

@@ -58,12 +58,10 @@ func TestUpstreamBody(t *testing.T) {
 			map[string]string{"type": "error", "error.type": "permission_error", "error.message": "no access"}, nil},
 		{529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, false,
 			map[string]string{"error.type": "overloaded_error", "error.message": "Overloaded"}, nil},
-		// DashScope's native shape and Gemini's.
+		// The fields at the top level, as DashScope answers.
 		{403, `{"request_id":"abc","code":"Model.AccessDenied","message":"Model access denied for workspace ws-1 key sk-0123456789abcdef"}`, false,
 			map[string]string{"error.code": "Model.AccessDenied", "error.message": "Model access denied for workspace ws-1 key [redacted]", "error.type": "invalid_request_error"},
 			[]string{"sk-0123"}},
-		{400, `[{"error":{"code":400,"message":"API key not valid","status":"INVALID_ARGUMENT"}}]`, false,
-			map[string]string{"error.code": "INVALID_ARGUMENT", "error.message": "API key not valid"}, nil},
 		// Not JSON: text is kept (scrubbed), HTML is not.
 		{502, "upstream connect error to https://u:p@10.0.0.1/", false,
 			map[string]string{"error.message": "upstream connect error to https://[redacted]@10.0.0.1/", "error.type": "server_error"}, []string{"u:p"}},

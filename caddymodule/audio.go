@@ -81,9 +81,13 @@ func transcriptionEndpoint(name, path string) gateway.Endpoint {
 		Name: name, Path: path, Kind: providers.KindTranscription,
 		Wire:    gateway.Wire{Protocol: openai.TranscriptWire},
 		Billing: gateway.Billing{Usage: transcriptionUsage},
-		Body:    gateway.BodyPolicy{Multipart: true, MaxBody: maxUpload},
+		Body:    gateway.BodyPolicy{Multipart: &transcriptionForm, MaxBody: maxUpload},
 	}
 }
+
+// transcriptionForm reads and edits the multipart forms of speech to
+// text, in OpenAI's form fields.
+var transcriptionForm = gateway.MultipartForm{Inspect: openai.InspectTranscription, Prepare: openai.PrepareMultipart}
 
 // transcriptionUsage reads the usage of a JSON answer, or of a stream's
 // transcript.text.done event (openai.TranscriptUsage: tokens or

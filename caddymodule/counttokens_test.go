@@ -22,6 +22,7 @@ import (
 	"github.com/caddy-air/caddy-air/dialect/translate"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
+	"github.com/caddy-air/caddy-air/upstream"
 )
 
 // fakeCount is a Google AI Studio countTokens: it answers each key with
@@ -90,8 +91,8 @@ func countEnv(t *testing.T, g, b *fakeCount) (*proxyHandler, *providers.Route) {
 // upstream down for the model's other requests.
 func TestCountGoogleRoutes(t *testing.T) {
 	count := func(h *proxyHandler, route *providers.Route) (int64, error) {
-		return h.countGoogle(context.Background(), []byte(`{"model":"gem","max_tokens":1,"messages":[{"role":"user","content":"Hello"}]}`),
-			translate.Gemini, route)
+		return gateway.TokenCounter{Config: &h.app.cfg}.CountUpstream(context.Background(), h.proxy, h.log, upstream.Spec{Operation: "count_tokens", Model: "gem"},
+			[]byte(`{"model":"gem","max_tokens":1,"messages":[{"role":"user","content":"Hello"}]}`), translate.Gemini, translate.CounterOf(translate.Gemini), route)
 	}
 	status := func(err error) int {
 		var de *dialect.Error

@@ -98,7 +98,7 @@ func (h *CountTokens) Provision(ctx caddy.Context) error {
 		Name: "count_tokens", Path: "/messages/count_tokens", Kind: providers.KindMessages,
 		Wire:    gateway.Wire{Protocol: anthropic.Wire, Inspect: anthropic.InspectCountTokens},
 		Billing: gateway.Billing{Mode: gateway.Unbilled, NoOutput: true},
-		Count:   h.countTokens,
+		Count:   func(x *gateway.Exchange) error { return gateway.TokenCounter{Config: &h.app.cfg}.Count(x) },
 	})
 }
 

@@ -193,7 +193,7 @@ func (h *Images) check(body []byte) (format string, passThrough bool, aerr *apie
 	}
 	if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Str != "" {
 		route, err := h.app.Routes().Lookup(m.Str)
-		passThrough = err == nil && route.Provider != nil && route.Provider.Protocol == providers.ProtocolOpenAI
+		passThrough = err == nil && route.Provider != nil && tasks.PassesImagesThrough(route.Provider.Protocol)
 		if err == nil && route.Kind != providers.KindImage {
 			return "", false, apierror.InvalidRequest("model", fmt.Sprintf("the model %q is %s model: use %s", m.Str, gateway.WithArticle(route.Kind), gateway.EndpointFor(route.Kind)))
 		}

@@ -16,11 +16,8 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
-	"github.com/caddy-air/caddy-air/dialect/anthropic"
-	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/gateway"
 	"github.com/caddy-air/caddy-air/keys"
-	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/reqbody"
 )
 
@@ -77,10 +74,7 @@ func (h *Passthrough) Provision(ctx caddy.Context) error {
 	if p == nil {
 		return fmt.Errorf("air_passthrough: no provider named %q in the air app", h.Provider)
 	}
-	h.protocol = openai.Wire
-	if p.Protocol == providers.ProtocolAnthropic {
-		h.protocol = anthropic.Wire
-	}
+	h.protocol = gateway.ProviderWire(p)
 	return nil
 }
 

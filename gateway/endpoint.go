@@ -101,16 +101,26 @@ type Billing struct {
 // BodyPolicy is what an endpoint accepts as a request body, and what it
 // answers.
 type BodyPolicy struct {
-	// Multipart marks an endpoint whose requests are multipart forms
-	// (openai.InspectTranscription), sent upstream with their own
-	// content type, the model alias edited in place. Otherwise a body
-	// must be JSON (CheckContentType).
-	Multipart bool
+	// Multipart, when set, marks an endpoint whose requests are
+	// multipart forms, read and edited by its dialect's functions and
+	// sent upstream with their own content type. Otherwise a body must
+	// be JSON (CheckContentType).
+	Multipart *MultipartForm
 	// MaxBody is the largest request body read, in bytes; 0: the app's
 	// max_request_body.
 	MaxBody int64
 	// Binary marks an answer that is a file (chatproxy.Call.Binary).
 	Binary bool
+}
+
+// MultipartForm is how a multipart endpoint's dialect reads and edits its
+// forms (openai.InspectTranscription and openai.PrepareMultipart).
+type MultipartForm struct {
+	// Inspect validates a form of content type contentType and reads
+	// what the gateway needs of it.
+	Inspect func(contentType string, body []byte) (dialect.Inspected, *apierror.Error)
+	// Prepare returns body with its model replaced by model.
+	Prepare func(body []byte, in dialect.Inspected, model string) []byte
 }
 
 // CheckContentType requires JSON on a request that carries a body, or

@@ -12,7 +12,6 @@ import (
 	"github.com/caddy-air/caddy-air/billing"
 	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
-	"github.com/caddy-air/caddy-air/dialect/openai"
 	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/teams"
@@ -29,7 +28,7 @@ var ErrStorage = apierror.New(http.StatusServiceUnavailable, apierror.TypeServer
 // authenticate checks the body's content type against the endpoint's
 // body policy and the method, and finds the caller and its services.
 func (x *Exchange) authenticate() error {
-	if aerr := CheckContentType(x.R, x.e.Endpoint.Body.Multipart); aerr != nil {
+	if aerr := CheckContentType(x.R, x.e.Endpoint.Body.Multipart != nil); aerr != nil {
 		return x.Refuse(aerr)
 	}
 	if x.R.Method != http.MethodPost {
@@ -63,8 +62,8 @@ func (x *Exchange) read() error {
 // the key may use its model.
 func (x *Exchange) inspect() error {
 	var aerr *apierror.Error
-	if x.e.Endpoint.Body.Multipart {
-		x.In, aerr = openai.InspectTranscription(x.R.Header.Get("Content-Type"), x.Body.Bytes())
+	if form := x.e.Endpoint.Body.Multipart; form != nil {
+		x.In, aerr = form.Inspect(x.R.Header.Get("Content-Type"), x.Body.Bytes())
 	} else {
 		x.In, aerr = x.e.Endpoint.Wire.Inspect(x.Body.Bytes(), x.e.MaxJSONDepth)
 	}
@@ -161,9 +160,9 @@ func errorCode(e *apierror.Error) string {
 // rebody, which prepares the body of another deployment's model name.
 func (x *Exchange) prepare() (out []byte, injected bool, rebody func(string) ([]byte, error), err error) {
 	proto, body, in, route := x.e.Endpoint.Wire.Protocol, x.Body.Bytes(), x.In, x.Route
-	if x.e.Endpoint.Body.Multipart {
-		rebody = func(model string) ([]byte, error) { return openai.PrepareMultipart(body, in, model), nil }
-		return openai.PrepareMultipart(body, in, route.UpstreamModel), false, rebody, nil
+	if form := x.e.Endpoint.Body.Multipart; form != nil {
+		rebody = func(model string) ([]byte, error) { return form.Prepare(body, in, model), nil }
+		return form.Prepare(body, in, route.UpstreamModel), false, rebody, nil
 	}
 	if len(route.Deployments) > 1 || len(route.Fallbacks) > 0 {
 		rebody = func(model string) ([]byte, error) {
@@ -267,7 +266,7 @@ func (x *Exchange) call() *chatproxy.Call {
 func (x *Exchange) proxy() {
 	ep := &x.e.Endpoint
 	contentType := ""
-	if ep.Body.Multipart {
+	if ep.Body.Multipart != nil {
 		// The client's, whose boundary the body was written with.
 		contentType = x.R.Header.Get("Content-Type")
 	}

@@ -68,7 +68,11 @@ func TestExchangeRefusesBeforeReading(t *testing.T) {
 		{false, http.MethodGet, "text/plain", http.StatusUnsupportedMediaType, "", false},
 	} {
 		host := &refusingHost{err: notReady}
-		e := &Engine{Endpoint: Endpoint{Name: "moderations", Body: BodyPolicy{Multipart: tc.multipart}}, Host: host}
+		var form *MultipartForm
+		if tc.multipart {
+			form = &MultipartForm{}
+		}
+		e := &Engine{Endpoint: Endpoint{Name: "moderations", Body: BodyPolicy{Multipart: form}}, Host: host}
 		r := httptest.NewRequest(tc.method, "/v1/moderations", strings.NewReader(`{"model":"m"}`))
 		r.Header.Set("Content-Type", tc.ct)
 		w := httptest.NewRecorder()

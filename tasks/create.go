@@ -56,6 +56,11 @@ func (s *Service) CreateImagesHeld(ctx context.Context, owner Owner, body []byte
 	return s.create(ctx, owner, body, pin, mediaBase, admit, true)
 }
 
+// PassesImagesThrough reports whether a provider of protocol speaks
+// OpenAI's Images API, so that CreateImagesHeld passes its requests and
+// answers through: the caller then leaves response_format in the body.
+func PassesImagesThrough(protocol string) bool { return protocol == providers.ProtocolOpenAI }
+
 // create is CreateHeld, passing an images create through when asked.
 func (s *Service) create(ctx context.Context, owner Owner, body []byte, pin Pinner, mediaBase string, admit Admit, passThrough bool) (*Task, *apierror.Error) {
 	r, aerr := parseCreate(body, s.routes, s.maxDepth, passThrough)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/caddy-air/caddy-air/providers"
 	"github.com/tidwall/gjson"
 )
 
@@ -136,13 +137,25 @@ func TestCloudTranslators(t *testing.T) {
 	for _, c := range []string{Chat, Messages} {
 		for _, p := range []string{Gemini, Vertex} {
 			tr := For(c, p)
-			if tr == nil || tr.Wire != Messages || !IsCloud(p) {
+			if tr == nil || tr.Wire != Messages || !providers.IsCloud(p) {
 				t.Errorf("%s → %s: %+v", c, p, tr)
 			}
 		}
 	}
-	if For(Gemini, Chat) != nil || IsCloud(Chat) || IsCloud(Messages) {
+	if For(Gemini, Chat) != nil {
 		t.Error("gemini is no client protocol")
+	}
+	for name := range codecs {
+		if got := CounterOf(name) != nil; got != (name == Gemini || name == Vertex) {
+			t.Errorf("%s: counts tokens %v", name, got)
+		}
+	}
+	// providers.IsCloud is the one list of cloud protocols: it names
+	// exactly the codecs no client speaks.
+	for name, c := range codecs {
+		if cloud := c.client == nil && c.provider != nil; cloud != providers.IsCloud(name) {
+			t.Errorf("%s: a cloud codec %v, providers.IsCloud %v", name, cloud, providers.IsCloud(name))
+		}
 	}
 }
 

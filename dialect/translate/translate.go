@@ -76,14 +76,21 @@ var codecs = map[string]struct {
 	client   dialect.ClientCodec
 	provider dialect.ProviderCodec
 	path     string
+	// count is how the protocol's providers count tokens; nil: they do
+	// not (the gateway estimates).
+	count *dialect.Counter
 }{
-	Chat:      {openai.Codec{}, openai.Codec{}, openai.Path},
-	Messages:  {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path},
-	Responses: {responses.Codec{}, nil, ""},
-	Gemini:    {nil, gemini.Codec{}, ""},
-	Vertex:    {nil, vertex.Codec{}, ""},
-	Bedrock:   {nil, bedrock.Codec{}, ""},
+	Chat:      {openai.Codec{}, openai.Codec{}, openai.Path, nil},
+	Messages:  {anthropic.Codec{}, anthropic.Codec{}, anthropic.Path, nil},
+	Responses: {responses.Codec{}, nil, "", nil},
+	Gemini:    {nil, gemini.Codec{}, "", &gemini.Count},
+	Vertex:    {nil, vertex.Codec{}, "", &vertex.Count},
+	Bedrock:   {nil, bedrock.Codec{}, "", nil},
 }
+
+// CounterOf is how providers of protocol count a request's tokens, nil
+// when they do not.
+func CounterOf(protocol string) *dialect.Counter { return codecs[protocol].count }
 
 // translators are made once: they hold no state of an exchange.
 var translators = func() map[[2]string]*Translator {
@@ -105,15 +112,6 @@ var translators = func() map[[2]string]*Translator {
 	}
 	return m
 }()
-
-// IsCloud reports a cloud provider's protocol: one whose requests every
-// client protocol reaches through a translation, whose URLs and
-// credentials its endpoint makes, and whose answers are transcoded into
-// Messages.
-func IsCloud(protocol string) bool {
-	c, ok := codecs[protocol]
-	return ok && c.client == nil
-}
 
 // For returns the translator from client to provider, nil when the two
 // are one protocol (pass through) or no translation between them exists.

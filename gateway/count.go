@@ -1,4 +1,4 @@
-package caddymodule
+package gateway
 
 import (
 	"cmp"
@@ -8,22 +8,16 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
 	"github.com/caddy-air/caddy-air/airmetrics"
 	"github.com/caddy-air/caddy-air/apierror"
+	"github.com/caddy-air/caddy-air/chatproxy"
 	"github.com/caddy-air/caddy-air/dialect"
 	"github.com/caddy-air/caddy-air/dialect/anthropic"
-	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/translate"
-	"github.com/caddy-air/caddy-air/gateway"
-	"github.com/caddy-air/caddy-air/keys"
 	"github.com/caddy-air/caddy-air/providers"
 	"github.com/caddy-air/caddy-air/routing"
 	"github.com/caddy-air/caddy-air/telemetry"
@@ -41,22 +35,31 @@ const (
 	maxCountBody = 1 << 20
 )
 
-// countTokens answers a count_tokens request for a model whose provider
+// TokenCounter is the Count hook of Anthropic's count_tokens endpoint
+// (air_count_tokens), over the running config's router and transport.
+type TokenCounter struct {
+	// Config is the running config.
+	Config *Config
+}
+
+// Count answers a count_tokens request for a model whose provider
 // does not speak Messages: Gemini's countTokens for a gemini or vertex
 // model, else (openai, azure, bedrock, dashscope) the prompt estimate the
 // gateway admits requests on, marked by TokenCountHeader. Either way the
 // request counts against the rate limits, and leaves no ledger record.
-func (h *CountTokens) countTokens(x *gateway.Exchange) error {
+func (tc TokenCounter) Count(x *Exchange) error {
 	w, r, body, in, route, reservation := x.W, x.R, x.Body.Bytes(), x.In, x.Route, x.Reservation
-	wire := gateway.WireOf(route)
-	if wire != translate.Gemini && wire != translate.Vertex {
+	wire := WireOf(route)
+	counter := translate.CounterOf(wire)
+	if counter == nil {
 		reservation.ReleaseCost()
-		logFields(r, zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
+		x.LogFields(zap.String("air_model", in.Model), zap.String("air_outcome", "estimate"))
 		w.Header().Set(TokenCountHeader, "estimate")
 		return writeCount(w, dialect.EstimateRequest(in, 0).Input)
 	}
 	start := time.Now()
-	n, err := h.countGoogle(r.Context(), body, wire, route)
+	spec := upstream.Spec{Operation: countOperation, Model: in.Model, RequestID: x.RequestID, Client: x.Deps.Key.User}
+	n, err := tc.CountUpstream(r.Context(), x.e.Proxy, x.e.Log, spec, body, wire, counter, route)
 	var de *dialect.Error
 	if err != nil && !errors.As(err, &de) {
 		reservation.Release() // no upstream answered it
@@ -68,8 +71,8 @@ func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 	if de != nil {
 		outcome, status = airmetrics.OutcomeUpstreamError, de.Status
 	}
-	logFields(r, zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
-	h.app.cfg.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.Engine().Endpoint.Name, Outcome: outcome, Status: status, Duration: sinceStart(start)})
+	x.LogFields(zap.String("air_model", in.Model), zap.String("air_provider", route.Provider.Name), zap.String("air_outcome", outcome))
+	x.e.Metrics.Route(route.Pattern).Observe(&airmetrics.Request{Endpoint: x.e.Endpoint.Name, Outcome: outcome, Status: status, Duration: SinceStart(start)})
 	if de != nil {
 		if de.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((de.RetryAfter+time.Second-1)/time.Second)))
@@ -78,7 +81,7 @@ func (h *CountTokens) countTokens(x *gateway.Exchange) error {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(b)
-		return caddyhttp.Error(status, fmt.Errorf("count_tokens upstream answered %d", status))
+		return &StatusError{Status: status, Err: fmt.Errorf("count_tokens upstream answered %d", status)}
 	}
 	return writeCount(w, n)
 }
@@ -90,32 +93,29 @@ func writeCount(w http.ResponseWriter, n int64) error {
 	return err
 }
 
-// countGoogle asks a gemini or vertex deployment of the route to count
-// the Messages request body's tokens: the body is translated as for
-// generateContent, then sent to the model's countTokens method with the
-// provider's auth (Vertex AI takes the contents, system instruction and
-// tools; Google AI Studio the whole generateContentRequest). The count is
+// countUpstream asks a deployment of the route to count the Messages
+// request body's tokens: the body is translated as for generating, then
+// sent, as the protocol's counter makes it, to the model's count method
+// (Google's countTokens) with the provider's auth. The count is
 // one attempt (upstream.Runner) to the router's first target among the
 // model's own deployments; a fallback counts another model's tokens, so
 // none is made. It returns an *apierror.Error for a request it cannot
 // translate or send, and a *dialect.Error for the provider's refusal.
-func (h *proxyHandler) countGoogle(ctx context.Context, body []byte, wire string, route *providers.Route) (int64, error) {
+//
+// proxy's logger, health tracker and attempt observer see the attempt;
+// spec names it.
+func (tc TokenCounter) CountUpstream(ctx context.Context, proxy *chatproxy.Proxy, log *zap.Logger, spec upstream.Spec, body []byte, wire string,
+	counter *dialect.Counter, route *providers.Route) (int64, error) {
 	x, err := translate.For(translate.Messages, wire).Request(body, translate.Options{DropParams: true, MaxTokens: 1})
 	if err != nil {
-		return 0, gateway.TranslationError(err)
+		return 0, TranslationError(err)
 	}
-	router := h.app.Router()
+	router := tc.Config.Router
 	if router == nil {
 		return 0, apierror.Internal()
 	}
-	c := counting{h: h, ctx: ctx, x: x, wire: wire}
-	run := upstream.Runner{Logger: h.proxy.Logger, Health: h.proxy.Health, Observer: h.proxy.Attempts}
-	// The request's id and key, which the handler set on its context.
-	spec := upstream.Spec{Operation: countOperation, Model: gjson.GetBytes(body, "model").String()}
-	spec.RequestID, _ = caddyhttp.GetVar(ctx, varRequestID).(string)
-	if k, _ := caddyhttp.GetVar(ctx, varKey).(*keys.Key); k != nil {
-		spec.Client = k.User
-	}
+	c := counting{transport: tc.Config.Transport, log: log, ctx: ctx, x: x, counter: counter}
+	run := upstream.Runner{Logger: proxy.Logger, Health: proxy.Health, Observer: proxy.Attempts}
 	err = run.Run(ctx, router.Plan(routing.Request{Route: route}), &spec, &c)
 	var un *routing.Unavailable
 	switch {
@@ -147,12 +147,13 @@ var (
 )
 
 // counting is one count's attempt: the upstream.Attempter of
-// countGoogle.
+// countUpstream.
 type counting struct {
-	h    *proxyHandler
-	ctx  context.Context // the request's
-	x    *translate.Exchange
-	wire string
+	transport http.RoundTripper
+	log       *zap.Logger
+	ctx       context.Context // the request's
+	x         *translate.Exchange
+	counter   *dialect.Counter
 	// model and body are the countTokens request of the target
 	// (Prepare).
 	model string
@@ -176,22 +177,9 @@ func (c *counting) Prepare(t *routing.Target) error {
 	c.model = c.x.Model(t.UpstreamModel)
 	gb, err := c.x.Body(t.UpstreamModel)
 	if err != nil {
-		return gateway.TranslationError(err)
+		return TranslationError(err)
 	}
-	var cb []byte
-	if c.wire == translate.Gemini {
-		if gb, err = sjson.SetBytes(gb, "model", "models/"+c.model); err == nil {
-			cb, err = sjson.SetRawBytes([]byte("{}"), "generateContentRequest", gb)
-		}
-	} else {
-		cb = []byte("{}")
-		for _, f := range []string{"contents", "systemInstruction", "tools"} {
-			if v := gjson.GetBytes(gb, f); v.Exists() && err == nil {
-				cb, err = sjson.SetRawBytes(cb, f, []byte(v.Raw))
-			}
-		}
-	}
-	c.body = cb
+	c.body, err = c.counter.Body(gb, c.model)
 	return err
 }
 
@@ -207,20 +195,20 @@ func (c *counting) Attempt(ctx context.Context, t *routing.Target, headers func(
 	start := time.Now()
 	req, err := p.Endpoint.NewRequest(ctx, t.Attempt, c.model, false, c.body)
 	if err == nil {
-		path, ok := strings.CutSuffix(req.URL.Path, ":generateContent")
+		path, ok := c.counter.Path(req.URL.Path)
 		if !ok {
 			headers()
 			c.err = apierror.Internal()
 			return upstream.End{Result: routing.AttemptCanceled, Err: c.err, Outcome: routing.Outcome{Canceled: true}, Uncounted: true}
 		}
-		req.URL.Path, req.URL.RawPath = path+":countTokens", ""
+		req.URL.Path, req.URL.RawPath = path, ""
 		telemetry.Inject(ctx, req.Header)
 	} else {
-		c.h.log.Error("building a countTokens request", zap.String("provider", p.Name), zap.Error(err))
+		c.log.Error("building a countTokens request", zap.String("provider", p.Name), zap.Error(err))
 	}
 	var resp *http.Response
 	if err == nil {
-		resp, err = upstream.Send(c.h.app.Transport(), req)
+		resp, err = upstream.Send(c.transport, req)
 	}
 	inTime := headers()
 	if err != nil || !inTime {
@@ -240,12 +228,12 @@ func (c *counting) Attempt(ctx context.Context, t *routing.Target, headers func(
 	if resp.StatusCode != http.StatusOK {
 		return c.refused(p, resp, rb)
 	}
-	n := gjson.GetBytes(rb, "totalTokens")
-	if n.Type != gjson.Number || n.Int() < 0 {
+	n, ok := c.counter.Read(rb)
+	if !ok {
 		c.err = apierror.New(http.StatusBadGateway, apierror.TypeServer, "upstream_error", "the provider's countTokens answer has no totalTokens")
 		return broken(resp.StatusCode, c.err)
 	}
-	c.n = n.Int()
+	c.n = n
 	return upstream.End{Result: routing.AttemptOK, Status: resp.StatusCode, Span: telemetry.Result{Status: resp.StatusCode},
 		Outcome: routing.Outcome{Status: resp.StatusCode, TTFB: ttfb}, Delivered: true}
 }
@@ -274,11 +262,11 @@ func broken(status int, err error) upstream.End {
 }
 
 // refused reads the provider's refusal, rb, of the count into c.err: a
-// *dialect.Error in Gemini's shape, its refusal of the provider's
+// *dialect.Error read by the protocol's counter, its refusal of the provider's
 // credentials a 502.
 func (c *counting) refused(p *providers.Provider, resp *http.Response, rb []byte) upstream.End {
 	status := resp.StatusCode
-	e := gemini.Codec{}.DecodeError(status, resp.Header, rb)
+	e := c.counter.Error(status, resp.Header, rb)
 	end := upstream.End{Result: routing.StatusResult(status), Status: status, Err: fmt.Errorf("countTokens answered %d", status),
 		Span:    telemetry.Result{Status: status, ErrorType: telemetry.StatusErrorType(status)},
 		Outcome: routing.Outcome{Status: status, RetryAfter: e.RetryAfter}, Fault: status >= 500}
@@ -287,7 +275,7 @@ func (c *counting) refused(p *providers.Provider, resp *http.Response, rb []byte
 	}
 	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
 		// The gateway's credentials, not the client's key: a 502.
-		c.h.log.Warn("countTokens upstream refused the provider's credentials", zap.String("provider", p.Name), zap.Int("status", e.Status))
+		c.log.Warn("countTokens upstream refused the provider's credentials", zap.String("provider", p.Name), zap.Int("status", e.Status))
 		e = &dialect.Error{Status: http.StatusBadGateway, Kind: dialect.ErrServer, Message: "the provider refused the gateway's credentials"}
 	}
 	c.err = e
