@@ -10,8 +10,9 @@ import (
 	"github.com/caddy-air/caddy-air/dialect"
 )
 
-// errorType is the Chat Completions error type of a kind.
-func errorType(k dialect.ErrorKind) (typ, code string) {
+// ErrorType is the Chat Completions error type and code of a kind; the
+// code is empty where Chat Completions gives none.
+func ErrorType(k dialect.ErrorKind) (typ, code string) {
 	switch k {
 	case dialect.ErrInvalidRequest:
 		return "invalid_request_error", ""
@@ -44,7 +45,7 @@ func (Codec) EncodeError(e *dialect.Error) (int, []byte) {
 
 // AppendError appends e's error object, {"error":{…}}.
 func AppendError(b []byte, e *dialect.Error) []byte {
-	typ, code := errorType(e.Kind)
+	typ, code := ErrorType(e.Kind)
 	b = append(b, `{"error":{"message":`...)
 	b = dialect.AppendString(b, e.Message)
 	b = append(b, `,"type":`...)

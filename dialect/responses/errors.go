@@ -12,30 +12,19 @@ func (Codec) EncodeError(e *dialect.Error) (int, []byte) {
 }
 
 // errorType is the error type and code of a kind, as a stream's error
-// event and a failed Response's error name them.
+// event and a failed Response's error name them: Chat Completions' (see
+// openai.ErrorType), with a code always, the type's where Chat Completions
+// gives none.
 func errorType(k dialect.ErrorKind) (typ, code string) {
-	switch k {
-	case dialect.ErrInvalidRequest:
-		return "invalid_request_error", "invalid_request_error"
-	case dialect.ErrAuthentication:
-		return "authentication_error", "invalid_api_key"
-	case dialect.ErrPermission:
-		return "permission_error", "permission_denied"
-	case dialect.ErrNotFound:
-		return "not_found_error", "model_not_found"
-	case dialect.ErrTooLarge:
-		return "invalid_request_error", "request_too_large"
-	case dialect.ErrRateLimit:
-		return "rate_limit_error", "rate_limit_exceeded"
-	case dialect.ErrOverloaded:
-		return "server_error", "overloaded"
-	case dialect.ErrTimeout:
-		return "upstream_error", "upstream_timeout"
-	case dialect.ErrCut:
-		return "upstream_error", "upstream_cut"
+	typ, code = openai.ErrorType(k)
+	switch {
+	case code != "":
+	case k == dialect.ErrPermission:
+		code = "permission_denied"
 	default:
-		return "server_error", "server_error"
+		code = typ
 	}
+	return typ, code
 }
 
 // appendErrorObject appends e as {"type","code","message","param"}.
