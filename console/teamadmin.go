@@ -44,19 +44,23 @@ type TeamAdmin struct {
 	Open func() (TeamStore, error)
 }
 
-// adminTeam returns the team that user administers, read from the store;
-// ErrNotFound when none.
-func adminTeam(ctx context.Context, st TeamStore, user string) (teams.Team, error) {
+// adminTeam opens the store and returns it with the team that user
+// administers, read from it; ErrNotFound when none.
+func (s TeamAdmin) adminTeam(ctx context.Context, user string) (TeamStore, teams.Team, error) {
+	st, err := s.Open()
+	if err != nil {
+		return nil, teams.Team{}, err
+	}
 	list, err := st.Teams(ctx)
 	if err != nil {
-		return teams.Team{}, err
+		return nil, teams.Team{}, err
 	}
 	for _, t := range list {
 		if t.IsAdmin(user) {
-			return t, nil
+			return st, t, nil
 		}
 	}
-	return teams.Team{}, ErrNotFound
+	return nil, teams.Team{}, ErrNotFound
 }
 
 // consoleTeam converts a team for the console, with its budget.
@@ -70,11 +74,7 @@ func consoleTeam(st TeamStore, t teams.Team) Team {
 
 // AdminTeam implements TeamService.
 func (s TeamAdmin) AdminTeam(ctx context.Context, user string) (Team, error) {
-	st, err := s.Open()
-	if err != nil {
-		return Team{}, err
-	}
-	t, err := adminTeam(ctx, st, user)
+	st, t, err := s.adminTeam(ctx, user)
 	if err != nil {
 		return Team{}, err
 	}
@@ -92,11 +92,7 @@ func (s TeamAdmin) AdminTeam(ctx context.Context, user string) (Team, error) {
 
 // AddMember implements TeamService.
 func (s TeamAdmin) AddMember(ctx context.Context, admin, member string, asAdmin bool) error {
-	st, err := s.Open()
-	if err != nil {
-		return err
-	}
-	t, err := adminTeam(ctx, st, admin)
+	st, t, err := s.adminTeam(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -112,11 +108,7 @@ func (s TeamAdmin) AddMember(ctx context.Context, admin, member string, asAdmin 
 
 // RemoveMember implements TeamService.
 func (s TeamAdmin) RemoveMember(ctx context.Context, admin, member string) error {
-	st, err := s.Open()
-	if err != nil {
-		return err
-	}
-	t, err := adminTeam(ctx, st, admin)
+	st, t, err := s.adminTeam(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -134,11 +126,7 @@ func (s TeamAdmin) RemoveMember(ctx context.Context, admin, member string) error
 // RevokeKey implements TeamService: the key's owner must be a member of
 // the admin's team, or the key is not found.
 func (s TeamAdmin) RevokeKey(ctx context.Context, admin, id string) error {
-	st, err := s.Open()
-	if err != nil {
-		return err
-	}
-	t, err := adminTeam(ctx, st, admin)
+	st, t, err := s.adminTeam(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -155,11 +143,7 @@ func (s TeamAdmin) RevokeKey(ctx context.Context, admin, id string) error {
 // CreateKey implements TeamService: a key for a member of the admin's
 // team only.
 func (s TeamAdmin) CreateKey(ctx context.Context, admin, member string, o NewKey) (string, Key, error) {
-	st, err := s.Open()
-	if err != nil {
-		return "", Key{}, err
-	}
-	t, err := adminTeam(ctx, st, admin)
+	st, t, err := s.adminTeam(ctx, admin)
 	if err != nil {
 		return "", Key{}, err
 	}
