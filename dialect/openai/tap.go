@@ -24,6 +24,24 @@ type chatTap struct {
 // doneData is the data of a stream's final event.
 var doneData = []byte("[DONE]")
 
+// jsonData locates the data of the whole SSE event ev (see
+// tapcore.Core.Payload) when it is a JSON object, and reports false for
+// an event to forward as it is: one without data, or whose data is not
+// JSON, [DONE] included, which it records as the stream's end.
+func jsonData(c *tapcore.Core, ev []byte) (payload []byte, a int, multi, ok bool) {
+	payload, a, multi, ok = c.Payload(ev)
+	if !ok {
+		return nil, a, false, false
+	}
+	if len(payload) == 0 || payload[0] != '{' {
+		if bytes.Equal(payload, doneData) {
+			c.Term = true
+		}
+		return nil, a, false, false // [DONE], or not JSON
+	}
+	return payload, a, multi, true
+}
+
 // usageKey is the key of a usage member, as it appears in a chunk.
 var usageKey = []byte(`"usage"`)
 
@@ -53,15 +71,9 @@ func (t *chatTap) Event(ev []byte) []byte {
 // read processes one whole SSE event and returns the bytes to forward: ev
 // itself, ev edited in place, or nil to drop it.
 func (t *chatTap) read(ev []byte) []byte {
-	payload, a, multi, ok := t.Payload(ev)
+	payload, a, multi, ok := jsonData(&t.Core, ev)
 	if !ok {
 		return ev
-	}
-	if len(payload) == 0 || payload[0] != '{' {
-		if bytes.Equal(payload, doneData) {
-			t.Term = true
-		}
-		return ev // [DONE], or not JSON
 	}
 	return t.chunk(ev, a, payload, multi)
 }

@@ -1,8 +1,6 @@
 package openai
 
 import (
-	"bytes"
-
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/billing"
@@ -32,15 +30,9 @@ func (t *transcriptTap) reset(cfg dialect.TapConfig) { t.Core.Reset(cfg) }
 // event, and the usage of the done event, which ends the stream. The
 // events are forwarded as they are, an error event included.
 func (t *transcriptTap) Event(ev []byte) []byte {
-	payload, _, _, ok := t.Payload(ev)
+	payload, _, _, ok := jsonData(&t.Core, ev)
 	if !ok {
 		return ev
-	}
-	if len(payload) == 0 || payload[0] != '{' {
-		if bytes.Equal(payload, doneData) {
-			t.Term = true
-		}
-		return ev // [DONE], or not JSON
 	}
 	if jsonlimit.Check(payload, t.Depth()) != nil {
 		t.OutBytes += int64(len(payload))
