@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +17,7 @@ import (
 
 	"github.com/caddy-air/caddy-air/dialect/gemini"
 	"github.com/caddy-air/caddy-air/dialect/vertex"
+	"github.com/caddy-air/caddy-air/internal/googletest"
 )
 
 // Google's fakes in the tests: their API key, project, region and
@@ -125,21 +121,7 @@ func reportedUsage(answer string) gjson.Result {
 // serviceAccountFile writes a service account key file of k, whose token
 // endpoint is tokenURL, and returns its path.
 func serviceAccountFile(t *testing.T, k *rsa.PrivateKey, tokenURL string) string {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]string{
-		"type": "service_account", "project_id": vertexProject, "private_key_id": "kid-1",
-		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email": vertexEmail, "client_id": "1234567890", "token_uri": tokenURL,
-	})
-	path := filepath.Join(t.TempDir(), "sa.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return googletest.KeyFile(t, k, googletest.Account{Email: vertexEmail, Project: vertexProject, TokenURI: tokenURL})
 }
 
 var (

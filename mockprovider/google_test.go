@@ -2,11 +2,6 @@ package mockprovider
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,22 +11,18 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/caddy-air/caddy-air/dialect/vertex"
+	"github.com/caddy-air/caddy-air/internal/googletest"
 )
 
 // TestGoogleMount: the mock answers the Gemini API below its mount with
 // its API key, and Vertex AI with a token its /token endpoint granted
 // for the configured service account.
 func TestGoogleMount(t *testing.T) {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(k)
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	sa, _ := json.Marshal(map[string]string{"type": "service_account", "client_email": "mock@p.iam.gserviceaccount.com", "private_key_id": "1",
-		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": srv.URL + "/m/token", "project_id": "p"})
+	sa := googletest.KeyJSON(t, googletest.NewKey(t), googletest.Account{Email: "mock@p.iam.gserviceaccount.com", Project: "p",
+		TokenURI: srv.URL + "/m/token"})
 	c := Config{APIKey: "k", VertexServiceAccount: sa, VertexProject: "p", VertexRegion: "r"}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

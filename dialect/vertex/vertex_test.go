@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caddy-air/caddy-air/dialect"
+	"github.com/caddy-air/caddy-air/internal/googletest"
 )
 
 const (
@@ -49,16 +47,7 @@ func keys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
 // serviceAccountJSON is a key file of the test account signed by k,
 // whose token_uri is tokenURL.
 func serviceAccountJSON(t *testing.T, k *rsa.PrivateKey, tokenURL string) []byte {
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]string{
-		"type": "service_account", "project_id": testProject, "private_key_id": "kid-1",
-		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email": testEmail, "client_id": "1234567890", "token_uri": tokenURL,
-	})
-	return b
+	return googletest.KeyJSON(t, k, googletest.Account{Email: testEmail, Project: testProject, TokenURI: tokenURL})
 }
 
 // cloud starts a fake token endpoint and a fake Vertex.

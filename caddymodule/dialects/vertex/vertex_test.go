@@ -2,39 +2,21 @@ package vertex
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-air/caddy-air/caddymodule/airmod"
+	"github.com/caddy-air/caddy-air/internal/googletest"
 	"github.com/caddy-air/caddy-air/providers"
 )
 
 // serviceAccount writes a service account key file of project sa-project
 // and returns its path.
 func serviceAccount(t *testing.T) string {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(k)
-	b, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "sa-project", "private_key_id": "k1",
-		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "client_email": "sa@sa-project.iam.gserviceaccount.com",
-		"token_uri": "https://oauth2.googleapis.com/token"})
-	path := filepath.Join(t.TempDir(), "sa.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return googletest.KeyFile(t, googletest.NewKey(t), googletest.Account{Email: "sa@sa-project.iam.gserviceaccount.com",
+		Project: "sa-project", TokenURI: "https://oauth2.googleapis.com/token"})
 }
 
 // TestApplicationDefaultCredentials: without credentials_file, a vertex
