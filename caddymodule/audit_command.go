@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -18,12 +17,7 @@ func auditCommand() *cobra.Command {
 		Short: "Shows the audit trail (who changed which key, budget or limit, when and from where), newest first, or exports it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			for _, f := range []string{"since", "until", "actor", "action", "target", "limit", "before"} {
-				if v, _ := cmd.Flags().GetString(f); v != "" {
-					q.Set(f, v)
-				}
-			}
+			q := flagQuery(cmd, "since", "until", "actor", "action", "target", "limit", "before")
 			for _, f := range []string{audit.FormatCSV, audit.FormatJSONL} {
 				if on, _ := cmd.Flags().GetBool(f); on {
 					q.Set("format", f)

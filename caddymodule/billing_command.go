@@ -56,12 +56,7 @@ func usageCommand() *cobra.Command {
 		Short: "Shows requests, tokens and cost by day and model, or by one of day, model, key, user, team or tag, or by day and key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			for _, f := range []string{"by", "user", "key", "model", "team", "tag", "since", "until"} {
-				if v, _ := cmd.Flags().GetString(f); v != "" {
-					q.Set(f, v)
-				}
-			}
+			q := flagQuery(cmd, "by", "user", "key", "model", "team", "tag", "since", "until")
 			var rep billing.Report
 			if err := adminCall(cmd, http.MethodGet, "/air/usage?"+q.Encode(), nil, &rep); err != nil {
 				return err

@@ -200,6 +200,18 @@ func adminCall(cmd *cobra.Command, method, uri string, body []byte, out any) err
 	return json.Unmarshal(data, out)
 }
 
+// flagQuery is the admin API query of cmd's string flags named in names
+// that are set.
+func flagQuery(cmd *cobra.Command, names ...string) url.Values {
+	q := url.Values{}
+	for _, f := range names {
+		if v, _ := cmd.Flags().GetString(f); v != "" {
+			q.Set(f, v)
+		}
+	}
+	return q
+}
+
 // adminRaw sends one request to the admin API and returns the answer's
 // body. Non-2xx answers become errors carrying the API's message.
 func adminRaw(cmd *cobra.Command, method, uri string, body []byte) ([]byte, error) {

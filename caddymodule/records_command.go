@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -18,12 +17,7 @@ func ledgerCommand() *cobra.Command {
 		Short: "Shows a page of ledger records (one user's, or every user's), or exports them all as CSV",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			for _, f := range []string{"user", "key", "model", "outcome", "since", "until", "limit", "after"} {
-				if v, _ := cmd.Flags().GetString(f); v != "" {
-					q.Set(f, v)
-				}
-			}
+			q := flagQuery(cmd, "user", "key", "model", "outcome", "since", "until", "limit", "after")
 			newest, _ := cmd.Flags().GetBool("newest-first")
 			if desc, _ := cmd.Flags().GetBool("desc"); desc || newest {
 				q.Set("order", "desc")
