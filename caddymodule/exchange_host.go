@@ -23,7 +23,7 @@ func (x exchangeHost) Caller(r *http.Request) (gateway.Deps, *apierror.Error) {
 	if aerr != nil {
 		return gateway.Deps{}, aerr
 	}
-	return gateway.Deps{Key: key, Team: teamOf(r), Subject: subjectOf(r, key), Billing: rt.Billing, Shared: st, Services: rt}, nil
+	return gateway.Deps{Key: key, Team: teamOf(r), Subject: subjectOf(r, key), Shared: st, Services: rt}, nil
 }
 
 // ReadBody reads r's body into a pooled buffer (reqbody.Read).
@@ -44,9 +44,6 @@ func (x exchangeHost) StartLog(r *http.Request, d *gateway.Deps, body []byte, ar
 	}
 	return exchangeLog{l, st}
 }
-
-// Guard refuses requests while the storage cannot take records.
-func (exchangeHost) Guard(d *gateway.Deps) *apierror.Error { return d.Shared.Guard.Check() }
 
 // RequestID returns r's gateway request id (requestIDOf).
 func (exchangeHost) RequestID(w http.ResponseWriter, r *http.Request) string {

@@ -57,8 +57,6 @@ type Host interface {
 	// StartLog begins the request log of an exchange, or returns nil when
 	// its key and team keep none.
 	StartLog(r *http.Request, d *Deps, body []byte, arrived time.Time) RequestLog
-	// Guard refuses a request while the storage cannot take records.
-	Guard(d *Deps) *apierror.Error
 	// RequestID returns r's gateway request id, sent to the client.
 	RequestID(w http.ResponseWriter, r *http.Request) string
 	// LogFields adds fields to r's access log entry.
@@ -77,8 +75,6 @@ type Deps struct {
 	Team *teams.Team
 	// Subject is who the request is billed to.
 	Subject billing.Subject
-	// Billing admits and settles requests.
-	Billing *billing.Engine
 	// Shared and Services are what the request is served with: the state
 	// that outlives reloads, and the running configuration's services,
 	// for the endpoint's hooks (Pin, Settle).

@@ -186,7 +186,7 @@ func (x *Exchange) prepare() (out []byte, injected bool, rebody func(string) ([]
 // admit checks the storage, reserves the request's estimate of the
 // budgets and rate limits, and names the request and its record.
 func (x *Exchange) admit() error {
-	if aerr := x.e.Host.Guard(&x.Deps); aerr != nil {
+	if aerr := x.Deps.Shared.Guard.Check(); aerr != nil {
 		return x.Refuse(aerr)
 	}
 	x.estimate = dialect.EstimateRequest(x.In, x.Route.MaxOutputTokens)
@@ -197,7 +197,7 @@ func (x *Exchange) admit() error {
 		x.estimate = billing.Usage{} // only the request counts
 	}
 	subject := x.Deps.Subject
-	reservation, aerr := x.Deps.Billing.Admit(x.R.Context(), subject, x.In.Model, x.estimate)
+	reservation, aerr := x.Deps.Services.Billing.Admit(x.R.Context(), subject, x.In.Model, x.estimate)
 	if aerr != nil {
 		return x.Refuse(aerr)
 	}

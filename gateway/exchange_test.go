@@ -31,7 +31,6 @@ func (h *refusingHost) ReadBody(http.ResponseWriter, *http.Request, int64) (Body
 	return nil, errors.New("not reached")
 }
 func (h *refusingHost) StartLog(*http.Request, *Deps, []byte, time.Time) RequestLog { return nil }
-func (h *refusingHost) Guard(*Deps) *apierror.Error                                 { return nil }
 func (h *refusingHost) RequestID(http.ResponseWriter, *http.Request) string         { return "req_1" }
 func (h *refusingHost) LogFields(*http.Request, ...zap.Field)                       {}
 func (h *refusingHost) Refuse(w http.ResponseWriter, _ *http.Request, _ *airmetrics.Route, endpoint string, err error) error {
